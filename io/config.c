@@ -1,0 +1,446 @@
+/* config.ini parsing (inih) into stem_config through one table of keys:
+ * the table gives each key's type, default, bounds, unit and documentation,
+ * so parsing, validation, "did you mean" and the reference never disagree. */
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../src/config.h"
+
+typedef enum { K_DOUBLE, K_INT, K_LONG, K_BOOL, K_STRING, K_ENUM } key_type;
+
+typedef struct {
+    const char *section, *key;
+    key_type type;
+    size_t offset;
+    const char *def;     /* default, parsed like user input ("" = none) */
+    double min, max;     /* inclusive bounds for numbers */
+    const char *choices; /* K_ENUM: "a|b|c" -> 0,1,2 */
+    const char *unit, *doc;
+} key_spec;
+
+#define OFF(field) offsetof(stem_config, field)
+#define BIG 1e300
+
+static const key_spec key_table[] = {
+    {"sample", "xyz", K_STRING, OFF(xyz), "", 0, 0, NULL, "path",
+     "XYZ model (Prismatic format); relative paths are relative to the config file. Required."},
+    {"sample", "tile_x", K_INT, OFF(tile_x), "1", 1, 1000, NULL, "-", "repeat the cell along x"},
+    {"sample", "tile_y", K_INT, OFF(tile_y), "1", 1, 1000, NULL, "-", "repeat the cell along y"},
+    {"sample", "tile_z", K_INT, OFF(tile_z), "1", 1, 1000, NULL, "-", "repeat the cell along z (beam direction)"},
+    {"sample", "tilt_x", K_DOUBLE, OFF(tilt_x), "0", -180, 180, NULL, "deg",
+     "rotate the model about the x axis through the cell centre (tilt series)"},
+    {"sample", "tilt_y", K_DOUBLE, OFF(tilt_y), "0", -180, 180, NULL, "deg", "rotate about the y axis"},
+    {"sample", "rotation_z", K_DOUBLE, OFF(rotation_z), "0", -360, 360, NULL, "deg",
+     "in-plane rotation about the beam axis, applied first"},
+    {"beam", "energy", K_DOUBLE, OFF(energy_kev), "200", 1, 5000, NULL, "keV", "beam energy"},
+    {"probe", "semiangle", K_DOUBLE, OFF(semiangle_mrad), "20", 0.01, 500, NULL, "mrad",
+     "probe-forming aperture semi-angle"},
+    {"probe", "defocus", K_DOUBLE, OFF(defocus), "0", -1e6, 1e6, NULL, "Angstrom",
+     "C1; negative values focus the probe below the entrance surface (underfocus)"},
+    {"probe", "cs", K_DOUBLE, OFF(cs_mm), "0", -1e4, 1e4, NULL, "mm", "spherical aberration C3"},
+    {"probe", "c5", K_DOUBLE, OFF(c5_mm), "0", -1e6, 1e6, NULL, "mm", "fifth-order spherical aberration C5"},
+    {"probe", "astigmatism", K_DOUBLE, OFF(astigmatism), "0", -1e6, 1e6, NULL, "Angstrom",
+     "two-fold astigmatism A1 magnitude"},
+    {"probe", "astigmatism_angle", K_DOUBLE, OFF(astigmatism_angle), "0", -360, 360, NULL, "deg",
+     "azimuth of the two-fold astigmatism"},
+    {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism", "-",
+     "multislice or prism"},
+    {"simulation", "pixel_size", K_DOUBLE, OFF(pixel_size), "0.1", 1e-3, 10, NULL, "Angstrom",
+     "target real-space sampling; the grid is rounded up to FFT-friendly sizes"},
+    {"simulation", "grid_x", K_INT, OFF(grid_x), "0", 0, 65536, NULL, "pixels",
+     "explicit grid size along x (0: from pixel_size)"},
+    {"simulation", "grid_y", K_INT, OFF(grid_y), "0", 0, 65536, NULL, "pixels",
+     "explicit grid size along y (0: from pixel_size)"},
+    {"simulation", "slice_thickness", K_DOUBLE, OFF(slice_thickness), "2", 0.01, 1000, NULL, "Angstrom",
+     "thickness of each potential slice"},
+    {"simulation", "potential_radius", K_DOUBLE, OFF(potential_radius), "3", 0.1, 50, NULL, "Angstrom",
+     "cutoff radius of each atom's projected potential"},
+    {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",
+     "sub-pixel positions per pixel in the potential lookup"},
+    {"simulation", "interpolation_x", K_INT, OFF(interpolation_x), "4", 1, 256, NULL, "-",
+     "PRISM interpolation factor fx"},
+    {"simulation", "interpolation_y", K_INT, OFF(interpolation_y), "4", 1, 256, NULL, "-",
+     "PRISM interpolation factor fy"},
+    {"simulation", "frozen_phonons", K_INT, OFF(frozen_phonons), "1", 1, 100000, NULL, "-",
+     "number of frozen-phonon configurations averaged"},
+    {"simulation", "seed", K_LONG, OFF(seed), "1", 0, 9.2e18, NULL, "-",
+     "random seed; configuration c uses a stream derived from (seed, c) only"},
+    {"simulation", "thermal", K_BOOL, OFF(thermal), "false", 0, 0, NULL, "-",
+     "displace atoms by their rms amplitude (XYZ last column) in each configuration"},
+    {"scan", "units", K_ENUM, OFF(scan_units), "fractional", 0, 0, "fractional|angstrom", "-",
+     "units of the scan window"},
+    {"scan", "x_start", K_DOUBLE, OFF(x_start), "0", -1e6, 1e6, NULL, "units", "scan window start along x"},
+    {"scan", "x_end", K_DOUBLE, OFF(x_end), "1", -1e6, 1e6, NULL, "units",
+     "scan window end along x (exclusive; default: whole cell)"},
+    {"scan", "y_start", K_DOUBLE, OFF(y_start), "0", -1e6, 1e6, NULL, "units", "scan window start along y"},
+    {"scan", "y_end", K_DOUBLE, OFF(y_end), "1", -1e6, 1e6, NULL, "units",
+     "scan window end along y (exclusive; default: whole cell)"},
+    {"scan", "step", K_DOUBLE, OFF(step), "0.2", 1e-4, 1e4, NULL, "Angstrom", "probe step"},
+    {"detector", "ring_width", K_DOUBLE, OFF(ring_width), "1", 0.01, 1000, NULL, "mrad",
+     "width of the annular rings of the 3D output"},
+    {"detector", "save_3d", K_BOOL, OFF(save_3d), "true", 0, 0, NULL, "-", "write the ring output /rings"},
+    {"detector", "save_4d", K_BOOL, OFF(save_4d), "false", 0, 0, NULL, "-",
+     "write full diffraction patterns /cbed (large)"},
+    {"detector", "save_dpc", K_BOOL, OFF(save_dpc), "false", 0, 0, NULL, "-",
+     "write the centre-of-mass DPC images /dpc_com_x, /dpc_com_y"},
+    {"output", "file", K_STRING, OFF(output_file), "stemsim_output.h5", 0, 0, NULL, "path",
+     "HDF5 result; written as <file>.incomplete and renamed on success"},
+    {"output", "overwrite", K_BOOL, OFF(overwrite), "false", 0, 0, NULL, "-", "replace an existing output file"},
+    {"compute", "threads", K_INT, OFF(threads), "0", 0, 4096, NULL, "-",
+     "CPU worker threads per rank (0: all cores of the node divided by the ranks on it)"},
+    {"compute", "batch_size", K_INT, OFF(batch_size), "4", 1, 4096, NULL, "-",
+     "probes (or plane waves) per worker batch"},
+    {"compute", "max_memory", K_DOUBLE, OFF(max_memory_gib), "0", 0, 1e6, NULL, "GiB",
+     "memory one rank may use (0: 80% of physical memory divided by the ranks on the node)"},
+    {"compute", "device", K_ENUM, OFF(device), "auto", 0, 0, "auto|cpu|gpu", "-",
+     "engine: gpu when one is visible and stemsim was built with CUDA, else cpu"},
+    {"compute", "gpus_per_rank", K_INT, OFF(gpus_per_rank), "0", 0, 64, NULL, "-",
+     "GPUs driven by each rank (0: visible GPUs split over the ranks of a node)"},
+    {"compute", "streams_per_gpu", K_INT, OFF(streams_per_gpu), "2", 1, 32, NULL, "-",
+     "CUDA streams (and host worker threads) per GPU"},
+    {"compute", "memory_mode", K_ENUM, OFF(memory_mode), "auto", 0, 0, "auto|single|streaming", "-",
+     "GPU memory mode: single-transfer, streaming, or decided from the estimate"},
+    {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
+     "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
+};
+#define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
+
+typedef struct {
+    stem_config *cfg;
+    const char *source; /* file name for messages */
+    int allow_repeat;   /* --set overrides may replace file values */
+    int err;            /* first status */
+    char msg[1024];     /* first message (printed with its line) */
+} parse_ctx;
+
+int stem_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb];
+}
+
+static const key_spec *find_key(const char *section, const char *key)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcasecmp(key_table[i].section, section) && !strcasecmp(key_table[i].key, key))
+            return &key_table[i];
+    return NULL;
+}
+
+/* The closest "section.key" to what was typed, for the error message. */
+static void suggest_key(const char *section, const char *key, char *out, size_t n)
+{
+    int best = 1 << 30;
+    out[0] = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        int d = stem_edit_distance(key, key_table[i].key) +
+                (strcasecmp(section, key_table[i].section) ? 2 : 0);
+        if (d < best) {
+            best = d;
+            snprintf(out, n, "[%s] %s", key_table[i].section, key_table[i].key);
+        }
+    }
+    if (best > 4 + (int)strlen(key) / 2) out[0] = 0;
+}
+
+static int set_error(parse_ctx *c, int code, const char *fmt, const char *a, const char *b,
+                     const char *d)
+{
+    if (!c->err) {
+        c->err = code;
+        snprintf(c->msg, sizeof c->msg, fmt, a, b, d);
+    }
+    return 0; /* tells inih this line failed */
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_value(const key_spec *k, const char *value, void *field, char *why, size_t nwhy)
+{
+    double v;
+    switch (k->type) {
+    case K_STRING:
+        if (strlen(value) >= STEM_PATH_MAX) return snprintf(why, nwhy, "is longer than %d characters", STEM_PATH_MAX - 1), -1;
+        if (!value[0]) return snprintf(why, nwhy, "is empty"), -1;
+        strcpy((char *)field, value);
+        return 0;
+    case K_BOOL:
+        if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1") || !strcasecmp(value, "on"))
+            *(int *)field = 1;
+        else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0") || !strcasecmp(value, "off"))
+            *(int *)field = 0;
+        else
+            return snprintf(why, nwhy, "must be true or false"), -1;
+        return 0;
+    case K_ENUM: {
+        int idx = 0;
+        const char *p = k->choices;
+        size_t len = strlen(value);
+        while (*p) {
+            const char *bar = strchr(p, '|');
+            size_t n = bar ? (size_t)(bar - p) : strlen(p);
+            if (n == len && !strncasecmp(p, value, n)) return *(int *)field = idx, 0;
+            idx++;
+            p += n + (bar ? 1 : 0);
+        }
+        return snprintf(why, nwhy, "must be one of %s", k->choices), -1;
+    }
+    default:
+        break;
+    }
+    if (parse_double(value, &v)) return snprintf(why, nwhy, "is not a finite number"), -1;
+    if (v < k->min || v > k->max)
+        return snprintf(why, nwhy, "is out of range [%g, %g] %s", k->min, k->max, k->unit), -1;
+    if (k->type == K_DOUBLE) {
+        *(double *)field = v;
+    } else {
+        if (v != floor(v)) return snprintf(why, nwhy, "must be an integer"), -1;
+        if (k->type == K_INT) *(int *)field = (int)v;
+        else *(long *)field = (long)v;
+    }
+    return 0;
+}
+
+/* [images] NAME = inner outer   (mrad) */
+static int parse_image(parse_ctx *c, const char *name, const char *value)
+{
+    stem_config *cfg = c->cfg;
+    if (strlen(name) >= STEM_IMAGE_NAME_MAX || !name[0])
+        return set_error(c, STEM_ERR_CONFIG, "image name '%s' must have 1 to 31 characters%s%s", name, "", "");
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+            return set_error(c, STEM_ERR_CONFIG, "image name '%s' may contain only letters, digits, '_' and '-'%s%s", name, "", "");
+    int slot = -1;
+    for (int i = 0; i < cfg->n_images; i++)
+        if (!strcmp(cfg->images[i].name, name)) slot = i;
+    if (slot >= 0 && !c->allow_repeat)
+        return set_error(c, STEM_ERR_CONFIG, "duplicate image '%s' in [images]%s%s", name, "", "");
+    if (slot < 0) {
+        if (cfg->n_images == STEM_MAX_IMAGES)
+            return set_error(c, STEM_ERR_CONFIG, "too many images in [images] (at most 16): '%s'%s%s", name, "", "");
+        slot = cfg->n_images++;
+    }
+    char buf[256], *end;
+    snprintf(buf, sizeof buf, "%s", value);
+    errno = 0;
+    double inner = strtod(buf, &end);
+    char *rest = end;
+    double outer = strtod(rest, &end);
+    while (isspace((unsigned char)*end)) end++;
+    if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer))
+        return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': expected two angles in mrad, 'inner outer'%s", name, value, "");
+    if (inner < 0 || outer <= inner)
+        return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': need 0 <= inner < outer (mrad)%s", name, value, "");
+    snprintf(cfg->images[slot].name, STEM_IMAGE_NAME_MAX, "%s", name);
+    cfg->images[slot].inner_mrad = inner;
+    cfg->images[slot].outer_mrad = outer;
+    return 1;
+}
+
+static int config_handler(void *user, const char *section, const char *key, const char *value)
+{
+    parse_ctx *c = user;
+    if (!strcasecmp(section, "images")) return parse_image(c, key, value);
+    const key_spec *k = find_key(section, key);
+    if (!k) {
+        char hint[128], sk[300];
+        suggest_key(section, key, hint, sizeof hint);
+        snprintf(sk, sizeof sk, "%s", hint[0] ? "; did you mean " : "");
+        if (!section[0])
+            return set_error(c, STEM_ERR_CONFIG, "key '%s' outside any [section]%s%s", key, sk, hint);
+        char where[200];
+        snprintf(where, sizeof where, "%s] %s", section, key);
+        return set_error(c, STEM_ERR_CONFIG, "unknown key [%s%s%s", where, sk, hint);
+    }
+    int idx = (int)(k - key_table);
+    if (c->cfg->seen[idx] && !c->allow_repeat)
+        return set_error(c, STEM_ERR_CONFIG, "duplicate key [%s] %s%s", k->section, k->key, "");
+    char why[200];
+    if (parse_value(k, value, (char *)c->cfg + k->offset, why, sizeof why)) {
+        char what[300];
+        snprintf(what, sizeof what, "[%s] %s = '%.60s'", k->section, k->key, value);
+        return set_error(c, STEM_ERR_CONFIG, "%s %s%s", what, why, "");
+    }
+    c->cfg->seen[idx] = 1;
+    return 1;
+}
+
+void stem_config_defaults(stem_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < N_KEYS; i++) {
+        char why[200];
+        if (key_table[i].def[0]) parse_value(&key_table[i], key_table[i].def, (char *)cfg + key_table[i].offset, why, sizeof why);
+    }
+}
+
+int stem_config_given(const stem_config *cfg, const char *section, const char *key)
+{
+    const key_spec *k = find_key(section, key);
+    return k && cfg->seen[k - key_table];
+}
+
+/* Defaults for the 2D images follow the probe angle when [images] is absent. */
+static void default_images(stem_config *cfg)
+{
+    double a = cfg->semiangle_mrad;
+    const struct { const char *name; double lo, hi; } d[] = {
+        {"BF", 0, a}, {"ABF", 0.5 * a, a}, {"ADF", a, 3 * a}, {"HAADF", 3 * a, 1e9}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cfg->images[i].name, STEM_IMAGE_NAME_MAX, "%s", d[i].name);
+        cfg->images[i].inner_mrad = d[i].lo;
+        cfg->images[i].outer_mrad = d[i].hi;
+    }
+    cfg->n_images = 4;
+}
+
+/* Checks that involve several keys. */
+static int validate(stem_config *cfg, const char *source)
+{
+    if (!cfg->xyz[0]) return STEM_FAIL(STEM_ERR_CONFIG, "%s: missing required key [sample] xyz", source);
+    if (cfg->scan_units == STEM_SCAN_FRACTIONAL) {
+        const double v[4] = {cfg->x_start, cfg->x_end, cfg->y_start, cfg->y_end};
+        const char *n[4] = {"x_start", "x_end", "y_start", "y_end"};
+        for (int i = 0; i < 4; i++)
+            if (v[i] < 0 || v[i] > 1)
+                return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] %s = %g is outside the cell (fractional units need 0..1)", source, n[i], v[i]);
+    }
+    if (cfg->x_end < cfg->x_start)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] x_end (%g) is before x_start (%g)", source, cfg->x_end, cfg->x_start);
+    if (cfg->y_end < cfg->y_start)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
+    if (cfg->n_images == 0) default_images(cfg);
+    if (cfg->thermal == 0 && cfg->frozen_phonons > 1)
+        stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",
+                  source, cfg->frozen_phonons);
+    return STEM_OK;
+}
+
+static int report(parse_ctx *c, int line)
+{
+    if (line == -1) return STEM_FAIL(STEM_ERR_CONFIG, "cannot open config file '%s': %s", c->source, strerror(errno));
+    if (line == -2) return STEM_FAIL(STEM_ERR_MEMORY, "out of memory while parsing '%s'", c->source);
+    if (c->err) return STEM_FAIL(c->err, "%s:%d: %s", c->source, line, c->msg);
+    return STEM_FAIL(STEM_ERR_CONFIG, "%s:%d: syntax error (expected '[section]' or 'key = value')", c->source, line);
+}
+
+int stem_config_load_string(stem_config *cfg, const char *name, const char *text)
+{
+    stem_config_defaults(cfg);
+    parse_ctx c = {.cfg = cfg, .source = name};
+    int line = ini_parse_string(text, config_handler, &c);
+    if (line || c.err) return report(&c, line ? line : 0);
+    return validate(cfg, name);
+}
+
+static int apply_override(parse_ctx *c, const char *arg)
+{
+    char buf[STEM_PATH_MAX + 256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *eq = strchr(buf, '='), *dot = strchr(buf, '.');
+    if (!eq || !dot || dot > eq)
+        return STEM_FAIL(STEM_ERR_USAGE, "--set '%s': expected section.key=value", arg);
+    *eq = 0;
+    *dot = 0;
+    c->err = 0;
+    config_handler(c, buf, dot + 1, eq + 1);
+    if (c->err) return STEM_FAIL(c->err, "--set %s: %s", arg, c->msg);
+    return STEM_OK;
+}
+
+int stem_config_load(stem_config *cfg, const char *path, int n_overrides, char *const *overrides)
+{
+    stem_config_defaults(cfg);
+    snprintf(cfg->config_path, sizeof cfg->config_path, "%s", path);
+    parse_ctx c = {.cfg = cfg, .source = path};
+    FILE *f = fopen(path, "r");
+    if (!f) return STEM_FAIL(STEM_ERR_CONFIG, "cannot open config file '%s': %s", path, strerror(errno));
+    int line = ini_parse_file(f, config_handler, &c);
+    fclose(f);
+    if (line || c.err) return report(&c, line);
+    c.allow_repeat = 1;
+    for (int i = 0; i < n_overrides; i++) STEM_TRY(apply_override(&c, overrides[i]));
+    return validate(cfg, path);
+}
+
+static void format_value(const key_spec *k, const stem_config *cfg, char *out, size_t n)
+{
+    const void *f = (const char *)cfg + k->offset;
+    switch (k->type) {
+    case K_DOUBLE: snprintf(out, n, "%.17g", *(const double *)f); break;
+    case K_INT: snprintf(out, n, "%d", *(const int *)f); break;
+    case K_LONG: snprintf(out, n, "%ld", *(const long *)f); break;
+    case K_BOOL: snprintf(out, n, "%s", *(const int *)f ? "true" : "false"); break;
+    case K_STRING: snprintf(out, n, "%s", (const char *)f); break;
+    case K_ENUM: {
+        int idx = *(const int *)f;
+        const char *p = k->choices;
+        while (idx-- > 0 && strchr(p, '|')) p = strchr(p, '|') + 1;
+        size_t len = strchr(p, '|') ? (size_t)(strchr(p, '|') - p) : strlen(p);
+        snprintf(out, n, "%.*s", (int)len, p);
+        break;
+    }
+    }
+}
+
+char *stem_config_to_ini(const stem_config *cfg)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&buf, &size);
+    if (!m) return NULL;
+    const char *section = "";
+    for (int i = 0; i < N_KEYS; i++) {
+        char v[STEM_PATH_MAX + 32];
+        if (strcmp(section, key_table[i].section)) {
+            section = key_table[i].section;
+            fprintf(m, "%s[%s]\n", i ? "\n" : "", section);
+        }
+        format_value(&key_table[i], cfg, v, sizeof v);
+        fprintf(m, "%s = %s\n", key_table[i].key, v);
+    }
+    fprintf(m, "\n[images]\n");
+    for (int i = 0; i < cfg->n_images; i++)
+        fprintf(m, "%s = %.17g %.17g\n", cfg->images[i].name, cfg->images[i].inner_mrad, cfg->images[i].outer_mrad);
+    fclose(m);
+    return buf;
+}
+
+void stem_config_print_reference(FILE *out)
+{
+    fprintf(out, "| section | key | unit | default | meaning |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_spec *k = &key_table[i];
+        char def[64];
+        snprintf(def, sizeof def, "%s", k->def[0] ? k->def : "(required)");
+        if (k->type == K_ENUM) fprintf(out, "| %s | %s | %s | %s | %s (%s) |\n", k->section, k->key, k->unit, def, k->doc, k->choices);
+        else fprintf(out, "| %s | %s | %s | %s | %s |\n", k->section, k->key, k->unit, def, k->doc);
+    }
+    fprintf(out, "| images | NAME | mrad | BF, ABF, ADF, HAADF | `NAME = inner outer`: a 2D image integrating all "
+                 "intensity between the two angles; defaults BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a..max (a = semiangle) |\n");
+}

@@ -1,0 +1,768 @@
+/* HDF5 result writer: one file per run, written collectively by all ranks
+ * with parallel HDF5 (MPI-IO, collective transfers), even on one rank.
+ *
+ * File layout (all datasets contiguous, little-endian; "scan grid" means
+ * [scan_ny][scan_nx], row-major, x fastest, probe p = iy*scan_nx + ix):
+ *
+ *   /                       root attributes:
+ *     program               "stemsim"
+ *     version               stemsim version, e.g. "0.1.0"
+ *     config                effective configuration as INI text
+ *     plan                  the derived plan as text (grids, slices, decomposition)
+ *     algorithm             "multislice" or "prism"
+ *     energy_kev            beam energy (keV)
+ *     wavelength_angstrom   relativistic electron wavelength (Angstrom)
+ *     n_configs             number of frozen-phonon configurations averaged
+ *     complete              int 1, written last: a file without it is unfinished
+ *   /images/<NAME>          float64 [scan_ny][scan_nx], one per [images] entry;
+ *                           attributes inner_mrad, outer_mrad,
+ *                           units = "fraction of incident intensity"
+ *   /rings                  float64 [scan_ny][scan_nx][n_bins] (save_3d = true):
+ *                           intensity in annular rings [i*w, (i+1)*w) mrad;
+ *                           attributes ring_width_mrad, units,
+ *                           axes = "scan_y, scan_x, ring"
+ *   /cbed                   float32 [scan_ny][scan_nx][out_ny][out_nx] (save_4d = true):
+ *                           diffraction patterns, centred (zero angle at
+ *                           [out_ny/2][out_nx/2]); attributes qx_step_mrad,
+ *                           qy_step_mrad, units, axes = "scan_y, scan_x, qy, qx"
+ *   /dpc_com_x, /dpc_com_y  float64 [scan_ny][scan_nx] (save_dpc = true): centre
+ *                           of mass of the diffraction pattern; units = "mrad"
+ *   /axes/scan_x            float64 [scan_nx], probe x positions, units = "Angstrom"
+ *   /axes/scan_y            float64 [scan_ny], probe y positions, units = "Angstrom"
+ *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
+ *   /axes/cbed_qx_mrad      float64 [out_nx], (i - out_nx/2) * qx_step_mrad (with /cbed)
+ *   /axes/cbed_qy_mrad      float64 [out_ny], (i - out_ny/2) * qy_step_mrad (with /cbed)
+ *
+ * The file is written as "<file>.incomplete" and renamed to <file> only after
+ * it was closed successfully, so a file under its final name is complete. */
+#include "output.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#define STEM_OUTPUT_INTENSITY "fraction of incident intensity"
+#define STEM_OUTPUT_TEMP_SUFFIX ".incomplete"
+#define STEM_OUTPUT_NAME_MAX (STEM_PATH_MAX + sizeof STEM_OUTPUT_TEMP_SUFFIX)
+
+/* One attribute: a string when text != NULL, else a double. */
+typedef struct {
+    const char *name;
+    const char *text;
+    double value;
+} stem_output_attr;
+
+/* One dataset. grid != 0: the shape starts with [scan_ny][scan_nx] and each
+ * rank writes its own probes from data (probe-major); grid == 0: a small
+ * dataset that rank 0 writes whole. */
+typedef struct {
+    const char *name;
+    hid_t file_type, mem_type;
+    int rank;
+    hsize_t dims[4];
+    int grid;
+    const void *data;
+    const stem_output_attr *attrs;
+    int n_attrs;
+} stem_output_dataset;
+
+/* Everything one collective write needs; handles are closed in one place. */
+typedef struct {
+    MPI_Comm comm;
+    int rank;
+    const stem_plan *plan;
+    const stem_result *res;   /* NULL on ranks that write no probes */
+    int writes;
+    char path[STEM_OUTPUT_NAME_MAX];
+    hid_t fapl, dxpl, file;
+    int created;              /* the temporary file exists */
+    hsize_t begin, count;     /* this rank's flattened probes */
+    int has_4d, has_dpc;      /* agreed over comm */
+    double *scratch;          /* count values: one image column, one DPC axis */
+    double *axis;             /* longest axis */
+    char *config_text, *plan_text; /* rank 0's texts, on every rank */
+} stem_output;
+
+void stem_output_temp_name(const stem_config *cfg, char *out, size_t n)
+{
+    snprintf(out, n, "%s%s", cfg->output_file, STEM_OUTPUT_TEMP_SUFFIX);
+}
+
+void stem_output_discard(const stem_config *cfg)
+{
+    char tmp[STEM_OUTPUT_NAME_MAX];
+    stem_output_temp_name(cfg, tmp, sizeof tmp);
+    /* Several ranks may race here; only a failure other than "gone" matters. */
+    if (unlink(tmp) != 0 && errno != ENOENT)
+        stem_warn("cannot remove the unfinished output %s: %s", tmp, strerror(errno));
+}
+
+/* ---------------------------------------------------------------- check */
+
+static int stem_output_check_dir(const char *file)
+{
+    char buf[STEM_PATH_MAX];
+    struct stat st;
+    snprintf(buf, sizeof buf, "%s", file);
+    const char *dir = dirname(buf); /* "." for a bare file name */
+    if (stat(dir, &st) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s does not exist (%s)", file, dir,
+                         strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: %s is not a directory", file, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s is not writable (%s)", file, dir,
+                         strerror(errno));
+    return STEM_OK;
+}
+
+static int stem_output_check_file(const char *file, int overwrite)
+{
+    struct stat st;
+    if (stat(file, &st) != 0) {
+        if (errno == ENOENT) return STEM_OK;
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot inspect it (%s)", file, strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is a directory", file);
+    if (!overwrite)
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s already exists; set [output] overwrite = true "
+                         "or choose another file",
+                         file);
+    return STEM_OK;
+}
+
+static int stem_output_check_local(const stem_config *cfg)
+{
+    if (!cfg->output_file[0]) return STEM_FAIL(STEM_ERR_IO, "[output] file is empty");
+    STEM_TRY(stem_output_check_dir(cfg->output_file));
+    return stem_output_check_file(cfg->output_file, cfg->overwrite);
+}
+
+int stem_output_check(MPI_Comm comm, const stem_config *cfg)
+{
+    int rank, rc = STEM_OK;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Comm_rank failed while checking [output] file = %s",
+                         cfg->output_file);
+    /* One rank looks at the file system so the answer (and message) is single. */
+    if (rank == 0) rc = stem_output_check_local(cfg);
+    if (MPI_Bcast(&rc, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast failed while checking [output] file = %s",
+                         cfg->output_file);
+    return rc;
+}
+
+/* ------------------------------------------------------ collective glue */
+
+/* Every rank learns the worst status, so all take the same path. */
+static int stem_output_agree(MPI_Comm comm, int rc)
+{
+    int all;
+    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce failed while writing the output file");
+    return all;
+}
+
+/* Run a step only while every rank is fine, then agree on how it went. */
+#define STEM_OUTPUT_STEP(rc, comm, expr)                          \
+    do {                                                          \
+        if (!(rc)) (rc) = stem_output_agree((comm), (expr));      \
+    } while (0)
+
+/* ------------------------------------------------------------- prepare */
+
+static int stem_output_check_result(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    const stem_result *res = o->res;
+    if (plan->probe_begin < 0 || plan->probe_begin > plan->probe_end || plan->probe_end > plan->n_probes)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: probe range [%ld, %ld) outside [0, %ld)", o->path,
+                         plan->probe_begin, plan->probe_end, plan->n_probes);
+    if (!res)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: a writing rank has no result", o->path);
+    if (res->n_probes != plan->probe_end - plan->probe_begin || res->n_images != plan->n_images ||
+        res->n_bins != plan->n_bins)
+        return STEM_FAIL(STEM_ERR_INTERNAL,
+                         "output %s: result (%ld probes, %d images, %d bins) does not match the plan "
+                         "(%ld probes, %d images, %d bins)",
+                         o->path, res->n_probes, res->n_images, res->n_bins,
+                         plan->probe_end - plan->probe_begin, plan->n_images, plan->n_bins);
+    if (res->has_4d && (res->out_nx != plan->out_nx || res->out_ny != plan->out_ny))
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: 4D result is %dx%d, the plan says %dx%d", o->path,
+                         res->out_nx, res->out_ny, plan->out_nx, plan->out_ny);
+    if (res->n_probes > 0 &&
+        ((plan->n_images > 0 && !res->images) || (plan->cfg->save_3d && !res->rings) ||
+         (res->has_4d && !res->cbed) || (res->has_dpc && !res->com)))
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: result arrays missing", o->path);
+    return STEM_OK;
+}
+
+static int stem_output_check_plan(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    if (plan->scan_nx <= 0 || plan->scan_ny <= 0 || (long)plan->scan_nx * plan->scan_ny != plan->n_probes)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: scan %d x %d does not hold %ld probes", o->path,
+                         plan->scan_nx, plan->scan_ny, plan->n_probes);
+    if (plan->n_images < 0 || plan->n_images > plan->cfg->n_images || plan->n_bins < 0)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: plan has %d images (config %d), %d bins", o->path,
+                         plan->n_images, plan->cfg->n_images, plan->n_bins);
+    return STEM_OK;
+}
+
+/* Length of the longest 1D axis (scan, rings, detector). */
+static int stem_output_longest_axis(const stem_plan *plan)
+{
+    const int n[5] = {plan->scan_nx, plan->scan_ny, plan->n_bins, plan->out_nx, plan->out_ny};
+    int m = 1;
+    for (int i = 0; i < 5; i++)
+        if (n[i] > m) m = n[i];
+    return m;
+}
+
+/* Local only (no collective calls): validate and allocate what the steps use. */
+static int stem_output_prepare(stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    STEM_TRY(stem_output_check_plan(o));
+    if (o->writes) {
+        STEM_TRY(stem_output_check_result(o));
+        o->begin = (hsize_t)plan->probe_begin;
+        o->count = (hsize_t)(plan->probe_end - plan->probe_begin);
+    }
+    o->scratch = stem_alloc((o->count ? o->count : 1) * sizeof(double), "output packing buffer");
+    if (!o->scratch) return STEM_ERR_MEMORY;
+    o->axis = stem_alloc((size_t)stem_output_longest_axis(plan) * sizeof(double), "output axis buffer");
+    return o->axis ? STEM_OK : STEM_ERR_MEMORY;
+}
+
+static int stem_output_cmp_range(const void *a, const void *b)
+{
+    long x = ((const long *)a)[1], y = ((const long *)b)[1];
+    return (x > y) - (x < y);
+}
+
+/* The writers' ranges must cover every probe exactly once, or the file
+ * would claim to be complete with holes or double writes. Every rank sees
+ * the same gathered table, so all reach the same verdict. */
+static int stem_output_check_coverage(stem_output *o)
+{
+    int size;
+    if (MPI_Comm_size(o->comm, &size) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Comm_size failed", o->path);
+    long mine[3] = {o->writes != 0, (long)o->begin, (long)(o->begin + o->count)};
+    long *all = stem_alloc((size_t)size * sizeof mine, "output probe ranges");
+    if (!all) return STEM_ERR_MEMORY;
+    int rc = STEM_OK;
+    if (MPI_Allgather(mine, 3, MPI_LONG, all, 3, MPI_LONG, o->comm) != MPI_SUCCESS) {
+        rc = STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Allgather of probe ranges failed", o->path);
+        goto done;
+    }
+    qsort(all, (size_t)size, sizeof mine, stem_output_cmp_range);
+    long next = 0;
+    for (int r = 0; r < size; r++) {
+        if (!all[3 * r] || all[3 * r + 1] == all[3 * r + 2]) continue;
+        if (all[3 * r + 1] != next) break;
+        next = all[3 * r + 2];
+    }
+    if (next != o->plan->n_probes) {
+        if (o->rank == 0)
+            STEM_FAIL(STEM_ERR_INTERNAL, "output %s: the writing ranks' probe ranges do not tile [0, %ld)",
+                      o->path, o->plan->n_probes);
+        rc = STEM_ERR_INTERNAL;
+    }
+done:
+    free(all);
+    return rc;
+}
+
+/* Ranks that write no probes may hold no result: take the 4D/DPC switches
+ * from the writers, and refuse writers that disagree. */
+static int stem_output_agree_flags(stem_output *o)
+{
+    const stem_result *r = o->res;
+    int mine[4] = {0, 0, 0, 0}, all[4];
+    if (o->writes) {
+        mine[0] = r->has_4d != 0;
+        mine[1] = r->has_dpc != 0;
+        mine[2] = r->has_4d == 0;
+        mine[3] = r->has_dpc == 0;
+    }
+    if (MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, o->comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Allreduce of the result switches failed", o->path);
+    if ((all[0] && all[2]) || (all[1] && all[3])) {
+        if (o->rank == 0)
+            STEM_FAIL(STEM_ERR_INTERNAL, "output %s: writing ranks disagree on 4D/DPC output", o->path);
+        return STEM_ERR_INTERNAL;
+    }
+    o->has_4d = all[0];
+    o->has_dpc = all[1];
+    return STEM_OK;
+}
+
+/* Attribute values must be identical on every rank: use rank 0's text. */
+static int stem_output_share_text(stem_output *o, const char *mine, const char *what, char **out)
+{
+    unsigned long long len = (o->rank == 0 && mine) ? strlen(mine) : 0;
+    if (MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, 0, o->comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast of the %s length failed", o->path, what);
+    if (len >= INT_MAX)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: %s text of %llu bytes is too long", o->path, what, len);
+    *out = stem_alloc(len + 1, what);
+    /* Agree before the collective copy: a rank without a buffer must not stall the rest. */
+    int rc = stem_output_agree(o->comm, *out ? STEM_OK : STEM_ERR_MEMORY);
+    if (rc) return rc;
+    if (o->rank == 0) memcpy(*out, mine ? mine : "", len + 1);
+    if (MPI_Bcast(*out, (int)len + 1, MPI_CHAR, 0, o->comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast of the %s text failed", o->path, what);
+    return STEM_OK;
+}
+
+/* ------------------------------------------------------------ HDF5 core */
+
+static int stem_output_open(stem_output *o)
+{
+    o->fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (o->fapl < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pcreate(file access) failed", o->path);
+    if (H5Pset_fapl_mpio(o->fapl, o->comm, MPI_INFO_NULL) < 0)
+        return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pset_fapl_mpio failed", o->path);
+    o->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (o->dxpl < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pcreate(transfer) failed", o->path);
+    if (H5Pset_dxpl_mpio(o->dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+        return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pset_dxpl_mpio(collective) failed", o->path);
+    /* TRUNC: a leftover .incomplete from a crashed run is ours to replace. */
+    o->file = H5Fcreate(o->path, H5F_ACC_TRUNC, H5P_DEFAULT, o->fapl);
+    if (o->file < 0)
+        return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed; check the "
+                         "directory is writable and on a file system MPI-IO supports)", o->path);
+    o->created = 1;
+    return STEM_OK;
+}
+
+/* Closes everything still open; the first failure is reported. */
+static int stem_output_close(stem_output *o)
+{
+    int rc = STEM_OK;
+    if (o->dxpl >= 0 && H5Pclose(o->dxpl) < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Pclose(transfer) failed", o->path);
+    if (o->fapl >= 0 && H5Pclose(o->fapl) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Pclose(file access) failed", o->path);
+    if (o->file >= 0 && H5Fclose(o->file) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: closing the file failed (H5Fclose)", o->path);
+    o->dxpl = o->fapl = o->file = H5I_INVALID_HID;
+    return rc;
+}
+
+/* One scalar attribute of the given file and memory types. */
+static int stem_output_attr_write(const stem_output *o, hid_t loc, const char *where, const char *name,
+                                  hid_t file_type, hid_t mem_type, const void *value)
+{
+    int rc = STEM_OK;
+    hid_t space = H5Screate(H5S_SCALAR), attr = H5I_INVALID_HID;
+    if (space < 0) {
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Screate(scalar) failed for attribute %s of %s", o->path,
+                       name, where);
+        goto done;
+    }
+    attr = H5Acreate2(loc, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0) {
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create attribute %s of %s", o->path, name, where);
+        goto done;
+    }
+    if (H5Awrite(attr, mem_type, value) < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot write attribute %s of %s", o->path, name, where);
+done:
+    if (attr >= 0 && H5Aclose(attr) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Aclose failed for %s of %s", o->path, name, where);
+    if (space >= 0 && H5Sclose(space) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Sclose failed for %s of %s", o->path, name, where);
+    return rc;
+}
+
+/* Variable-length UTF-8 strings: h5py reads them back as str. */
+static int stem_output_attr_string(const stem_output *o, hid_t loc, const char *where, const char *name,
+                                   const char *value)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    if (type < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: H5Tcopy(string) failed", o->path);
+    int rc = STEM_OK;
+    if (H5Tset_size(type, H5T_VARIABLE) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot build the string type for %s of %s", o->path, name,
+                       where);
+    if (!rc) rc = stem_output_attr_write(o, loc, where, name, type, type, &value);
+    if (H5Tclose(type) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Tclose(string) failed", o->path);
+    return rc;
+}
+
+static int stem_output_attr_double(const stem_output *o, hid_t loc, const char *where, const char *name,
+                                   double value)
+{
+    return stem_output_attr_write(o, loc, where, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+static int stem_output_attr_int(const stem_output *o, hid_t loc, const char *where, const char *name,
+                                int value)
+{
+    return stem_output_attr_write(o, loc, where, name, H5T_STD_I32LE, H5T_NATIVE_INT, &value);
+}
+
+static int stem_output_attrs(const stem_output *o, hid_t loc, const char *where, const stem_output_attr *a,
+                             int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (a[i].text)
+            STEM_TRY(stem_output_attr_string(o, loc, where, a[i].name, a[i].text));
+        else
+            STEM_TRY(stem_output_attr_double(o, loc, where, a[i].name, a[i].value));
+    }
+    return STEM_OK;
+}
+
+/* One block of whole scan positions: rows y..y+ny-1, columns x..x+nx-1. */
+typedef struct {
+    hsize_t y, x, ny, nx;
+} stem_output_block;
+
+/* The flattened probes [begin, begin+count) seen as rows of the scan grid:
+ * a partial first row, full rows, a partial last row (any may be absent).
+ * Returns the number of blocks (at most 3). */
+static int stem_output_probe_blocks(hsize_t begin, hsize_t count, hsize_t nx, stem_output_block b[3])
+{
+    const hsize_t last = begin + count - 1;
+    const hsize_t y0 = begin / nx, x0 = begin % nx, y1 = last / nx, x1 = last % nx;
+    int n = 0;
+    if (y0 == y1) {
+        b[n++] = (stem_output_block){y0, x0, 1, x1 - x0 + 1};
+        return n;
+    }
+    hsize_t ya = x0 > 0 ? y0 + 1 : y0, yb = x1 < nx - 1 ? y1 - 1 : y1; /* full rows ya..yb */
+    if (x0 > 0) b[n++] = (stem_output_block){y0, x0, 1, nx - x0};
+    if (ya <= yb) b[n++] = (stem_output_block){ya, 0, yb - ya + 1, nx};
+    if (x1 < nx - 1) b[n++] = (stem_output_block){y1, 0, 1, x1 + 1};
+    return n;
+}
+
+/* Select this rank's probes as the union of their blocks. HDF5 visits a
+ * selection in row-major order, which is probe order, so the probe-major
+ * memory buffer lines up. */
+static int stem_output_select_probes(const stem_output *o, hid_t space, const stem_output_dataset *d)
+{
+    if (o->count == 0) return H5Sselect_none(space) < 0 ? STEM_ERR_IO : STEM_OK;
+    stem_output_block b[3];
+    int n = stem_output_probe_blocks(o->begin, o->count, d->dims[1], b);
+    for (int i = 0; i < n; i++) {
+        hsize_t start[4] = {b[i].y, b[i].x, 0, 0};
+        hsize_t count[4] = {b[i].ny, b[i].nx, 0, 0};
+        for (int k = 2; k < d->rank; k++) count[k] = d->dims[k];
+        if (H5Sselect_hyperslab(space, i ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count, NULL) < 0)
+            return STEM_ERR_IO;
+    }
+    return STEM_OK;
+}
+
+/* File and memory selections of this rank's part of a dataset. */
+static int stem_output_select(const stem_output *o, const stem_output_dataset *d, hid_t fspace, hid_t *mspace)
+{
+    hsize_t mdims[4];
+    int mrank;
+    if (d->grid) {
+        /* memory: [local probes][trailing dims...] */
+        mrank = d->rank - 1;
+        mdims[0] = o->count;
+        for (int k = 2; k < d->rank; k++) mdims[k - 1] = d->dims[k];
+    } else {
+        mrank = d->rank;
+        memcpy(mdims, d->dims, sizeof mdims);
+    }
+    *mspace = H5Screate_simple(mrank, mdims, NULL);
+    if (*mspace < 0) return STEM_ERR_IO;
+    if (d->grid) {
+        if (o->count == 0 && H5Sselect_none(*mspace) < 0) return STEM_ERR_IO;
+        return stem_output_select_probes(o, fspace, d);
+    }
+    /* small datasets: rank 0 writes, the others join with empty selections */
+    if (o->rank != 0 && (H5Sselect_none(fspace) < 0 || H5Sselect_none(*mspace) < 0)) return STEM_ERR_IO;
+    return STEM_OK;
+}
+
+/* Create a contiguous dataset, write this rank's part collectively, add attributes. */
+static int stem_output_write_dataset(const stem_output *o, const stem_output_dataset *d)
+{
+    int rc = STEM_OK;
+    hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+    double dummy = 0; /* H5Dwrite wants a buffer even for an empty selection */
+    fspace = H5Screate_simple(d->rank, d->dims, NULL);
+    if (fspace < 0) {
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Screate_simple failed for %s", o->path, d->name);
+        goto done;
+    }
+    dset = H5Dcreate2(o->file, d->name, d->file_type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (dset < 0) {
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create dataset %s", o->path, d->name);
+        goto done;
+    }
+    if (stem_output_select(o, d, fspace, &mspace) != STEM_OK) {
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot select probes [%llu, %llu) of %s", o->path,
+                       (unsigned long long)o->begin, (unsigned long long)(o->begin + o->count), d->name);
+        goto done;
+    }
+    if (H5Dwrite(dset, d->mem_type, mspace, fspace, o->dxpl, d->data ? d->data : &dummy) < 0) {
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (disk full or quota?)", o->path,
+                       d->name);
+        goto done;
+    }
+    rc = stem_output_attrs(o, dset, d->name, d->attrs, d->n_attrs);
+done:
+    if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", o->path, d->name);
+    if (mspace >= 0 && H5Sclose(mspace) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Sclose failed for %s", o->path, d->name);
+    if (fspace >= 0 && H5Sclose(fspace) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Sclose failed for %s", o->path, d->name);
+    return rc;
+}
+
+static int stem_output_group(const stem_output *o, const char *name)
+{
+    hid_t g = H5Gcreate2(o->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create group %s", o->path, name);
+    if (H5Gclose(g) < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: H5Gclose failed for %s", o->path, name);
+    return STEM_OK;
+}
+
+/* ------------------------------------------------------------- content */
+
+static int stem_output_root_attrs(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    const char *alg = plan->algorithm == STEM_ALG_PRISM ? "prism" : "multislice";
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "program", "stemsim"));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "version", STEM_VERSION));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "config", o->config_text));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "plan", o->plan_text));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "algorithm", alg));
+    STEM_TRY(stem_output_attr_double(o, o->file, "/", "energy_kev", plan->cfg->energy_kev));
+    STEM_TRY(stem_output_attr_double(o, o->file, "/", "wavelength_angstrom", plan->lambda));
+    return stem_output_attr_int(o, o->file, "/", "n_configs", plan->n_configs);
+}
+
+static int stem_output_groups(const stem_output *o)
+{
+    STEM_TRY(stem_output_group(o, "/images"));
+    return stem_output_group(o, "/axes");
+}
+
+/* A [scan_ny][scan_nx] float64 dataset from the packed scratch column. */
+static int stem_output_write_map(const stem_output *o, const char *name, const stem_output_attr *attrs,
+                                 int n_attrs)
+{
+    stem_output_dataset d = {.name = name, .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE,
+                             .rank = 2, .dims = {(hsize_t)o->plan->scan_ny, (hsize_t)o->plan->scan_nx},
+                             .grid = 1, .data = o->scratch, .attrs = attrs, .n_attrs = n_attrs};
+    return stem_output_write_dataset(o, &d);
+}
+
+/* Column `col` of a probe-major [count][stride] array into the scratch buffer. */
+static void stem_output_pack(const stem_output *o, const double *src, int stride, int col)
+{
+    for (hsize_t p = 0; p < o->count; p++) o->scratch[p] = src[p * (hsize_t)stride + (hsize_t)col];
+}
+
+static int stem_output_image(const stem_output *o, int i)
+{
+    const stem_image_range *im = &o->plan->cfg->images[i];
+    char name[STEM_IMAGE_NAME_MAX + 16];
+    snprintf(name, sizeof name, "/images/%s", im->name);
+    if (o->count) stem_output_pack(o, o->res->images, o->plan->n_images, i);
+    stem_output_attr attrs[] = {
+        {"inner_mrad", NULL, im->inner_mrad},
+        {"outer_mrad", NULL, im->outer_mrad},
+        {"units", STEM_OUTPUT_INTENSITY, 0},
+    };
+    return stem_output_write_map(o, name, attrs, 3);
+}
+
+static int stem_output_dpc(const stem_output *o, int axis)
+{
+    if (o->count) stem_output_pack(o, o->res->com, 2, axis);
+    stem_output_attr attrs[] = {
+        {"units", "mrad", 0},
+        {"description", axis ? "centre of mass of the diffraction pattern along y"
+                             : "centre of mass of the diffraction pattern along x", 0},
+    };
+    return stem_output_write_map(o, axis ? "/dpc_com_y" : "/dpc_com_x", attrs, 2);
+}
+
+static int stem_output_rings(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    stem_output_attr attrs[] = {
+        {"ring_width_mrad", NULL, plan->ring_width},
+        {"units", STEM_OUTPUT_INTENSITY, 0},
+        {"axes", "scan_y, scan_x, ring", 0},
+    };
+    stem_output_dataset d = {
+        .name = "/rings", .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE, .rank = 3,
+        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->n_bins},
+        .grid = 1, .data = o->count ? o->res->rings : NULL, .attrs = attrs, .n_attrs = 3};
+    return stem_output_write_dataset(o, &d);
+}
+
+static int stem_output_cbed(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    stem_output_attr attrs[] = {
+        {"qx_step_mrad", NULL, plan->out_dqx * plan->lambda * 1e3},
+        {"qy_step_mrad", NULL, plan->out_dqy * plan->lambda * 1e3},
+        {"units", STEM_OUTPUT_INTENSITY, 0},
+        {"axes", "scan_y, scan_x, qy, qx", 0},
+    };
+    stem_output_dataset d = {
+        .name = "/cbed", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
+        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->out_ny, (hsize_t)plan->out_nx},
+        .grid = 1, .data = o->count ? o->res->cbed : NULL, .attrs = attrs, .n_attrs = 4};
+    return stem_output_write_dataset(o, &d);
+}
+
+/* A 1D axis from o->axis, written by rank 0. */
+static int stem_output_axis(const stem_output *o, const char *name, int n, const char *units)
+{
+    stem_output_attr attrs[] = {{"units", units, 0}};
+    stem_output_dataset d = {.name = name, .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE,
+                             .rank = 1, .dims = {(hsize_t)n}, .grid = 0, .data = o->axis,
+                             .attrs = attrs, .n_attrs = 1};
+    return stem_output_write_dataset(o, &d);
+}
+
+/* Centred detector axis: pixel i is (i - n/2) steps from zero angle. */
+static void stem_output_fill_centred(const stem_output *o, int n, double step)
+{
+    for (int i = 0; i < n; i++) o->axis[i] = (i - n / 2) * step;
+}
+
+static int stem_output_axes(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    double x, y;
+    for (int i = 0; i < plan->scan_nx; i++) {
+        stem_plan_probe_position(plan, i, &x, &y);
+        o->axis[i] = x;
+    }
+    STEM_TRY(stem_output_axis(o, "/axes/scan_x", plan->scan_nx, "Angstrom"));
+    for (int i = 0; i < plan->scan_ny; i++) {
+        stem_plan_probe_position(plan, (long)i * plan->scan_nx, &x, &y);
+        o->axis[i] = y;
+    }
+    STEM_TRY(stem_output_axis(o, "/axes/scan_y", plan->scan_ny, "Angstrom"));
+    if (plan->n_bins > 0) {
+        for (int i = 0; i < plan->n_bins; i++) o->axis[i] = i * plan->ring_width;
+        STEM_TRY(stem_output_axis(o, "/axes/ring_inner_mrad", plan->n_bins, "mrad"));
+    }
+    if (o->has_4d) {
+        stem_output_fill_centred(o, plan->out_nx, plan->out_dqx * plan->lambda * 1e3);
+        STEM_TRY(stem_output_axis(o, "/axes/cbed_qx_mrad", plan->out_nx, "mrad"));
+        stem_output_fill_centred(o, plan->out_ny, plan->out_dqy * plan->lambda * 1e3);
+        STEM_TRY(stem_output_axis(o, "/axes/cbed_qy_mrad", plan->out_ny, "mrad"));
+    }
+    return STEM_OK;
+}
+
+/* Data reaches the disk before the marker that says it is all there. */
+static int stem_output_mark_complete(const stem_output *o)
+{
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)
+        return STEM_FAIL(STEM_ERR_IO, "output %s: H5Fflush failed (disk full or quota?)", o->path);
+    return stem_output_attr_int(o, o->file, "/", "complete", 1);
+}
+
+/* After every rank closed the file, rank 0 gives it its final name. */
+static int stem_output_publish(const stem_output *o)
+{
+    int rc = STEM_OK;
+    const char *final = o->plan->cfg->output_file;
+    if (MPI_Barrier(o->comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Barrier before the rename failed", o->path);
+    if (o->rank == 0 && rename(o->path, final) != 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot rename %s to it (%s)", final, o->path,
+                       strerror(errno));
+    if (MPI_Bcast(&rc, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast after the rename failed", o->path);
+    return rc;
+}
+
+static int stem_output_init(stem_output *o, MPI_Comm comm, const stem_plan *plan, const stem_result *res,
+                            int writes_probes)
+{
+    memset(o, 0, sizeof *o);
+    o->comm = comm;
+    o->plan = plan;
+    o->res = writes_probes ? res : NULL;
+    o->writes = writes_probes != 0;
+    o->fapl = o->dxpl = o->file = H5I_INVALID_HID;
+    stem_output_temp_name(plan->cfg, o->path, sizeof o->path);
+    if (MPI_Comm_rank(comm, &o->rank) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Comm_rank failed", o->path);
+    /* Errors are reported here, with the file name; HDF5's stack dump adds noise. */
+    if (H5Eset_auto2(H5E_DEFAULT, NULL, NULL) < 0)
+        return STEM_FAIL(STEM_ERR_IO, "output %s: H5Eset_auto2 failed", o->path);
+    return STEM_OK;
+}
+
+static void stem_output_free(stem_output *o)
+{
+    free(o->scratch);
+    free(o->axis);
+    free(o->config_text);
+    free(o->plan_text);
+}
+
+/* All content steps; every one ends with all ranks agreeing on its status. */
+static int stem_output_content(stem_output *o)
+{
+    int rc = STEM_OK;
+    STEM_OUTPUT_STEP(rc, o->comm, stem_output_root_attrs(o));
+    STEM_OUTPUT_STEP(rc, o->comm, stem_output_groups(o));
+    for (int i = 0; i < o->plan->n_images; i++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_image(o, i));
+    if (o->plan->cfg->save_3d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_rings(o));
+    if (o->has_4d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_cbed(o));
+    if (o->has_dpc) {
+        STEM_OUTPUT_STEP(rc, o->comm, stem_output_dpc(o, 0));
+        STEM_OUTPUT_STEP(rc, o->comm, stem_output_dpc(o, 1));
+    }
+    STEM_OUTPUT_STEP(rc, o->comm, stem_output_axes(o));
+    STEM_OUTPUT_STEP(rc, o->comm, stem_output_mark_complete(o));
+    return rc;
+}
+
+int stem_output_write(MPI_Comm comm, const stem_plan *plan, const stem_result *res, int writes_probes,
+                      const char *config_ini_text, const char *plan_text)
+{
+    stem_output o;
+    int rc = stem_output_init(&o, comm, plan, res, writes_probes);
+    rc = stem_output_agree(comm, rc);
+    STEM_OUTPUT_STEP(rc, comm, stem_output_prepare(&o));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_check_coverage(&o));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_agree_flags(&o));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, config_ini_text, "config", &o.config_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, plan_text, "plan", &o.plan_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_open(&o));
+    if (!rc) rc = stem_output_content(&o);
+    /* Close on every path (collective H5Fclose), then agree on the outcome. */
+    int crc = stem_output_close(&o);
+    if (!rc) rc = stem_output_agree(comm, crc);
+    if (!rc)
+        rc = stem_output_publish(&o);
+    else if (o.created && o.rank == 0)
+        stem_output_discard(plan->cfg);
+    stem_output_free(&o);
+    return rc;
+}

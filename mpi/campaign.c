@@ -1,0 +1,86 @@
+/* One configuration after another: build or receive the transmission
+ * functions, run the engine on this rank's share, then reduce. */
+#include "campaign.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/engine.h"
+#include "../src/fft.h"
+#include "../src/potential.h"
+
+/* Test-only hook: STEMSIM_TEST_FAIL_RANK=r makes rank r fail here. */
+static int injected_failure(const stem_mpi *m)
+{
+    const char *env = getenv("STEMSIM_TEST_FAIL_RANK");
+    if (env && atoi(env) == m->layout.world_rank)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "injected failure (STEMSIM_TEST_FAIL_RANK=%s)", env);
+    return STEM_OK;
+}
+
+/* The group leader builds configuration c; the group receives it. */
+static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                                   const stem_kirkland *kirkland, int c, stem_complex *trans)
+{
+    size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
+    int err = STEM_OK;
+    if (m->layout.group_rank == 0) {
+        stem_atoms displaced = {0};
+        stem_potential_table table = {0};
+        err = stem_atoms_displace(atoms, plan->cfg->seed, c, plan->cfg->thermal, &displaced);
+        if (!err) err = stem_potential_table_build(plan, &displaced, kirkland, &table);
+        if (!err) err = stem_transmission_build(plan, &table, &displaced, trans);
+        stem_potential_table_free(&table);
+        stem_atoms_free(&displaced);
+    }
+    if (err) return err; /* the caller aborts the job: peers wait in the broadcast */
+    return stem_mpi_bcast(trans, bytes, 0, m->group);
+}
+
+static int prism_config(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_complex *trans,
+                        const stem_detector *det, stem_result *res)
+{
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
+    stem_complex *local = stem_fft_alloc(box * local_beams, "local S-matrix");
+    stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "S-matrix");
+    int err = local && by_beam ? STEM_OK : STEM_ERR_MEMORY;
+    if (!err) err = engine->prism_smatrix(plan, trans, local);
+    if (!err) err = stem_mpi_gather_smatrix(plan, local, by_beam, m->group);
+    stem_fft_free(local);
+    stem_complex *by_pixel = err ? NULL : stem_fft_alloc(box * plan->n_beams, "S-matrix (beam fastest)");
+    if (!err && !by_pixel) err = STEM_ERR_MEMORY;
+    if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
+    stem_fft_free(by_beam);
+    if (!err) err = engine->prism_output(plan, by_pixel, det, res);
+    stem_fft_free(by_pixel);
+    return err;
+}
+
+int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+                      stem_result *res)
+{
+    const stem_layout *L = &m->layout;
+    stem_engine engine;
+    stem_detector det = {0};
+    STEM_TRY(injected_failure(m));
+    STEM_TRY(stem_engine_select(plan, &engine));
+    STEM_TRY(stem_detector_build(plan, &det));
+    size_t grid = (size_t)plan->nx * plan->ny;
+    stem_complex *trans = stem_fft_alloc(grid * plan->n_slices, "transmission functions");
+    int err = trans ? STEM_OK : STEM_ERR_MEMORY;
+    for (int c = L->group; c < plan->n_configs && !err; c += L->n_groups) {
+        stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
+        err = transmission_for_config(m, plan, atoms, kirkland, c, trans);
+        if (err) break;
+        if (plan->algorithm == STEM_ALG_PRISM) err = prism_config(m, plan, &engine, trans, &det, res);
+        else err = engine.multislice(plan, trans, &det, res);
+    }
+    stem_fft_free(trans);
+    stem_detector_free(&det);
+    engine.release(&engine);
+    if (err) return err;
+    STEM_TRY(stem_mpi_sum_result(res, m->cross));
+    stem_result_finalise(res, plan->n_configs);
+    return STEM_OK;
+}

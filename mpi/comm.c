@@ -1,0 +1,137 @@
+/* MPI layout and collectives. */
+#include "comm.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Automatic groups: as many as divide the ranks evenly without exceeding the
+ * configurations, so groups never idle and every group has the same size. */
+static int choose_groups(int world_size, int n_configs, int requested)
+{
+    if (requested > 0) return requested;
+    int best = 1;
+    for (int g = 1; g <= world_size && g <= n_configs; g++)
+        if (world_size % g == 0) best = g;
+    return best;
+}
+
+int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested)
+{
+    memset(m, 0, sizeof *m);
+    m->world = world;
+    stem_layout *L = &m->layout;
+    STEM_MPI_CALL(MPI_Comm_size(world, &L->world_size));
+    STEM_MPI_CALL(MPI_Comm_rank(world, &L->world_rank));
+    MPI_Comm node;
+    STEM_MPI_CALL(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, L->world_rank, MPI_INFO_NULL, &node));
+    STEM_MPI_CALL(MPI_Comm_size(node, &L->ranks_on_node));
+    MPI_Comm_free(&node);
+    L->n_groups = choose_groups(L->world_size, n_configs, requested);
+    if (L->world_size % L->n_groups)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d does not divide the %d ranks", L->n_groups, L->world_size);
+    if (L->n_groups > n_configs)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d exceeds the %d frozen-phonon configurations", L->n_groups, n_configs);
+    L->group_size = L->world_size / L->n_groups;
+    L->group = L->world_rank / L->group_size;
+    L->group_rank = L->world_rank % L->group_size;
+    STEM_MPI_CALL(MPI_Comm_split(world, L->group, L->group_rank, &m->group));
+    STEM_MPI_CALL(MPI_Comm_split(world, L->group_rank, L->group, &m->cross));
+    return STEM_OK;
+}
+
+void stem_mpi_free(stem_mpi *m)
+{
+    if (m->group != MPI_COMM_NULL && m->group) MPI_Comm_free(&m->group);
+    if (m->cross != MPI_COMM_NULL && m->cross) MPI_Comm_free(&m->cross);
+}
+
+int stem_mpi_agree(int status, MPI_Comm comm)
+{
+    int worst = status;
+    if (MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the error status failed");
+    return worst;
+}
+
+int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm)
+{
+    const size_t chunk = (size_t)1 << 30;
+    for (size_t off = 0; off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        STEM_MPI_CALL(MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, root, comm));
+    }
+    return STEM_OK;
+}
+
+int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm)
+{
+    int rank;
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    long n = atoms->n;
+    double cell[3] = {atoms->cell[0], atoms->cell[1], atoms->cell[2]};
+    STEM_MPI_CALL(MPI_Bcast(&n, 1, MPI_LONG, root, comm));
+    STEM_MPI_CALL(MPI_Bcast(cell, 3, MPI_DOUBLE, root, comm));
+    if (rank != root) {
+        memcpy(atoms->cell, cell, sizeof cell);
+        STEM_TRY(stem_atoms_alloc(atoms, n));
+    }
+    STEM_TRY(stem_mpi_bcast(atoms->Z, n * sizeof(int), root, comm));
+    double *cols[5] = {atoms->x, atoms->y, atoms->z, atoms->occupancy, atoms->sigma};
+    for (int i = 0; i < 5; i++) STEM_TRY(stem_mpi_bcast(cols[i], n * sizeof(double), root, comm));
+    return STEM_OK;
+}
+
+/* Allreduce in pieces so counts stay below INT_MAX. */
+static int sum_in_place(void *buf, long count, MPI_Datatype type, size_t elem, MPI_Comm comm)
+{
+    const long chunk = 1L << 28;
+    for (long off = 0; off < count; off += chunk) {
+        long n = count - off < chunk ? count - off : chunk;
+        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)n, type, MPI_SUM, comm));
+    }
+    return STEM_OK;
+}
+
+int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
+{
+    int size;
+    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
+    if (size == 1) return STEM_OK;
+    STEM_TRY(sum_in_place(res->rings, res->n_probes * res->n_bins, MPI_DOUBLE, sizeof(double), comm));
+    STEM_TRY(sum_in_place(res->images, res->n_probes * res->n_images, MPI_DOUBLE, sizeof(double), comm));
+    STEM_TRY(sum_in_place(res->com, res->n_probes * 2, MPI_DOUBLE, sizeof(double), comm));
+    STEM_TRY(sum_in_place(res->total, res->n_probes, MPI_DOUBLE, sizeof(double), comm));
+    if (res->has_4d)
+        STEM_TRY(sum_in_place(res->cbed, res->n_probes * res->out_nx * res->out_ny, MPI_FLOAT, sizeof(float), comm));
+    return STEM_OK;
+}
+
+int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm)
+{
+    int size, err = STEM_OK;
+    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    if (size == 1) {
+        memcpy(all, local, box * plan->n_beams * sizeof(stem_complex));
+        return STEM_OK;
+    }
+    /* one element = one beam's box, so counts are beam counts */
+    MPI_Datatype beam_type;
+    STEM_MPI_CALL(MPI_Type_contiguous((int)(2 * box), MPI_FLOAT, &beam_type));
+    STEM_MPI_CALL(MPI_Type_commit(&beam_type));
+    int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
+    if (!counts || !displs) err = STEM_ERR_MEMORY;
+    for (int r = 0; r < size && !err; r++) {
+        long b, e;
+        stem_split_range(plan->n_beams, size, r, &b, &e);
+        counts[r] = (int)(e - b);
+        displs[r] = (int)b;
+    }
+    if (!err && MPI_Allgatherv(local, plan->beam_end - plan->beam_begin, beam_type, all, counts, displs, beam_type, comm) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of the S-matrix (%d beams) failed", plan->n_beams);
+    MPI_Type_free(&beam_type);
+    free(counts);
+    free(displs);
+    return err;
+}

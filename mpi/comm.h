@@ -1,0 +1,42 @@
+/* Communicators, the rank layout, and the collective operations stemsim
+ * needs: chunked broadcasts, status agreement, sums, S-matrix gathering. */
+#ifndef STEM_COMM_H
+#define STEM_COMM_H
+
+#include <mpi.h>
+
+#include "../src/atoms.h"
+#include "../src/detector.h"
+#include "../src/physics.h"
+
+typedef struct {
+    MPI_Comm world, group, cross; /* cross: same group rank in every group */
+    stem_layout layout;
+} stem_mpi;
+
+/* Communicators for frozen-phonon groups: `requested` groups (0: automatic). */
+int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested);
+void stem_mpi_free(stem_mpi *m);
+/* Largest status over the ranks of comm, so all ranks take the same branch. */
+int stem_mpi_agree(int status, MPI_Comm comm);
+/* MPI_Bcast in pieces below 2 GiB. */
+int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm);
+/* Broadcast the model from root (other ranks allocate). */
+int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm);
+/* In-place sum of the result arrays over comm. */
+int stem_mpi_sum_result(stem_result *res, MPI_Comm comm);
+/* Gather every rank's beams of the S-matrix ([beam][box]) on every rank of comm. */
+int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm);
+
+#define STEM_MPI_CALL(call)                                                                    \
+    do {                                                                                       \
+        int stem_mpi_rc_ = (call);                                                             \
+        if (stem_mpi_rc_ != MPI_SUCCESS) {                                                     \
+            char stem_mpi_msg_[MPI_MAX_ERROR_STRING];                                          \
+            int stem_mpi_len_ = 0;                                                             \
+            MPI_Error_string(stem_mpi_rc_, stem_mpi_msg_, &stem_mpi_len_);                     \
+            return STEM_FAIL(STEM_ERR_MPI, "%s failed: %s", #call, stem_mpi_msg_);            \
+        }                                                                                      \
+    } while (0)
+
+#endif

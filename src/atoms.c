@@ -1,0 +1,108 @@
+/* Model preparation: tiling, rotation, frozen-phonon displacements. */
+#include "atoms.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* Counter-based: the number depends on (seed, stream, index) only, so results
+ * never depend on how configurations or atoms are spread over ranks. */
+double stem_gaussian(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ index);
+    uint64_t h2 = splitmix64(h);
+    double u1 = ((h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double u2 = (h2 >> 11) * (1.0 / 9007199254740992.0);
+    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+static int tile(stem_atoms *a, int tx, int ty, int tz)
+{
+    long reps = (long)tx * ty * tz;
+    if (reps == 1) return STEM_OK;
+    stem_atoms t = {.cell = {a->cell[0] * tx, a->cell[1] * ty, a->cell[2] * tz}};
+    STEM_TRY(stem_atoms_alloc(&t, a->n * reps));
+    long k = 0;
+    for (int iz = 0; iz < tz; iz++)
+        for (int iy = 0; iy < ty; iy++)
+            for (int ix = 0; ix < tx; ix++)
+                for (long i = 0; i < a->n; i++, k++) {
+                    t.Z[k] = a->Z[i];
+                    t.x[k] = a->x[i] + ix * a->cell[0];
+                    t.y[k] = a->y[i] + iy * a->cell[1];
+                    t.z[k] = a->z[i] + iz * a->cell[2];
+                    t.occupancy[k] = a->occupancy[i];
+                    t.sigma[k] = a->sigma[i];
+                }
+    stem_atoms_free(a);
+    *a = t;
+    return STEM_OK;
+}
+
+static double wrap(double v, double period)
+{
+    v = fmod(v, period);
+    return v < 0 ? v + period : v;
+}
+
+/* Rotate about the cell centre: z first (in-plane), then x, then y. Atoms that
+ * leave the cell sideways wrap periodically; the cell grows along z to hold them. */
+static void rotate(stem_atoms *a, double rz_deg, double tx_deg, double ty_deg)
+{
+    if (rz_deg == 0 && tx_deg == 0 && ty_deg == 0) return;
+    double cz = cos(rz_deg * M_PI / 180), sz = sin(rz_deg * M_PI / 180);
+    double cx = cos(tx_deg * M_PI / 180), sx = sin(tx_deg * M_PI / 180);
+    double cy = cos(ty_deg * M_PI / 180), sy = sin(ty_deg * M_PI / 180);
+    double c0 = a->cell[0] / 2, c1 = a->cell[1] / 2, c2 = a->cell[2] / 2;
+    double zmin = 1e300, zmax = -1e300;
+    for (long i = 0; i < a->n; i++) {
+        double x = a->x[i] - c0, y = a->y[i] - c1, z = a->z[i] - c2;
+        double x1 = cz * x - sz * y, y1 = sz * x + cz * y, z1 = z;
+        double y2 = cx * y1 - sx * z1, z2 = sx * y1 + cx * z1, x2 = x1;
+        double x3 = cy * x2 + sy * z2, z3 = -sy * x2 + cy * z2, y3 = y2;
+        a->x[i] = wrap(x3 + c0, a->cell[0]);
+        a->y[i] = wrap(y3 + c1, a->cell[1]);
+        a->z[i] = z3 + c2;
+        zmin = fmin(zmin, a->z[i]);
+        zmax = fmax(zmax, a->z[i]);
+    }
+    double shift = zmin < 0 ? -zmin : 0;
+    for (long i = 0; i < a->n; i++) a->z[i] += shift;
+    a->cell[2] = fmax(a->cell[2], zmax + shift);
+}
+
+int stem_atoms_prepare(stem_atoms *atoms, const stem_config *cfg)
+{
+    STEM_TRY(tile(atoms, cfg->tile_x, cfg->tile_y, cfg->tile_z));
+    rotate(atoms, cfg->rotation_z, cfg->tilt_x, cfg->tilt_y);
+    return STEM_OK;
+}
+
+int stem_atoms_displace(const stem_atoms *in, long seed, int config_index, int thermal, stem_atoms *out)
+{
+    out->cell[0] = in->cell[0];
+    out->cell[1] = in->cell[1];
+    out->cell[2] = in->cell[2];
+    STEM_TRY(stem_atoms_alloc(out, in->n));
+    memcpy(out->Z, in->Z, in->n * sizeof(int));
+    memcpy(out->occupancy, in->occupancy, in->n * sizeof(double));
+    memcpy(out->sigma, in->sigma, in->n * sizeof(double));
+    for (long i = 0; i < in->n; i++) {
+        double s = thermal ? in->sigma[i] : 0;
+        double d[3] = {0, 0, 0};
+        if (s > 0)
+            for (int k = 0; k < 3; k++) d[k] = s * stem_gaussian((uint64_t)seed, (uint64_t)config_index, 3 * (uint64_t)i + k);
+        out->x[i] = wrap(in->x[i] + d[0], in->cell[0]);
+        out->y[i] = wrap(in->y[i] + d[1], in->cell[1]);
+        out->z[i] = fmin(fmax(in->z[i] + d[2], 0), in->cell[2]);
+    }
+    return STEM_OK;
+}

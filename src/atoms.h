@@ -1,0 +1,30 @@
+/* The atomic model: read from XYZ, tiled, rotated, and displaced per
+ * frozen-phonon configuration. */
+#ifndef STEM_ATOMS_H
+#define STEM_ATOMS_H
+
+#include "config.h"
+
+typedef struct {
+    long n;
+    int *Z;
+    double *x, *y, *z;   /* Angstrom, inside [0, cell) */
+    double *occupancy;   /* weight of the atom's potential */
+    double *sigma;       /* rms displacement per axis, Angstrom */
+    double cell[3];      /* a b c, Angstrom */
+} stem_atoms;
+
+/* Prismatic XYZ reader (io/xyz.c): errors name the file and line. */
+int stem_xyz_read(const char *path, stem_atoms *atoms);
+int stem_xyz_read_string(const char *name, const char *text, stem_atoms *atoms);
+int stem_atoms_alloc(stem_atoms *atoms, long n);
+void stem_atoms_free(stem_atoms *atoms);
+/* Tile and rotate as the config says (src/atoms.c). */
+int stem_atoms_prepare(stem_atoms *atoms, const stem_config *cfg);
+/* Copy of the model displaced for configuration `config_index`; random
+ * numbers depend only on (seed, config_index, atom index). */
+int stem_atoms_displace(const stem_atoms *in, long seed, int config_index, int thermal, stem_atoms *out);
+/* Deterministic standard normal number for (seed, stream, index). */
+double stem_gaussian(uint64_t seed, uint64_t stream, uint64_t index);
+
+#endif

@@ -1,0 +1,89 @@
+/* stem_config: what the user asked for, parsed from config.ini and --set
+ * overrides, validated key by key. Plain data (fixed-size strings) so rank 0
+ * can broadcast it to the other ranks as bytes. */
+#ifndef STEM_CONFIG_H
+#define STEM_CONFIG_H
+
+#include <stdio.h>
+
+#include "stem.h"
+
+#define STEM_PATH_MAX 1024
+#define STEM_MAX_IMAGES 16
+#define STEM_IMAGE_NAME_MAX 32
+
+typedef enum { STEM_ALG_MULTISLICE = 0, STEM_ALG_PRISM = 1 } stem_algorithm;
+typedef enum { STEM_SCAN_FRACTIONAL = 0, STEM_SCAN_ANGSTROM = 1 } stem_scan_units;
+typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
+typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
+
+typedef struct {
+    char name[STEM_IMAGE_NAME_MAX];
+    double inner_mrad, outer_mrad;
+} stem_image_range;
+
+typedef struct {
+    char config_path[STEM_PATH_MAX];
+    /* [sample] */
+    char xyz[STEM_PATH_MAX];
+    int tile_x, tile_y, tile_z;
+    double tilt_x, tilt_y, rotation_z; /* degrees */
+    /* [beam] */
+    double energy_kev;
+    /* [probe] */
+    double semiangle_mrad;
+    double defocus;          /* C1, Angstrom; negative = underfocus */
+    double cs_mm, c5_mm;     /* C3, C5 in mm */
+    double astigmatism;      /* A1, Angstrom */
+    double astigmatism_angle;/* degrees */
+    /* [simulation] */
+    int algorithm;
+    double pixel_size;       /* Angstrom */
+    int grid_x, grid_y;      /* 0: derived from pixel_size */
+    double slice_thickness;  /* Angstrom */
+    double potential_radius; /* Angstrom */
+    int supersampling;
+    int interpolation_x, interpolation_y;
+    int frozen_phonons;
+    long seed;
+    int thermal;
+    /* [scan] */
+    int scan_units;
+    double x_start, x_end, y_start, y_end; /* in scan_units */
+    double step;             /* Angstrom */
+    /* [detector] */
+    double ring_width;       /* mrad */
+    int save_3d, save_4d, save_dpc;
+    /* [images] */
+    int n_images;
+    stem_image_range images[STEM_MAX_IMAGES];
+    /* [output] */
+    char output_file[STEM_PATH_MAX];
+    int overwrite;
+    /* [compute] */
+    int threads;
+    int batch_size;
+    double max_memory_gib;   /* 0: 80% of physical memory */
+    int device;
+    int gpus_per_rank, streams_per_gpu;
+    int memory_mode;
+    int fp_groups;
+    /* which keys were given explicitly (index into the key table) */
+    unsigned char seen[96];
+} stem_config;
+
+/* Fill defaults, parse the file, apply "section.key=value" overrides, validate. */
+int stem_config_load(stem_config *cfg, const char *path, int n_overrides, char *const *overrides);
+/* Parse an in-memory INI text (tests, fuzzing). name labels messages. */
+int stem_config_load_string(stem_config *cfg, const char *name, const char *text);
+void stem_config_defaults(stem_config *cfg);
+/* Was section.key given by the user? */
+int stem_config_given(const stem_config *cfg, const char *section, const char *key);
+/* Effective configuration as INI text (malloc'd); stored in the output file. */
+char *stem_config_to_ini(const stem_config *cfg);
+/* The reference of every key (for --help-config and the README). */
+void stem_config_print_reference(FILE *out);
+/* Levenshtein distance, used for "did you mean" suggestions. */
+int stem_edit_distance(const char *a, const char *b);
+
+#endif

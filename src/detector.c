@@ -1,0 +1,110 @@
+/* Detector geometry and per-probe accumulation. */
+#include "detector.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int stem_detector_build(const stem_plan *plan, stem_detector *det)
+{
+    const stem_config *cfg = plan->cfg;
+    int nx = plan->out_nx, ny = plan->out_ny;
+    memset(det, 0, sizeof *det);
+    det->n_pixels = nx * ny;
+    STEM_ALLOC(det->bin, det->n_pixels, "detector bins");
+    STEM_ALLOC(det->image_mask, det->n_pixels, "detector masks");
+    STEM_ALLOC(det->theta_x, det->n_pixels, "detector angles");
+    STEM_ALLOC(det->theta_y, det->n_pixels, "detector angles");
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            int k = j * nx + i;
+            double qx = stem_fft_index(i, nx) * plan->out_dqx, qy = stem_fft_index(j, ny) * plan->out_dqy;
+            double q = hypot(qx, qy), theta = q * plan->lambda * 1e3;
+            det->theta_x[k] = (float)(qx * plan->lambda * 1e3);
+            det->theta_y[k] = (float)(qy * plan->lambda * 1e3);
+            det->bin[k] = -1;
+            if (q > plan->q_limit) continue; /* removed by the band limit */
+            int bin = (int)floor(theta / plan->ring_width);
+            det->bin[k] = bin < plan->n_bins ? bin : plan->n_bins - 1;
+            for (int m = 0; m < plan->n_images; m++)
+                if (theta >= cfg->images[m].inner_mrad && theta < cfg->images[m].outer_mrad) det->image_mask[k] |= 1u << m;
+        }
+    return STEM_OK;
+}
+
+void stem_detector_free(stem_detector *det)
+{
+    free(det->bin);
+    free(det->image_mask);
+    free(det->theta_x);
+    free(det->theta_y);
+    memset(det, 0, sizeof *det);
+}
+
+int stem_result_alloc(const stem_plan *plan, stem_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->n_probes = plan->probe_end - plan->probe_begin;
+    res->n_bins = plan->n_bins;
+    res->n_images = plan->n_images;
+    res->out_nx = plan->out_nx;
+    res->out_ny = plan->out_ny;
+    res->has_4d = plan->cfg->save_4d;
+    res->has_dpc = plan->cfg->save_dpc;
+    STEM_ALLOC(res->rings, res->n_probes * res->n_bins, "ring output");
+    STEM_ALLOC(res->images, res->n_probes * res->n_images, "image output");
+    STEM_ALLOC(res->com, res->n_probes * 2, "DPC output");
+    STEM_ALLOC(res->total, res->n_probes, "intensity totals");
+    if (res->has_4d) STEM_ALLOC(res->cbed, res->n_probes * res->out_nx * res->out_ny, "4D output");
+    return STEM_OK;
+}
+
+void stem_result_free(stem_result *res)
+{
+    free(res->rings);
+    free(res->images);
+    free(res->com);
+    free(res->total);
+    free(res->cbed);
+    memset(res, 0, sizeof *res);
+}
+
+void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long p)
+{
+    double *rings = res->rings + p * res->n_bins, *images = res->images + p * res->n_images;
+    double total = 0, cx = 0, cy = 0;
+    for (int k = 0; k < det->n_pixels; k++) {
+        float v = intensity[k];
+        if (det->bin[k] < 0) continue;
+        total += v;
+        rings[det->bin[k]] += v;
+        cx += v * det->theta_x[k];
+        cy += v * det->theta_y[k];
+        for (uint32_t m = det->image_mask[k]; m; m &= m - 1) images[__builtin_ctz(m)] += v;
+    }
+    res->total[p] += total;
+    res->com[2 * p] += cx;
+    res->com[2 * p + 1] += cy;
+    if (res->has_4d) {
+        int nx = res->out_nx, ny = res->out_ny;
+        float *out = res->cbed + (size_t)p * nx * ny;
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < nx; i++)
+                out[(size_t)((j + ny / 2) % ny) * nx + (i + nx / 2) % nx] += intensity[(size_t)j * nx + i];
+    }
+}
+
+void stem_result_finalise(stem_result *res, int n_configs)
+{
+    double inv = 1.0 / n_configs;
+    for (long p = 0; p < res->n_probes; p++) {
+        double t = res->total[p];
+        res->com[2 * p] = t > 0 ? res->com[2 * p] / t : 0;
+        res->com[2 * p + 1] = t > 0 ? res->com[2 * p + 1] / t : 0;
+        res->total[p] *= inv;
+    }
+    for (long i = 0; i < res->n_probes * res->n_bins; i++) res->rings[i] *= inv;
+    for (long i = 0; i < res->n_probes * res->n_images; i++) res->images[i] *= inv;
+    if (res->has_4d)
+        for (long i = 0; i < res->n_probes * res->out_nx * res->out_ny; i++) res->cbed[i] *= (float)inv;
+}

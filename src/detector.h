@@ -1,0 +1,37 @@
+/* Detectors: annular rings (3D output), 2D images over named angular ranges,
+ * optional 4D diffraction patterns and DPC centre of mass. */
+#ifndef STEM_DETECTOR_H
+#define STEM_DETECTOR_H
+
+#include "plan.h"
+
+/* Per detector pixel (out_nx x out_ny, FFT order) geometry, built once. */
+typedef struct {
+    int n_pixels;
+    int *bin;              /* ring index, -1 beyond the simulated angle */
+    uint32_t *image_mask;  /* bit i: pixel belongs to image i */
+    float *theta_x, *theta_y; /* mrad */
+} stem_detector;
+
+/* Per-rank accumulated output for the probes [probe_begin, probe_end). */
+typedef struct {
+    long n_probes;         /* local probes */
+    int n_bins, n_images, out_nx, out_ny;
+    int has_4d, has_dpc;
+    double *rings;         /* [probe][bin] */
+    double *images;        /* [probe][image] */
+    double *com;           /* [probe][2]: centre of mass x, y in mrad (sums until finalised) */
+    double *total;         /* [probe]: total detected intensity (used for DPC and checks) */
+    float *cbed;           /* [probe][out_ny][out_nx], centred (fftshifted) */
+} stem_result;
+
+int stem_detector_build(const stem_plan *plan, stem_detector *det);
+void stem_detector_free(stem_detector *det);
+int stem_result_alloc(const stem_plan *plan, stem_result *res);
+void stem_result_free(stem_result *res);
+/* Add one probe's intensity (detector grid, FFT order) to the local probe slot. */
+void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long local_probe);
+/* Divide the sums by the number of configurations; turn DPC sums into means. */
+void stem_result_finalise(stem_result *res, int n_configs);
+
+#endif

@@ -1,0 +1,18 @@
+/* Local dispatcher: hands batches of work items [begin, end) to worker
+ * threads; each worker owns its workspace (set up once, torn down at the end). */
+#ifndef STEM_DISPATCHER_H
+#define STEM_DISPATCHER_H
+
+#include "stem.h"
+
+typedef struct {
+    void *ctx;
+    int (*setup)(void *ctx, int worker);          /* optional */
+    int (*work)(void *ctx, int worker, long begin, long end);
+    void (*teardown)(void *ctx, int worker);      /* optional */
+} stem_work;
+
+/* Runs n_items in batches over n_workers threads; stops early on the first error. */
+int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage);
+
+#endif

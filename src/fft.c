@@ -1,0 +1,55 @@
+/* FFTW backend of the FFT interface. */
+#include "fft.h"
+
+#include <fftw3.h>
+#include <pthread.h>
+
+/* FFTW's planner is not thread safe; execution of existing plans is. */
+static pthread_mutex_t stem_fft_planner_lock = PTHREAD_MUTEX_INITIALIZER;
+
+stem_complex *stem_fft_alloc(size_t count, const char *what)
+{
+    stem_complex *p = fftwf_malloc((count ? count : 1) * sizeof(stem_complex));
+    if (!p) STEM_FAIL(STEM_ERR_MEMORY, "cannot allocate %.1f MiB for %s", count * 8.0 / 1048576.0, what);
+    return p;
+}
+
+void stem_fft_free(void *p) { fftwf_free(p); }
+
+int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure)
+{
+    int n[2] = {ny, nx};
+    unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
+    fftwf_complex *b = (fftwf_complex *)buf;
+    fft->nx = nx;
+    fft->ny = ny;
+    fft->batch = batch;
+    pthread_mutex_lock(&stem_fft_planner_lock);
+    fft->forward = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_FORWARD, flags);
+    fft->inverse = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, flags);
+    pthread_mutex_unlock(&stem_fft_planner_lock);
+    if (!fft->forward || !fft->inverse) {
+        stem_fft_destroy(fft);
+        return STEM_FAIL(STEM_ERR_INTERNAL, "FFTW could not plan %d transforms of %d x %d", batch, nx, ny);
+    }
+    return STEM_OK;
+}
+
+void stem_fft_forward(const stem_fft *fft, stem_complex *buf)
+{
+    fftwf_execute_dft(fft->forward, (fftwf_complex *)buf, (fftwf_complex *)buf);
+}
+
+void stem_fft_inverse(const stem_fft *fft, stem_complex *buf)
+{
+    fftwf_execute_dft(fft->inverse, (fftwf_complex *)buf, (fftwf_complex *)buf);
+}
+
+void stem_fft_destroy(stem_fft *fft)
+{
+    pthread_mutex_lock(&stem_fft_planner_lock);
+    if (fft->forward) fftwf_destroy_plan(fft->forward);
+    if (fft->inverse) fftwf_destroy_plan(fft->inverse);
+    pthread_mutex_unlock(&stem_fft_planner_lock);
+    fft->forward = fft->inverse = NULL;
+}

@@ -1,0 +1,23 @@
+/* A small FFT interface over FFTW (single precision, batched 2D, in place).
+ * Engines talk only to this, so a slab-decomposed FFTW-MPI backend for giant
+ * plane-wave cells can slot in later without touching the propagation code. */
+#ifndef STEM_FFT_H
+#define STEM_FFT_H
+
+#include "stem.h"
+
+typedef struct {
+    int nx, ny, batch;
+    void *forward, *inverse; /* fftwf_plan */
+} stem_fft;
+
+/* Aligned buffer suitable for the plans (fftwf_malloc). */
+stem_complex *stem_fft_alloc(size_t count, const char *what);
+void stem_fft_free(void *p);
+/* Plan `batch` transforms of ny x nx (x fastest) in place on buf; thread safe. */
+int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure);
+void stem_fft_forward(const stem_fft *fft, stem_complex *buf);
+void stem_fft_inverse(const stem_fft *fft, stem_complex *buf); /* unnormalised */
+void stem_fft_destroy(stem_fft *fft);
+
+#endif

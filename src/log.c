@@ -1,0 +1,117 @@
+/* Error reporting, logging, checked allocation and progress output. */
+#include "stem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* The one piece of process-wide state the conventions allow. */
+static struct {
+    int rank;
+    stem_log_level level;
+    int collective;
+} stem_log_state = {0, STEM_LOG_INFO, 0};
+
+void stem_log_collective(int on) { stem_log_state.collective = on; }
+
+void stem_log_init(int rank, stem_log_level level)
+{
+    stem_log_state.rank = rank;
+    stem_log_state.level = level;
+}
+
+int stem_log_rank(void) { return stem_log_state.rank; }
+
+int stem_log_enabled(stem_log_level level)
+{
+    return stem_log_state.rank == 0 && stem_log_state.level >= level;
+}
+
+int stem_fail(int code, const char *file, int line, const char *func, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (stem_log_state.rank > 0 && stem_log_state.collective) return code;
+    if (stem_log_state.rank > 0)
+        fprintf(stderr, "stemsim: error (rank %d): %s [%s:%d %s]\n", stem_log_state.rank, msg, file,
+                line, func);
+    else
+        fprintf(stderr, "stemsim: error: %s [%s:%d %s]\n", msg, file, line, func);
+    fflush(stderr);
+    return code;
+}
+
+void stem_info(const char *fmt, ...)
+{
+    if (!stem_log_enabled(STEM_LOG_INFO)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+void stem_warn(const char *fmt, ...)
+{
+    if (stem_log_state.rank != 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("stemsim: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void *stem_alloc(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) STEM_FAIL(STEM_ERR_MEMORY, "cannot allocate %.1f MiB for %s", bytes / 1048576.0, what);
+    return p;
+}
+
+void *stem_calloc(size_t count, size_t size, const char *what)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        STEM_FAIL(STEM_ERR_MEMORY, "cannot allocate %.1f MiB for %s",
+                  (double)count * size / 1048576.0, what);
+    return p;
+}
+
+double stem_wall_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+void stem_progress_begin(stem_progress *p, const char *stage, long total)
+{
+    p->stage = stage;
+    p->total = total > 0 ? total : 1;
+    p->start = p->last_print = stem_wall_time();
+    stem_info("%s ...", stage);
+}
+
+void stem_progress_update(stem_progress *p, long done)
+{
+    if (!stem_log_enabled(STEM_LOG_INFO)) return;
+    double now = stem_wall_time();
+    if (now - p->last_print < 2.0) return;
+    p->last_print = now;
+    double frac = (double)done / p->total;
+    double eta = frac > 0 ? (now - p->start) * (1 - frac) / frac : 0;
+    fprintf(stdout, "  %s: %3.0f%%  elapsed %.0f s  ETA %.0f s\n", p->stage, 100 * frac,
+            now - p->start, eta);
+    fflush(stdout);
+}
+
+void stem_progress_end(stem_progress *p)
+{
+    stem_info("  %s: done in %.2f s", p->stage, stem_wall_time() - p->start);
+}

@@ -1,0 +1,195 @@
+/* stemsim: command line, the collective setup (config, model, plan), the
+ * campaign and the output. Exit codes are the stem_status values. */
+#include <getopt.h>
+#include <libgen.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/output.h"
+#include "../mpi/campaign.h"
+#include "config.h"
+#include "plan.h"
+
+typedef struct {
+    const char *config_path;
+    char **overrides;
+    int n_overrides;
+    int dry_run, quiet, verbose, help, version, help_config;
+} cli_options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: stemsim [options] config.ini\n"
+            "       mpirun -np N stemsim [options] config.ini\n\n"
+            "Simulates STEM images (multislice or PRISM) and writes one HDF5 file.\n\n"
+            "options:\n"
+            "  -s, --set SECTION.KEY=VALUE  override a config key (repeatable)\n"
+            "  -n, --dry-run                print the derived plan and the work split, then exit\n"
+            "  -q, --quiet                  no progress output\n"
+            "  -v, --verbose                more output\n"
+            "      --help-config            print every config key with unit and default\n"
+            "  -h, --help                   this help\n"
+            "  -V, --version                print the version\n\n"
+            "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
+            "            7 MPI, 8 GPU, 9 internal error\n");
+}
+
+/* Parsed identically on every rank; only rank 0 prints about it. */
+static int parse_cli(int argc, char **argv, cli_options *o, int rank)
+{
+    static const struct option longopts[] = {
+        {"set", required_argument, NULL, 's'},   {"dry-run", no_argument, NULL, 'n'},
+        {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, 'V'},
+        {"help-config", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
+    memset(o, 0, sizeof *o);
+    o->overrides = calloc(argc, sizeof(char *));
+    if (!o->overrides) return STEM_ERR_MEMORY;
+    opterr = rank == 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "s:nqvhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': o->overrides[o->n_overrides++] = optarg; break;
+        case 'n': o->dry_run = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'h': o->help = 1; break;
+        case 'V': o->version = 1; break;
+        case 'C': o->help_config = 1; break;
+        default:
+            if (rank == 0) usage(stderr);
+            return STEM_ERR_USAGE;
+        }
+    }
+    if (o->help || o->version || o->help_config) return STEM_OK;
+    if (optind != argc - 1) {
+        if (rank == 0) {
+            fprintf(stderr, "stemsim: error: expected exactly one config file, got %d arguments\n", argc - optind);
+            usage(stderr);
+        }
+        return STEM_ERR_USAGE;
+    }
+    o->config_path = argv[optind];
+    return STEM_OK;
+}
+
+/* Relative model paths are relative to the config file's directory. */
+static void resolve_model_path(stem_config *cfg)
+{
+    if (cfg->xyz[0] == '/') return;
+    char dir[STEM_PATH_MAX], joined[2 * STEM_PATH_MAX + 2];
+    snprintf(dir, sizeof dir, "%s", cfg->config_path);
+    snprintf(joined, sizeof joined, "%s/%s", dirname(dir), cfg->xyz);
+    if (strlen(joined) < STEM_PATH_MAX) strcpy(cfg->xyz, joined);
+}
+
+/* Rank 0 reads the table and the model; everyone receives them. */
+static int load_inputs(const stem_config *cfg, stem_kirkland *kirkland, stem_atoms *atoms, MPI_Comm world, int rank)
+{
+    int err = STEM_OK;
+    if (rank == 0) {
+        err = stem_kirkland_load(stem_kirkland_default_path(), kirkland);
+        if (!err) err = stem_xyz_read(cfg->xyz, atoms);
+        if (!err) err = stem_atoms_prepare(atoms, cfg);
+    }
+    err = stem_mpi_agree(err, world);
+    if (err) return err;
+    STEM_TRY(stem_mpi_bcast(kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1), 0, world));
+    return stem_mpi_bcast_atoms(atoms, 0, world);
+}
+
+static void print_decomposition(const stem_plan *plan)
+{
+    const stem_layout *L = &plan->layout;
+    double trans = 8.0 * plan->nx * plan->ny * plan->n_slices;
+    double smat = plan->algorithm == STEM_ALG_PRISM ? 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny : 0;
+    int per_group = (plan->n_configs + L->n_groups - 1) / L->n_groups;
+    printf("decomposition:\n");
+    for (int r = 0; r < L->world_size; r++) {
+        int g = r / L->group_size, gr = r % L->group_size;
+        long pb, pe, bb, be;
+        stem_split_range(plan->n_probes, L->group_size, gr, &pb, &pe);
+        stem_split_range(plan->n_beams, L->group_size, gr, &bb, &be);
+        printf("  rank %4d  group %3d  probes [%ld, %ld) (%ld)  beams [%ld, %ld) (%ld)\n", r, g, pb, pe, pe - pb, bb, be, be - bb);
+    }
+    printf("  bytes moved per group: transmission broadcast %.3f GiB, S-matrix gather %.3f GiB, result reduction %.3f GiB\n",
+           per_group * trans * (L->group_size - 1) / 1073741824.0, per_group * smat * (L->group_size - 1) / 1073741824.0,
+           (L->n_groups > 1 ? plan->mem_results : 0) / 1073741824.0);
+}
+
+/* Everything after the command line; returns the exit status on this rank. */
+static int run(const cli_options *o, MPI_Comm world, int rank)
+{
+    stem_config cfg;
+    stem_kirkland kirkland[STEM_MAX_Z + 1];
+    stem_atoms atoms = {0};
+    stem_mpi m = {0};
+    stem_plan plan = {0};
+    stem_result res = {0};
+    stem_log_collective(1);
+    int err = stem_config_load(&cfg, o->config_path, o->n_overrides, o->overrides);
+    if (!err) resolve_model_path(&cfg);
+    if (!err) err = load_inputs(&cfg, kirkland, &atoms, world, rank);
+    if (!err) err = stem_mpi_setup(&m, world, cfg.frozen_phonons, cfg.fp_groups);
+    if (!err) err = stem_plan_build(&plan, &cfg, &atoms, &m.layout);
+    stem_log_collective(0);
+    if (!err && !o->dry_run) err = stem_plan_check_memory(&plan);
+    err = stem_mpi_agree(err, world);
+    if (!err && o->dry_run && rank == 0) {
+        stem_plan_print(&plan, stdout);
+        print_decomposition(&plan);
+    }
+    if (!err && !o->dry_run) err = stem_output_check(world, &cfg);
+    if (!err && !o->dry_run) {
+        if (rank == 0) stem_plan_print(&plan, stdout);
+        double t0 = stem_wall_time();
+        err = stem_result_alloc(&plan, &res);
+        if (!err) err = stem_campaign_run(&m, &plan, &atoms, kirkland, &res);
+        if (err) {
+            /* one rank failed mid-run: end every rank now rather than hang */
+            stem_output_discard(&cfg);
+            if (m.layout.world_size > 1) MPI_Abort(world, err);
+        } else {
+            char *ini = stem_config_to_ini(&cfg), *text = stem_plan_to_text(&plan);
+            err = ini && text ? stem_output_write(world, &plan, &res, m.layout.group == 0, ini, text)
+                              : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
+            free(ini);
+            free(text);
+            if (!err)
+                stem_info("wrote %s (%.2f s, %.4f s per probe per configuration)", cfg.output_file, stem_wall_time() - t0,
+                          (stem_wall_time() - t0) / ((double)plan.n_probes * plan.n_configs) * m.layout.world_size);
+        }
+    }
+    stem_result_free(&res);
+    stem_plan_free(&plan);
+    stem_mpi_free(&m);
+    stem_atoms_free(&atoms);
+    return err;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank = 0;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "stemsim: error: MPI_Init_thread failed\n");
+        return STEM_ERR_MPI;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    cli_options o;
+    int err = parse_cli(argc, argv, &o, rank);
+    stem_log_init(rank, o.quiet ? STEM_LOG_QUIET : (o.verbose ? STEM_LOG_DEBUG : STEM_LOG_INFO));
+    if (!err && (o.help || o.version || o.help_config)) {
+        if (rank == 0 && o.help) usage(stdout);
+        if (rank == 0 && o.version) printf("stemsim %s\n", STEM_VERSION);
+        if (rank == 0 && o.help_config) stem_config_print_reference(stdout);
+    } else if (!err) {
+        err = run(&o, MPI_COMM_WORLD, rank);
+    }
+    free(o.overrides);
+    MPI_Finalize();
+    return err;
+}

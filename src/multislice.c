@@ -1,0 +1,133 @@
+/* Multislice on CPUs: batches of probes per worker thread, batched FFTW plans. */
+#include "multislice.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatcher.h"
+#include "probe.h"
+
+int stem_propagator_build(const stem_plan *plan, stem_complex *prop)
+{
+    int nx = plan->nx, ny = plan->ny;
+    double scale = 1.0 / ((double)nx * ny), q2max = plan->q_limit * plan->q_limit;
+    for (int j = 0; j < ny; j++) {
+        double qy = stem_fft_index(j, ny) / plan->cell[1];
+        for (int i = 0; i < nx; i++) {
+            double qx = stem_fft_index(i, nx) / plan->cell[0], q2 = qx * qx + qy * qy;
+            double phase = -M_PI * plan->lambda * plan->dz * q2;
+            prop[(size_t)j * nx + i] = q2 <= q2max ? (stem_complex)(scale * (cos(phase) + I * sin(phase))) : 0;
+        }
+    }
+    return STEM_OK;
+}
+
+void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans, const stem_complex *prop,
+                               const stem_fft *fft, stem_complex *waves, int batch)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    for (int s = 0; s < plan->n_slices; s++) {
+        const stem_complex *t = trans + s * grid;
+        for (int b = 0; b < batch; b++) {
+            stem_complex *w = waves + b * grid;
+            for (size_t k = 0; k < grid; k++) w[k] *= t[k];
+        }
+        stem_fft_forward(fft, waves);
+        for (int b = 0; b < batch; b++) {
+            stem_complex *w = waves + b * grid;
+            for (size_t k = 0; k < grid; k++) w[k] *= prop[k];
+        }
+        if (s + 1 < plan->n_slices) stem_fft_inverse(fft, waves);
+    }
+}
+
+void stem_multislice_intensity(const stem_plan *plan, const stem_complex *wave, float *intensity)
+{
+    int nx = plan->nx, ny = plan->ny, ox = plan->out_nx, oy = plan->out_ny;
+    for (int j = 0; j < oy; j++) {
+        int gy = (stem_fft_index(j, oy) + ny) % ny;
+        for (int i = 0; i < ox; i++) {
+            int gx = (stem_fft_index(i, ox) + nx) % nx;
+            stem_complex v = wave[(size_t)gy * nx + gx];
+            intensity[(size_t)j * ox + i] = crealf(v) * crealf(v) + cimagf(v) * cimagf(v);
+        }
+    }
+}
+
+typedef struct {
+    const stem_plan *plan;
+    const stem_complex *trans, *prop;
+    const stem_detector *det;
+    stem_result *res;
+    stem_complex **waves;
+    float **intensity;
+    stem_fft *fft;
+} ms_job;
+
+static int ms_setup(void *ctx, int w)
+{
+    ms_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    job->waves[w] = stem_fft_alloc(grid * plan->batch_size, "probe batch");
+    job->intensity[w] = stem_alloc(sizeof(float) * plan->out_nx * plan->out_ny, "diffraction pattern");
+    if (!job->waves[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
+    return stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w], 1);
+}
+
+static void ms_teardown(void *ctx, int w)
+{
+    ms_job *job = ctx;
+    stem_fft_destroy(&job->fft[w]);
+    stem_fft_free(job->waves[w]);
+    free(job->intensity[w]);
+    job->waves[w] = NULL;
+    job->intensity[w] = NULL;
+}
+
+static int ms_work(void *ctx, int w, long begin, long end)
+{
+    ms_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    stem_complex *waves = job->waves[w];
+    int batch = plan->batch_size, n = (int)(end - begin);
+    for (int b = 0; b < batch; b++) {
+        if (b < n) {
+            double x, y;
+            stem_plan_probe_position(plan, plan->probe_begin + begin + b, &x, &y);
+            stem_probe_fourier(plan, x, y, waves + b * grid);
+        } else {
+            memset(waves + b * grid, 0, grid * sizeof(stem_complex)); /* idle slot of a short batch */
+        }
+    }
+    stem_fft_inverse(&job->fft[w], waves);
+    stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch);
+    for (int b = 0; b < n; b++) {
+        stem_multislice_intensity(plan, waves + b * grid, job->intensity[w]);
+        stem_detect(job->det, job->intensity[w], job->res, begin + b);
+    }
+    return STEM_OK;
+}
+
+int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res)
+{
+    int workers = plan->threads;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    ms_job job = {plan, trans, NULL, det, res, NULL, NULL, NULL};
+    stem_complex *prop = stem_fft_alloc(grid, "propagator");
+    job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job.intensity = stem_calloc(workers, sizeof(float *), "worker buffers");
+    job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    int err = prop && job.waves && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
+    if (!err) err = stem_propagator_build(plan, prop);
+    job.prop = prop;
+    stem_work work = {&job, ms_setup, ms_work, ms_teardown};
+    if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "multislice probes");
+    stem_fft_free(prop);
+    free(job.waves);
+    free(job.intensity);
+    free(job.fft);
+    return err;
+}

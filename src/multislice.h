@@ -1,0 +1,21 @@
+/* CPU multislice engine and the propagation step shared with PRISM. */
+#ifndef STEM_MULTISLICE_H
+#define STEM_MULTISLICE_H
+
+#include "detector.h"
+#include "fft.h"
+
+/* Fresnel propagator exp(-i pi lambda dz q^2), zero beyond the band limit,
+ * with the 1/N of the FFT round trip folded in. */
+int stem_propagator_build(const stem_plan *plan, stem_complex *prop);
+/* Propagate `batch` real-space waves through every slice. On return the waves
+ * hold the band-limited exit waves in Fourier space, normalised so that a unit
+ * probe gives sum |Psi(q)|^2 = 1. */
+void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans, const stem_complex *prop,
+                               const stem_fft *fft, stem_complex *waves, int batch);
+/* |Psi|^2 of a full-grid Fourier wave cut to the detector grid (f = 1). */
+void stem_multislice_intensity(const stem_plan *plan, const stem_complex *wave, float *intensity);
+/* Simulate this rank's probes [probe_begin, probe_end) for one configuration. */
+int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res);
+
+#endif

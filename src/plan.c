@@ -1,0 +1,267 @@
+/* Derive the plan (grids, slices, beams, scan, detector, work split, memory)
+ * from the validated config and the prepared model. */
+#include "plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "physics.h"
+
+int stem_fft_good_size(int n)
+{
+    for (int m = n > 1 ? n : 1;; m++) {
+        int r = m;
+        const int f[4] = {2, 3, 5, 7};
+        for (int i = 0; i < 4; i++)
+            while (r % f[i] == 0) r /= f[i];
+        if (r == 1) return m;
+    }
+}
+
+int stem_fft_good_multiple(int n, int m)
+{
+    int k = (n + m - 1) / m;
+    if (k < 1) k = 1;
+    for (;; k++)
+        if (stem_fft_good_size(k * m) == k * m) return k * m;
+}
+
+void stem_split_range(long n, int parts, int i, long *b, long *e)
+{
+    long base = n / parts, extra = n % parts;
+    *b = i * base + (i < extra ? i : extra);
+    *e = *b + base + (i < extra ? 1 : 0);
+}
+
+void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y)
+{
+    *x = plan->scan_x0 + (p % plan->scan_nx) * plan->scan_step;
+    *y = plan->scan_y0 + (p / plan->scan_nx) * plan->scan_step;
+}
+
+/* Grid along one axis: explicit, or from the pixel size; PRISM needs a multiple of f. */
+static int choose_grid(int explicit_n, double length, double pixel, int f)
+{
+    int n = explicit_n > 0 ? explicit_n : (int)ceil(length / pixel - 1e-9);
+    return stem_fft_good_multiple(n, f);
+}
+
+/* Fourier box holding the band-limited wave, and the detector grid crop/f. */
+static void choose_crop(int n, double length, double q_limit, int f, int *crop, int *out)
+{
+    int kmax = (int)floor(q_limit * length);
+    int w = stem_fft_good_size((2 * kmax + 1 + f - 1) / f);
+    if (w * f > n) w = n / f;
+    *crop = w * f;
+    *out = w;
+}
+
+static int check_optics(stem_plan *plan)
+{
+    double q_probe = plan->alpha / plan->lambda;
+    if (q_probe >= plan->q_limit) {
+        double need = plan->lambda / (3 * plan->alpha);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[simulation] pixel_size %.4g x %.4g Angstrom is too large for [probe] semiangle = %g mrad: "
+                         "the anti-aliased band reaches only %.1f mrad; use pixel_size <= %.4f Angstrom",
+                         plan->dx, plan->dy, plan->cfg->semiangle_mrad, plan->q_limit * plan->lambda * 1e3, need);
+    }
+    return STEM_OK;
+}
+
+/* Scan positions along one axis: start, start+step, ... < end (one position if start == end). */
+static int scan_axis(const stem_config *cfg, double start, double end, double cell, const char *key_end,
+                     int end_given, double *x0, int *count)
+{
+    if (cfg->scan_units == STEM_SCAN_FRACTIONAL) {
+        start *= cell;
+        end *= cell;
+    } else if (!end_given) {
+        end = cell;
+    }
+    if (start < 0 || start > cell || end > cell + 1e-9)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[scan] window %g..%g Angstrom (%s) lies outside the cell 0..%g Angstrom",
+                         start, end, key_end, cell);
+    if (end < start)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[scan] %s (%g Angstrom) is before the start (%g Angstrom)", key_end, end, start);
+    *x0 = start;
+    long n = end > start ? (long)ceil((end - start) / cfg->step - 1e-9) : 1;
+    if (n < 1) n = 1;
+    if (n > 1000000) return STEM_FAIL(STEM_ERR_CONFIG, "[scan] step %g Angstrom gives %ld positions along one axis (limit 1e6)", cfg->step, n);
+    *count = (int)n;
+    return STEM_OK;
+}
+
+static int choose_beams(stem_plan *plan)
+{
+    double q_probe = plan->alpha / plan->lambda;
+    int kx_max = (int)floor(q_probe * plan->cell[0]), ky_max = (int)floor(q_probe * plan->cell[1]);
+    long cap = (long)(2 * kx_max / plan->fx + 1) * (2 * ky_max / plan->fy + 1);
+    STEM_ALLOC(plan->beam_kx, cap, "beam list");
+    STEM_ALLOC(plan->beam_ky, cap, "beam list");
+    int n = 0;
+    for (int ky = -(ky_max / plan->fy) * plan->fy; ky <= ky_max; ky += plan->fy)
+        for (int kx = -(kx_max / plan->fx) * plan->fx; kx <= kx_max; kx += plan->fx) {
+            double qx = kx / plan->cell[0], qy = ky / plan->cell[1];
+            if (qx * qx + qy * qy <= q_probe * q_probe) {
+                plan->beam_kx[n] = kx;
+                plan->beam_ky[n] = ky;
+                n++;
+            }
+        }
+    plan->n_beams = n;
+    if (n == 0)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[probe] semiangle %g mrad holds no plane wave of the %g x %g Angstrom cell "
+                         "(with interpolation %d x %d); enlarge the aperture or the cell",
+                         plan->cfg->semiangle_mrad, plan->cell[0], plan->cell[1], plan->fx, plan->fy);
+    return STEM_OK;
+}
+
+static double physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (double)pages * page : 8.0 * (1 << 30);
+}
+
+static void estimate_memory(stem_plan *plan)
+{
+    const stem_config *cfg = plan->cfg;
+    double grid = (double)plan->nx * plan->ny;
+    long local_probes = plan->probe_end - plan->probe_begin;
+    double per_probe = 8.0 * (plan->n_bins + plan->n_images + 3);
+    if (cfg->save_4d) per_probe += 4.0 * plan->out_nx * plan->out_ny;
+    plan->mem_potential = 8.0 * grid * plan->n_slices + 48.0 * plan->n_atoms * 2;
+    plan->mem_smatrix = 0;
+    if (plan->algorithm == STEM_ALG_PRISM) /* gathered copy plus the beam-fastest copy */
+        plan->mem_smatrix = 2 * 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    plan->mem_results = per_probe * local_probes;
+    plan->mem_workspace = (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads;
+    plan->mem_total = plan->mem_potential + plan->mem_smatrix + plan->mem_results + plan->mem_workspace;
+    plan->mem_limit = cfg->max_memory_gib > 0 ? cfg->max_memory_gib * 1073741824.0
+                                               : 0.8 * physical_memory() / (plan->layout.ranks_on_node > 0 ? plan->layout.ranks_on_node : 1);
+}
+
+static void choose_decomposition(stem_plan *plan)
+{
+    const stem_layout *L = &plan->layout;
+    stem_split_range(plan->n_probes, L->group_size, L->group_rank, &plan->probe_begin, &plan->probe_end);
+    long b, e;
+    stem_split_range(plan->n_beams, L->group_size, L->group_rank, &b, &e);
+    plan->beam_begin = (int)b;
+    plan->beam_end = (int)e;
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int per_rank = cores / (L->ranks_on_node > 0 ? L->ranks_on_node : 1);
+    plan->threads = plan->cfg->threads > 0 ? plan->cfg->threads : (per_rank > 0 ? per_rank : 1);
+    plan->batch_size = plan->cfg->batch_size;
+}
+
+int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->cfg = cfg;
+    plan->layout = *layout;
+    plan->algorithm = cfg->algorithm;
+    plan->n_atoms = atoms->n;
+    plan->lambda = stem_wavelength(cfg->energy_kev);
+    plan->sigma = stem_interaction_constant(cfg->energy_kev);
+    plan->alpha = cfg->semiangle_mrad * 1e-3;
+    memcpy(plan->cell, atoms->cell, sizeof plan->cell);
+    int prism = cfg->algorithm == STEM_ALG_PRISM;
+    plan->fx = prism ? cfg->interpolation_x : 1;
+    plan->fy = prism ? cfg->interpolation_y : 1;
+    plan->nx = choose_grid(cfg->grid_x, plan->cell[0], cfg->pixel_size, plan->fx);
+    plan->ny = choose_grid(cfg->grid_y, plan->cell[1], cfg->pixel_size, plan->fy);
+    if ((double)plan->nx * plan->ny > 1.0e9)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] pixel_size %g gives a %d x %d grid: too large", cfg->pixel_size, plan->nx, plan->ny);
+    plan->dx = plan->cell[0] / plan->nx;
+    plan->dy = plan->cell[1] / plan->ny;
+    plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
+    STEM_TRY(check_optics(plan));
+    plan->dz = cfg->slice_thickness;
+    plan->n_slices = (int)ceil(plan->cell[2] / plan->dz - 1e-9);
+    if (plan->n_slices < 1) plan->n_slices = 1;
+    choose_crop(plan->nx, plan->cell[0], plan->q_limit, plan->fx, &plan->crop_nx, &plan->out_nx);
+    choose_crop(plan->ny, plan->cell[1], plan->q_limit, plan->fy, &plan->crop_ny, &plan->out_ny);
+    plan->out_dqx = plan->fx / plan->cell[0];
+    plan->out_dqy = plan->fy / plan->cell[1];
+    plan->max_angle_mrad = plan->q_limit * plan->lambda * 1e3;
+    plan->ring_width = cfg->ring_width;
+    plan->n_bins = (int)ceil(plan->max_angle_mrad / cfg->ring_width);
+    plan->n_images = cfg->n_images;
+    for (int i = 0; i < cfg->n_images; i++)
+        if (cfg->images[i].inner_mrad >= plan->max_angle_mrad)
+            return STEM_FAIL(STEM_ERR_CONFIG, "[images] %s starts at %g mrad, beyond the largest simulated angle %.1f mrad "
+                             "(reduce [simulation] pixel_size to reach it)",
+                             cfg->images[i].name, cfg->images[i].inner_mrad, plan->max_angle_mrad);
+    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", stem_config_given(cfg, "scan", "x_end"),
+                       &plan->scan_x0, &plan->scan_nx));
+    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", stem_config_given(cfg, "scan", "y_end"),
+                       &plan->scan_y0, &plan->scan_ny));
+    plan->scan_step = cfg->step;
+    plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
+    STEM_TRY(choose_beams(plan));
+    plan->n_configs = cfg->frozen_phonons;
+    choose_decomposition(plan);
+    estimate_memory(plan);
+    return STEM_OK;
+}
+
+int stem_plan_check_memory(const stem_plan *plan)
+{
+    if (plan->mem_total > plan->mem_limit)
+        return STEM_FAIL(STEM_ERR_MEMORY,
+                         "the plan needs %.2f GiB per rank (potential %.2f, S-matrix %.2f, results %.2f, workspace %.2f) "
+                         "but [compute] max_memory allows %.2f GiB; use more ranks, fewer threads or a coarser grid",
+                         plan->mem_total / 1073741824.0, plan->mem_potential / 1073741824.0, plan->mem_smatrix / 1073741824.0,
+                         plan->mem_results / 1073741824.0, plan->mem_workspace / 1073741824.0, plan->mem_limit / 1073741824.0);
+    return STEM_OK;
+}
+
+void stem_plan_print(const stem_plan *plan, FILE *out)
+{
+    const stem_layout *L = &plan->layout;
+    const double GiB = 1073741824.0;
+    fprintf(out, "plan:\n");
+    fprintf(out, "  algorithm          %s", plan->algorithm == STEM_ALG_PRISM ? "prism" : "multislice");
+    if (plan->algorithm == STEM_ALG_PRISM) fprintf(out, " (interpolation %d x %d)", plan->fx, plan->fy);
+    fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0], plan->cell[1], plan->cell[2]);
+    fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
+    fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx, plan->dy);
+    fprintf(out, "  slices             %d of %.3f Angstrom\n", plan->n_slices, plan->dz);
+    fprintf(out, "  band limit         %.1f mrad (2/3 of Nyquist)\n", plan->max_angle_mrad);
+    fprintf(out, "  beams              %d plane waves inside %.2f mrad\n", plan->n_beams, plan->alpha * 1e3);
+    if (plan->algorithm == STEM_ALG_PRISM)
+        fprintf(out, "  S-matrix           %d beams x %d x %d pixels (%.3f GiB)\n", plan->n_beams, plan->crop_nx, plan->crop_ny,
+                8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
+    fprintf(out, "  detector           %d x %d pixels, %d rings of %g mrad, %d images\n", plan->out_nx, plan->out_ny,
+            plan->n_bins, plan->ring_width, plan->n_images);
+    fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx, plan->scan_ny,
+            plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
+    fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups, L->group_size);
+    fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
+            L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
+            plan->threads, plan->batch_size);
+    fprintf(out, "  memory per rank    %.3f GiB (potential %.3f, S-matrix %.3f, results %.3f, workspace %.3f); limit %.2f GiB\n",
+            plan->mem_total / GiB, plan->mem_potential / GiB, plan->mem_smatrix / GiB, plan->mem_results / GiB,
+            plan->mem_workspace / GiB, plan->mem_limit / GiB);
+}
+
+char *stem_plan_to_text(const stem_plan *plan)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&buf, &size);
+    if (!m) return NULL;
+    stem_plan_print(plan, m);
+    fclose(m);
+    return buf;
+}
+
+void stem_plan_free(stem_plan *plan)
+{
+    free(plan->beam_kx);
+    free(plan->beam_ky);
+    plan->beam_kx = plan->beam_ky = NULL;
+}

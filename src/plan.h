@@ -1,0 +1,83 @@
+/* stem_plan: everything derived from the config and the model that the
+ * engines need: grids, slices, beams, scan, detector geometry, the work
+ * decomposition and the memory estimate. Engines read only the plan. */
+#ifndef STEM_PLAN_H
+#define STEM_PLAN_H
+
+#include <stdio.h>
+
+#include "atoms.h"
+#include "config.h"
+
+typedef struct {
+    int world_size, world_rank;
+    int n_groups, group, group_size, group_rank; /* frozen-phonon rank groups */
+    int ranks_on_node;                            /* for default threads / memory */
+} stem_layout;
+
+typedef struct {
+    const stem_config *cfg;
+    stem_layout layout;
+    int algorithm;
+    /* optics */
+    double lambda;   /* Angstrom */
+    double sigma;    /* rad / (V Angstrom) */
+    double alpha;    /* probe semi-angle, rad */
+    /* simulation grid (full resolution) */
+    int nx, ny;
+    double dx, dy;   /* Angstrom */
+    double cell[3];
+    int n_slices;
+    double dz;
+    double q_limit;  /* anti-aliasing band limit, 1/Angstrom (2/3 of Nyquist) */
+    /* PRISM interpolation factors (1 for multislice) */
+    int fx, fy;
+    /* Fourier box that holds the band-limited wave: the S-matrix grid (PRISM)
+     * and the region the detector sees (both algorithms) */
+    int crop_nx, crop_ny;
+    /* detector grid = crop / f; one diffraction pattern is out_nx x out_ny */
+    int out_nx, out_ny;
+    double out_dqx, out_dqy; /* 1/Angstrom per detector pixel */
+    /* detector */
+    int n_bins;
+    double ring_width;       /* mrad */
+    double max_angle_mrad;   /* largest angle that is simulated */
+    int n_images;
+    /* scan */
+    int scan_nx, scan_ny;
+    long n_probes;
+    double scan_x0, scan_y0, scan_step; /* Angstrom */
+    /* plane waves of the S-matrix (PRISM): Fourier indices on the full grid */
+    int n_beams;
+    int *beam_kx, *beam_ky;
+    /* frozen phonons */
+    int n_configs;
+    /* this rank's share: probes [probe_begin, probe_end), beams [beam_begin, beam_end) */
+    long probe_begin, probe_end;
+    int beam_begin, beam_end;
+    int threads, batch_size;
+    /* memory (bytes, per rank) */
+    double mem_limit, mem_potential, mem_smatrix, mem_results, mem_workspace, mem_total;
+    long n_atoms;
+} stem_plan;
+
+/* Probe index p -> scan position in Angstrom (row-major, x fastest). */
+void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y);
+/* Signed Fourier index of FFT bin i of an n-point transform. */
+static inline int stem_fft_index(int i, int n) { return i < (n + 1) / 2 ? i : i - n; }
+/* An FFT-friendly size >= n (factors 2, 3, 5, 7 only). */
+int stem_fft_good_size(int n);
+/* Smallest multiple of m that is FFT-friendly and >= n. */
+int stem_fft_good_multiple(int n, int m);
+/* Count and split [0, n) into `parts` contiguous pieces; piece i is [*b, *e). */
+void stem_split_range(long n, int parts, int i, long *b, long *e);
+
+/* Build the plan; layout gives this rank's place in the decomposition. */
+int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
+/* Refuse plans that exceed the memory allowed, naming the figure needed. */
+int stem_plan_check_memory(const stem_plan *plan);
+void stem_plan_print(const stem_plan *plan, FILE *out);
+char *stem_plan_to_text(const stem_plan *plan);
+void stem_plan_free(stem_plan *plan);
+
+#endif

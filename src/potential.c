@@ -1,0 +1,211 @@
+/* Projected potential lookup, slicing and transmission functions. */
+#include "potential.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatcher.h"
+#include "fft.h"
+
+#define RADIAL_POINTS 16384
+
+/* v(r) - v(cutoff) on a fine radial grid; linear interpolation is ample at
+ * the sub-pixel sample distances used (never closer than dx/(2 ss)). */
+static void radial_table(const stem_kirkland *p, double cutoff, float *tab)
+{
+    double v_cut = stem_projected_potential(p, cutoff);
+    for (int i = 0; i < RADIAL_POINTS; i++) {
+        double r = (i + 0.5) * cutoff / RADIAL_POINTS;
+        double v = stem_projected_potential(p, r) - v_cut;
+        tab[i] = (float)(v > 0 ? v : 0);
+    }
+}
+
+static double radial_lookup(const float *tab, double cutoff, double r)
+{
+    double u = r / cutoff * RADIAL_POINTS - 0.5;
+    if (u >= RADIAL_POINTS - 1) return 0;
+    if (u <= 0) return tab[0];
+    int i = (int)u;
+    double t = u - i;
+    return (1 - t) * tab[i] + t * tab[i + 1];
+}
+
+/* Kernel for an atom sitting sub_x/ss, sub_y/ss pixels past a pixel centre:
+ * each pixel is the mean of ss x ss samples across its area. With ss even the
+ * samples never fall on the atom, where K0 diverges. */
+static void build_kernel(const stem_plan *plan, const stem_potential_table *t, const float *tab, double cutoff,
+                         int sub_x, int sub_y, float *out)
+{
+    int ss = t->ss;
+    for (int j = 0; j < t->ky; j++)
+        for (int i = 0; i < t->kx; i++) {
+            double sum = 0;
+            for (int b = 0; b < ss; b++)
+                for (int a = 0; a < ss; a++) {
+                    double ux = (i - t->rx) + (a + 0.5) / ss - 0.5 - (double)sub_x / ss;
+                    double uy = (j - t->ry) + (b + 0.5) / ss - 0.5 - (double)sub_y / ss;
+                    double r = hypot(ux * plan->dx, uy * plan->dy);
+                    if (r < cutoff) sum += radial_lookup(tab, cutoff, r);
+                }
+            out[(size_t)j * t->kx + i] = (float)(sum / (ss * ss));
+        }
+}
+
+int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+                               stem_potential_table *t)
+{
+    const stem_config *cfg = plan->cfg;
+    memset(t, 0, sizeof *t);
+    for (int z = 0; z <= STEM_MAX_Z; z++) t->species_of_z[z] = -1;
+    for (long i = 0; i < atoms->n; i++) {
+        int z = atoms->Z[i];
+        if (t->species_of_z[z] < 0) {
+            t->species_of_z[z] = t->n_species;
+            t->species_z[t->n_species++] = z;
+        }
+    }
+    double cutoff = cfg->potential_radius;
+    t->ss = cfg->supersampling + (cfg->supersampling & 1); /* even: see build_kernel */
+    t->rx = (int)ceil(cutoff / plan->dx) + 1;
+    t->ry = (int)ceil(cutoff / plan->dy) + 1;
+    t->kx = 2 * t->rx + 1;
+    t->ky = 2 * t->ry + 1;
+    if (t->kx > plan->nx || t->ky > plan->ny)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] potential_radius %g Angstrom is larger than half the cell (%g x %g Angstrom)",
+                         cutoff, plan->cell[0], plan->cell[1]);
+    size_t per_kernel = (size_t)t->kx * t->ky, per_species = per_kernel * t->ss * t->ss;
+    STEM_ALLOC(t->kernels, per_species * t->n_species, "potential lookup kernels");
+    float *tab = stem_alloc(sizeof(float) * RADIAL_POINTS, "radial potential table");
+    if (!tab) return STEM_ERR_MEMORY;
+    for (int s = 0; s < t->n_species; s++) {
+        radial_table(&kirkland[t->species_z[s]], cutoff, tab);
+        for (int sy = 0; sy < t->ss; sy++)
+            for (int sx = 0; sx < t->ss; sx++)
+                build_kernel(plan, t, tab, cutoff, sx, sy, t->kernels + s * per_species + (sy * t->ss + sx) * per_kernel);
+    }
+    free(tab);
+    return STEM_OK;
+}
+
+void stem_potential_table_free(stem_potential_table *t)
+{
+    free(t->kernels);
+    t->kernels = NULL;
+}
+
+static int slice_of(const stem_plan *plan, double z)
+{
+    int s = (int)floor(z / plan->dz);
+    return s < 0 ? 0 : (s >= plan->n_slices ? plan->n_slices - 1 : s);
+}
+
+/* Add one atom's kernel at its nearest sub-pixel position, wrapping periodically. */
+static void add_atom(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
+                     double weight, float *V)
+{
+    int ss = t->ss, nx = plan->nx, ny = plan->ny;
+    double ux = x / plan->dx, uy = y / plan->dy;
+    long px = (long)floor(ux), py = (long)floor(uy);
+    int sx = (int)floor((ux - px) * ss + 0.5), sy = (int)floor((uy - py) * ss + 0.5);
+    if (sx == ss) sx = 0, px++;
+    if (sy == ss) sy = 0, py++;
+    size_t per_kernel = (size_t)t->kx * t->ky;
+    const float *k = t->kernels + ((size_t)species * ss * ss + (size_t)sy * ss + sx) * per_kernel;
+    for (int j = 0; j < t->ky; j++) {
+        long gy = ((py + j - t->ry) % ny + ny) % ny;
+        float *row = V + gy * nx;
+        const float *krow = k + (size_t)j * t->kx;
+        long gx = ((px - t->rx) % nx + nx) % nx;
+        for (int i = 0; i < t->kx; i++) {
+            row[gx] += (float)weight * krow[i];
+            if (++gx == nx) gx = 0;
+        }
+    }
+}
+
+int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s0,
+                          int s1, float *V)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    memset(V, 0, sizeof(float) * grid * (s1 - s0));
+    for (long i = 0; i < atoms->n; i++) {
+        int s = slice_of(plan, atoms->z[i]);
+        if (s < s0 || s >= s1) continue;
+        add_atom(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], atoms->occupancy[i],
+                 V + (size_t)(s - s0) * grid);
+    }
+    return STEM_OK;
+}
+
+/* Per-worker state of the transmission build: one slice at a time. */
+typedef struct {
+    const stem_plan *plan;
+    const stem_potential_table *table;
+    const stem_atoms *atoms;
+    stem_complex *trans;
+    float **V;
+    stem_fft *fft;
+} trans_job;
+
+static int trans_setup(void *ctx, int w)
+{
+    trans_job *job = ctx;
+    size_t grid = (size_t)job->plan->nx * job->plan->ny;
+    job->V[w] = stem_alloc(sizeof(float) * grid, "slice potential");
+    if (!job->V[w]) return STEM_ERR_MEMORY;
+    stem_complex *tmp = stem_fft_alloc(grid, "FFT planning buffer");
+    if (!tmp) return STEM_ERR_MEMORY;
+    int err = stem_fft_create(&job->fft[w], job->plan->nx, job->plan->ny, 1, tmp, 0);
+    stem_fft_free(tmp);
+    return err;
+}
+
+static void trans_teardown(void *ctx, int w)
+{
+    trans_job *job = ctx;
+    free(job->V[w]);
+    job->V[w] = NULL;
+    stem_fft_destroy(&job->fft[w]);
+}
+
+/* t = exp(i sigma V), then zero every Fourier component beyond the band limit. */
+static int trans_work(void *ctx, int w, long s0, long s1)
+{
+    trans_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    int nx = plan->nx, ny = plan->ny;
+    size_t grid = (size_t)nx * ny;
+    float q2max = (float)(plan->q_limit * plan->q_limit);
+    for (long s = s0; s < s1; s++) {
+        STEM_TRY(stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]));
+        stem_complex *t = job->trans + s * grid;
+        for (size_t i = 0; i < grid; i++) t[i] = cexpf(I * (float)plan->sigma * job->V[w][i]);
+        stem_fft_forward(&job->fft[w], t);
+        for (int j = 0; j < ny; j++) {
+            float qy = stem_fft_index(j, ny) / (float)plan->cell[1];
+            for (int i = 0; i < nx; i++) {
+                float qx = stem_fft_index(i, nx) / (float)plan->cell[0];
+                t[(size_t)j * nx + i] = qx * qx + qy * qy <= q2max ? t[(size_t)j * nx + i] / (float)grid : 0;
+            }
+        }
+        stem_fft_inverse(&job->fft[w], t);
+    }
+    return STEM_OK;
+}
+
+int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                            stem_complex *trans)
+{
+    int workers = plan->threads;
+    trans_job job = {plan, table, atoms, trans, NULL, NULL};
+    job.V = stem_calloc(workers, sizeof(float *), "worker buffers");
+    job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    int err = job.V && job.fft ? STEM_OK : STEM_ERR_MEMORY;
+    stem_work work = {&job, trans_setup, trans_work, trans_teardown};
+    if (!err) err = stem_dispatch(&work, plan->n_slices, 1, workers, "transmission functions");
+    free(job.V);
+    free(job.fft);
+    return err;
+}

@@ -1,0 +1,29 @@
+/* Projected potentials: per-species lookup kernels on a supersampled grid,
+ * slices, and the band-limited transmission functions t = exp(i sigma V). */
+#ifndef STEM_POTENTIAL_H
+#define STEM_POTENTIAL_H
+
+#include "physics.h"
+#include "plan.h"
+
+typedef struct {
+    int n_species;
+    int species_z[STEM_MAX_Z + 1];
+    int species_of_z[STEM_MAX_Z + 1]; /* -1 if absent */
+    int ss;          /* sub-pixel positions per pixel */
+    int rx, ry;      /* kernel half-widths in pixels */
+    int kx, ky;      /* kernel sizes 2r+1 */
+    float *kernels;  /* [species][sub_y][sub_x][ky][kx], V Angstrom, pixel-averaged */
+} stem_potential_table;
+
+int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+                               stem_potential_table *table);
+void stem_potential_table_free(stem_potential_table *table);
+/* Projected potential of slices [s0, s1) into V ([slice - s0][ny][nx], V Angstrom). */
+int stem_potential_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                          int s0, int s1, float *V);
+/* All transmission functions ([slice][ny][nx]) with `threads` threads. */
+int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                            stem_complex *trans);
+
+#endif

@@ -1,0 +1,218 @@
+/* PRISM on CPUs: S-matrix from batched plane waves, output step from windows. */
+#include "prism.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatcher.h"
+#include "multislice.h"
+#include "probe.h"
+
+/* ---- compact S-matrix -------------------------------------------------- */
+
+typedef struct {
+    const stem_plan *plan;
+    const stem_complex *trans, *prop;
+    stem_complex *S_local;
+    stem_complex **waves, **box;
+    stem_fft *fft, *fft_box;
+} smatrix_job;
+
+static int smatrix_setup(void *ctx, int w)
+{
+    smatrix_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    job->waves[w] = stem_fft_alloc(grid * plan->batch_size, "plane-wave batch");
+    job->box[w] = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny, "S-matrix box");
+    if (!job->waves[w] || !job->box[w]) return STEM_ERR_MEMORY;
+    STEM_TRY(stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w], 1));
+    return stem_fft_create(&job->fft_box[w], plan->crop_nx, plan->crop_ny, 1, job->box[w], 0);
+}
+
+static void smatrix_teardown(void *ctx, int w)
+{
+    smatrix_job *job = ctx;
+    stem_fft_destroy(&job->fft[w]);
+    stem_fft_destroy(&job->fft_box[w]);
+    stem_fft_free(job->waves[w]);
+    stem_fft_free(job->box[w]);
+    job->waves[w] = job->box[w] = NULL;
+}
+
+/* exp(2 pi i (kx x / Lx + ky y / Ly)) with unit amplitude on the full grid. */
+static void plane_wave(const stem_plan *plan, int kx, int ky, stem_complex *out)
+{
+    int nx = plan->nx, ny = plan->ny;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            double phase = 2 * M_PI * ((double)kx * i / nx + (double)ky * j / ny);
+            out[(size_t)j * nx + i] = (stem_complex)(cos(phase) + I * sin(phase));
+        }
+}
+
+/* Cut the Fourier box out of a full-grid exit wave and return it to real space. */
+static void crop_to_box(const stem_plan *plan, const stem_complex *wave, stem_complex *box, const stem_fft *fft_box)
+{
+    int nx = plan->nx, ny = plan->ny, cx = plan->crop_nx, cy = plan->crop_ny;
+    for (int j = 0; j < cy; j++) {
+        int gy = (stem_fft_index(j, cy) + ny) % ny;
+        for (int i = 0; i < cx; i++) box[(size_t)j * cx + i] = wave[(size_t)gy * nx + (stem_fft_index(i, cx) + nx) % nx];
+    }
+    stem_fft_inverse(fft_box, box);
+}
+
+static int smatrix_work(void *ctx, int w, long begin, long end)
+{
+    smatrix_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    size_t grid = (size_t)plan->nx * plan->ny, box = (size_t)plan->crop_nx * plan->crop_ny;
+    int batch = plan->batch_size, n = (int)(end - begin);
+    stem_complex *waves = job->waves[w];
+    for (int b = 0; b < batch; b++) {
+        if (b < n) {
+            int beam = plan->beam_begin + (int)begin + b;
+            plane_wave(plan, plan->beam_kx[beam], plan->beam_ky[beam], waves + b * grid);
+        } else {
+            memset(waves + b * grid, 0, grid * sizeof(stem_complex));
+        }
+    }
+    stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch);
+    for (int b = 0; b < n; b++) {
+        crop_to_box(plan, waves + b * grid, job->box[w], &job->fft_box[w]);
+        memcpy(job->S_local + (begin + b) * box, job->box[w], box * sizeof(stem_complex));
+    }
+    return STEM_OK;
+}
+
+int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+{
+    int workers = plan->threads;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    smatrix_job job = {.plan = plan, .trans = trans, .S_local = S_local};
+    stem_complex *prop = stem_fft_alloc(grid, "propagator");
+    job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job.box = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    job.fft_box = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    int err = prop && job.waves && job.box && job.fft && job.fft_box ? STEM_OK : STEM_ERR_MEMORY;
+    if (!err) err = stem_propagator_build(plan, prop);
+    job.prop = prop;
+    stem_work work = {&job, smatrix_setup, smatrix_work, smatrix_teardown};
+    if (!err) err = stem_dispatch(&work, plan->beam_end - plan->beam_begin, plan->batch_size, workers, "S-matrix plane waves");
+    stem_fft_free(prop);
+    free(job.waves);
+    free(job.box);
+    free(job.fft);
+    free(job.fft_box);
+    return err;
+}
+
+void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel)
+{
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
+    const size_t tile = 64; /* cache-blocked transpose */
+    for (size_t p0 = 0; p0 < box; p0 += tile)
+        for (size_t b0 = 0; b0 < nb; b0 += tile)
+            for (size_t b = b0; b < b0 + tile && b < nb; b++)
+                for (size_t p = p0; p < p0 + tile && p < box; p++) by_pixel[p * nb + b] = by_beam[b * box + p];
+}
+
+/* ---- output step ------------------------------------------------------- */
+
+int stem_prism_window_origin(double x, double cell, int crop, int window)
+{
+    int centre = (int)floor(x / cell * crop + 0.5);
+    return centre - window / 2;
+}
+
+typedef struct {
+    const stem_plan *plan;
+    const stem_complex *S;
+    const stem_detector *det;
+    stem_result *res;
+    stem_complex **coef, **window;
+    float **intensity;
+    stem_fft *fft;
+} output_job;
+
+static int output_setup(void *ctx, int w)
+{
+    output_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    size_t win = (size_t)plan->out_nx * plan->out_ny;
+    job->coef[w] = stem_fft_alloc(plan->n_beams, "beam coefficients");
+    job->window[w] = stem_fft_alloc(win, "probe window");
+    job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
+    if (!job->coef[w] || !job->window[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
+    return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w], 1);
+}
+
+static void output_teardown(void *ctx, int w)
+{
+    output_job *job = ctx;
+    stem_fft_destroy(&job->fft[w]);
+    stem_fft_free(job->coef[w]);
+    stem_fft_free(job->window[w]);
+    free(job->intensity[w]);
+    job->coef[w] = job->window[w] = NULL;
+    job->intensity[w] = NULL;
+}
+
+/* Weighted sum over beams of the S-matrix window around the probe (periodic wrap). */
+static void gather_window(const stem_plan *plan, const stem_complex *S, const stem_complex *coef, double x, double y,
+                          stem_complex *window)
+{
+    int cx = plan->crop_nx, cy = plan->crop_ny, wx = plan->out_nx, wy = plan->out_ny, nb = plan->n_beams;
+    int ox = stem_prism_window_origin(x, plan->cell[0], cx, wx), oy = stem_prism_window_origin(y, plan->cell[1], cy, wy);
+    for (int j = 0; j < wy; j++) {
+        int gy = ((oy + j) % cy + cy) % cy;
+        for (int i = 0; i < wx; i++) {
+            int gx = ((ox + i) % cx + cx) % cx;
+            const stem_complex *s = S + ((size_t)gy * cx + gx) * nb;
+            stem_complex sum = 0;
+            for (int b = 0; b < nb; b++) sum += coef[b] * s[b];
+            window[(size_t)j * wx + i] = sum;
+        }
+    }
+}
+
+static int output_work(void *ctx, int w, long begin, long end)
+{
+    output_job *job = ctx;
+    const stem_plan *plan = job->plan;
+    size_t win = (size_t)plan->out_nx * plan->out_ny;
+    float scale = 1.0f / ((float)win * (float)win);
+    for (long p = begin; p < end; p++) {
+        double x, y;
+        stem_plan_probe_position(plan, plan->probe_begin + p, &x, &y);
+        stem_probe_beam_coefficients(plan, x, y, job->coef[w]);
+        gather_window(plan, job->S, job->coef[w], x, y, job->window[w]);
+        stem_fft_forward(&job->fft[w], job->window[w]);
+        for (size_t k = 0; k < win; k++) {
+            stem_complex v = job->window[w][k];
+            job->intensity[w][k] = (crealf(v) * crealf(v) + cimagf(v) * cimagf(v)) * scale;
+        }
+        stem_detect(job->det, job->intensity[w], job->res, p);
+    }
+    return STEM_OK;
+}
+
+int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res)
+{
+    int workers = plan->threads;
+    output_job job = {.plan = plan, .S = S, .det = det, .res = res};
+    job.coef = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job.window = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job.intensity = stem_calloc(workers, sizeof(float *), "worker buffers");
+    job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    int err = job.coef && job.window && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
+    stem_work work = {&job, output_setup, output_work, output_teardown};
+    if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "PRISM output");
+    free(job.coef);
+    free(job.window);
+    free(job.intensity);
+    free(job.fft);
+    return err;
+}
