@@ -144,7 +144,7 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
     }
     if (!err && !o->dry_run) err = stem_output_check(world, &cfg);
     if (!err && !o->dry_run) {
-        if (rank == 0) stem_plan_print(&plan, stdout);
+        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
         double t0 = stem_wall_time();
         err = stem_result_alloc(&plan, &res);
         if (!err) err = stem_campaign_run(&m, &plan, &atoms, kirkland, &res);
