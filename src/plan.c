@@ -195,6 +195,11 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
             return STEM_FAIL(STEM_ERR_CONFIG, "[images] %s starts at %g mrad, beyond the largest simulated angle %.1f mrad "
                              "(reduce [simulation] pixel_size to reach it)",
                              cfg->images[i].name, cfg->images[i].inner_mrad, plan->max_angle_mrad);
+    for (int i = 0; i < cfg->n_images; i++)
+        if (cfg->images[i].outer_mrad > plan->max_angle_mrad * 1.0001 && cfg->images[i].outer_mrad < 1e9 &&
+            plan->layout.world_rank == 0)
+            stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
+                      cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
     STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", stem_config_given(cfg, "scan", "x_end"),
                        &plan->scan_x0, &plan->scan_nx));
     STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", stem_config_given(cfg, "scan", "y_end"),
