@@ -1,0 +1,10 @@
+#!/bin/bash
+# PBS Pro / OpenPBS: 8 nodes x 4 ranks.
+#PBS -N stemsim
+#PBS -l select=8:ncpus=32:mpiprocs=4:ngpus=4
+#PBS -l walltime=08:00:00
+#PBS -j oe
+set -euo pipefail
+cd "$PBS_O_WORKDIR"
+CONFIG=${CONFIG:-config.ini}
+mpirun -np 32 --map-by socket:PE=8 stemsim --set compute.threads=8 "$CONFIG"
