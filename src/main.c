@@ -159,8 +159,8 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
             free(ini);
             free(text);
             if (!err)
-                stem_info("wrote %s (%.2f s, %.4f s per probe per configuration)", cfg.output_file, stem_wall_time() - t0,
-                          (stem_wall_time() - t0) / ((double)plan.n_probes * plan.n_configs) * m.layout.world_size);
+                stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg.output_file,
+                          stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan.n_probes * plan.n_configs));
         }
     }
     stem_result_free(&res);
