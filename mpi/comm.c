@@ -26,6 +26,7 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested)
     MPI_Comm node;
     STEM_MPI_CALL(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, L->world_rank, MPI_INFO_NULL, &node));
     STEM_MPI_CALL(MPI_Comm_size(node, &L->ranks_on_node));
+    STEM_MPI_CALL(MPI_Comm_rank(node, &L->local_rank));
     MPI_Comm_free(&node);
     L->n_groups = choose_groups(L->world_size, n_configs, requested);
     if (L->world_size % L->n_groups)

@@ -13,6 +13,7 @@ typedef struct {
     int world_size, world_rank;
     int n_groups, group, group_size, group_rank; /* frozen-phonon rank groups */
     int ranks_on_node;                            /* for default threads / memory */
+    int local_rank;                               /* rank within the node (GPU assignment) */
 } stem_layout;
 
 typedef struct {
