@@ -1,0 +1,146 @@
+/* Shared set-up for the tests that run the engines: config from an INI text,
+ * model from the data directory (or built in the test), plan for a single
+ * rank, transmission functions, and the CPU engines called directly through
+ * the plan and stem_result API (the same sequence mpi/campaign.c runs). */
+#ifndef STEM_TEST_SIM_H
+#define STEM_TEST_SIM_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atoms.h"
+#include "check.h"
+#include "detector.h"
+#include "fft.h"
+#include "multislice.h"
+#include "physics.h"
+#include "plan.h"
+#include "potential.h"
+#include "prism.h"
+
+#ifndef STEMSIM_TEST_DATA_DIR
+#error "STEMSIM_TEST_DATA_DIR must name the data directory"
+#endif
+
+typedef struct {
+    stem_config cfg;
+    stem_atoms atoms;   /* prepared (tiled) model, not displaced */
+    stem_plan plan;
+    stem_kirkland kirkland[STEM_MAX_Z + 1];
+    stem_complex *trans;
+    stem_detector det;
+    stem_result res;
+} sim_case;
+
+static const stem_layout sim_single_rank = {
+    .world_size = 1, .world_rank = 0, .n_groups = 1, .group = 0, .group_size = 1, .group_rank = 0, .ranks_on_node = 1};
+
+/* Parse `ini` (which must name [sample] xyz), read and prepare the model
+ * unless `model` is given (copied, then prepared: tiled as the INI says),
+ * build the plan and the detector. */
+static inline int sim_prepare(sim_case *s, const char *ini, const stem_atoms *model)
+{
+    memset(s, 0, sizeof *s);
+    STEM_TRY(stem_config_load_string(&s->cfg, "test.ini", ini));
+    STEM_TRY(stem_kirkland_load(stem_kirkland_default_path(), s->kirkland));
+    if (model) {
+        s->atoms.cell[0] = model->cell[0];
+        s->atoms.cell[1] = model->cell[1];
+        s->atoms.cell[2] = model->cell[2];
+        STEM_TRY(stem_atoms_alloc(&s->atoms, model->n));
+        memcpy(s->atoms.Z, model->Z, sizeof(int) * model->n);
+        memcpy(s->atoms.x, model->x, sizeof(double) * model->n);
+        memcpy(s->atoms.y, model->y, sizeof(double) * model->n);
+        memcpy(s->atoms.z, model->z, sizeof(double) * model->n);
+        memcpy(s->atoms.occupancy, model->occupancy, sizeof(double) * model->n);
+        memcpy(s->atoms.sigma, model->sigma, sizeof(double) * model->n);
+    } else {
+        STEM_TRY(stem_xyz_read(s->cfg.xyz, &s->atoms));
+    }
+    STEM_TRY(stem_atoms_prepare(&s->atoms, &s->cfg));
+    STEM_TRY(stem_plan_build(&s->plan, &s->cfg, &s->atoms, &sim_single_rank));
+    STEM_TRY(stem_detector_build(&s->plan, &s->det));
+    return STEM_OK;
+}
+
+/* Transmission functions of frozen-phonon configuration `config`, built as
+ * the campaign builds them (displace, lookup table, slices, exp(i sigma V)). */
+static inline int sim_transmission(sim_case *s, int config)
+{
+    stem_atoms displaced = {0};
+    stem_potential_table table = {0};
+    size_t grid = (size_t)s->plan.nx * s->plan.ny;
+    if (!s->trans) s->trans = stem_fft_alloc(grid * s->plan.n_slices, "test transmission");
+    if (!s->trans) return STEM_ERR_MEMORY;
+    int err = stem_atoms_displace(&s->atoms, s->cfg.seed, config, s->cfg.thermal, &displaced);
+    if (!err) err = stem_potential_table_build(&s->plan, &displaced, s->kirkland, &table);
+    if (!err) err = stem_transmission_build(&s->plan, &table, &displaced, s->trans);
+    stem_potential_table_free(&table);
+    stem_atoms_free(&displaced);
+    return err;
+}
+
+/* sim_prepare, then the transmission of configuration 0. */
+static inline int sim_setup(sim_case *s, const char *ini, const stem_atoms *model)
+{
+    STEM_TRY(sim_prepare(s, ini, model));
+    return sim_transmission(s, 0);
+}
+
+/* Run the algorithm the plan names on every probe; leaves s->res finalised. */
+static inline int sim_run(sim_case *s)
+{
+    const stem_plan *plan = &s->plan;
+    stem_result_free(&s->res);
+    STEM_TRY(stem_result_alloc(plan, &s->res));
+    if (plan->algorithm == STEM_ALG_PRISM) {
+        size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+        stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "test S-matrix");
+        stem_complex *by_pixel = stem_fft_alloc(box * plan->n_beams, "test S-matrix");
+        if (!by_beam || !by_pixel) return STEM_ERR_MEMORY;
+        int err = stem_prism_smatrix_local(plan, s->trans, by_beam); /* one rank holds every beam */
+        if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
+        if (!err) err = stem_prism_output(plan, by_pixel, &s->det, &s->res);
+        stem_fft_free(by_beam);
+        stem_fft_free(by_pixel);
+        STEM_TRY(err);
+    } else {
+        STEM_TRY(stem_multislice_run(plan, s->trans, &s->det, &s->res));
+    }
+    stem_result_finalise(&s->res, 1);
+    return STEM_OK;
+}
+
+/* Scan exactly one probe at (x, y) on the next sim_run (plan fields only). */
+static inline void sim_single_probe(sim_case *s, double x, double y)
+{
+    s->plan.scan_x0 = x;
+    s->plan.scan_y0 = y;
+    s->plan.scan_nx = s->plan.scan_ny = 1;
+    s->plan.n_probes = 1;
+    s->plan.probe_begin = 0;
+    s->plan.probe_end = 1;
+}
+
+static inline void sim_free(sim_case *s)
+{
+    stem_result_free(&s->res);
+    stem_detector_free(&s->det);
+    stem_fft_free(s->trans);
+    stem_plan_free(&s->plan);
+    stem_atoms_free(&s->atoms);
+}
+
+/* Relative RMS difference ||a - b|| / ||b|| over n values. */
+static inline double rel_rms(const double *a, const double *b, long n)
+{
+    double num = 0, den = 0;
+    for (long i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+#endif

@@ -1,0 +1,276 @@
+/* config.ini and XYZ parsing: values, defaults, the "did you mean" hint,
+ * duplicate keys, --set overrides, and error messages that carry the file
+ * and line (captured from stderr). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atoms.h"
+#include "check.h"
+#include "config.h"
+
+/* Parse `text`; return the status and the captured message (malloc'd). */
+static int parse(const char *text, stem_config *cfg, char **msg)
+{
+    check_capture cap;
+    capture_stderr_begin(&cap);
+    int err = stem_config_load_string(cfg, "t.ini", text);
+    *msg = capture_stderr_end(&cap);
+    return err;
+}
+
+static void test_values_and_defaults(void)
+{
+    stem_config c;
+    char *msg;
+    int err = parse("[sample]\nxyz = model.xyz\ntile_x = 3\n[beam]\nenergy = 300\n[probe]\nsemiangle = 24.5\n"
+                    "defocus = -55\n[simulation]\nalgorithm = PRISM\nthermal = yes\ninterpolation_x = 2\n", &c, &msg);
+    CHECK_INT_EQ(err, STEM_OK);
+    CHECK(!strcmp(c.xyz, "model.xyz"));
+    CHECK_INT_EQ(c.tile_x, 3);
+    CHECK_INT_EQ(c.tile_y, 1);
+    CHECK_CLOSE(c.energy_kev, 300, 0);
+    CHECK_CLOSE(c.semiangle_mrad, 24.5, 0);
+    CHECK_CLOSE(c.defocus, -55, 0);
+    CHECK_INT_EQ(c.algorithm, STEM_ALG_PRISM);
+    CHECK_INT_EQ(c.thermal, 1);
+    CHECK_INT_EQ(c.interpolation_x, 2);
+    CHECK_INT_EQ(c.interpolation_y, 4);
+    CHECK_CLOSE(c.pixel_size, 0.1, 0);
+    CHECK(stem_config_given(&c, "probe", "semiangle"));
+    CHECK(!stem_config_given(&c, "probe", "cs"));
+    /* default images follow the semiangle: BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a.. */
+    CHECK_INT_EQ(c.n_images, 4);
+    CHECK(!strcmp(c.images[0].name, "BF") && c.images[0].outer_mrad == 24.5);
+    CHECK(!strcmp(c.images[1].name, "ABF") && c.images[1].inner_mrad == 12.25);
+    CHECK(!strcmp(c.images[2].name, "ADF") && c.images[2].outer_mrad == 73.5);
+    CHECK(!strcmp(c.images[3].name, "HAADF") && c.images[3].inner_mrad == 73.5);
+    free(msg);
+    /* the effective config written to the output parses back to the same values */
+    char *ini = stem_config_to_ini(&c);
+    REQUIRE(ini);
+    stem_config d;
+    err = parse(ini, &d, &msg);
+    CHECK_INT_EQ(err, STEM_OK);
+    CHECK(!strcmp(d.xyz, c.xyz) && d.tile_x == c.tile_x && d.energy_kev == c.energy_kev &&
+          d.semiangle_mrad == c.semiangle_mrad && d.algorithm == c.algorithm && d.thermal == c.thermal &&
+          d.n_images == c.n_images && d.images[3].inner_mrad == c.images[3].inner_mrad && d.seed == c.seed);
+    free(msg);
+    free(ini);
+    /* explicit images */
+    err = parse("[sample]\nxyz = m.xyz\n[images]\nMAADF = 40 80\nmy_bf = 0 10\n", &c, &msg);
+    CHECK_INT_EQ(err, STEM_OK);
+    CHECK(c.n_images == 2 && !strcmp(c.images[0].name, "MAADF") && c.images[0].inner_mrad == 40 && c.images[1].outer_mrad == 10);
+    free(msg);
+}
+
+/* An error: status, and message pieces that must appear. */
+static void expect_error(const char *text, int code, const char *piece1, const char *piece2)
+{
+    stem_config c;
+    char *msg;
+    int err = parse(text, &c, &msg);
+    CHECK_MSG(err == code, "status %d, expected %d for:\n%s", err, code, text);
+    if (piece1) CHECK_CONTAINS(msg, piece1);
+    if (piece2) CHECK_CONTAINS(msg, piece2);
+    free(msg);
+}
+
+static void test_errors(void)
+{
+    /* unknown key: nearest key suggested, with the line */
+    expect_error("[sample]\nxyz = m.xyz\n[probe]\nsemiangel = 20\n", STEM_ERR_CONFIG, "t.ini:4", "did you mean [probe] semiangle");
+    expect_error("[simulation]\npixelsize = 0.1\n[sample]\nxyz = m.xyz\n", STEM_ERR_CONFIG, "t.ini:2",
+                 "did you mean [simulation] pixel_size");
+    /* right key, wrong section */
+    expect_error("[sample]\nxyz = m.xyz\n[beam]\nsemiangle = 20\n", STEM_ERR_CONFIG, "unknown key [beam] semiangle",
+                 "did you mean [probe] semiangle");
+    expect_error("[sample]\nxyz = m.xyz\n[simulation]\nfrozen_phonon = 3\n", STEM_ERR_CONFIG, "t.ini:4",
+                 "[simulation] frozen_phonons");
+    /* nothing close: no suggestion */
+    {
+        stem_config c;
+        char *msg;
+        CHECK_INT_EQ(parse("[sample]\nxyz = m.xyz\n[probe]\nqqqqqqqqqqqqqqqqqqqq = 1\n", &c, &msg), STEM_ERR_CONFIG);
+        CHECK_CONTAINS(msg, "unknown key");
+        CHECK_MSG(!strstr(msg, "did you mean"), "suggestion for a key nothing like any: %s", msg);
+        free(msg);
+    }
+    /* duplicate key: an error naming the key and the second line */
+    expect_error("[sample]\nxyz = m.xyz\n[probe]\nsemiangle = 20\ndefocus = 0\nsemiangle = 25\n", STEM_ERR_CONFIG,
+                 "duplicate key [probe] semiangle", "t.ini:6");
+    expect_error("[sample]\nxyz = m.xyz\n[images]\nBF = 0 20\nBF = 0 25\n", STEM_ERR_CONFIG, "duplicate image 'BF'", "t.ini:5");
+    /* bad values */
+    expect_error("[sample]\nxyz = m.xyz\n[beam]\nenergy = 200kV\n", STEM_ERR_CONFIG, "t.ini:4", "not a finite number");
+    expect_error("[sample]\nxyz = m.xyz\n[beam]\nenergy = -5\n", STEM_ERR_CONFIG, "t.ini:4", "out of range");
+    expect_error("[sample]\nxyz = m.xyz\n[simulation]\nfrozen_phonons = 2.5\n", STEM_ERR_CONFIG, "t.ini:4", "integer");
+    expect_error("[sample]\nxyz = m.xyz\n[simulation]\nalgorithm = prims\n", STEM_ERR_CONFIG, "t.ini:4", "multislice|prism");
+    expect_error("[sample]\nxyz = m.xyz\n[simulation]\nthermal = maybe\n", STEM_ERR_CONFIG, "t.ini:4", "true or false");
+    expect_error("[sample]\nxyz = m.xyz\n[images]\nX = 50 20\n", STEM_ERR_CONFIG, "t.ini:4", "inner < outer");
+    expect_error("[sample]\nxyz = m.xyz\n[scan]\nx_start = 0.6\nx_end = 0.4\n", STEM_ERR_CONFIG, "x_end", NULL);
+    expect_error("[probe]\nsemiangle = 20\n", STEM_ERR_CONFIG, "missing required key [sample] xyz", NULL);
+    expect_error("[sample]\nxyz = m.xyz\nthis is not ini\n", STEM_ERR_CONFIG, "t.ini:3", NULL);
+    /* edit distance used for the hints */
+    CHECK_INT_EQ(stem_edit_distance("kitten", "sitting"), 3);
+    CHECK_INT_EQ(stem_edit_distance("semiangle", "semiangel"), 2);
+    CHECK_INT_EQ(stem_edit_distance("", "abc"), 3);
+    CHECK_INT_EQ(stem_edit_distance("Energy", "energy"), 0);
+}
+
+/* --set section.key=value overrides (stem_config_load on a file). */
+static void test_overrides(void)
+{
+    char path[] = "/tmp/stemsim_test_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    REQUIRE(f);
+    fputs("[sample]\nxyz = m.xyz\n[probe]\nsemiangle = 20\n[output]\nfile = a.h5\n", f);
+    fclose(f);
+    stem_config c;
+    char *set[] = {"probe.semiangle=25.5", "simulation.algorithm=prism", "output.file=run.v2.h5", "probe.semiangle=26"};
+    CHECK_INT_EQ(stem_config_load(&c, path, 3, set), STEM_OK);
+    CHECK_CLOSE(c.semiangle_mrad, 25.5, 0);
+    CHECK_INT_EQ(c.algorithm, STEM_ALG_PRISM);
+    CHECK(!strcmp(c.output_file, "run.v2.h5"));
+    CHECK(stem_config_given(&c, "simulation", "algorithm"));
+    /* images default from the overridden semiangle */
+    CHECK_CLOSE(c.images[0].outer_mrad, 25.5, 0);
+    /* an override may be repeated: the last wins */
+    CHECK_INT_EQ(stem_config_load(&c, path, 4, set), STEM_OK);
+    CHECK_CLOSE(c.semiangle_mrad, 26, 0);
+    /* bad overrides */
+    check_capture cap;
+    char *bad1[] = {"probe.semiangel=25"};
+    capture_stderr_begin(&cap);
+    int err = stem_config_load(&c, path, 1, bad1);
+    char *msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_CONFIG);
+    CHECK_CONTAINS(msg, "--set probe.semiangel=25");
+    CHECK_CONTAINS(msg, "did you mean [probe] semiangle");
+    free(msg);
+    char *bad2[] = {"probesemiangle=25"};
+    capture_stderr_begin(&cap);
+    err = stem_config_load(&c, path, 1, bad2);
+    msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_USAGE);
+    CHECK_CONTAINS(msg, "section.key=value");
+    free(msg);
+    char *bad3[] = {"beam.energy=0"};
+    capture_stderr_begin(&cap);
+    err = stem_config_load(&c, path, 1, bad3);
+    msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_CONFIG);
+    CHECK_CONTAINS(msg, "out of range");
+    free(msg);
+    remove(path);
+    /* a file that does not exist */
+    capture_stderr_begin(&cap);
+    err = stem_config_load(&c, "/nonexistent/stemsim.ini", 0, NULL);
+    msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_CONFIG);
+    CHECK_CONTAINS(msg, "/nonexistent/stemsim.ini");
+    free(msg);
+}
+
+static int read_xyz(const char *text, stem_atoms *a, char **msg)
+{
+    check_capture cap;
+    capture_stderr_begin(&cap);
+    int err = stem_xyz_read_string("m.xyz", text, a);
+    *msg = capture_stderr_end(&cap);
+    return err;
+}
+
+static void expect_xyz_error(const char *text, const char *where, const char *what)
+{
+    stem_atoms a;
+    char *msg;
+    int err = read_xyz(text, &a, &msg);
+    CHECK_MSG(err == STEM_ERR_INPUT, "status %d for:\n%s", err, text);
+    CHECK_CONTAINS(msg, where);
+    if (what) CHECK_CONTAINS(msg, what);
+    free(msg);
+}
+
+static void test_xyz(void)
+{
+    stem_atoms a;
+    char *msg;
+    int err = read_xyz("a model\n 5 6 7\n14 1 2 3 1 0.05\n\n6 0.5 0.5 0.5\n79 5 6 7 0.25\n-1\nanything after the end\n", &a, &msg);
+    CHECK_INT_EQ(err, STEM_OK);
+    CHECK_INT_EQ(a.n, 3);
+    CHECK(a.cell[0] == 5 && a.cell[1] == 6 && a.cell[2] == 7);
+    CHECK(a.Z[0] == 14 && a.x[0] == 1 && a.y[0] == 2 && a.z[0] == 3 && a.occupancy[0] == 1 && a.sigma[0] == 0.05);
+    CHECK(a.Z[1] == 6 && a.occupancy[1] == 1 && a.sigma[1] == 0); /* optional columns default to 1 and 0 */
+    CHECK(a.Z[2] == 79 && a.occupancy[2] == 0.25 && a.sigma[2] == 0);
+    free(msg);
+    stem_atoms_free(&a);
+    /* Windows line endings and no final newline */
+    err = read_xyz("crlf\r\n4 4 4\r\n14 1 2 3 0.5 0.1\r\n-1\r\n", &a, &msg);
+    CHECK_INT_EQ(err, STEM_OK);
+    CHECK(a.n == 1 && a.cell[2] == 4 && a.sigma[0] == 0.1);
+    free(msg);
+    stem_atoms_free(&a);
+    err = read_xyz("c\n4 4 4\n14 1 2 3", &a, &msg);
+    CHECK(err == STEM_OK && a.n == 1);
+    free(msg);
+    stem_atoms_free(&a);
+    /* the shipped model */
+    REQUIRE(stem_xyz_read(STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz", &a) == STEM_OK);
+    CHECK_INT_EQ(a.n, 8);
+    CHECK_CLOSE(a.cell[0], 5.43, 0);
+    CHECK_CLOSE(a.sigma[7], 0.076, 0);
+    stem_atoms_free(&a);
+
+    /* every error names the file and the line */
+    expect_xyz_error("c\n5 6\n14 1 1 1\n", "m.xyz:2", "cell size");
+    expect_xyz_error("c\n5 6 -7\n14 1 1 1\n", "m.xyz:2", "positive");
+    expect_xyz_error("c\n5 5 5\n14 1 1 1\n14 1 1\n", "m.xyz:4", "expected 'Z x y z");
+    expect_xyz_error("c\n5 5 5\n14 1 1 1\n\n\n0 1 1 1\n", "m.xyz:6", "not an element");
+    expect_xyz_error("c\n5 5 5\n104 1 1 1\n", "m.xyz:3", "not an element");
+    expect_xyz_error("c\n5 5 5\n14.5 1 1 1\n", "m.xyz:3", "not an element");
+    expect_xyz_error("c\n5 5 5\n14 1 1 1\n14 6 1 1\n", "m.xyz:4", "outside the cell");
+    expect_xyz_error("c\n5 5 5\n14 1 -0.1 1\n", "m.xyz:3", "y = -0.1");
+    expect_xyz_error("c\n5 5 5\n14 1 1 1 1.5\n", "m.xyz:3", "occupancy");
+    expect_xyz_error("c\n5 5 5\n14 1 1 1 1 -0.1\n", "m.xyz:3", "rms displacement");
+    expect_xyz_error("c\n5 5 5\n14 1 1 1 1 0.1 junk\n", "m.xyz:3", NULL);
+    expect_xyz_error("c\n5 5 5\n14 1 nan 1\n", "m.xyz:3", NULL);
+    expect_xyz_error("c\n5 5 5\n-1\n", "m.xyz", "no atoms");
+    expect_xyz_error("only a comment", "m.xyz", "cell size");
+    /* a file: the path is named; a NUL byte is refused */
+    char path[] = "/tmp/stemsim_test_xyz_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "c\n5 5 5\n14 1 1 1\n14 1 1 9\n", 25) == 25);
+    close(fd);
+    check_capture cap;
+    capture_stderr_begin(&cap);
+    err = stem_xyz_read(path, &a);
+    msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_INPUT);
+    char where[64];
+    snprintf(where, sizeof where, "%s:4", path);
+    CHECK_CONTAINS(msg, where);
+    free(msg);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    REQUIRE(fd >= 0 && write(fd, "c\n5 5 5\n14 1\0 1 1\n", 18) == 18);
+    close(fd);
+    capture_stderr_begin(&cap);
+    err = stem_xyz_read(path, &a);
+    msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_INPUT);
+    CHECK_CONTAINS(msg, "NUL");
+    free(msg);
+    remove(path);
+}
+
+int main(void)
+{
+    test_values_and_defaults();
+    test_errors();
+    test_overrides();
+    test_xyz();
+    return check_exit("test_config");
+}

@@ -1,0 +1,144 @@
+/* Relativistic optics constants and Kirkland's projected potential, checked
+ * against tabulated values and against an independent evaluation of the
+ * closed form (K0 by numerical quadrature, not stem_bessel_k0). */
+#include <math.h>
+
+#include "check.h"
+#include "physics.h"
+#include "stem.h"
+
+/* K0(x) = int_0^inf exp(-x cosh t) dt (Abramowitz & Stegun 9.6.24). The
+ * integrand is smooth and decays double-exponentially, so the trapezoid rule
+ * converges geometrically; h = 1e-3 and a cut where x cosh t > 60 give
+ * ~1e-14 relative accuracy. */
+static double k0_quadrature(double x)
+{
+    double tmax = acosh(60.0 / x + 1.0), h = 1e-3, sum = 0.5 * exp(-x);
+    int n = (int)ceil(tmax / h);
+    for (int i = 1; i <= n; i++) sum += exp(-x * cosh(i * h));
+    return sum * h;
+}
+
+/* Constants written out here, not taken from physics.c (CODATA 2018). */
+static const double a0 = 0.529177210903;       /* Bohr radius, Angstrom */
+static const double e_va = 14.3996454784;      /* e^2/(4 pi eps0) in eV Angstrom -> e in V Angstrom */
+static const double h2_2m0e = 150.4126;        /* h^2 / (2 m0 e) in V Angstrom^2 */
+static const double m0c2_kev = 510.99895;
+
+/* Kirkland eq. C.19 written independently. */
+static double vz_closed_form(const stem_kirkland *p, double r)
+{
+    double v = 0;
+    for (int i = 0; i < 3; i++) {
+        v += 4 * M_PI * M_PI * a0 * e_va * p->a[i] * k0_quadrature(2 * M_PI * r * sqrt(p->b[i]));
+        v += 2 * M_PI * M_PI * a0 * e_va * p->c[i] / p->d[i] * exp(-M_PI * M_PI * r * r / p->d[i]);
+    }
+    return v;
+}
+
+static void test_wavelength(void)
+{
+    /* Tabulated relativistic wavelengths (Kirkland, Advanced Computing in
+     * Electron Microscopy, Table 2.2; Williams & Carter Table 1.1), given to
+     * 4-5 significant digits: tolerance is half a unit of the last digit. */
+    CHECK_CLOSE(stem_wavelength(80), 0.04176, 5e-6);
+    CHECK_CLOSE(stem_wavelength(100), 0.03701, 5e-6);
+    CHECK_CLOSE(stem_wavelength(200), 0.02508, 5e-6);
+    CHECK_CLOSE(stem_wavelength(300), 0.01969, 5e-6);
+    CHECK_CLOSE(stem_wavelength(1000), 0.008719, 5e-7);
+    /* The textbook form lambda = 12.2643 / sqrt(V (1 + 0.978476e-6 V)) in Angstrom, V in volts. */
+    for (double kev = 20; kev <= 1200; kev *= 1.7) {
+        double v = kev * 1e3;
+        CHECK_REL(stem_wavelength(kev), 12.2643 / sqrt(v * (1 + 0.978476e-6 * v)), 2e-5);
+    }
+}
+
+static void test_interaction_constant(void)
+{
+    /* Tabulated sigma (Kirkland Table 5.1), rad / (V Angstrom). */
+    CHECK_CLOSE(stem_interaction_constant(100), 9.244e-4, 1e-6);
+    CHECK_CLOSE(stem_interaction_constant(200), 7.288e-4, 1e-6);
+    CHECK_CLOSE(stem_interaction_constant(300), 6.526e-4, 1e-6);
+    /* sigma = 2 pi m e lambda / h^2 = pi gamma lambda / (h^2 / 2 m0 e): a
+     * different route from the code's 2 pi / (lambda V) (mc^2 + eV)/(2 mc^2 + eV). */
+    for (double kev = 30; kev <= 1000; kev *= 1.5) {
+        double gamma = 1 + kev / m0c2_kev;
+        CHECK_REL(stem_interaction_constant(kev), M_PI * gamma * stem_wavelength(kev) / h2_2m0e, 1e-5);
+    }
+    /* sigma falls with the beam energy */
+    CHECK(stem_interaction_constant(80) > stem_interaction_constant(300));
+}
+
+static void test_kirkland_table(stem_kirkland *k)
+{
+    /* Si (Z = 14) as printed in Kirkland's Appendix C. */
+    const double si[12] = {1.06543892, 1.04118455, 0.120143691, 68.7113368, 0.180915263, 0.0887533926,
+                           1.12065620, 3.70062619, 0.0305452816, 0.214097897, 1.59963502, 9.99096638};
+    for (int i = 0; i < 3; i++) {
+        CHECK_REL(k[14].a[i], si[2 * i], 1e-6);
+        CHECK_REL(k[14].b[i], si[2 * i + 1], 1e-6);
+        CHECK_REL(k[14].c[i], si[6 + 2 * i], 1e-6);
+        CHECK_REL(k[14].d[i], si[6 + 2 * i + 1], 1e-6);
+    }
+    /* H (Z = 1) first row, and the table is complete to Z = 103. */
+    CHECK_REL(k[1].a[0], 4.20298324e-3, 1e-6);
+    CHECK_REL(k[1].b[0], 0.225350888, 1e-6);
+    for (int z = 1; z <= STEM_MAX_Z; z++) CHECK_MSG(k[z].a[0] > 0 && k[z].b[0] > 0 && k[z].d[2] > 0, "Z = %d", z);
+}
+
+static void test_bessel(void)
+{
+    /* Reference values (A&S Table 9.8): K0(0.1) = 2.4270690, K0(1) = 0.4210244382, K0(2) = 0.1138938727. */
+    CHECK_REL(k0_quadrature(0.1), 2.4270690247, 1e-9);
+    CHECK_REL(k0_quadrature(1.0), 0.4210244382, 1e-9);
+    CHECK_REL(k0_quadrature(2.0), 0.1138938727, 1e-9);
+    /* The code's polynomial fit (A&S 9.8.5/9.8.6: |error| < 2e-7 relative) against the quadrature. */
+    for (double x = 1e-3; x < 40; x *= 1.13) CHECK_REL(stem_bessel_k0(x), k0_quadrature(x), 1e-6);
+}
+
+static void test_projected_potential(stem_kirkland *k)
+{
+    const int zs[] = {1, 6, 14, 29, 79};
+    for (int i = 0; i < 5; i++)
+        for (double r = 0.005; r < 6; r *= 1.2) {
+            double ref = vz_closed_form(&k[zs[i]], r);
+            /* limited by the 2e-7 relative accuracy of the K0 fit */
+            CHECK_MSG(fabs(stem_projected_potential(&k[zs[i]], r) - ref) <= 1e-6 * ref + 1e-12,
+                      "Z = %d r = %g: %.9g vs %.9g", zs[i], r, stem_projected_potential(&k[zs[i]], r), ref);
+        }
+    /* Physical sanity: near the nucleus (0.5 Angstrom) v_z grows with Z (further
+     * out screening reorders elements), and it is positive and decreasing in r. */
+    CHECK(stem_projected_potential(&k[79], 0.5) > stem_projected_potential(&k[14], 0.5));
+    CHECK(stem_projected_potential(&k[14], 0.5) > stem_projected_potential(&k[6], 0.5));
+    for (double r = 0.01; r < 5; r += 0.1)
+        CHECK_MSG(stem_projected_potential(&k[14], r) > stem_projected_potential(&k[14], r + 0.1), "r = %g", r);
+    /* Radial integral of the closed form over the plane = 2 pi a0 e sum(a_i/b_i + c_i)
+     * (each K0 term integrates to 1/(2 pi b), each Gaussian to d/pi): checks the
+     * prefactors 4 pi^2 a0 e and 2 pi^2 a0 e of the code's v_z. Substituting
+     * r = exp(u) makes the integrand smooth; trapezoid on u in [-14, 3.5]. */
+    for (int i = 0; i < 5; i++) {
+        const stem_kirkland *p = &k[zs[i]];
+        double sum = 0, du = 1e-3;
+        for (double u = -14; u < 3.5; u += du) {
+            double r = exp(u);
+            sum += stem_projected_potential(p, r) * 2 * M_PI * r * r * du;
+        }
+        double expect = 0;
+        for (int j = 0; j < 3; j++) expect += p->a[j] / p->b[j] + p->c[j];
+        expect *= 2 * M_PI * a0 * e_va;
+        CHECK_MSG(fabs(sum - expect) <= 1e-4 * expect, "Z = %d: integral %.8g vs 2 pi a0 e sum(a/b + c) = %.8g",
+                  zs[i], sum, expect);
+    }
+}
+
+int main(void)
+{
+    stem_kirkland k[STEM_MAX_Z + 1];
+    test_wavelength();
+    test_interaction_constant();
+    test_bessel();
+    REQUIRE(stem_kirkland_load(stem_kirkland_default_path(), k) == STEM_OK);
+    test_kirkland_table(k);
+    test_projected_potential(k);
+    return check_exit("test_physics");
+}
