@@ -72,9 +72,7 @@ int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, c
     t->ry = (int)ceil(cutoff / plan->dy) + 1;
     t->kx = 2 * t->rx + 1;
     t->ky = 2 * t->ry + 1;
-    if (t->kx > plan->nx || t->ky > plan->ny)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] potential_radius %g Angstrom is larger than half the cell (%g x %g Angstrom)",
-                         cutoff, plan->cell[0], plan->cell[1]);
+    /* kernels wider than the cell are fine: add_atom wraps, summing periodic images */
     size_t per_kernel = (size_t)t->kx * t->ky, per_species = per_kernel * t->ss * t->ss;
     STEM_ALLOC(t->kernels, per_species * t->n_species, "potential lookup kernels");
     float *tab = stem_alloc(sizeof(float) * RADIAL_POINTS, "radial potential table");
