@@ -1,0 +1,182 @@
+/* Detectors on the GPU: the tables of stem_detector_build uploaded once per
+ * GPU, intensities binned into rings, images, total and centre of mass on the
+ * device (only these sums, and 4D patterns when asked for, come back), and the
+ * host-side accumulation into the rank's stem_result. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.cuh"
+
+#define DET_THREADS 256
+
+size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid)
+{
+    size_t n = (size_t)plan->out_nx * plan->out_ny;
+    return n * (sizeof(int) + sizeof(uint32_t) + 2 * sizeof(float) + (gather_full_grid ? sizeof(int) : 0));
+}
+
+size_t gpu_det_result_bytes(const stem_plan *plan, int n)
+{
+    size_t per = sizeof(double) * (plan->n_bins + plan->n_images + 3);
+    if (plan->cfg->save_4d) per += sizeof(float) * plan->out_nx * plan->out_ny;
+    return per * (size_t)n;
+}
+
+int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_full_grid, gpu_det *g)
+{
+    memset(g, 0, sizeof *g);
+    g->n_pix = det->n_pixels;
+    g->n_bins = plan->n_bins;
+    g->n_images = plan->n_images;
+    g->ox = plan->out_nx;
+    g->oy = plan->out_ny;
+    g->stride = g->n_bins + g->n_images + 3;
+    g->has_4d = plan->cfg->save_4d;
+    if (g->n_pix != g->ox * g->oy)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "detector has %d pixels, expected %d x %d", g->n_pix, g->ox, g->oy);
+    if (g->n_images > 32) return STEM_FAIL(STEM_ERR_INTERNAL, "%d images exceed the 32-bit image mask", g->n_images);
+    size_t n = (size_t)g->n_pix;
+    float *theta = (float *)stem_alloc(sizeof(float) * 2 * n, "detector angles");
+    int *src = gather_full_grid ? (int *)stem_alloc(sizeof(int) * n, "detector gather table") : NULL;
+    int err = theta && (src || !gather_full_grid) ? STEM_OK : STEM_ERR_MEMORY;
+    for (size_t k = 0; !err && k < n; k++) {
+        theta[2 * k] = det->theta_x[k];
+        theta[2 * k + 1] = det->theta_y[k];
+    }
+    if (!err && src) /* detector pixel (FFT order) -> pixel of the full simulation grid (f = 1) */
+        for (int j = 0; j < g->oy; j++) {
+            int gy = (stem_fft_index(j, g->oy) + plan->ny) % plan->ny;
+            for (int i = 0; i < g->ox; i++)
+                src[(size_t)j * g->ox + i] = gy * plan->nx + (stem_fft_index(i, g->ox) + plan->nx) % plan->nx;
+        }
+    if (!err) err = gpu_alloc_((void **)&g->bin, sizeof(int) * n, "detector bins", __FILE__, __LINE__, __func__);
+    if (!err) err = gpu_alloc_((void **)&g->mask, sizeof(uint32_t) * n, "detector masks", __FILE__, __LINE__, __func__);
+    if (!err) err = gpu_alloc_((void **)&g->theta, sizeof(float) * 2 * n, "detector angles", __FILE__, __LINE__, __func__);
+    if (!err && src) err = gpu_alloc_((void **)&g->src, sizeof(int) * n, "detector gather table", __FILE__, __LINE__, __func__);
+    cudaError_t e = cudaSuccess;
+    if (!err) e = cudaMemcpy(g->bin, det->bin, sizeof(int) * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess) e = cudaMemcpy(g->mask, det->image_mask, sizeof(uint32_t) * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess) e = cudaMemcpy(g->theta, theta, sizeof(float) * 2 * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess && src) e = cudaMemcpy(g->src, src, sizeof(int) * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (!err && e != cudaSuccess) err = gpu_fail_cuda(e, "cudaMemcpy(detector tables)", __FILE__, __LINE__, __func__);
+    free(theta);
+    free(src);
+    return err;
+}
+
+void gpu_det_free(gpu_det *g)
+{
+    gpu_free(g->bin);
+    gpu_free(g->mask);
+    gpu_free(g->theta);
+    gpu_free(g->src);
+    memset(g, 0, sizeof *g);
+}
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Block (chunk, probe): a slice of one probe's detector pixels. Rings go through
+ * shared-memory atomics, the few other sums through registers and warp shuffles;
+ * each block adds its partial sums to the probe's doubles in global memory. */
+static __global__ void __launch_bounds__(DET_THREADS)
+k_detect(const float2 *__restrict__ waves, size_t wave_stride, const int *__restrict__ src,
+         const float2 *__restrict__ prop, float scale, const int *__restrict__ bin, const uint32_t *__restrict__ mask,
+         const float2 *__restrict__ theta, int n_pix, int n_bins, int n_images, int ox, int oy, double *__restrict__ dres,
+         float *__restrict__ cbed)
+{
+    extern __shared__ float sh[]; /* [n_bins][n_images][total, cx, cy] */
+    int p = blockIdx.y, n_vals = n_bins + n_images + 3;
+    for (int i = threadIdx.x; i < n_vals; i += blockDim.x) sh[i] = 0.0f;
+    __syncthreads();
+    const float2 *w = waves + (size_t)p * wave_stride;
+    float tot = 0, cx = 0, cy = 0, img[STEM_MAX_IMAGES];
+#pragma unroll
+    for (int m = 0; m < STEM_MAX_IMAGES; m++) img[m] = 0;
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n_pix; k += gridDim.x * blockDim.x) {
+        int s = src ? src[k] : k;
+        float2 v = w[s];
+        if (prop) v = gpu_cmul(v, prop[s]);
+        float I = (v.x * v.x + v.y * v.y) * scale;
+        if (cbed) {
+            int j = k / ox, i = k - j * ox;
+            cbed[(size_t)p * n_pix + (size_t)((j + oy / 2) % oy) * ox + (i + ox / 2) % ox] = I;
+        }
+        int b = bin[k];
+        if (b < 0) continue;
+        atomicAdd(&sh[b], I);
+        float2 th = theta[k];
+        tot += I;
+        cx += I * th.x;
+        cy += I * th.y;
+        uint32_t mk = mask[k];
+#pragma unroll
+        for (int m = 0; m < STEM_MAX_IMAGES; m++)
+            if (mk >> m & 1u) img[m] += I;
+    }
+    int lane = threadIdx.x & 31;
+    tot = warp_sum(tot);
+    cx = warp_sum(cx);
+    cy = warp_sum(cy);
+#pragma unroll
+    for (int m = 0; m < STEM_MAX_IMAGES; m++)
+        if (m < n_images) img[m] = warp_sum(img[m]);
+    if (lane == 0) {
+#pragma unroll
+        for (int m = 0; m < STEM_MAX_IMAGES; m++)
+            if (m < n_images) atomicAdd(&sh[n_bins + m], img[m]);
+        atomicAdd(&sh[n_bins + n_images], tot);
+        atomicAdd(&sh[n_bins + n_images + 1], cx);
+        atomicAdd(&sh[n_bins + n_images + 2], cy);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n_vals; i += blockDim.x)
+        if (sh[i] != 0.0f) atomicAdd(&dres[(size_t)p * n_vals + i], (double)sh[i]);
+}
+
+int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const float2 *prop, float scale, int n,
+                double *dres, float *dcbed, int sm_count, cudaStream_t s)
+{
+    if (n <= 0) return STEM_OK;
+    if (g->n_images > STEM_MAX_IMAGES)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "%d images exceed STEM_MAX_IMAGES", g->n_images);
+    CUDA_CALL(cudaMemsetAsync(dres, 0, sizeof(double) * g->stride * n, s));
+    /* about four blocks per multiprocessor in all, at least 2048 pixels per block */
+    int chunks = (g->n_pix + 2047) / 2048, fill = (4 * (sm_count > 0 ? sm_count : 132) + n - 1) / n;
+    if (chunks > fill) chunks = fill;
+    if (chunks < 1) chunks = 1;
+    size_t smem = sizeof(float) * g->stride;
+    if (smem > 48 * 1024)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%d detector rings exceed the GPU detector's limit (%d); use a wider "
+                         "[detector] ring_width", g->n_bins, (int)(48 * 1024 / sizeof(float)) - g->n_images - 3);
+    dim3 blocks(chunks, n);
+    k_detect<<<blocks, DET_THREADS, smem, s>>>(waves, wave_stride, g->src, prop, scale, g->bin, g->mask,
+                                               (const float2 *)g->theta, g->n_pix, g->n_bins, g->n_images, g->ox, g->oy,
+                                               dres, g->has_4d ? dcbed : NULL);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
+void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed, int n, const long *local, long begin,
+                        stem_result *res)
+{
+    for (int i = 0; i < n; i++) {
+        long p = local ? local[i] : begin + i;
+        const double *d = hres + (size_t)i * g->stride;
+        double *rings = res->rings + p * res->n_bins, *images = res->images + p * res->n_images;
+        for (int b = 0; b < g->n_bins; b++) rings[b] += d[b];
+        for (int m = 0; m < g->n_images; m++) images[m] += d[g->n_bins + m];
+        res->total[p] += d[g->n_bins + g->n_images];
+        res->com[2 * p] += d[g->n_bins + g->n_images + 1];
+        res->com[2 * p + 1] += d[g->n_bins + g->n_images + 2];
+        if (res->has_4d && hcbed) {
+            float *out = res->cbed + (size_t)p * g->n_pix;
+            const float *in = hcbed + (size_t)i * g->n_pix;
+            for (int k = 0; k < g->n_pix; k++) out[k] += in[k];
+        }
+    }
+}

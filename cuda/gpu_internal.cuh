@@ -1,0 +1,180 @@
+/* Internal interfaces between the GPU engine's .cu files. */
+#ifndef STEM_GPU_INTERNAL_CUH
+#define STEM_GPU_INTERNAL_CUH
+
+#include "gpu_common.cuh"
+
+#define GPU_MAX_DEVICES 64
+
+/* ---- devices (gpu_device.cu) ------------------------------------------- */
+
+typedef struct {
+    int n_gpus, streams, workers; /* workers = n_gpus * streams: one host thread per stream */
+    int ids[GPU_MAX_DEVICES];
+    int sharing;                  /* ranks of this node that share each GPU */
+    double free_bytes, total_bytes; /* smallest over this rank's GPUs */
+    double usable_bytes;          /* what one rank may plan to use on each GPU */
+    int sm_count;
+    char name[256];
+} gpu_devices;
+
+/* This rank's GPUs from [compute] gpus_per_rank / streams_per_gpu and the node-local rank. */
+int gpu_devices_select(const stem_plan *plan, gpu_devices *d);
+/* Worker w drives GPU slot w % n_gpus (so every GPU gets work first). */
+static inline int gpu_worker_slot(const gpu_devices *d, int w) { return w % d->n_gpus; }
+/* Page-lock host memory for async copies; *pinned says whether it worked (pageable copies still work). */
+void gpu_pin(const void *p, size_t bytes, int *pinned, const char *what);
+void gpu_unpin(const void *p, int pinned);
+
+/* ---- propagation through the slices (gpu_propagate.cu) ------------------ */
+
+typedef struct {
+    int smatrix;    /* plane waves of the S-matrix (1) or multislice probes (0) */
+    int batch;      /* waves per worker batch */
+    int streaming;  /* transmission functions streamed slice by slice */
+    long n_items;   /* this rank's probes or plane waves */
+    double bytes_shared, bytes_worker, bytes_total; /* per GPU */
+} gpu_prop_plan;
+
+/* Batch and memory mode for multislice (smatrix = 0) or the S-matrix (1); verbose prints the estimate. */
+int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix, int verbose, gpu_prop_plan *pp);
+
+/* Read-only data on one GPU. */
+typedef struct {
+    float2 *trans;                  /* single-transfer: every slice */
+    float2 *prop;                   /* propagator, 1/N folded in */
+    int n_ap;                       /* probe aperture pixels (multislice) */
+    int *ap_index;
+    double *ap_q;                   /* [n_ap][3]: qx, qy, chi */
+    float ap_scale;
+    int *beam_k;                    /* [n_beams][2]: kx, ky (S-matrix) */
+} gpu_prop_shared;
+
+/* One stream's workspace. */
+typedef struct {
+    cudaStream_t stream, copy;
+    cudaEvent_t ready[2], freed[2];
+    float2 *slice[2];               /* streaming: double-buffered slices */
+    float2 *waves;                  /* batch x ny x nx */
+    cufftHandle fft;
+    int has_fft, has_streams;
+} gpu_prop_worker;
+
+int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh);
+void gpu_prop_shared_free(gpu_prop_shared *sh);
+int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w);
+void gpu_prop_worker_free(gpu_prop_worker *w);
+/* Probes [g0, g0 + n) (global indices) into the batch, in real space. */
+int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,
+                     long g0, int n);
+/* Plane waves of beams [b0, b0 + n) into the batch, in real space. */
+int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,
+                          int b0, int n);
+/* Every slice: transmission, FFT, propagator, inverse FFT. On return the batch is in Fourier
+ * space after the last slice's forward FFT; the last propagator is applied by the consumer. */
+int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
+                  gpu_prop_worker *w);
+/* S-matrix: cut the Fourier box (times the last propagator) out of n waves. */
+int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, cudaStream_t s);
+
+/* ---- detectors (gpu_detector.cu) ---------------------------------------- */
+
+typedef struct {
+    int n_pix, n_bins, n_images, ox, oy;
+    int stride;                     /* doubles per probe: rings, images, total, com x, com y */
+    int has_4d;
+    int *bin, *src;                 /* src: full-grid pixel of each detector pixel (multislice) or NULL */
+    uint32_t *mask;
+    float *theta;                   /* [n_pix][2] */
+} gpu_det;
+
+int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_full_grid, gpu_det *g);
+void gpu_det_free(gpu_det *g);
+size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid);
+size_t gpu_det_result_bytes(const stem_plan *plan, int n); /* device + pinned host per slot */
+/* Intensities |w * prop|^2 * scale of n waves (stride complex numbers apart) binned into
+ * dres[n][stride] (zeroed here) and, with 4D output, written centred into dcbed[n][oy][ox]. */
+int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const float2 *prop, float scale, int n,
+                double *dres, float *dcbed, int sm_count, cudaStream_t s);
+/* Add n probes' results to the rank's result: local probe local[i] (or begin + i). */
+void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed, int n, const long *local, long begin,
+                        stem_result *res);
+
+/* ---- PRISM output tiling (gpu_tiles.cu, host only) ---------------------- */
+
+typedef struct {
+    double x, y;   /* Angstrom */
+    int ox, oy;    /* window origin on the S-matrix grid (unwrapped) */
+} gpu_probe;       /* same layout on host and device: uploaded as it is */
+
+typedef struct {
+    long p0, p1;         /* probes [p0, p1) of the processing order */
+    int x0, y0, w, h;    /* union of the windows (unwrapped) */
+} gpu_tile;
+
+typedef struct {
+    int t0, t1;          /* tiles [t0, t1) */
+    int x0, y0, w, h;    /* union of the tiles' regions (streaming upload) */
+} gpu_unit;
+
+typedef struct {
+    int T, U;            /* tiles of T x T probes, units of U x U tiles */
+    long n_probes;
+    gpu_probe *probe;    /* in processing order */
+    long *local;         /* local probe index of each, in processing order */
+    int n_tiles, n_units;
+    gpu_tile *tile;
+    gpu_unit *unit;
+    int max_p;           /* most probes in a tile */
+    size_t max_out;      /* largest w * h * P over tiles (complex numbers) */
+    size_t max_unit;     /* largest w * h over units (pixels) */
+} gpu_tiling;
+
+typedef struct {
+    long src, dst, len;
+} gpu_seg;
+
+/* Split [start, start + len) modulo period into contiguous pieces; returns their count (-1: more than max_seg). */
+int gpu_segments(long start, long len, long period, gpu_seg *seg, int max_seg);
+
+/* One strided-batched product of a tile: source rows start at a_off (complex numbers; row stride W * nb),
+ * output at c_off (row stride tw * P, leading dimension tw); m pixels per row, rows rows. */
+typedef struct {
+    long a_off, c_off;
+    int m, rows;
+} gpu_gemm_piece;
+/* Pieces of a tw x th region at (sx, sy) of a W x H source (wrapping); returns their count or -1. */
+int gpu_tile_pieces(int W, int H, int nb, int sx, int sy, int tw, int th, int P, gpu_gemm_piece *pc, int max_pc);
+
+/* One 2D copy of a streaming unit: rows of width px pixels from src_off (pitch crop_nx * nb) to dst_off (pitch w * nb). */
+typedef struct {
+    long dst_off, src_off;
+    int px, rows;
+} gpu_copy_piece;
+int gpu_unit_pieces(const stem_plan *plan, const gpu_unit *un, gpu_copy_piece *pc, int max_pc);
+int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t);
+void gpu_tiling_free(gpu_tiling *t);
+/* Tile edge T (probes) from a cost model of the batched matrix product; out_cap bounds the product's output. */
+int gpu_tile_choose(const stem_plan *plan, double out_cap_bytes);
+/* Upper bound of a unit's region (pixels) for tiles T and units U. */
+double gpu_unit_pixels(const stem_plan *plan, int T, int U);
+double gpu_tile_out_bytes(const stem_plan *plan, int T);
+
+/* ---- PRISM output plan (gpu_output.cu) ---------------------------------- */
+
+typedef struct {
+    int streaming, direct;
+    gpu_tiling tiling;
+    double bytes_shared, bytes_worker, bytes_total;
+} gpu_out_plan;
+
+int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op);
+void gpu_out_plan_free(gpu_out_plan *op);
+
+/* ---- engine entry points ------------------------------------------------ */
+
+int gpu_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res);
+int gpu_prism_smatrix(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
+int gpu_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res);
+
+#endif

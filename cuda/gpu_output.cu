@@ -1,0 +1,480 @@
+/* PRISM output step on GPUs. Per tile of T x T probes: beam coefficients on the
+ * device, then one batched complex matrix product (cuBLAS CGEMM, strided over the
+ * rows of the union of the tile's windows) gives every probe's weighted sum over
+ * beams on that union, the windows are gathered from it, transformed with one
+ * batched FFT and binned on the device. The S-matrix stays on the GPU
+ * (single-transfer) or comes unit by unit from page-locked host memory (streaming).
+ * STEMSIM_GPU_PRISM_OUTPUT=direct selects one warp reduction per window pixel
+ * and probe instead of the matrix product (for comparison). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.cuh"
+
+#define OUT_CAP_BYTES (64.0 * 1048576.0) /* product output per stream */
+#define MAX_PIECES 256
+
+/* ---- kernels ------------------------------------------------------------- */
+
+/* coef[p][b] = exp(-i chi(q_b)) exp(-2 pi i q_b . r_p) / sqrt(n_beams): every beam lies in the aperture. */
+static __global__ void k_coef(float2 *__restrict__ coef, const gpu_probe *__restrict__ pr, const double *__restrict__ bq,
+                              int nb, float scale)
+{
+    int b = blockIdx.x * blockDim.x + threadIdx.x, p = blockIdx.y;
+    if (b >= nb) return;
+    double phase = -bq[3 * b + 2] - 2 * M_PI * (bq[3 * b] * pr[p].x + bq[3 * b + 1] * pr[p].y), s, c;
+    sincos(phase, &s, &c);
+    coef[(size_t)p * nb + b] = make_float2((float)c * scale, (float)s * scale);
+}
+
+/* win[p][j][i] from the product's output out[row][p][col] over the tile region. */
+static __global__ void k_gather(float2 *__restrict__ win, const float2 *__restrict__ out, const gpu_probe *__restrict__ pr,
+                                int P, int tx0, int ty0, int tw, int wx, int wy)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x, p = blockIdx.y;
+    if (k >= wx * wy) return;
+    int j = k / wx, i = k - j * wx;
+    int r = pr[p].oy - ty0 + j, c = pr[p].ox - tx0 + i;
+    win[(size_t)p * wx * wy + k] = out[((size_t)r * P + p) * tw + c];
+}
+
+/* One warp per window pixel and probe: sum over beams of coef * S (S beam-fastest). */
+static __global__ void k_direct(float2 *__restrict__ win, const float2 *__restrict__ src, int W, int H, int nb, int sx,
+                                int sy, const gpu_probe *__restrict__ pr, int tx0, int ty0, const float2 *__restrict__ coef,
+                                int wx, int wy)
+{
+    int warp = (int)(((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31, p = blockIdx.y;
+    if (warp >= wx * wy) return; /* whole warps leave together */
+    int j = warp / wx, i = warp - j * wx;
+    int r = (sy + pr[p].oy - ty0 + j) % H, c = (sx + pr[p].ox - tx0 + i) % W;
+    if (r < 0) r += H;
+    if (c < 0) c += W;
+    const float2 *s = src + ((size_t)r * W + c) * nb, *cf = coef + (size_t)p * nb;
+    float re = 0, im = 0;
+    for (int b = lane; b < nb; b += 32) {
+        float2 v = gpu_cmul(cf[b], s[b]);
+        re += v.x;
+        im += v.y;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        re += __shfl_down_sync(0xffffffffu, re, o);
+        im += __shfl_down_sync(0xffffffffu, im, o);
+    }
+    if (lane == 0) win[(size_t)p * wx * wy + warp] = make_float2(re, im);
+}
+
+/* ---- plan ------------------------------------------------------------------- */
+
+static double out_worker_bytes(const stem_plan *plan, int direct, double out_elems, int P, double unit_pixels)
+{
+    double win = (double)plan->out_nx * plan->out_ny;
+    double b = (direct ? 0 : 8.0 * out_elems) + 16.0 * P * win + 8.0 * plan->n_beams * P;
+    b += 2.0 * (double)gpu_det_result_bytes(plan, P);
+    b += 8.0 * plan->n_beams * unit_pixels;
+    return b + 40.0 * 1048576.0; /* cuBLAS workspace, streams, plans */
+}
+
+/* Units that the rank's probes fill for tiles T and units U (for load balance). */
+static long unit_count(const stem_plan *plan, int T, int U)
+{
+    long rows = (plan->probe_end - 1) / plan->scan_nx - plan->probe_begin / plan->scan_nx + 1;
+    long cols = rows > 1 ? plan->scan_nx : plan->probe_end - plan->probe_begin;
+    long e = (long)T * U;
+    return ((rows + e - 1) / e) * ((cols + e - 1) / e);
+}
+
+void gpu_out_plan_free(gpu_out_plan *op) { gpu_tiling_free(&op->tiling); }
+
+int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op)
+{
+    memset(op, 0, sizeof *op);
+    const char *env = getenv("STEMSIM_GPU_PRISM_OUTPUT");
+    op->direct = env && !strcmp(env, "direct");
+    long n_local = plan->probe_end - plan->probe_begin;
+    double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    double shared = (double)gpu_det_bytes(plan, 0) + sizeof(gpu_probe) * (double)n_local + 24.0 * plan->n_beams;
+    int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->cfg->memory_mode, chosen = -1, T = T0, U = 1;
+    int tx, ty;
+    double need_single = 0, need_stream = 0;
+    for (T = T0; T >= 1 && chosen < 0 && mode != STEM_MEMMODE_STREAMING; T = T > 1 ? T / 2 : 0) {
+        tx = T < plan->scan_nx ? T : plan->scan_nx;
+        ty = T < plan->scan_ny ? T : plan->scan_ny;
+        double need = shared + S + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T) / 8, tx * ty, 0);
+        if (T == T0) need_single = need;
+        if (need <= d->usable_bytes) {
+            chosen = 0;
+            break;
+        }
+    }
+    if (chosen < 0 && mode != STEM_MEMMODE_SINGLE) {
+        long max_u = (plan->scan_nx > plan->scan_ny ? plan->scan_nx : plan->scan_ny);
+        for (T = T0; T >= 1 && chosen < 0; T = T > 1 ? T / 2 : 0) {
+            tx = T < plan->scan_nx ? T : plan->scan_nx;
+            ty = T < plan->scan_ny ? T : plan->scan_ny;
+            double out = gpu_tile_out_bytes(plan, T) / 8;
+            for (U = (int)((max_u + T - 1) / T); U >= 1; U = U > 1 ? (U * 3) / 4 : 0) {
+                if (U > 1 && unit_count(plan, T, U) < d->workers) continue; /* keep every stream busy */
+                double need = shared + d->streams * out_worker_bytes(plan, op->direct, out, tx * ty, gpu_unit_pixels(plan, T, U));
+                if (U == 1 && T == T0) need_stream = need;
+                if (need <= d->usable_bytes) {
+                    chosen = 1;
+                    break;
+                }
+            }
+            if (chosen == 1) break;
+        }
+        if (chosen < 0)
+            need_stream = shared + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, 1) / 8, 1,
+                                                                 gpu_unit_pixels(plan, 1, 1));
+    }
+    if (chosen < 0) {
+        if (mode == STEM_MEMMODE_SINGLE)
+            return STEM_FAIL(STEM_ERR_MEMORY,
+                             "the PRISM output step does not fit on the GPU in single-transfer mode: it needs %.2f GiB "
+                             "per GPU (S-matrix %.2f GiB) but %.2f GiB are usable (%.2f GiB free on %s); use [compute] "
+                             "memory_mode = streaming or auto",
+                             need_single / GPU_GIB, S / GPU_GIB, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB, d->name);
+        return STEM_FAIL(STEM_ERR_MEMORY,
+                         "the PRISM output step does not fit on the GPU even when streaming the S-matrix window by "
+                         "window: one window of %d beams needs %.2f GiB per GPU with %d stream(s) but %.2f GiB are "
+                         "usable (%.2f GiB free on %s); use fewer [compute] streams_per_gpu, a larger [simulation] "
+                         "interpolation, or [compute] device = cpu",
+                         plan->n_beams, need_stream / GPU_GIB, d->streams, d->usable_bytes / GPU_GIB,
+                         d->free_bytes / GPU_GIB, d->name);
+    }
+    op->streaming = chosen;
+    STEM_TRY(gpu_tiling_build(plan, T, chosen ? U : 1, &op->tiling));
+    const gpu_tiling *t = &op->tiling;
+    op->bytes_shared = shared + (chosen ? 0 : S);
+    op->bytes_worker = out_worker_bytes(plan, op->direct, (double)t->max_out, t->max_p, chosen ? (double)t->max_unit : 0);
+    op->bytes_total = op->bytes_shared + d->streams * op->bytes_worker;
+    if (verbose) {
+        if (!need_stream)
+            need_stream = shared + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8, 1,
+                                                                 gpu_unit_pixels(plan, T0, 1));
+        if (!need_single)
+            need_single = shared + S + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8,
+                                                                     T0 * T0, 0);
+        stem_info("GPU memory estimate for the PRISM output step, per GPU: single-transfer %.3f GiB (S-matrix %.3f), "
+                  "streaming from %.3f GiB; usable %.2f of %.2f GiB free -> %s%s: tiles of %d x %d probes (%d tiles)%s, "
+                  "%.3f GiB, %s",
+                  need_single / GPU_GIB, S / GPU_GIB, need_stream / GPU_GIB, d->usable_bytes / GPU_GIB,
+                  d->free_bytes / GPU_GIB, chosen ? "streaming window by window" : "single-transfer",
+                  mode == STEM_MEMMODE_AUTO ? " (auto)" : "", T, T, t->n_tiles,
+                  chosen ? ", uploaded in units of tiles" : "", op->bytes_total / GPU_GIB,
+                  op->direct ? "one reduction per probe" : "batched CGEMM over the probes of a tile");
+        if (chosen)
+            stem_info("  streaming: %d units of up to %d x %d tiles, largest window %.3f GiB", t->n_units, t->U, t->U,
+                      8.0 * plan->n_beams * t->max_unit / GPU_GIB);
+    }
+    return STEM_OK;
+}
+
+/* ---- execution ---------------------------------------------------------------- */
+
+typedef struct {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cufftHandle fft;
+    int has_stream, has_blas, has_fft, has_events;
+    float2 *coef, *out, *win, *region;
+    double *dres[2], *hres[2];
+    float *dcbed[2], *hcbed[2];
+    cudaEvent_t done[2];
+    int pending[2], next;
+    double flops, s_bytes, dram, h2d;
+} out_worker;
+
+typedef struct {
+    const stem_plan *plan;
+    const stem_complex *S;
+    stem_result *res;
+    gpu_devices dev;
+    gpu_out_plan op;
+    float2 *S_dev[GPU_MAX_DEVICES];
+    gpu_probe *probes[GPU_MAX_DEVICES];
+    double *beam_q[GPU_MAX_DEVICES];
+    gpu_det det[GPU_MAX_DEVICES];
+    out_worker *w;
+    int gemm3m;
+} out_ctx;
+
+static int out_shared_create(out_ctx *c, int g)
+{
+    const stem_plan *plan = c->plan;
+    const gpu_tiling *t = &c->op.tiling;
+    int nb = plan->n_beams;
+    size_t S_bytes = sizeof(float2) * nb * plan->crop_nx * plan->crop_ny;
+    if (!c->op.streaming) {
+        GPU_ALLOC(c->S_dev[g], S_bytes, "S-matrix (single-transfer mode)");
+        CUDA_CALL(cudaMemcpy(c->S_dev[g], c->S, S_bytes, cudaMemcpyHostToDevice));
+    }
+    if (t->n_probes > 0) {
+        GPU_ALLOC(c->probes[g], sizeof(gpu_probe) * t->n_probes, "probe positions");
+        CUDA_CALL(cudaMemcpy(c->probes[g], t->probe, sizeof(gpu_probe) * t->n_probes, cudaMemcpyHostToDevice));
+    }
+    double *bq = (double *)stem_alloc(sizeof(double) * 3 * nb, "beam table");
+    if (!bq) return STEM_ERR_MEMORY;
+    for (int b = 0; b < nb; b++) {
+        double qx = plan->beam_kx[b] / plan->cell[0], qy = plan->beam_ky[b] / plan->cell[1];
+        bq[3 * b] = qx;
+        bq[3 * b + 1] = qy;
+        bq[3 * b + 2] = stem_probe_chi(plan, qx, qy);
+    }
+    int err = gpu_alloc_((void **)&c->beam_q[g], sizeof(double) * 3 * nb, "beam table", __FILE__, __LINE__, __func__);
+    if (!err && cudaMemcpy(c->beam_q[g], bq, sizeof(double) * 3 * nb, cudaMemcpyHostToDevice) != cudaSuccess)
+        err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(beam table)", __FILE__, __LINE__, __func__);
+    free(bq);
+    STEM_TRY(err);
+    CUDA_CALL(cudaDeviceSynchronize());
+    return STEM_OK;
+}
+
+static int out_worker_create(out_ctx *c, out_worker *w)
+{
+    const stem_plan *plan = c->plan;
+    const gpu_tiling *t = &c->op.tiling;
+    int P = t->max_p > 0 ? t->max_p : 1, win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
+    size_t stride = plan->n_bins + plan->n_images + 3;
+    w->pending[0] = w->pending[1] = -1;
+    CUDA_CALL(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
+    w->has_stream = 1;
+    for (int k = 0; k < 2; k++) {
+        CUDA_CALL(cudaEventCreateWithFlags(&w->done[k], cudaEventDisableTiming));
+        w->has_events = k + 1;
+    }
+    CUBLAS_CALL(cublasCreate(&w->blas));
+    w->has_blas = 1;
+    CUBLAS_CALL(cublasSetStream(w->blas, w->stream));
+    CUBLAS_CALL(cublasSetMathMode(w->blas, CUBLAS_DEFAULT_MATH)); /* full FP32, no TF32 */
+    GPU_ALLOC(w->coef, sizeof(float2) * plan->n_beams * P, "beam coefficients");
+    if (!c->op.direct) GPU_ALLOC(w->out, sizeof(float2) * (t->max_out ? t->max_out : 1), "tile product");
+    GPU_ALLOC(w->win, sizeof(float2) * win * P, "probe windows");
+    if (c->op.streaming) GPU_ALLOC(w->region, sizeof(float2) * plan->n_beams * t->max_unit, "S-matrix window (streaming)");
+    for (int k = 0; k < 2; k++) {
+        GPU_ALLOC(w->dres[k], sizeof(double) * stride * P, "detector sums");
+        GPU_ALLOC_HOST(w->hres[k], sizeof(double) * stride * P, "detector sums");
+        if (plan->cfg->save_4d) {
+            GPU_ALLOC(w->dcbed[k], sizeof(float) * win * P, "4D patterns");
+            GPU_ALLOC_HOST(w->hcbed[k], sizeof(float) * win * P, "4D patterns");
+        }
+    }
+    CUFFT_CALL(cufftPlanMany(&w->fft, 2, n, NULL, 1, win, NULL, 1, win, CUFFT_C2C, P));
+    w->has_fft = 1;
+    CUFFT_CALL(cufftSetStream(w->fft, w->stream));
+    return STEM_OK;
+}
+
+static void out_worker_free(out_worker *w)
+{
+    if (w->has_stream) cudaStreamSynchronize(w->stream);
+    if (w->has_fft) cufftDestroy(w->fft);
+    if (w->has_blas) cublasDestroy(w->blas);
+    gpu_free(w->coef);
+    gpu_free(w->out);
+    gpu_free(w->win);
+    gpu_free(w->region);
+    for (int k = 0; k < 2; k++) {
+        gpu_free(w->dres[k]);
+        gpu_free(w->dcbed[k]);
+        gpu_free_host(w->hres[k]);
+        gpu_free_host(w->hcbed[k]);
+        if (w->has_events > k) cudaEventDestroy(w->done[k]);
+    }
+    if (w->has_stream) cudaStreamDestroy(w->stream);
+    cudaGetLastError();
+    memset(w, 0, sizeof *w);
+}
+
+/* sum_b coef[p][b] S[pixel][b] for every pixel of the tile region and every probe of the tile:
+ * out[row][p][col] = S_row^T(col, b) coef(b, p), one strided batch over the region's rows per
+ * piece of the region that does not wrap around the source grid. */
+static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H, int sx, int sy, const gpu_tile *tl, int P)
+{
+    int nb = c->plan->n_beams;
+    gpu_gemm_piece pc[MAX_PIECES];
+    int n = gpu_tile_pieces(W, H, nb, sx, sy, tl->w, tl->h, P, pc, MAX_PIECES);
+    if (n < 0) return STEM_FAIL(STEM_ERR_INTERNAL, "tile region %d x %d wraps too often", tl->w, tl->h);
+    const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
+    long long sA = (long long)W * nb, sC = (long long)tl->w * P;
+    for (int k = 0; k < n; k++) {
+        const float2 *A = src + pc[k].a_off;
+        float2 *C = w->out + pc[k].c_off;
+        if (c->gemm3m)
+            CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, nb, sA,
+                                                    w->coef, nb, 0, &zero, C, tl->w, sC, pc[k].rows));
+        else
+            CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, nb, sA,
+                                                  w->coef, nb, 0, &zero, C, tl->w, sC, pc[k].rows));
+        w->flops += 8.0 * pc[k].m * P * nb * pc[k].rows;
+    }
+    return STEM_OK;
+}
+
+static int out_flush(out_ctx *c, out_worker *w, int s, int slot)
+{
+    if (w->pending[s] < 0) return STEM_OK;
+    const gpu_tile *tl = &c->op.tiling.tile[w->pending[s]];
+    CUDA_CALL(cudaEventSynchronize(w->done[s]));
+    gpu_det_accumulate(&c->det[slot], w->hres[s], w->hcbed[s], (int)(tl->p1 - tl->p0), c->op.tiling.local + tl->p0, 0,
+                       c->res);
+    w->pending[s] = -1;
+    return STEM_OK;
+}
+
+/* One tile: src is the S-matrix (W x H pixels, beam fastest) and (sx, sy) the tile region's origin in it. */
+static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *src, int W, int H, int sx, int sy)
+{
+    const stem_plan *plan = c->plan;
+    const gpu_tile *tl = &c->op.tiling.tile[t];
+    const gpu_probe *pr = c->probes[slot] + tl->p0;
+    const gpu_det *det = &c->det[slot];
+    int P = (int)(tl->p1 - tl->p0), nb = plan->n_beams, wx = plan->out_nx, wy = plan->out_ny, win = wx * wy;
+    int s = w->next;
+    w->next ^= 1;
+    STEM_TRY(out_flush(c, w, s, slot));
+    k_coef<<<dim3(gpu_blocks(nb, 128), P), 128, 0, w->stream>>>(w->coef, pr, c->beam_q[slot], nb,
+                                                                 (float)(1 / sqrt((double)nb)));
+    CUDA_LAUNCH();
+    double region = (double)tl->w * tl->h;
+    if (c->op.direct) {
+        k_direct<<<dim3(gpu_blocks((size_t)win * 32, 256), P), 256, 0, w->stream>>>(w->win, src, W, H, nb, sx, sy, pr, tl->x0,
+                                                                                  tl->y0, w->coef, wx, wy);
+        CUDA_LAUNCH();
+        w->flops += 8.0 * P * win * nb;
+        w->s_bytes += 8.0 * P * win * nb;
+        w->dram += 8.0 * region * nb;
+    } else {
+        STEM_TRY(tile_gemm(c, w, src, W, H, sx, sy, tl, P));
+        k_gather<<<dim3(gpu_blocks(win, 256), P), 256, 0, w->stream>>>(w->win, w->out, pr, P, tl->x0, tl->y0, tl->w, wx, wy);
+        CUDA_LAUNCH();
+        w->s_bytes += 8.0 * region * nb;
+        w->dram += 8.0 * region * nb + 8.0 * region * P + 8.0 * P * win;
+    }
+    /* coefficients (write, read), windows (write), FFT (read, write), detector (read), 4D (write) */
+    w->dram += 16.0 * P * nb + 8.0 * P * win * 4 + (det->has_4d ? 4.0 * P * win : 0);
+    CUFFT_CALL(cufftExecC2C(w->fft, w->win, w->win, CUFFT_FORWARD));
+    float scale = 1.0f / ((float)win * (float)win);
+    STEM_TRY(gpu_det_run(det, w->win, (size_t)win, NULL, scale, P, w->dres[s], w->dcbed[s], c->dev.sm_count, w->stream));
+    CUDA_CALL(cudaMemcpyAsync(w->hres[s], w->dres[s], sizeof(double) * det->stride * P, cudaMemcpyDeviceToHost, w->stream));
+    if (det->has_4d)
+        CUDA_CALL(cudaMemcpyAsync(w->hcbed[s], w->dcbed[s], sizeof(float) * win * P, cudaMemcpyDeviceToHost, w->stream));
+    CUDA_CALL(cudaEventRecord(w->done[s], w->stream));
+    w->pending[s] = t;
+    return STEM_OK;
+}
+
+static int out_setup(void *ctx, int w)
+{
+    out_ctx *c = (out_ctx *)ctx;
+    CUDA_CALL(cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, w)]));
+    return STEM_OK;
+}
+
+static int out_work(void *ctx, int wi, long u0, long u1)
+{
+    out_ctx *c = (out_ctx *)ctx;
+    const stem_plan *plan = c->plan;
+    const gpu_tiling *t = &c->op.tiling;
+    out_worker *w = &c->w[wi];
+    int slot = gpu_worker_slot(&c->dev, wi), nb = plan->n_beams;
+    for (long u = u0; u < u1; u++) {
+        const gpu_unit *un = &t->unit[u];
+        if (c->op.streaming) { /* this unit's window of the S-matrix, wrapped, packed beam-fastest */
+            gpu_copy_piece pc[MAX_PIECES];
+            int n = gpu_unit_pieces(plan, un, pc, MAX_PIECES);
+            if (n < 0) return STEM_FAIL(STEM_ERR_INTERNAL, "unit region %d x %d wraps too often", un->w, un->h);
+            for (int k = 0; k < n; k++)
+                CUDA_CALL(cudaMemcpy2DAsync(w->region + pc[k].dst_off, sizeof(float2) * nb * un->w, c->S + pc[k].src_off,
+                                            sizeof(float2) * nb * plan->crop_nx, sizeof(float2) * nb * pc[k].px,
+                                            pc[k].rows, cudaMemcpyHostToDevice, w->stream));
+            w->h2d += 8.0 * nb * un->w * un->h;
+            for (int k = un->t0; k < un->t1; k++)
+                STEM_TRY(out_tile(c, w, slot, k, w->region, un->w, un->h, t->tile[k].x0 - un->x0, t->tile[k].y0 - un->y0));
+        } else {
+            for (int k = un->t0; k < un->t1; k++)
+                STEM_TRY(out_tile(c, w, slot, k, c->S_dev[slot], plan->crop_nx, plan->crop_ny, t->tile[k].x0,
+                                  t->tile[k].y0));
+        }
+    }
+    STEM_TRY(out_flush(c, w, w->next, slot)); /* the older one first */
+    STEM_TRY(out_flush(c, w, w->next ^ 1, slot));
+    return STEM_OK;
+}
+
+static void out_release(out_ctx *c)
+{
+    if (c->w)
+        for (int i = 0; i < c->dev.workers; i++) {
+            if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess) cudaGetLastError();
+            out_worker_free(&c->w[i]);
+        }
+    free(c->w);
+    for (int g = 0; g < c->dev.n_gpus; g++) {
+        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_free(c->S_dev[g]);
+        gpu_free(c->probes[g]);
+        gpu_free(c->beam_q[g]);
+        gpu_det_free(&c->det[g]);
+    }
+    gpu_out_plan_free(&c->op);
+}
+
+int gpu_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res)
+{
+    out_ctx *c = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
+    if (!c) return STEM_ERR_MEMORY;
+    c->plan = plan;
+    c->S = S;
+    c->res = res;
+    const char *gemm = getenv("STEMSIM_GPU_GEMM");
+    c->gemm3m = gemm && !strcmp(gemm, "3m");
+    double t0 = stem_wall_time();
+    int pinned = 0;
+    size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    int err = gpu_devices_select(plan, &c->dev);
+    if (!err) err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
+    if (!err && c->op.streaming) gpu_pin(S, S_bytes, &pinned, "S-matrix");
+    for (int g = 0; !err && g < c->dev.n_gpus; g++) {
+        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+        if (!err) err = out_shared_create(c, g);
+        if (!err) err = gpu_det_create(plan, det, 0, &c->det[g]);
+    }
+    if (!err) {
+        c->w = (out_worker *)stem_calloc(c->dev.workers, sizeof(out_worker), "GPU workers");
+        if (!c->w) err = STEM_ERR_MEMORY;
+    }
+    for (int i = 0; !err && i < c->dev.workers; i++) {
+        if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+        if (!err) err = out_worker_create(c, &c->w[i]);
+    }
+    double t1 = stem_wall_time();
+    stem_work work = {c, out_setup, out_work, NULL};
+    int per_batch = c->op.streaming ? 1 : 4;
+    if (!err) err = stem_dispatch(&work, c->op.tiling.n_units, per_batch, c->dev.workers, "GPU PRISM output");
+    double t2 = stem_wall_time();
+    long n = c->op.tiling.n_probes;
+    if (!err && n > 0) {
+        double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1;
+        for (int i = 0; i < c->dev.workers; i++) {
+            flops += c->w[i].flops;
+            sb += c->w[i].s_bytes;
+            dram += c->w[i].dram;
+            h2d += c->w[i].h2d;
+        }
+        stem_info("gpu PRISM output: %ld probes on %d GPU(s) x %d stream(s), %s, %s, tiles of %d x %d (%d): %.3f s compute "
+                  "(%.2f us per probe), %.3f s setup and upload; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
+                  "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
+                  n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer",
+                  c->op.direct ? "direct reduction" : (c->gemm3m ? "CGEMM3M" : "CGEMM"), c->op.tiling.T, c->op.tiling.T,
+                  c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0, c->op.direct ? "reduction" : "GEMM", flops / 1e9,
+                  flops / dt / 1e12, sb / 1e9, dram / 1e9, dram / dt / 1e9, h2d / 1e9, h2d / dt / 1e9);
+    }
+    out_release(c);
+    gpu_unpin(S, pinned);
+    free(c);
+    return err;
+}

@@ -1,0 +1,344 @@
+/* Propagation through the slices on the GPU, shared by multislice (probes)
+ * and the PRISM S-matrix (plane waves): batch and memory-mode planning, the
+ * per-GPU read-only data, the per-stream workspace and the kernels. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.cuh"
+
+/* ---- planning ------------------------------------------------------------- */
+
+static double prop_worker_bytes(const stem_plan *plan, int smatrix, int batch, int streaming)
+{
+    double grid = (double)plan->nx * plan->ny, box = (double)plan->crop_nx * plan->crop_ny;
+    double b = 2.0 * batch * grid * 8.0; /* waves + cuFFT work area (at most one more copy) */
+    if (streaming) b += 2.0 * grid * 8.0;
+    if (smatrix) b += 2.0 * batch * box * 8.0; /* box + its cuFFT work area */
+    else b += (double)gpu_det_result_bytes(plan, batch);
+    return b + 4.0 * 1048576.0; /* streams, events, plan objects */
+}
+
+int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix, int verbose, gpu_prop_plan *pp)
+{
+    const stem_config *cfg = plan->cfg;
+    memset(pp, 0, sizeof *pp);
+    pp->smatrix = smatrix;
+    pp->n_items = smatrix ? plan->beam_end - plan->beam_begin : plan->probe_end - plan->probe_begin;
+    double grid = (double)plan->nx * plan->ny;
+    int batch;
+    if (stem_config_given(cfg, "compute", "batch_size")) {
+        batch = cfg->batch_size;
+    } else { /* enough waves per batched FFT to fill the GPU (about 8 M points) */
+        double target = 8.0 * 1048576.0 / grid;
+        batch = target < 1 ? 1 : (target > 128 ? 128 : (int)target);
+    }
+    long per_worker = (pp->n_items + d->workers - 1) / d->workers;
+    if (per_worker < 1) per_worker = 1;
+    if (batch > per_worker) batch = (int)per_worker;
+    double trans = 8.0 * grid * plan->n_slices;
+    double shared = 8.0 * grid; /* propagator */
+    if (smatrix) shared += 8.0 * plan->n_beams;
+    else shared += 28.0 * plan->n_beams /* aperture list (f = 1: the beams are the aperture) */ + gpu_det_bytes(plan, 1);
+    int mode = cfg->memory_mode, chosen = -1, b;
+    double need_single = shared + trans + d->streams * prop_worker_bytes(plan, smatrix, 1, 0);
+    double need_stream = shared + d->streams * prop_worker_bytes(plan, smatrix, 1, 1);
+    if (mode != STEM_MEMMODE_STREAMING)
+        for (b = batch; b >= 1 && chosen < 0; b = b > 1 ? b / 2 : 0)
+            if (shared + trans + d->streams * prop_worker_bytes(plan, smatrix, b, 0) <= d->usable_bytes) {
+                chosen = 0;
+                batch = b;
+            }
+    if (mode != STEM_MEMMODE_SINGLE && chosen < 0)
+        for (b = batch; b >= 1 && chosen < 0; b = b > 1 ? b / 2 : 0)
+            if (shared + d->streams * prop_worker_bytes(plan, smatrix, b, 1) <= d->usable_bytes) {
+                chosen = 1;
+                batch = b;
+            }
+    const char *what = smatrix ? "the S-matrix step" : "multislice";
+    if (chosen < 0) {
+        if (mode == STEM_MEMMODE_SINGLE)
+            return STEM_FAIL(STEM_ERR_MEMORY,
+                             "%s does not fit on the GPU in single-transfer mode: it needs %.2f GiB per GPU "
+                             "(transmission functions %.2f GiB) but %.2f GiB are usable (%.2f GiB free on %s); "
+                             "use [compute] memory_mode = streaming or auto",
+                             what, need_single / GPU_GIB, trans / GPU_GIB, d->usable_bytes / GPU_GIB,
+                             d->free_bytes / GPU_GIB, d->name);
+        return STEM_FAIL(STEM_ERR_MEMORY,
+                         "%s does not fit on the GPU even when streaming slice by slice: it needs %.2f GiB per GPU with "
+                         "batch 1 and %d stream(s) but %.2f GiB are usable (%.2f GiB free on %s); use fewer "
+                         "[compute] streams_per_gpu, a coarser [simulation] pixel_size, or [compute] device = cpu",
+                         what, need_stream / GPU_GIB, d->streams, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB,
+                         d->name);
+    }
+    pp->streaming = chosen;
+    pp->batch = batch;
+    pp->bytes_shared = shared + (chosen ? 0 : trans);
+    pp->bytes_worker = prop_worker_bytes(plan, smatrix, batch, chosen);
+    pp->bytes_total = pp->bytes_shared + d->streams * pp->bytes_worker;
+    if (verbose)
+        stem_info("GPU memory estimate for %s, per GPU: single-transfer %.3f GiB (transmission %.3f), streaming %.3f GiB "
+                  "(batch 1); usable %.2f of %.2f GiB free -> %s%s, batch %d, %.3f GiB",
+                  what, need_single / GPU_GIB, trans / GPU_GIB, need_stream / GPU_GIB, d->usable_bytes / GPU_GIB,
+                  d->free_bytes / GPU_GIB, chosen ? "streaming slice by slice" : "single-transfer",
+                  mode == STEM_MEMMODE_AUTO ? " (auto)" : "", batch, pp->bytes_total / GPU_GIB);
+    return STEM_OK;
+}
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+static __device__ __forceinline__ int fft_index(int i, int n) { return i < (n + 1) / 2 ? i : i - n; }
+
+/* w[b][k] *= t[k] for every wave of the batch: t read once, each wave once. */
+static __global__ void k_mul_bcast(float2 *__restrict__ w, const float2 *__restrict__ t, size_t grid, int batch)
+{
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= grid) return;
+    float2 tv = t[k];
+    for (int b = 0; b < batch; b++) {
+        float2 v = w[(size_t)b * grid + k];
+        w[(size_t)b * grid + k] = gpu_cmul(v, tv);
+    }
+}
+
+/* Probe b at scan position g0 + b: exp(-i chi) exp(-2 pi i q.r) / sqrt(N_aperture) on the aperture pixels. */
+static __global__ void k_probes(float2 *__restrict__ w, size_t grid, const int *__restrict__ idx,
+                                const double *__restrict__ q, int n_ap, float scale, long g0, int scan_nx, double x0,
+                                double y0, double step)
+{
+    int e = blockIdx.x * blockDim.x + threadIdx.x, b = blockIdx.y;
+    if (e >= n_ap) return;
+    long g = g0 + b;
+    double x = x0 + (double)(g % scan_nx) * step, y = y0 + (double)(g / scan_nx) * step;
+    double phase = -q[3 * e + 2] - 2 * M_PI * (q[3 * e] * x + q[3 * e + 1] * y), s, c;
+    sincos(phase, &s, &c);
+    w[(size_t)b * grid + idx[e]] = make_float2((float)c * scale, (float)s * scale);
+}
+
+/* Plane wave exp(2 pi i (kx x / Lx + ky y / Ly)), the phase reduced exactly in integers. */
+static __global__ void k_plane_waves(float2 *__restrict__ w, int nx, int ny, const int *__restrict__ beam_k, int b0)
+{
+    size_t grid = (size_t)nx * ny, k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int b = blockIdx.y;
+    if (k >= grid) return;
+    long i = (long)(k % nx), j = (long)(k / nx);
+    long kx = beam_k[2 * (b0 + b)], ky = beam_k[2 * (b0 + b) + 1];
+    long mx = (kx * i) % nx, my = (ky * j) % ny;
+    if (mx < 0) mx += nx;
+    if (my < 0) my += ny;
+    double s, c;
+    sincospi(2.0 * ((double)mx / nx + (double)my / ny), &s, &c);
+    w[(size_t)b * grid + k] = make_float2((float)c, (float)s);
+}
+
+/* box[b][j][i] = w[b][gy][gx] * prop[gy][gx]: the Fourier box around q = 0, FFT order. */
+static __global__ void k_crop(float2 *__restrict__ box, const float2 *__restrict__ w, const float2 *__restrict__ prop,
+                              int nx, int ny, int cx, int cy)
+{
+    size_t cgrid = (size_t)cx * cy, k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int b = blockIdx.y;
+    if (k >= cgrid) return;
+    int i = (int)(k % cx), j = (int)(k / cx);
+    int gy = (fft_index(j, cy) + ny) % ny, gx = (fft_index(i, cx) + nx) % nx;
+    size_t g = (size_t)gy * nx + gx;
+    box[(size_t)b * cgrid + k] = gpu_cmul(w[(size_t)b * nx * ny + g], prop[g]);
+}
+
+/* ---- per-GPU data and per-stream workspace ----------------------------------- */
+
+int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    int nx = plan->nx, ny = plan->ny;
+    size_t grid = (size_t)nx * ny;
+    stem_complex *prop = (stem_complex *)stem_alloc(grid * sizeof(stem_complex), "propagator");
+    if (!prop) return STEM_ERR_MEMORY;
+    int err = stem_propagator_build(plan, prop);
+    if (!err) err = gpu_alloc_((void **)&sh->prop, grid * sizeof(float2), "propagator", __FILE__, __LINE__, __func__);
+    if (!err && cudaMemcpy(sh->prop, prop, grid * sizeof(float2), cudaMemcpyHostToDevice) != cudaSuccess)
+        err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(propagator)", __FILE__, __LINE__, __func__);
+    free(prop);
+    if (err) return err;
+    if (!pp->streaming) {
+        size_t bytes = grid * plan->n_slices * sizeof(float2);
+        GPU_ALLOC(sh->trans, bytes, "transmission functions (single-transfer mode)");
+        CUDA_CALL(cudaMemcpy(sh->trans, trans, bytes, cudaMemcpyHostToDevice));
+    }
+    if (pp->smatrix) {
+        int *k = (int *)stem_alloc(sizeof(int) * 2 * plan->n_beams, "beam table");
+        if (!k) return STEM_ERR_MEMORY;
+        for (int b = 0; b < plan->n_beams; b++) {
+            k[2 * b] = plan->beam_kx[b];
+            k[2 * b + 1] = plan->beam_ky[b];
+        }
+        err = gpu_alloc_((void **)&sh->beam_k, sizeof(int) * 2 * plan->n_beams, "beam table", __FILE__, __LINE__, __func__);
+        if (!err && cudaMemcpy(sh->beam_k, k, sizeof(int) * 2 * plan->n_beams, cudaMemcpyHostToDevice) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(beam table)", __FILE__, __LINE__, __func__);
+        free(k);
+        STEM_TRY(err);
+    } else { /* the aperture pixels of the full grid, with chi in double precision */
+        double q_ap = plan->alpha / plan->lambda;
+        int n = 0;
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < nx; i++) {
+                double qx = stem_fft_index(i, nx) / plan->cell[0], qy = stem_fft_index(j, ny) / plan->cell[1];
+                if (!(qx * qx + qy * qy > q_ap * q_ap)) n++;
+            }
+        int *idx = (int *)stem_alloc(sizeof(int) * (n ? n : 1), "probe aperture");
+        double *q = (double *)stem_alloc(sizeof(double) * 3 * (n ? n : 1), "probe aperture");
+        if (!idx || !q) {
+            free(idx);
+            free(q);
+            return STEM_ERR_MEMORY;
+        }
+        n = 0;
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < nx; i++) {
+                double qx = stem_fft_index(i, nx) / plan->cell[0], qy = stem_fft_index(j, ny) / plan->cell[1];
+                if (qx * qx + qy * qy > q_ap * q_ap) continue;
+                idx[n] = j * nx + i;
+                q[3 * n] = qx;
+                q[3 * n + 1] = qy;
+                q[3 * n + 2] = stem_probe_chi(plan, qx, qy);
+                n++;
+            }
+        sh->n_ap = n;
+        sh->ap_scale = n > 0 ? (float)(1 / sqrt((double)n)) : 0.0f; /* |coefficient| = 1 on the aperture */
+        err = gpu_alloc_((void **)&sh->ap_index, sizeof(int) * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
+        if (!err) err = gpu_alloc_((void **)&sh->ap_q, sizeof(double) * 3 * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
+        if (!err && n && cudaMemcpy(sh->ap_index, idx, sizeof(int) * n, cudaMemcpyHostToDevice) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(aperture)", __FILE__, __LINE__, __func__);
+        if (!err && n && cudaMemcpy(sh->ap_q, q, sizeof(double) * 3 * n, cudaMemcpyHostToDevice) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(aperture)", __FILE__, __LINE__, __func__);
+        free(idx);
+        free(q);
+        STEM_TRY(err);
+    }
+    CUDA_CALL(cudaDeviceSynchronize()); /* pageable uploads complete before the streams use them */
+    return STEM_OK;
+}
+
+void gpu_prop_shared_free(gpu_prop_shared *sh)
+{
+    gpu_free(sh->trans);
+    gpu_free(sh->prop);
+    gpu_free(sh->ap_index);
+    gpu_free(sh->ap_q);
+    gpu_free(sh->beam_k);
+    memset(sh, 0, sizeof *sh);
+}
+
+int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w)
+{
+    memset(w, 0, sizeof *w);
+    size_t grid = (size_t)plan->nx * plan->ny;
+    CUDA_CALL(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
+    w->has_streams = 1;
+    CUDA_CALL(cudaStreamCreateWithFlags(&w->copy, cudaStreamNonBlocking));
+    w->has_streams = 2;
+    for (int k = 0; k < 2; k++) {
+        CUDA_CALL(cudaEventCreateWithFlags(&w->ready[k], cudaEventDisableTiming));
+        w->has_streams = 3 + 2 * k;
+        CUDA_CALL(cudaEventCreateWithFlags(&w->freed[k], cudaEventDisableTiming));
+        w->has_streams = 4 + 2 * k;
+    }
+    GPU_ALLOC(w->waves, grid * pp->batch * sizeof(float2), pp->smatrix ? "plane-wave batch" : "probe batch");
+    if (pp->streaming) {
+        GPU_ALLOC(w->slice[0], grid * sizeof(float2), "transmission slice buffer (streaming)");
+        GPU_ALLOC(w->slice[1], grid * sizeof(float2), "transmission slice buffer (streaming)");
+    }
+    int n[2] = {plan->ny, plan->nx};
+    CUFFT_CALL(cufftPlanMany(&w->fft, 2, n, NULL, 1, (int)grid, NULL, 1, (int)grid, CUFFT_C2C, pp->batch));
+    w->has_fft = 1;
+    CUFFT_CALL(cufftSetStream(w->fft, w->stream));
+    return STEM_OK;
+}
+
+void gpu_prop_worker_free(gpu_prop_worker *w)
+{
+    if (w->has_streams >= 1) cudaStreamSynchronize(w->stream);
+    if (w->has_streams >= 2) cudaStreamSynchronize(w->copy);
+    if (w->has_fft) cufftDestroy(w->fft);
+    gpu_free(w->waves);
+    gpu_free(w->slice[0]);
+    gpu_free(w->slice[1]);
+    if (w->has_streams >= 3) cudaEventDestroy(w->ready[0]);
+    if (w->has_streams >= 4) cudaEventDestroy(w->freed[0]);
+    if (w->has_streams >= 5) cudaEventDestroy(w->ready[1]);
+    if (w->has_streams >= 6) cudaEventDestroy(w->freed[1]);
+    if (w->has_streams >= 2) cudaStreamDestroy(w->copy);
+    if (w->has_streams >= 1) cudaStreamDestroy(w->stream);
+    cudaGetLastError();
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- steps -------------------------------------------------------------------- */
+
+int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,
+                     long g0, int n)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    CUDA_CALL(cudaMemsetAsync(w->waves, 0, grid * pp->batch * sizeof(float2), w->stream));
+    if (n > 0 && sh->n_ap > 0) {
+        dim3 blocks(gpu_blocks(sh->n_ap, 256), n);
+        k_probes<<<blocks, 256, 0, w->stream>>>(w->waves, grid, sh->ap_index, sh->ap_q, sh->n_ap, sh->ap_scale, g0,
+                                                plan->scan_nx, plan->scan_x0, plan->scan_y0, plan->scan_step);
+        CUDA_LAUNCH();
+    }
+    CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
+    return STEM_OK;
+}
+
+int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,
+                          int b0, int n)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    if (n < pp->batch) /* idle slots of a short batch */
+        CUDA_CALL(cudaMemsetAsync(w->waves + grid * n, 0, grid * (pp->batch - n) * sizeof(float2), w->stream));
+    if (n > 0) {
+        dim3 blocks(gpu_blocks(grid, 256), n);
+        k_plane_waves<<<blocks, 256, 0, w->stream>>>(w->waves, plan->nx, plan->ny, sh->beam_k, b0);
+        CUDA_LAUNCH();
+    }
+    return STEM_OK;
+}
+
+int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
+                  gpu_prop_worker *w)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    unsigned blocks = gpu_blocks(grid, 256);
+    for (int s = 0; s < plan->n_slices; s++) {
+        const float2 *t;
+        int k = s & 1;
+        if (pp->streaming) { /* slice s on the copy stream while the previous slice computes */
+            CUDA_CALL(cudaStreamWaitEvent(w->copy, w->freed[k], 0));
+            CUDA_CALL(cudaMemcpyAsync(w->slice[k], host_trans + (size_t)s * grid, grid * sizeof(float2),
+                                      cudaMemcpyHostToDevice, w->copy));
+            CUDA_CALL(cudaEventRecord(w->ready[k], w->copy));
+            CUDA_CALL(cudaStreamWaitEvent(w->stream, w->ready[k], 0));
+            t = w->slice[k];
+        } else {
+            t = sh->trans + (size_t)s * grid;
+        }
+        k_mul_bcast<<<blocks, 256, 0, w->stream>>>(w->waves, t, grid, pp->batch);
+        CUDA_LAUNCH();
+        if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[k], w->stream));
+        CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_FORWARD));
+        if (s + 1 < plan->n_slices) {
+            k_mul_bcast<<<blocks, 256, 0, w->stream>>>(w->waves, sh->prop, grid, pp->batch);
+            CUDA_LAUNCH();
+            CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
+        }
+    }
+    return STEM_OK;
+}
+
+int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, cudaStream_t s)
+{
+    if (n <= 0) return STEM_OK;
+    dim3 blocks(gpu_blocks((size_t)plan->crop_nx * plan->crop_ny, 256), n);
+    k_crop<<<blocks, 256, 0, s>>>(box, waves, sh->prop, plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
