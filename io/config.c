@@ -349,9 +349,44 @@ static int report(parse_ctx *c, int line)
     return STEM_FAIL(STEM_ERR_CONFIG, "%s:%d: syntax error (expected '[section]' or 'key = value')", c->source, line);
 }
 
+/* inih reads at most INI_MAX_LINE - 1 characters of a line and parses the
+ * rest as a line of its own, which would cut a long value (a path) short or
+ * report a baffling syntax error. Refuse such lines by number. */
+static int line_too_long(const char *source, int line)
+{
+    return STEM_FAIL(STEM_ERR_CONFIG, "%s:%d: line longer than %d characters (the INI parser's limit); shorten it "
+                     "(e.g. a path relative to the config file) or pass the value with --set section.key=value",
+                     source, line, INI_MAX_LINE - 1);
+}
+
+static int check_line_lengths(const char *source, const char *text)
+{
+    int line = 1, len = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') line++, len = 0;
+        else if (++len >= INI_MAX_LINE) return line_too_long(source, line);
+    }
+    return STEM_OK;
+}
+
+/* Same for a file; also catches paths that open but cannot be read (a directory). */
+static int check_file_lines(const char *source, FILE *f)
+{
+    int c, line = 1, len = 0;
+    errno = 0;
+    while ((c = getc(f)) != EOF) {
+        if (c == '\n') line++, len = 0;
+        else if (++len >= INI_MAX_LINE) return line_too_long(source, line);
+    }
+    if (ferror(f)) return STEM_FAIL(STEM_ERR_CONFIG, "cannot read config file '%s': %s", source, strerror(errno));
+    rewind(f);
+    return STEM_OK;
+}
+
 int stem_config_load_string(stem_config *cfg, const char *name, const char *text)
 {
     stem_config_defaults(cfg);
+    STEM_TRY(check_line_lengths(name, text));
     parse_ctx c = {.cfg = cfg, .source = name};
     int line = ini_parse_string(text, config_handler, &c);
     if (line || c.err) return report(&c, line ? line : 0);
@@ -380,6 +415,8 @@ int stem_config_load(stem_config *cfg, const char *path, int n_overrides, char *
     parse_ctx c = {.cfg = cfg, .source = path};
     FILE *f = fopen(path, "r");
     if (!f) return STEM_FAIL(STEM_ERR_CONFIG, "cannot open config file '%s': %s", path, strerror(errno));
+    int rc = check_file_lines(path, f);
+    if (rc) return fclose(f), rc;
     int line = ini_parse_file(f, config_handler, &c);
     fclose(f);
     if (line || c.err) return report(&c, line);
@@ -422,7 +459,9 @@ char *stem_config_to_ini(const stem_config *cfg)
             fprintf(m, "%s[%s]\n", i ? "\n" : "", section);
         }
         format_value(&key_table[i], cfg, v, sizeof v);
-        fprintf(m, "%s = %s\n", key_table[i].key, v);
+        /* inih takes " ;" as the start of a comment: a value that begins with
+         * ';' (read from "key =;...") must follow '=' directly to read back */
+        fprintf(m, "%s =%s%s\n", key_table[i].key, v[0] == ';' ? "" : " ", v);
     }
     fprintf(m, "\n[images]\n");
     for (int i = 0; i < cfg->n_images; i++)
