@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../src/atoms.h"
 #include "../src/physics.h"
@@ -178,6 +179,12 @@ int stem_xyz_read(const char *path, stem_atoms *atoms)
     memset(atoms, 0, sizeof *atoms);
     FILE *f = fopen(path, "rb");
     if (!f) return STEM_FAIL(STEM_ERR_INPUT, "cannot open XYZ model '%s' ([sample] xyz): %s", path, strerror(errno));
+    struct stat st = {0};
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return STEM_FAIL(STEM_ERR_INPUT, "cannot read XYZ model '%s' ([sample] xyz): %s", path,
+                         S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file");
+    }
     char *text = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
