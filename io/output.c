@@ -38,6 +38,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -140,11 +141,31 @@ static int stem_output_check_file(const char *file, int overwrite)
     return STEM_OK;
 }
 
+/* Create and remove the temporary file now: permission bits do not tell
+ * (root, ACLs, read-only mounts, pseudo file systems), and learning it from
+ * H5Fcreate after the computation would lose the whole run. */
+static int stem_output_check_create(const stem_config *cfg)
+{
+    char tmp[STEM_OUTPUT_NAME_MAX];
+    stem_output_temp_name(cfg, tmp, sizeof tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == EEXIST) return STEM_OK; /* left by a crashed run; replaced when writing */
+    if (fd < 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create %s (%s)", cfg->output_file, tmp,
+                         strerror(errno));
+    close(fd);
+    if (unlink(tmp) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot remove the test file %s (%s)", cfg->output_file,
+                         tmp, strerror(errno));
+    return STEM_OK;
+}
+
 static int stem_output_check_local(const stem_config *cfg)
 {
     if (!cfg->output_file[0]) return STEM_FAIL(STEM_ERR_IO, "[output] file is empty");
     STEM_TRY(stem_output_check_dir(cfg->output_file));
-    return stem_output_check_file(cfg->output_file, cfg->overwrite);
+    STEM_TRY(stem_output_check_file(cfg->output_file, cfg->overwrite));
+    return stem_output_check_create(cfg);
 }
 
 int stem_output_check(MPI_Comm comm, const stem_config *cfg)
