@@ -1,0 +1,84 @@
+# Whole-program tests: MPI rank/thread invariance (LABELS mpi), hostile
+# inputs (LABELS bad_inputs) and fuzz-regression replays (LABELS fuzz).
+# Included from tests/CMakeLists.txt, which defines STEMSIM_PYTHON,
+# STEMSIM_MPIEXEC, STEMSIM_MPI_FLAGS and STEMSIM_TEST_ENV.
+
+set(_it_dir ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+set(_it_work ${CMAKE_CURRENT_BINARY_DIR}/integration)
+file(MAKE_DIRECTORY ${_it_work})
+set(_it_mpi_flags "")
+foreach(_f IN LISTS STEMSIM_MPI_FLAGS)
+  list(APPEND _it_mpi_flags "--mpi-flag=${_f}")
+endforeach()
+
+# stemsim_mpi_case(NAME MODE [args...]): one ctest running mpi_case.py.
+function(stemsim_mpi_case name mode)
+  add_test(NAME ${name}
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/mpi_case.py ${mode} --name ${name}
+                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                   --check ${CMAKE_CURRENT_SOURCE_DIR}/check_h5.py --workdir ${_it_work}
+                   ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 240)
+endfunction()
+
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  set(_small --config ${_it_dir}/small.ini)
+  set(_fp --set simulation.thermal=true --set simulation.frozen_phonons=3)
+  # 1, 2 and 3 ranks agree (2D images, 3D rings, 4D cbed, DPC) to rel. RMS 1e-6.
+  stemsim_mpi_case(mpi_ranks_multislice compare ${_small} --set simulation.algorithm=multislice
+                   --run 1 --run 2 --run 3)
+  stemsim_mpi_case(mpi_ranks_prism compare ${_small} --set simulation.algorithm=prism
+                   --run 1 --run 2 --run 3)
+  # Frozen phonons: automatic groups (2 ranks: 2 groups, 3 ranks: 3 groups)
+  # against one group of all ranks (compute.fp_groups=1).
+  stemsim_mpi_case(mpi_ranks_multislice_phonons compare ${_small} ${_fp} --set simulation.algorithm=multislice
+                   --run 1 --run 2 --run 3 --run 2:compute.fp_groups=1 --run 3:compute.fp_groups=1)
+  stemsim_mpi_case(mpi_ranks_prism_phonons compare ${_small} ${_fp} --set simulation.algorithm=prism
+                   --run 1 --run 2 --run 3 --run 2:compute.fp_groups=1 --run 3:compute.fp_groups=1)
+  # More ranks than work: a 1 x 2 scan (2 probes) and, for PRISM, a 2 mrad
+  # aperture that holds a single plane wave, on 3 ranks.
+  stemsim_mpi_case(mpi_more_ranks_than_probes compare ${_small}
+                   --set scan.x_start=2.0 --set scan.x_end=2.0 --set scan.y_start=2.0 --set scan.y_end=2.8
+                   --run 1 --run 2 --run 3)
+  stemsim_mpi_case(mpi_more_ranks_than_probes_phonons compare ${_small} ${_fp} --set simulation.algorithm=prism
+                   --set scan.x_start=2.0 --set scan.x_end=2.0 --set scan.y_start=2.0 --set scan.y_end=2.8
+                   --run 1 --run 3:compute.fp_groups=1 --run 3)
+  stemsim_mpi_case(mpi_more_ranks_than_beams compare ${_small} --set simulation.algorithm=prism
+                   --set probe.semiangle=2 --set scan.x_end=2.8 --set scan.y_end=2.0
+                   --run 1 --run 2 --run 3)
+  # Threads: 1 and 2 worker threads per rank give the same result.
+  stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
+                   --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)
+  stemsim_mpi_case(mpi_threads_prism compare ${_small} ${_fp} --set simulation.algorithm=prism
+                   --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)
+  # An injected failure on one rank ends the whole job within seconds and
+  # leaves neither the output nor <file>.incomplete.
+  stemsim_mpi_case(mpi_fail_rank1 fail ${_small} --ranks 2 --fail-rank 1 --max-seconds 60)
+  stemsim_mpi_case(mpi_fail_rank0 fail ${_small} --ranks 2 --fail-rank 0 --max-seconds 60)
+  stemsim_mpi_case(mpi_fail_rank1_prism_phonons fail ${_small} ${_fp} --set simulation.algorithm=prism
+                   --ranks 3 --fail-rank 1 --max-seconds 60)
+endif()
+
+# Hostile inputs (tests/bad_inputs/): every case on 1 rank and on 2 ranks.
+foreach(_np 1 2)
+  add_test(NAME bad_inputs_np${_np}
+           COMMAND bash ${_it_dir}/run_bad_inputs.sh --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} --mpi-flags "${STEMSIM_MPI_FLAGS}" --ranks ${_np}
+                   --timeout 60 --work ${_it_work}/bad_inputs)
+  set_tests_properties(bad_inputs_np${_np} PROPERTIES LABELS "bad_inputs" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       TIMEOUT 900)
+endforeach()
+
+# Fuzzing regressions: every input in fuzz/regressions/ and the seed corpora,
+# replayed through the libFuzzer harnesses linked with a plain main
+# (fuzz/replay_main.c), so a fixed crash stays fixed with any compiler.
+set(_fuzz_dir ${CMAKE_SOURCE_DIR}/fuzz)
+foreach(_h config xyz)
+  add_executable(fuzz_${_h}_replay ${_fuzz_dir}/fuzz_${_h}.c ${_fuzz_dir}/replay_main.c)
+  target_link_libraries(fuzz_${_h}_replay PRIVATE stemsim_core)
+  add_test(NAME fuzz_replay_${_h}
+           COMMAND fuzz_${_h}_replay ${_fuzz_dir}/regressions/${_h} ${_fuzz_dir}/corpus/${_h})
+  set_tests_properties(fuzz_replay_${_h} PROPERTIES LABELS "fuzz" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       TIMEOUT 120)
+endforeach()

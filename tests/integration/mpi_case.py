@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Whole-program MPI test driver for ctest (tests/integration.cmake).
+
+  mpi_case.py compare --name N [--set S.K=V ...] --run NP[:S.K=V,...] --run ...
+      Runs stemsim once per --run (NP ranks; the extra overrides apply to that
+      run only; the shared --set overrides to all), then compares every run's
+      output with the first run's through check_h5.py compare (every dataset:
+      2D images, 3D rings, 4D cbed, DPC, axes) at --tol (default 1e-6).
+  mpi_case.py fail --name N --ranks NP --fail-rank R [--set ...] [--max-seconds T]
+      Runs with STEMSIM_TEST_FAIL_RANK=R under `timeout`: the job must exit
+      non-zero, within T seconds, naming the injected failure on stderr, and
+      leave neither the output file nor <file>.incomplete behind.
+
+Common: --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --check check_h5.py
+        --config INI --workdir DIR.
+Exit: 0 pass, 1 fail, 77 skip (h5py missing).
+"""
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+
+def parse_run(spec):
+    np_, _, rest = spec.partition(":")
+    sets = [s for s in rest.split(",") if s] if rest else []
+    return int(np_), sets
+
+
+def command(args, ranks, sets, out):
+    cmd = [args.mpiexec] + args.mpi_flag + ["-np", str(ranks), args.stemsim, "-q", args.config]
+    for s in args.set + sets + [f"output.file={out}", "output.overwrite=false"]:
+        cmd += ["--set", s]
+    return cmd
+
+
+def run(cmd, env, timeout):
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, out, err = 124, e.stdout or "", e.stderr or ""
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        err = err.decode(errors="replace") if isinstance(err, bytes) else err
+    dt = time.monotonic() - t0
+    if out.strip():
+        print(out.rstrip())
+    if err.strip():
+        print("stderr:\n" + err.rstrip())
+    print(f"  -> exit {rc} in {dt:.1f} s", flush=True)
+    return rc, err, dt
+
+
+def fresh_dir(args):
+    d = os.path.join(args.workdir, args.name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def do_compare(args):
+    d = fresh_dir(args)
+    outs, failed = [], 0
+    for k, spec in enumerate(args.run):
+        ranks, sets = parse_run(spec)
+        out = os.path.join(d, f"run{k}_np{ranks}.h5")
+        rc, _, _ = run(command(args, ranks, sets, out), dict(os.environ), args.timeout)
+        if rc != 0 or not os.path.exists(out):
+            print(f"FAIL run {k} ({spec}): exit {rc}, output {'present' if os.path.exists(out) else 'missing'}")
+            return 1
+        if os.path.exists(out + ".incomplete"):
+            print(f"FAIL run {k}: {out}.incomplete left behind")
+            return 1
+        outs.append((spec, out))
+    ref_spec, ref = outs[0]
+    for spec, out in outs[1:]:
+        print(f"== {spec}  vs  {ref_spec}", flush=True)
+        p = subprocess.run([sys.executable, args.check, "compare", out, ref, "--tol", str(args.tol)])
+        if p.returncode == 77:
+            return 77
+        failed += p.returncode != 0
+    print(f"{args.name}: {len(outs) - 1 - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def do_fail(args):
+    d = fresh_dir(args)
+    out = os.path.join(d, "failed.h5")
+    env = dict(os.environ, STEMSIM_TEST_FAIL_RANK=str(args.fail_rank))
+    cmd = ["timeout", "-k", "5", str(args.max_seconds)] + command(args, args.ranks, [], out)
+    rc, err, dt = run(cmd, env, args.max_seconds + 30)
+    problems = []
+    if rc == 0:
+        problems.append("exited 0 although a rank failed")
+    if rc in (124, 137):
+        problems.append(f"hung: killed by timeout after {args.max_seconds} s")
+    if "injected failure" not in err:
+        problems.append("stderr does not report the injected failure")
+    for leftover in (out, out + ".incomplete"):
+        if os.path.exists(leftover):
+            problems.append(f"left {leftover} behind")
+    for p in problems:
+        print("FAIL " + p)
+    print(f"{args.name}: exit {rc} after {dt:.1f} s: {'FAIL' if problems else 'PASS'}")
+    return 1 if problems else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["compare", "fail"])
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--stemsim", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--mpi-flag", action="append", default=[])
+    ap.add_argument("--check", required=True)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--run", action="append", default=[])
+    ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--fail-rank", type=int, default=1)
+    ap.add_argument("--max-seconds", type=int, default=60)
+    args = ap.parse_args()
+    if args.mode == "compare":
+        if len(args.run) < 2:
+            ap.error("compare needs at least two --run")
+        return do_compare(args)
+    return do_fail(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
