@@ -12,7 +12,7 @@
 
 #include "gpu_internal.cuh"
 
-#define OUT_CAP_BYTES (64.0 * 1048576.0) /* product output per stream */
+#define OUT_CAP_BYTES (128.0 * 1048576.0) /* product output per stream */
 #define MAX_PIECES 256
 
 /* ---- kernels ------------------------------------------------------------- */
@@ -96,6 +96,8 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     double shared = (double)gpu_det_bytes(plan, 0) + sizeof(gpu_probe) * (double)n_local + 24.0 * plan->n_beams;
     int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->cfg->memory_mode, chosen = -1, T = T0, U = 1;
     int tx, ty;
+    const char *tile_env = getenv("STEMSIM_GPU_TILE"); /* benchmarking: force the tile edge */
+    if (tile_env && atoi(tile_env) > 0) T = T0 = atoi(tile_env);
     double need_single = 0, need_stream = 0;
     for (T = T0; T >= 1 && chosen < 0 && mode != STEM_MEMMODE_STREAMING; T = T > 1 ? T / 2 : 0) {
         tx = T < plan->scan_nx ? T : plan->scan_nx;
