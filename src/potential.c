@@ -95,7 +95,9 @@ void stem_potential_table_free(stem_potential_table *t)
 
 static int slice_of(const stem_plan *plan, double z)
 {
-    int s = (int)floor(z / plan->dz);
+    /* atoms on a slice boundary belong to the slice that starts there, even when
+     * z / dz rounds to just below the integer (20.3625 / 1.3575 = 14.999...) */
+    int s = (int)floor(z / plan->dz + 1e-9);
     return s < 0 ? 0 : (s >= plan->n_slices ? plan->n_slices - 1 : s);
 }
 
@@ -168,6 +170,25 @@ static void trans_teardown(void *ctx, int w)
     stem_fft_destroy(&job->fft[w]);
 }
 
+/* Pixel averaging multiplies the potential's spectrum by sinc(kx/nx) sinc(ky/ny)
+ * (about 0.83 per axis at the band limit, which lowered HAADF by ~15% at 0.06 A
+ * pixels); dividing it out leaves the band-limited Kirkland potential itself. */
+static void undo_pixel_average(const stem_plan *plan, const stem_fft *fft, const float *V, stem_complex *work)
+{
+    int nx = plan->nx, ny = plan->ny;
+    size_t grid = (size_t)nx * ny;
+    for (size_t i = 0; i < grid; i++) work[i] = V[i];
+    stem_fft_forward(fft, work);
+    for (int j = 0; j < ny; j++) {
+        double ay = M_PI * stem_fft_index(j, ny) / ny, sy = ay ? sin(ay) / ay : 1;
+        for (int i = 0; i < nx; i++) {
+            double ax = M_PI * stem_fft_index(i, nx) / nx, sx = ax ? sin(ax) / ax : 1;
+            work[(size_t)j * nx + i] /= (float)(sx * sy * grid);
+        }
+    }
+    stem_fft_inverse(fft, work);
+}
+
 /* t = exp(i sigma V), then zero every Fourier component beyond the band limit. */
 static int trans_work(void *ctx, int w, long s0, long s1)
 {
@@ -179,7 +200,8 @@ static int trans_work(void *ctx, int w, long s0, long s1)
     for (long s = s0; s < s1; s++) {
         STEM_TRY(stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]));
         stem_complex *t = job->trans + s * grid;
-        for (size_t i = 0; i < grid; i++) t[i] = cexpf(I * (float)plan->sigma * job->V[w][i]);
+        undo_pixel_average(plan, &job->fft[w], job->V[w], t);
+        for (size_t i = 0; i < grid; i++) t[i] = cexpf(I * (float)plan->sigma * crealf(t[i]));
         stem_fft_forward(&job->fft[w], t);
         for (int j = 0; j < ny; j++) {
             float qy = stem_fft_index(j, ny) / (float)plan->cell[1];

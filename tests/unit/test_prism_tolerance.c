@@ -23,16 +23,16 @@ static const struct {
     const char *name;
     double f2, f4;
 } recorded[N_ROWS] = {
-    {"BF image (0-20 mrad)", 1.15e-4, 2.28e-4},
-    {"ABF image (10-20 mrad)", 1.16e-3, 5.51e-2},
-    {"ADF image (20-60 mrad)", 1.29e-2, 2.62e-2},
-    {"HAADF image (60-86 mrad)", 2.23e-2, 1.01e-1},
-    {"ABF image, mean removed", 1.88e-4, 3.05e-4},
-    {"rings, 5 mrad wide", 6.40e-2, 2.34e-1},
-    {"rings, 10 mrad wide", 1.56e-3, 7.36e-2},
-    {"rings, 20 mrad wide", 1.49e-4, 2.89e-4},
-    {"rings beyond 20 mrad, 10 mrad wide", 4.69e-2, 3.26e-2},
-    {"total intensity, max abs deviation", 3.69e-5, 1.11e-4},
+    {"BF image (0-20 mrad)", 1.26e-04, 2.51e-04},
+    {"ABF image (10-20 mrad)", 1.16e-03, 5.51e-02},
+    {"ADF image (20-60 mrad)", 1.30e-02, 2.65e-02},
+    {"HAADF image (60-86 mrad)", 2.08e-02, 9.39e-02},
+    {"ABF image, mean removed", 2.05e-04, 3.10e-04},
+    {"rings, 5 mrad wide", 6.40e-02, 2.34e-01},
+    {"rings, 10 mrad wide", 1.56e-03, 7.36e-02},
+    {"rings, 20 mrad wide", 1.60e-04, 3.12e-04},
+    {"rings beyond 20 mrad, 10 mrad wide", 4.72e-02, 3.29e-02},
+    {"total intensity, max abs deviation", 6.60e-05, 1.98e-04},
     {"", 0, 0},
 };
 
