@@ -2,7 +2,7 @@
  * tiles of T x T scan positions (one batched complex matrix product each) and
  * the tiles into units of U x U tiles (one S-matrix upload each in streaming
  * mode); the tile size comes from a cost model of the product. Host code only,
- * so it can be checked without a GPU (benchmarks/gpu_tiles_check.cpp). */
+ * so it can be checked without a GPU (tests/gpu/tiles_check.cpp). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

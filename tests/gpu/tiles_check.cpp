@@ -4,8 +4,8 @@
 // windows compared with the CPU engine's definition (src/prism.c gather_window):
 // window_p[j][i] = sum_b coef_p[b] S[(oy_p + j) mod cy][(ox_p + i) mod cx][b].
 //
-// Build (from the repository root, after building build-gpu):
-//   g++ -O2 -std=c++17 -I/usr/local/cuda/include benchmarks/gpu_tiles_check.cpp
+// Built by ctest as gpu_tiles_check (tests/gpu.cmake) when the CUDA engine is on; by hand:
+//   g++ -O2 -std=c++17 -I/usr/local/cuda/include tests/gpu/tiles_check.cpp
 //       build-gpu/libstemsim_gpu.a build-gpu/libstemsim_core.a -L/usr/local/cuda/lib64 -lcudart -linih -lfftw3f -lm
 //       -lpthread -o build-gpu/gpu_tiles_check
 //   build-gpu/gpu_tiles_check

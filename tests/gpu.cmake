@@ -1,0 +1,17 @@
+# GPU engine tests; they need the CUDA build. gpu_tiles_check runs on the host
+# (index arithmetic of the PRISM output tiles); gpu_vs_cpu skips (77) without a GPU.
+if(TARGET stemsim_gpu)
+  enable_language(CXX)
+  add_executable(gpu_tiles_check ${CMAKE_CURRENT_SOURCE_DIR}/gpu/tiles_check.cpp)
+  target_compile_features(gpu_tiles_check PRIVATE cxx_std_17)
+  # the GPU library calls back into the core (static libraries: list both orders)
+  target_link_libraries(gpu_tiles_check PRIVATE stemsim_gpu stemsim_core stemsim_gpu stemsim_core)
+  add_test(NAME gpu_tiles_check COMMAND gpu_tiles_check)
+  set_tests_properties(gpu_tiles_check PROPERTIES LABELS "gpu")
+  add_test(NAME gpu_vs_cpu
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_vs_cpu.sh $<TARGET_FILE:stemsim>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/check_h5.py ${STEMSIM_PYTHON}
+                   ${CMAKE_SOURCE_DIR}/benchmarks/gpu_check_si.ini ${CMAKE_CURRENT_BINARY_DIR}/gpu_work)
+  set_tests_properties(gpu_vs_cpu PROPERTIES LABELS "gpu" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
