@@ -16,7 +16,8 @@
 #             lines: "; args: ARGS" (extra command-line arguments), "; run-config:
 #             PATH" (run this path instead of the case), "; keep-output" (the case
 #             sets [output] file itself; otherwise --set output.file=<scratch>/out.h5
-#             is added), "; setup: existing-output | readonly-dir".
+#             is added), "; setup: existing-output | readonly-dir", "; skip-if-gpu"
+#             (the case expects that no GPU is visible).
 #   NAME.xyz  a model; first (comment) line "expect: CODE SUBSTRING"; the runner
 #             writes a small config that reads it.
 #   NAME.expect  the expectation for a case whose first line cannot hold it
@@ -126,6 +127,10 @@ threads = 1
 EOT
             args+=(--set "output.file=$t/out.h5")
         else
+            if grep -q '^; skip-if-gpu' "$cases_dir/$case_file" && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+                echo "SKIP $name (np $np): a GPU is visible"
+                skipped=$((skipped + 1)); continue
+            fi
             setup=$(directive "$case_file" setup)
             if [ "$setup" = readonly-dir ]; then
                 rodir=$(readonly_dir "$t")
