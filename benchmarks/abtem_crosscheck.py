@@ -29,17 +29,21 @@ What it does (all cases small enough for a 2-core machine):
   stemsim's choices:
     A  abTEM as configured: infinite projection, its own slice assignment,
        default anti-aliasing taper (0.01);
-    B  as A but every atom in the slice stemsim puts it in (floor(z / dz));
+    B  as A but every atom in the slice stemsim puts it in (floor(z / dz + 1e-9)
+       since commit 5d2b554; plain floor(z / dz) before, which misassigned the
+       top Si layer of the 4 x 4 x 4 model);
     D  as B with a hard anti-aliasing edge (taper 0) like stemsim;
     E  reference: alias-free potential built in Fourier space from the
        analytic Kirkland f_e(q) with exact atom phases (no cutoff, no pixel
        transfer), stemsim slicing, taper 0;
     G  E multiplied by the pixel-average transfer sinc(kx/nx) sinc(ky/ny),
-       i.e. what stemsim's supersampled pixel-averaged lookup does in Fourier
-       space (but without its 3 A cutoff);
+       i.e. what stemsim's supersampled pixel-averaged lookup did in Fourier
+       space before commit 5d2b554 divided that sinc out again (a model of the
+       old stemsim; it no longer matches the current one);
     C  stemsim's own potential (Kirkland v(r) - v(cutoff), cut at
        potential_radius, pixel-averaged with `supersampling`, atoms snapped to
-       1/ss pixel, stemsim slicing) rebuilt here in numpy and fed to abTEM's
+       1/ss pixel, stemsim slicing, and since 5d2b554 the pixel sinc divided
+       out in Fourier space) rebuilt here in numpy and fed to abTEM's
        multislice as a PotentialArray with a hard band limit: this isolates
        stemsim's probe / propagator / band limit / detector from its potential.
     F  abTEM's finite projection: the 3D Kirkland potential integrated between
@@ -207,8 +211,11 @@ def run_stemsim(exe, ini, h5, threads, sets=()):
 # ----------------------------------------------------------------------------
 
 
-def stemsim_like_potential(Z, pos, occ, cell, nx, ny, n_slices, dz, cutoff, supersampling, vfunc):
-    """Slices V[s][y][x] (V Angstrom) exactly as src/potential.c builds them."""
+def stemsim_like_potential(Z, pos, occ, cell, nx, ny, n_slices, dz, cutoff, supersampling, vfunc, undo_sinc=True):
+    """Slices V[s][y][x] (V Angstrom) exactly as src/potential.c builds them and
+    its transmission uses them: pixel-averaged lookup, then (undo_sinc, since
+    commit 5d2b554) the averaging's sinc(kx/nx) sinc(ky/ny) divided out in
+    Fourier space before exp(i sigma V)."""
     dx, dy = cell[0] / nx, cell[1] / ny
     R = 16384
     rr = (np.arange(R) + 0.5) * cutoff / R
@@ -244,7 +251,7 @@ def stemsim_like_potential(Z, pos, occ, cell, nx, ny, n_slices, dz, cutoff, supe
     slices = np.empty(len(Z), int)
     for n in range(len(Z)):
         x, y, z = pos[n]
-        s = int(math.floor(z / dz))
+        s = int(math.floor(z / dz + 1e-9))  # src/potential.c slice_of()
         s = min(max(s, 0), n_slices - 1)
         slices[n] = s
         ux, uy = x / dx, y / dy
@@ -258,6 +265,10 @@ def stemsim_like_potential(Z, pos, occ, cell, nx, ny, n_slices, dz, cutoff, supe
         gx = (px - rx + np.arange(kx)) % nx
         gy = (py - ry + np.arange(ky)) % ny
         V[s][np.ix_(gy, gx)] += np.float32(occ[n]) * k
+    if undo_sinc:
+        tr = pixel_average_transfer(nx, ny)
+        for s in range(n_slices):
+            V[s] = np.fft.ifft2(np.fft.fft2(V[s]) / tr).real.astype(np.float32)
     return V, slices
 
 
@@ -309,8 +320,10 @@ def pixel_average_transfer(nx, ny):
     return np.sinc(ky / ny)[:, None] * np.sinc(kx / nx)[None, :]
 
 
-def stemsim_slices(pos, dz, n_slices):
-    return np.clip(np.floor(pos[:, 2] / dz).astype(int), 0, n_slices - 1)
+def stemsim_slices(pos, dz, n_slices, tol=1e-9):
+    """src/potential.c slice_of(): floor(z / dz + 1e-9) since commit 5d2b554
+    (tol=0 gives the old plain floor)."""
+    return np.clip(np.floor(pos[:, 2] / dz + tol).astype(int), 0, n_slices - 1)
 
 
 def abtem_slices(pos, dz, n_slices):
@@ -513,8 +526,10 @@ def main():
     results = {"abtem_version": abtem.__version__, "workdir": work}
     md = []
 
+    t_start = time.time()
+
     def log(*a):
-        print(*a, file=sys.stderr, flush=True)
+        print(f"[{time.time() - t_start:6.0f} s]", *a, file=sys.stderr, flush=True)
 
     # --- C physics -----------------------------------------------------------
     results["c_physics"] = c_physics_check(work, vfunc)
@@ -538,6 +553,7 @@ def main():
     results["slicing"] = {
         "atoms_per_slice_stemsim": np.bincount(s_st, minlength=ns).tolist(),
         "atoms_per_slice_abtem": np.bincount(s_ab, minlength=ns).tolist(),
+        "atoms_per_slice_stemsim_before_5d2b554": np.bincount(stemsim_slices(pos, dz, ns, tol=0.0), minlength=ns).tolist(),
         "atoms_assigned_differently": int(len(moved)),
         "example": [(float(pos[i, 2]), float(pos[i, 2] / dz), int(s_st[i]), int(s_ab[i])) for i in moved[:3]],
     }
