@@ -16,10 +16,10 @@ run() {
   local label=$1 ranks=$2 threads=$3; shift 3
   local log=$work/log
   local t0=$(date +%s.%N)
-  mpirun --oversubscribe -np "$ranks" "$exe" --set output.file="$work/out.h5" \
+  mpirun --oversubscribe --bind-to none -np "$ranks" "$exe" --set output.file="$work/out.h5" \
       --set compute.threads="$threads" "$@" "$cfg" > "$log" 2>&1 || { cat "$log"; exit 1; }
   local t1=$(date +%s.%N)
-  local probes=$(awk '/^  scan /{print $5}' "$log" | tr -d '()' | head -1)
+  local probes=$(awk '/^  scan /{print $6}' "$log" | tr -d '()' | head -1)
   local stages=$(grep -E "done in" "$log" | sed -E 's/^ *([^:]+): done in ([0-9.]+) s/\1 \2 s/' | paste -sd ';' -)
   awk -v l="$label" -v r="$ranks" -v t="$threads" -v a="$t0" -v b="$t1" -v p="$probes" -v s="$stages" \
       'BEGIN { printf "| %s | %d | %d | %.2f | %.5f | %s |\n", l, r, t, b - a, (b - a) / p, s }'

@@ -8,6 +8,6 @@ bash .ci/build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p results
 ranks=$(( $(nproc) < 2 ? 1 : 2 ))
-mpirun --oversubscribe -np "$ranks" build/stemsim --set output.file=results/quickstart.h5 examples/quickstart.ini
+mpirun --oversubscribe --bind-to none -np "$ranks" build/stemsim --set output.file=results/quickstart.h5 examples/quickstart.ini
 /usr/bin/python3 examples/render_png.py results/quickstart.h5 results
 echo "images written to results/*.png"

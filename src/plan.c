@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -143,6 +144,14 @@ static void estimate_memory(stem_plan *plan)
                                                : 0.8 * physical_memory() / (plan->layout.ranks_on_node > 0 ? plan->layout.ranks_on_node : 1);
 }
 
+/* Cores this process may run on (its affinity mask), 0 if unknown. */
+static int bound_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    return CPU_COUNT(&set);
+}
+
 static void choose_decomposition(stem_plan *plan)
 {
     const stem_layout *L = &plan->layout;
@@ -153,7 +162,15 @@ static void choose_decomposition(stem_plan *plan)
     plan->beam_end = (int)e;
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int per_rank = cores / (L->ranks_on_node > 0 ? L->ranks_on_node : 1);
+    /* mpirun binds each rank to the cores it maps it to (one core by default):
+     * more threads than those cores only take turns on them */
+    int bound = bound_cores();
+    if (bound > 0 && bound < per_rank) per_rank = bound;
     plan->threads = plan->cfg->threads > 0 ? plan->cfg->threads : (per_rank > 0 ? per_rank : 1);
+    if (bound > 0 && plan->threads > bound && L->world_rank == 0)
+        stem_warn("[compute] threads = %d but this rank may run on %d core(s) only (MPI binding?): "
+                  "use mpirun --bind-to none or --map-by slot:PE=%d",
+                  plan->threads, bound, plan->threads);
     plan->batch_size = plan->cfg->batch_size;
 }
 
