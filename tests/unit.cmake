@@ -14,6 +14,7 @@ set(STEMSIM_UNIT_TESTS
   conservation    # intensity conservation, bright-field disk (multislice, PRISM)
   prism           # PRISM f = 1 == multislice, window wrap-around at the cell edge
   prism_tolerance # PRISM f = 2, 4 against multislice (unit/PRISM_TOLERANCES.md)
+  geometry        # tiling and tilt-series rotations against hand-written rotation matrices
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
