@@ -108,6 +108,9 @@ static const key_spec key_table[] = {
      "GPU memory mode: single-transfer, streaming, or decided from the estimate"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
+    {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
+     "FFTW planning of the CPU engine: estimate is reproducible bit for bit across runs and rank counts; "
+     "measure times algorithms (often 1.2-7x faster FFTs) but results may differ by ~1e-6 between runs"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
 

@@ -15,6 +15,7 @@
 typedef enum { STEM_ALG_MULTISLICE = 0, STEM_ALG_PRISM = 1 } stem_algorithm;
 typedef enum { STEM_SCAN_FRACTIONAL = 0, STEM_SCAN_ANGSTROM = 1 } stem_scan_units;
 typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
+typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
 
 typedef struct {
@@ -68,6 +69,7 @@ typedef struct {
     int gpus_per_rank, streams_per_gpu;
     int memory_mode;
     int fp_groups;
+    int fft_planning;
     /* which keys were given explicitly (index into the key table) */
     unsigned char seen[96];
 } stem_config;

@@ -19,12 +19,12 @@ void stem_fft_free(void *p) { fftwf_free(p); }
 int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure)
 {
     int n[2] = {ny, nx};
-    /* FFTW_MEASURE chooses algorithms by timing them, so two runs, two ranks or
-     * two threads could pick different ones and round differently (HAADF moved
-     * by 2e-6 between runs). Results must not depend on timing or on the rank
-     * count (DESIGN.md), so every plan is made with the deterministic estimate. */
-    (void)measure;
-    unsigned flags = FFTW_ESTIMATE;
+    /* FFTW_MEASURE chooses algorithms by timing them, so two runs or two ranks
+     * can pick different ones and round differently (HAADF moved by 2e-6 between
+     * runs). The default ([compute] fft_planning = estimate) is therefore the
+     * deterministic estimate; measure is the user's choice of speed (up to 7x for
+     * some sizes) over bit-reproducibility. */
+    unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
     fftwf_complex *b = (fftwf_complex *)buf;
     fft->nx = nx;
     fft->ny = ny;

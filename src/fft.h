@@ -14,7 +14,8 @@ typedef struct {
 /* Aligned buffer suitable for the plans (fftwf_malloc). */
 stem_complex *stem_fft_alloc(size_t count, const char *what);
 void stem_fft_free(void *p);
-/* Plan `batch` transforms of ny x nx (x fastest) in place on buf; thread safe. */
+/* Plan `batch` transforms of ny x nx (x fastest) in place on buf; thread safe.
+ * measure: time candidate algorithms (faster, not reproducible bit for bit). */
 int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure);
 void stem_fft_forward(const stem_fft *fft, stem_complex *buf);
 void stem_fft_inverse(const stem_fft *fft, stem_complex *buf); /* unnormalised */

@@ -27,7 +27,8 @@ static int smatrix_setup(void *ctx, int w)
     job->waves[w] = stem_fft_alloc(grid * plan->batch_size, "plane-wave batch");
     job->box[w] = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny, "S-matrix box");
     if (!job->waves[w] || !job->box[w]) return STEM_ERR_MEMORY;
-    STEM_TRY(stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w], 1));
+    STEM_TRY(stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w],
+                             plan->cfg->fft_planning == STEM_FFT_MEASURE));
     return stem_fft_create(&job->fft_box[w], plan->crop_nx, plan->crop_ny, 1, job->box[w], 0);
 }
 
@@ -146,7 +147,8 @@ static int output_setup(void *ctx, int w)
     job->window[w] = stem_fft_alloc(win, "probe window");
     job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
     if (!job->coef[w] || !job->window[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
-    return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w], 1);
+    return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w],
+                           plan->cfg->fft_planning == STEM_FFT_MEASURE);
 }
 
 static void output_teardown(void *ctx, int w)
