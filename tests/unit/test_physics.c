@@ -4,37 +4,16 @@
 #include <math.h>
 
 #include "check.h"
+#include "kirkland_ref.h"
 #include "physics.h"
 #include "stem.h"
 
-/* K0(x) = int_0^inf exp(-x cosh t) dt (Abramowitz & Stegun 9.6.24). The
- * integrand is smooth and decays double-exponentially, so the trapezoid rule
- * converges geometrically; h = 1e-3 and a cut where x cosh t > 60 give
- * ~1e-14 relative accuracy. */
-static double k0_quadrature(double x)
-{
-    double tmax = acosh(60.0 / x + 1.0), h = 1e-3, sum = 0.5 * exp(-x);
-    int n = (int)ceil(tmax / h);
-    for (int i = 1; i <= n; i++) sum += exp(-x * cosh(i * h));
-    return sum * h;
-}
+static double k0_quadrature(double x) { return ref_k0_quadrature(x, 1e-3); }
 
-/* Constants written out here, not taken from physics.c (CODATA 2018). */
-static const double a0 = 0.529177210903;       /* Bohr radius, Angstrom */
-static const double e_va = 14.3996454784;      /* e^2/(4 pi eps0) in eV Angstrom -> e in V Angstrom */
 static const double h2_2m0e = 150.4126;        /* h^2 / (2 m0 e) in V Angstrom^2 */
 static const double m0c2_kev = 510.99895;
 
-/* Kirkland eq. C.19 written independently. */
-static double vz_closed_form(const stem_kirkland *p, double r)
-{
-    double v = 0;
-    for (int i = 0; i < 3; i++) {
-        v += 4 * M_PI * M_PI * a0 * e_va * p->a[i] * k0_quadrature(2 * M_PI * r * sqrt(p->b[i]));
-        v += 2 * M_PI * M_PI * a0 * e_va * p->c[i] / p->d[i] * exp(-M_PI * M_PI * r * r / p->d[i]);
-    }
-    return v;
-}
+static double vz_closed_form(const stem_kirkland *p, double r) { return ref_projected_potential(p, r, 1e-3); }
 
 static void test_wavelength(void)
 {
@@ -125,7 +104,7 @@ static void test_projected_potential(stem_kirkland *k)
         }
         double expect = 0;
         for (int j = 0; j < 3; j++) expect += p->a[j] / p->b[j] + p->c[j];
-        expect *= 2 * M_PI * a0 * e_va;
+        expect *= 2 * M_PI * ref_a0 * ref_e_va;
         CHECK_MSG(fabs(sum - expect) <= 1e-4 * expect, "Z = %d: integral %.8g vs 2 pi a0 e sum(a/b + c) = %.8g",
                   zs[i], sum, expect);
     }

@@ -4,32 +4,14 @@
 #include <math.h>
 
 #include "check.h"
+#include "kirkland_ref.h"
 #include "fft.h"
 #include "physics.h"
 #include "plan.h"
 #include "potential.h"
 
-static const double a0 = 0.529177210903, e_va = 14.3996454784; /* Angstrom, V Angstrom */
-
-/* K0 by the trapezoid rule on int_0^inf exp(-x cosh t) dt; h = 0.01 is
- * accurate to ~1e-12 for this double-exponentially decaying integrand. */
-static double k0_quadrature(double x)
-{
-    double tmax = acosh(60.0 / x + 1.0), h = 0.01, sum = 0.5 * exp(-x);
-    int n = (int)ceil(tmax / h);
-    for (int i = 1; i <= n; i++) sum += exp(-x * cosh(i * h));
-    return sum * h;
-}
-
-static double vz(const stem_kirkland *p, double r)
-{
-    double v = 0;
-    for (int i = 0; i < 3; i++) {
-        v += 4 * M_PI * M_PI * a0 * e_va * p->a[i] * k0_quadrature(2 * M_PI * r * sqrt(p->b[i]));
-        v += 2 * M_PI * M_PI * a0 * e_va * p->c[i] / p->d[i] * exp(-M_PI * M_PI * r * r / p->d[i]);
-    }
-    return v;
-}
+/* K0 quadrature step 0.01 (~1e-12): the potential tests evaluate v_z very often. */
+static double vz(const stem_kirkland *p, double r) { return ref_projected_potential(p, r, 0.01); }
 
 /* 2D Laplacian v'' + v'/r of the radial closed form, by central differences. */
 static double vz_laplacian(const stem_kirkland *p, double r)
@@ -206,7 +188,7 @@ static void test_integral(void)
         const stem_kirkland *p = &kirk[zs[k]];
         double full = 0;
         for (int i = 0; i < 3; i++) full += p->a[i] / p->b[i] + p->c[i];
-        full *= 2 * M_PI * a0 * e_va;
+        full *= 2 * M_PI * ref_a0 * ref_e_va;
         const double radii[2] = {10, 3};
         for (int m = zs[k] == 14 ? 0 : 1; m < 2; m++) { /* the large cutoff for Si only (runtime) */
             double rc = radii[m], sum = slice_integral(zs[k], rc, 8);
@@ -231,7 +213,7 @@ static void test_integral(void)
     const stem_kirkland *p = &kirk[79];
     double full = 0;
     for (int i = 0; i < 3; i++) full += p->a[i] / p->b[i] + p->c[i];
-    double expect = full * 2 * M_PI * a0 * e_va - cutoff_loss(p, 3);
+    double expect = full * 2 * M_PI * ref_a0 * ref_e_va - cutoff_loss(p, 3);
     double e4 = slice_integral(79, 3, 4) - expect, e8 = slice_integral(79, 3, 8) - expect;
     printf("Au rc = 3: relative error %.3e (supersampling 4), %.3e (8)\n", e4 / expect, e8 / expect);
     CHECK_MSG(fabs(e8) < fabs(e4) / 2.5, "integral error does not converge with supersampling: %.3g (4) -> %.3g (8)",
