@@ -18,19 +18,17 @@ static int injected_failure(const stem_mpi *m)
     return STEM_OK;
 }
 
-/* The group leader builds configuration c; the group receives it. */
+/* The group leader builds configuration c from the lookup table (which depends
+ * only on species and grid, so it is built once per run); the group receives it. */
 static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                                   const stem_kirkland *kirkland, int c, stem_complex *trans)
+                                   const stem_potential_table *table, int c, stem_complex *trans)
 {
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
     if (m->layout.group_rank == 0) {
         stem_atoms displaced = {0};
-        stem_potential_table table = {0};
         err = stem_atoms_displace(atoms, plan->cfg->seed, c, plan->cfg->thermal, &displaced);
-        if (!err) err = stem_potential_table_build(plan, &displaced, kirkland, &table);
-        if (!err) err = stem_transmission_build(plan, &table, &displaced, trans);
-        stem_potential_table_free(&table);
+        if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
         stem_atoms_free(&displaced);
     }
     if (err) return err; /* the caller aborts the job: peers wait in the broadcast */
@@ -69,13 +67,16 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms
     size_t grid = (size_t)plan->nx * plan->ny;
     stem_complex *trans = stem_fft_alloc(grid * plan->n_slices, "transmission functions");
     int err = trans ? STEM_OK : STEM_ERR_MEMORY;
+    stem_potential_table table = {0};
+    if (!err && L->group_rank == 0) err = stem_potential_table_build(plan, atoms, kirkland, &table);
     for (int c = L->group; c < plan->n_configs && !err; c += L->n_groups) {
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        err = transmission_for_config(m, plan, atoms, kirkland, c, trans);
+        err = transmission_for_config(m, plan, atoms, &table, c, trans);
         if (err) break;
         if (plan->algorithm == STEM_ALG_PRISM) err = prism_config(m, plan, &engine, trans, &det, res);
         else err = engine.multislice(plan, trans, &det, res);
     }
+    stem_potential_table_free(&table);
     stem_fft_free(trans);
     stem_detector_free(&det);
     engine.release(&engine);
