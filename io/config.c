@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "../src/config.h"
+#include "input_file.h"
 
 typedef enum { K_DOUBLE, K_INT, K_LONG, K_BOOL, K_STRING, K_ENUM } key_type;
 
@@ -172,9 +173,19 @@ static int set_error(parse_ctx *c, int code, const char *fmt, const char *a, con
     return 0; /* tells inih this line failed */
 }
 
+/* strtod also takes hexadecimal ("0x10") and reads "010" as ten where a
+ * reader may expect octal eight; neither belongs in a config file. */
+static int plain_decimal(const char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    if (*s == '+' || *s == '-') s++;
+    return !(s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || isdigit((unsigned char)s[1])));
+}
+
 static int parse_double(const char *s, double *out)
 {
     char *end;
+    if (!plain_decimal(s)) return -1;
     errno = 0;
     double v = strtod(s, &end);
     while (isspace((unsigned char)*end)) end++;
@@ -190,6 +201,10 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
     case K_STRING:
         if (strlen(value) >= STEM_PATH_MAX) return snprintf(why, nwhy, "is longer than %d characters", STEM_PATH_MAX - 1), -1;
         if (!value[0]) return snprintf(why, nwhy, "is empty"), -1;
+        for (const char *p = value; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                return snprintf(why, nwhy, "contains a control character (byte 0x%02x at position %d)", (unsigned char)*p,
+                                (int)(p - value) + 1), -1;
         strcpy((char *)field, value);
         return 0;
     case K_BOOL:
@@ -216,6 +231,8 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
     default:
         break;
     }
+    if (!plain_decimal(value))
+        return snprintf(why, nwhy, "is not a plain decimal number (hexadecimal and leading zeros are refused)"), -1;
     if (parse_double(value, &v)) return snprintf(why, nwhy, "is not a finite number"), -1;
     if (v < k->min || v > k->max)
         return snprintf(why, nwhy, "is out of range [%g, %g] %s", k->min, k->max, k->unit), -1;
@@ -253,6 +270,8 @@ static int parse_image(parse_ctx *c, const char *name, const char *value)
     errno = 0;
     double inner = strtod(buf, &end);
     char *rest = end;
+    if (!plain_decimal(buf) || !plain_decimal(rest))
+        return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': not plain decimal numbers (hexadecimal and leading zeros are refused)%s", name, value, "");
     double outer = strtod(rest, &end);
     while (isspace((unsigned char)*end)) end++;
     if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer))
@@ -372,27 +391,45 @@ static int check_line_lengths(const char *source, const char *text)
     return STEM_OK;
 }
 
-/* Same for a file; also catches paths that open but cannot be read (a directory). */
-static int check_file_lines(const char *source, FILE *f)
+/* The README's comment and indentation rules, applied before inih sees the
+ * text (in place, keeping line numbers): ';' starts a comment anywhere on a
+ * line (inih would want a space before it), and leading whitespace is
+ * ignored (inih would read an indented line as the continuation of the
+ * previous value). '#' comments at the start of a line are inih's own. */
+static void strip_comments_and_indent(char *text)
 {
-    int c, line = 1, len = 0;
-    errno = 0;
-    while ((c = getc(f)) != EOF) {
-        if (c == '\n') line++, len = 0;
-        else if (++len >= INI_MAX_LINE) return line_too_long(source, line);
+    char *out = text;
+    for (const char *p = text; *p;) {
+        while (*p == ' ' || *p == '\t') p++;
+        while (*p && *p != '\n' && *p != ';') *out++ = *p++;
+        while (*p && *p != '\n') p++; /* the comment */
+        if (*p == '\n') *out++ = *p++;
     }
-    if (ferror(f)) return STEM_FAIL(STEM_ERR_CONFIG, "cannot read config file '%s': %s", source, strerror(errno));
-    rewind(f);
+    *out = 0;
+}
+
+/* Parse one in-memory text (not NUL-terminated inside: len bytes). */
+static int parse_text(stem_config *cfg, const char *name, const char *text, size_t len, parse_ctx *c)
+{
+    if (memchr(text, 0, len))
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: binary data (NUL byte) in a config file", name);
+    STEM_TRY(check_line_lengths(name, text));
+    char *copy = stem_alloc(len + 1, "config text");
+    if (!copy) return STEM_ERR_MEMORY;
+    memcpy(copy, text, len + 1);
+    strip_comments_and_indent(copy);
+    *c = (parse_ctx){.cfg = cfg, .source = name};
+    int line = ini_parse_string(copy, config_handler, c);
+    free(copy);
+    if (line || c->err) return report(c, line ? line : 0);
     return STEM_OK;
 }
 
 int stem_config_load_string(stem_config *cfg, const char *name, const char *text)
 {
     stem_config_defaults(cfg);
-    STEM_TRY(check_line_lengths(name, text));
-    parse_ctx c = {.cfg = cfg, .source = name};
-    int line = ini_parse_string(text, config_handler, &c);
-    if (line || c.err) return report(&c, line ? line : 0);
+    parse_ctx c;
+    STEM_TRY(parse_text(cfg, name, text, strlen(text), &c));
     return validate(cfg, name);
 }
 
@@ -405,6 +442,8 @@ static int apply_override(parse_ctx *c, const char *arg)
         return STEM_FAIL(STEM_ERR_USAGE, "--set '%s': expected section.key=value", arg);
     *eq = 0;
     *dot = 0;
+    if (strchr(eq + 1, ';'))
+        return STEM_FAIL(STEM_ERR_CONFIG, "--set '%s': ';' starts a comment in config files, so no value may contain it", arg);
     c->err = 0;
     config_handler(c, buf, dot + 1, eq + 1);
     if (c->err) return STEM_FAIL(c->err, "--set %s: %s", arg, c->msg);
@@ -415,14 +454,13 @@ int stem_config_load(stem_config *cfg, const char *path, int n_overrides, char *
 {
     stem_config_defaults(cfg);
     snprintf(cfg->config_path, sizeof cfg->config_path, "%s", path);
-    parse_ctx c = {.cfg = cfg, .source = path};
-    FILE *f = fopen(path, "r");
-    if (!f) return STEM_FAIL(STEM_ERR_CONFIG, "cannot open config file '%s': %s", path, strerror(errno));
-    int rc = check_file_lines(path, f);
-    if (rc) return fclose(f), rc;
-    int line = ini_parse_file(f, config_handler, &c);
-    fclose(f);
-    if (line || c.err) return report(&c, line);
+    char *text;
+    size_t len;
+    STEM_TRY(stem_input_read_all(path, "config file", STEM_ERR_CONFIG, &text, &len));
+    parse_ctx c;
+    int rc = parse_text(cfg, path, text, len, &c);
+    free(text);
+    if (rc) return rc;
     c.allow_repeat = 1;
     for (int i = 0; i < n_overrides; i++) STEM_TRY(apply_override(&c, overrides[i]));
     return validate(cfg, path);
@@ -462,9 +500,7 @@ char *stem_config_to_ini(const stem_config *cfg)
             fprintf(m, "%s[%s]\n", i ? "\n" : "", section);
         }
         format_value(&key_table[i], cfg, v, sizeof v);
-        /* inih takes " ;" as the start of a comment: a value that begins with
-         * ';' (read from "key =;...") must follow '=' directly to read back */
-        fprintf(m, "%s =%s%s\n", key_table[i].key, v[0] == ';' ? "" : " ", v);
+        fprintf(m, "%s = %s\n", key_table[i].key, v); /* values never hold ';' (a comment) */
     }
     fprintf(m, "\n[images]\n");
     for (int i = 0; i < cfg->n_images; i++)

@@ -33,8 +33,9 @@
  *   /axes/cbed_qx_mrad      float64 [out_nx], (i - out_nx/2) * qx_step_mrad (with /cbed)
  *   /axes/cbed_qy_mrad      float64 [out_ny], (i - out_ny/2) * qy_step_mrad (with /cbed)
  *
- * The file is written as "<file>.incomplete" and renamed to <file> only after
- * it was closed successfully, so a file under its final name is complete. */
+ * The file is written to the temporary that io/publish.c created exclusively
+ * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
+ * after every rank closed it, so a file under its final name is complete. */
 #include "output.h"
 
 #include <errno.h>
@@ -50,8 +51,6 @@
 #include <hdf5.h>
 
 #define STEM_OUTPUT_INTENSITY "fraction of incident intensity"
-#define STEM_OUTPUT_TEMP_SUFFIX ".incomplete"
-#define STEM_OUTPUT_NAME_MAX (STEM_PATH_MAX + sizeof STEM_OUTPUT_TEMP_SUFFIX)
 
 /* One attribute: a string when text != NULL, else a double. */
 typedef struct {
@@ -80,107 +79,16 @@ typedef struct {
     int rank;
     const stem_plan *plan;
     const stem_result *res;   /* NULL on ranks that write no probes */
+    const stem_output_target *target;
     int writes;
     char path[STEM_OUTPUT_NAME_MAX];
     hid_t fapl, dxpl, file;
-    int created;              /* the temporary file exists */
     hsize_t begin, count;     /* this rank's flattened probes */
     int has_4d, has_dpc;      /* agreed over comm */
     double *scratch;          /* count values: one image column, one DPC axis */
     double *axis;             /* longest axis */
     char *config_text, *plan_text; /* rank 0's texts, on every rank */
 } stem_output;
-
-void stem_output_temp_name(const stem_config *cfg, char *out, size_t n)
-{
-    snprintf(out, n, "%s%s", cfg->output_file, STEM_OUTPUT_TEMP_SUFFIX);
-}
-
-void stem_output_discard(const stem_config *cfg)
-{
-    char tmp[STEM_OUTPUT_NAME_MAX];
-    stem_output_temp_name(cfg, tmp, sizeof tmp);
-    /* Several ranks may race here; only a failure other than "gone" matters. */
-    if (unlink(tmp) != 0 && errno != ENOENT)
-        stem_warn("cannot remove the unfinished output %s: %s", tmp, strerror(errno));
-}
-
-/* ---------------------------------------------------------------- check */
-
-static int stem_output_check_dir(const char *file)
-{
-    char buf[STEM_PATH_MAX];
-    struct stat st;
-    snprintf(buf, sizeof buf, "%s", file);
-    const char *dir = dirname(buf); /* "." for a bare file name */
-    if (stat(dir, &st) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s does not exist (%s)", file, dir,
-                         strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: %s is not a directory", file, dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s is not writable (%s)", file, dir,
-                         strerror(errno));
-    return STEM_OK;
-}
-
-static int stem_output_check_file(const char *file, int overwrite)
-{
-    struct stat st;
-    if (stat(file, &st) != 0) {
-        if (errno == ENOENT) return STEM_OK;
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot inspect it (%s)", file, strerror(errno));
-    }
-    if (S_ISDIR(st.st_mode))
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is a directory", file);
-    if (!overwrite)
-        return STEM_FAIL(STEM_ERR_IO,
-                         "[output] file = %s already exists; set [output] overwrite = true "
-                         "or choose another file",
-                         file);
-    return STEM_OK;
-}
-
-/* Create and remove the temporary file now: permission bits do not tell
- * (root, ACLs, read-only mounts, pseudo file systems), and learning it from
- * H5Fcreate after the computation would lose the whole run. */
-static int stem_output_check_create(const stem_config *cfg)
-{
-    char tmp[STEM_OUTPUT_NAME_MAX];
-    stem_output_temp_name(cfg, tmp, sizeof tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0 && errno == EEXIST) return STEM_OK; /* left by a crashed run; replaced when writing */
-    if (fd < 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create %s (%s)", cfg->output_file, tmp,
-                         strerror(errno));
-    close(fd);
-    if (unlink(tmp) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot remove the test file %s (%s)", cfg->output_file,
-                         tmp, strerror(errno));
-    return STEM_OK;
-}
-
-static int stem_output_check_local(const stem_config *cfg)
-{
-    if (!cfg->output_file[0]) return STEM_FAIL(STEM_ERR_IO, "[output] file is empty");
-    STEM_TRY(stem_output_check_dir(cfg->output_file));
-    STEM_TRY(stem_output_check_file(cfg->output_file, cfg->overwrite));
-    return stem_output_check_create(cfg);
-}
-
-int stem_output_check(MPI_Comm comm, const stem_config *cfg)
-{
-    int rank, rc = STEM_OK;
-    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
-        return STEM_FAIL(STEM_ERR_MPI, "MPI_Comm_rank failed while checking [output] file = %s",
-                         cfg->output_file);
-    /* One rank looks at the file system so the answer (and message) is single. */
-    if (rank == 0) rc = stem_output_check_local(cfg);
-    if (MPI_Bcast(&rc, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
-        return STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast failed while checking [output] file = %s",
-                         cfg->output_file);
-    return rc;
-}
 
 /* ------------------------------------------------------ collective glue */
 
@@ -359,12 +267,12 @@ static int stem_output_open(stem_output *o)
     if (o->dxpl < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pcreate(transfer) failed", o->path);
     if (H5Pset_dxpl_mpio(o->dxpl, H5FD_MPIO_COLLECTIVE) < 0)
         return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pset_dxpl_mpio(collective) failed", o->path);
-    /* TRUNC: a leftover .incomplete from a crashed run is ours to replace. */
+    /* TRUNC: the temporary is the empty file rank 0 created exclusively at
+     * the start (and verified just now), never someone else's */
     o->file = H5Fcreate(o->path, H5F_ACC_TRUNC, H5P_DEFAULT, o->fapl);
     if (o->file < 0)
         return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed; check the "
                          "directory is writable and on a file system MPI-IO supports)", o->path);
-    o->created = 1;
     return STEM_OK;
 }
 
@@ -709,27 +617,31 @@ static int stem_output_mark_complete(const stem_output *o)
 static int stem_output_publish(const stem_output *o)
 {
     int rc = STEM_OK;
-    const char *final = o->plan->cfg->output_file;
     if (MPI_Barrier(o->comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Barrier before the rename failed", o->path);
-    if (o->rank == 0 && rename(o->path, final) != 0)
-        rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot rename %s to it (%s)", final, o->path,
-                       strerror(errno));
+    if (o->rank == 0) rc = stem_output_target_publish(o->target);
     if (MPI_Bcast(&rc, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast after the rename failed", o->path);
     return rc;
 }
 
-static int stem_output_init(stem_output *o, MPI_Comm comm, const stem_plan *plan, const stem_result *res,
-                            int writes_probes)
+/* Rank 0 checks the temporary is still the file it created; all agree. */
+static int stem_output_verify_target(const stem_output *o)
+{
+    return o->rank == 0 ? stem_output_target_verify(o->target) : STEM_OK;
+}
+
+static int stem_output_init(stem_output *o, MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
+                            const stem_result *res, int writes_probes)
 {
     memset(o, 0, sizeof *o);
     o->comm = comm;
+    o->target = target;
     o->plan = plan;
     o->res = writes_probes ? res : NULL;
     o->writes = writes_probes != 0;
     o->fapl = o->dxpl = o->file = H5I_INVALID_HID;
-    stem_output_temp_name(plan->cfg, o->path, sizeof o->path);
+    snprintf(o->path, sizeof o->path, "%s", target->temp_path);
     if (MPI_Comm_rank(comm, &o->rank) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Comm_rank failed", o->path);
     /* Errors are reported here, with the file name; HDF5's stack dump adds noise. */
@@ -764,26 +676,28 @@ static int stem_output_content(stem_output *o)
     return rc;
 }
 
-int stem_output_write(MPI_Comm comm, const stem_plan *plan, const stem_result *res, int writes_probes,
-                      const char *config_ini_text, const char *plan_text)
+int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
+                      int writes_probes, const char *config_ini_text, const char *plan_text)
 {
     stem_output o;
-    int rc = stem_output_init(&o, comm, plan, res, writes_probes);
+    int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
     rc = stem_output_agree(comm, rc);
     STEM_OUTPUT_STEP(rc, comm, stem_output_prepare(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_check_coverage(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_agree_flags(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, config_ini_text, "config", &o.config_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, plan_text, "plan", &o.plan_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_verify_target(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_open(&o));
     if (!rc) rc = stem_output_content(&o);
     /* Close on every path (collective H5Fclose), then agree on the outcome. */
     int crc = stem_output_close(&o);
     if (!rc) rc = stem_output_agree(comm, crc);
-    if (!rc)
-        rc = stem_output_publish(&o);
-    else if (o.created && o.rank == 0)
-        stem_output_discard(plan->cfg);
+    if (!rc) rc = stem_output_publish(&o);
+    /* a failure before or during writing: the temporary goes (a failed
+     * publish has already kept the complete file and said where) */
+    else if (o.rank == 0)
+        stem_output_target_discard(target);
     stem_output_free(&o);
     return rc;
 }

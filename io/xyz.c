@@ -13,6 +13,7 @@
 
 #include "../src/atoms.h"
 #include "../src/physics.h"
+#include "input_file.h"
 
 int stem_atoms_alloc(stem_atoms *a, long n)
 {
@@ -45,6 +46,7 @@ typedef struct {
     const char *name;
     long capacity;
     stem_atoms *atoms;
+    int *line_of; /* file line of each atom, for messages */
 } xyz_reader;
 
 static int grow(xyz_reader *r)
@@ -55,6 +57,9 @@ static int grow(xyz_reader *r)
     if (p[0]) a->Z = p[0];
     double **cols[5] = {&a->x, &a->y, &a->z, &a->occupancy, &a->sigma};
     int ok = p[0] != NULL;
+    int *lines = ok ? realloc(r->line_of, cap * sizeof(int)) : NULL;
+    if (lines) r->line_of = lines;
+    else ok = 0;
     for (int i = 0; i < 5 && ok; i++) {
         void *q = realloc(*cols[i], cap * sizeof(double));
         if (q) *cols[i] = q;
@@ -128,8 +133,105 @@ static int read_atom(xyz_reader *r, const char *line, int lineno)
     a->z[a->n] = v[3];
     a->occupancy[a->n] = v[4];
     a->sigma[a->n] = v[5];
+    r->line_of[a->n] = lineno;
     a->n++;
     return STEM_OK;
+}
+
+/* ------------------------------------------- atoms given twice (warning) */
+
+#define XYZ_SAME_ATOM 0.01 /* Angstrom */
+#define XYZ_BIN 0.5        /* Angstrom: cell-list bin, >= XYZ_SAME_ATOM */
+
+typedef struct {
+    uint64_t key; /* packed bin (bx, by, bz) */
+    long atom;
+} xyz_binned;
+
+static int xyz_cmp_binned(const void *a, const void *b)
+{
+    uint64_t x = ((const xyz_binned *)a)->key, y = ((const xyz_binned *)b)->key;
+    return (x > y) - (x < y);
+}
+
+static uint64_t xyz_pack(long bx, long by, long bz) { return ((uint64_t)bx << 42) | ((uint64_t)by << 21) | (uint64_t)bz; }
+
+/* Periodic distance along one axis. */
+static double xyz_wrap_delta(double d, double cell)
+{
+    d = fmod(fabs(d), cell);
+    return d > 0.5 * cell ? cell - d : d;
+}
+
+/* First entry with this key in the sorted list, -1 if none. */
+static long xyz_find(const xyz_binned *b, long n, uint64_t key)
+{
+    long lo = 0, hi = n;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (b[mid].key < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && b[lo].key == key ? lo : -1;
+}
+
+/* The same atom listed twice (also at x = 0 and x = a, which the periodic
+ * cell makes one position) doubles its potential; it is almost always a
+ * mistake in building the model, so warn with the line numbers. A cell list
+ * keeps this O(n log n) for millions of atoms. */
+static void xyz_warn_duplicates(const xyz_reader *r)
+{
+    const stem_atoms *a = r->atoms;
+    long nb[3];
+    for (int k = 0; k < 3; k++) {
+        nb[k] = (long)floor(a->cell[k] / XYZ_BIN);
+        if (nb[k] < 1) nb[k] = 1;
+        if (nb[k] > (1L << 20)) nb[k] = 1L << 20;
+    }
+    xyz_binned *b = malloc((size_t)a->n * sizeof *b);
+    if (!b) return; /* a warning only: skip it rather than fail the run */
+    const double *pos[3] = {a->x, a->y, a->z};
+    for (long i = 0; i < a->n; i++) {
+        long bin[3];
+        for (int k = 0; k < 3; k++) {
+            bin[k] = (long)floor(pos[k][i] / a->cell[k] * nb[k]);
+            bin[k] = ((bin[k] % nb[k]) + nb[k]) % nb[k];
+        }
+        b[i] = (xyz_binned){xyz_pack(bin[0], bin[1], bin[2]), i};
+    }
+    qsort(b, (size_t)a->n, sizeof *b, xyz_cmp_binned);
+    long found = 0;
+    for (long s = 0; s < a->n; s++) {
+        long i = b[s].atom;
+        long bx = (long)(b[s].key >> 42), by = (long)((b[s].key >> 21) & 0x1fffff), bz = (long)(b[s].key & 0x1fffff);
+        uint64_t keys[27];
+        int n_keys = 0;
+        for (int dz = -1; dz <= 1; dz++)
+            for (int dy = -1; dy <= 1; dy++)
+                for (int dx = -1; dx <= 1; dx++) {
+                    uint64_t key = xyz_pack((bx + dx + nb[0]) % nb[0], (by + dy + nb[1]) % nb[1], (bz + dz + nb[2]) % nb[2]);
+                    int seen = 0; /* small cells: neighbours wrap onto one bin */
+                    for (int k = 0; k < n_keys; k++) seen |= keys[k] == key;
+                    if (!seen) keys[n_keys++] = key;
+                }
+        for (int k = 0; k < n_keys; k++)
+            for (long t = xyz_find(b, a->n, keys[k]); t >= 0 && t < a->n && b[t].key == keys[k]; t++) {
+                long j = b[t].atom;
+                if (j <= i || a->Z[j] != a->Z[i]) continue;
+                double d2 = 0;
+                for (int c = 0; c < 3; c++) {
+                    double d = xyz_wrap_delta(pos[c][i] - pos[c][j], a->cell[c]);
+                    d2 += d * d;
+                }
+                if (d2 > XYZ_SAME_ATOM * XYZ_SAME_ATOM) continue;
+                if (++found <= 5)
+                    stem_warn("%s: lines %d and %d give the same atom (Z = %d) at positions within %.2f Angstrom "
+                              "of each other (periodic cell): its potential counts twice",
+                              r->name, r->line_of[i], r->line_of[j], a->Z[i], XYZ_SAME_ATOM);
+            }
+    }
+    if (found > 5) stem_warn("%s: %ld more atoms given twice", r->name, found - 5);
+    free(b);
 }
 
 /* Split text into lines in place and parse them. */
@@ -157,6 +259,8 @@ static int parse_text(xyz_reader *r, char *text)
     }
     if (!err && lineno < 2) err = STEM_FAIL(STEM_ERR_INPUT, "%s: too short: expected a comment line and the cell size", r->name);
     if (!err && r->atoms->n == 0) err = STEM_FAIL(STEM_ERR_INPUT, "%s: the model has no atoms", r->name);
+    if (!err) xyz_warn_duplicates(r);
+    free(r->line_of);
     return err;
 }
 
@@ -177,32 +281,10 @@ int stem_xyz_read_string(const char *name, const char *text, stem_atoms *atoms)
 int stem_xyz_read(const char *path, stem_atoms *atoms)
 {
     memset(atoms, 0, sizeof *atoms);
-    FILE *f = fopen(path, "rb");
-    if (!f) return STEM_FAIL(STEM_ERR_INPUT, "cannot open XYZ model '%s' ([sample] xyz): %s", path, strerror(errno));
-    struct stat st = {0};
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return STEM_FAIL(STEM_ERR_INPUT, "cannot read XYZ model '%s' ([sample] xyz): %s", path,
-                         S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file");
-    }
-    char *text = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return STEM_FAIL(STEM_ERR_INPUT, "cannot read XYZ model '%s': not a regular file", path);
-    }
-    text = stem_alloc((size_t)size + 1, "XYZ file");
-    if (!text) return fclose(f), STEM_ERR_MEMORY;
-    size_t got = fread(text, 1, (size_t)size, f);
-    int read_err = ferror(f);
-    fclose(f);
-    if (read_err || got != (size_t)size) {
-        free(text);
-        return STEM_FAIL(STEM_ERR_INPUT, "cannot read XYZ model '%s'", path);
-    }
-    text[size] = 0;
-    if (memchr(text, 0, (size_t)size)) {
+    char *text;
+    size_t size;
+    STEM_TRY(stem_input_read_all(path, "XYZ model ([sample] xyz)", STEM_ERR_INPUT, &text, &size));
+    if (memchr(text, 0, size)) {
         free(text);
         return STEM_FAIL(STEM_ERR_INPUT, "%s: binary data (NUL byte) in an XYZ text file", path);
     }

@@ -8,6 +8,7 @@
 #include "../src/engine.h"
 #include "../src/fft.h"
 #include "../src/potential.h"
+#include "../src/signals.h"
 
 /* Test-only hook: STEMSIM_TEST_FAIL_RANK=r makes rank r fail here. */
 static int injected_failure(const stem_mpi *m)
@@ -55,6 +56,16 @@ static int prism_config(const stem_mpi *m, const stem_plan *plan, const stem_eng
     return err;
 }
 
+/* A safe point: all ranks learn whether any was asked to stop, and leave
+ * together with the same status (128 + signal), so none waits in a
+ * collective the others abandoned. */
+static int safe_point(const stem_mpi *m)
+{
+    int sig = stem_signal_pending(), any = sig;
+    STEM_MPI_CALL(MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->world));
+    return any ? stem_signal_status(any) : STEM_OK;
+}
+
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
                       stem_result *res)
 {
@@ -69,13 +80,20 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms
     int err = trans ? STEM_OK : STEM_ERR_MEMORY;
     stem_potential_table table = {0};
     if (!err && L->group_rank == 0) err = stem_potential_table_build(plan, atoms, kirkland, &table);
-    for (int c = L->group; c < plan->n_configs && !err; c += L->n_groups) {
+    /* rounds, not configurations: every group meets every safe point even
+     * when the groups do not divide the configurations evenly */
+    int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
+    for (int round = 0; round < rounds && !err; round++) {
+        err = safe_point(m);
+        int c = round * L->n_groups + L->group;
+        if (err || c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
         err = transmission_for_config(m, plan, atoms, &table, c, trans);
         if (err) break;
         if (plan->algorithm == STEM_ALG_PRISM) err = prism_config(m, plan, &engine, trans, &det, res);
         else err = engine.multislice(plan, trans, &det, res);
     }
+    if (!err) err = safe_point(m);
     stem_potential_table_free(&table);
     stem_fft_free(trans);
     stem_detector_free(&det);

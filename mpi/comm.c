@@ -49,9 +49,16 @@ void stem_mpi_free(stem_mpi *m)
 
 int stem_mpi_agree(int status, MPI_Comm comm)
 {
-    int worst = status;
-    if (MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    int rank, worst = status;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the error status failed");
+    if (!worst) return STEM_OK;
+    /* the lowest failing rank speaks for the job: rank 0 printed already if
+     * it failed; otherwise a held-back message would be lost */
+    int mine = status ? rank : INT_MAX, first = mine;
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the failing rank failed");
+    stem_log_print_suppressed(first == rank && rank != 0);
     return worst;
 }
 

@@ -1,6 +1,8 @@
 /* Thread-pool dispatcher over pthreads with an atomic batch counter. */
 #include "dispatcher.h"
 
+#include "signals.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -25,7 +27,9 @@ static void *worker_main(void *p)
     dispatch_state *s = arg->state;
     const stem_work *w = s->work;
     int err = w->setup ? w->setup(w->ctx, arg->worker) : STEM_OK;
-    while (!err && !atomic_load(&s->status)) {
+    /* a stop signal ends the stage early; the campaign's next safe point
+     * notices it on every rank and discards the partial result */
+    while (!err && !atomic_load(&s->status) && !stem_signal_pending()) {
         long b = atomic_fetch_add(&s->next, s->batch);
         if (b >= s->n_items) break;
         long e = b + s->batch < s->n_items ? b + s->batch : s->n_items;

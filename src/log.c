@@ -11,14 +11,28 @@ static struct {
     int rank;
     stem_log_level level;
     int collective;
-} stem_log_state = {0, STEM_LOG_INFO, 0};
+    char suppressed[2300]; /* first error held back in collective mode */
+} stem_log_state = {0, STEM_LOG_INFO, 0, ""};
 
 void stem_log_collective(int on) { stem_log_state.collective = on; }
 
 void stem_log_init(int rank, stem_log_level level)
 {
+    /* a killed job's log shows how far it got */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     stem_log_state.rank = rank;
     stem_log_state.level = level;
+}
+
+int stem_log_print_suppressed(int print)
+{
+    int had = stem_log_state.suppressed[0] != 0;
+    if (had && print) {
+        fputs(stem_log_state.suppressed, stderr);
+        fflush(stderr);
+    }
+    stem_log_state.suppressed[0] = 0;
+    return had;
 }
 
 int stem_log_rank(void) { return stem_log_state.rank; }
@@ -35,7 +49,13 @@ int stem_fail(int code, const char *file, int line, const char *func, const char
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (stem_log_state.rank > 0 && stem_log_state.collective) return code;
+    if (stem_log_state.rank > 0 && stem_log_state.collective) {
+        /* printed later by stem_log_print_suppressed if rank 0 did not fail */
+        if (!stem_log_state.suppressed[0])
+            snprintf(stem_log_state.suppressed, sizeof stem_log_state.suppressed,
+                     "stemsim: error (rank %d): %s [%s:%d %s]\n", stem_log_state.rank, msg, file, line, func);
+        return code;
+    }
     if (stem_log_state.rank > 0)
         fprintf(stderr, "stemsim: error (rank %d): %s [%s:%d %s]\n", stem_log_state.rank, msg, file,
                 line, func);
@@ -65,6 +85,7 @@ void stem_warn(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    fflush(stderr);
 }
 
 void *stem_alloc(size_t bytes, const char *what)

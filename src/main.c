@@ -9,8 +9,10 @@
 
 #include "../io/output.h"
 #include "../mpi/campaign.h"
+#include "../mpi/consistency.h"
 #include "config.h"
 #include "plan.h"
+#include "signals.h"
 
 typedef struct {
     const char *config_path;
@@ -34,7 +36,8 @@ static void usage(FILE *out)
             "  -h, --help                   this help\n"
             "  -V, --version                print the version\n\n"
             "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
-            "            7 MPI, 8 GPU, 9 internal error\n");
+            "            7 MPI, 8 GPU, 9 internal error, 128+N stopped by signal N\n"
+            "            (130 SIGINT, 138 SIGUSR1, 143 SIGTERM)\n");
 }
 
 /* Parsed identically on every rank; only rank 0 prints about it. */
@@ -86,7 +89,8 @@ static void resolve_model_path(stem_config *cfg)
     if (strlen(joined) < STEM_PATH_MAX) strcpy(cfg->xyz, joined);
 }
 
-/* Rank 0 reads the table and the model; everyone receives them. */
+/* Rank 0 reads the table and the model; everyone receives them and checks
+ * it holds what rank 0 holds. */
 static int load_inputs(const stem_config *cfg, stem_kirkland *kirkland, stem_atoms *atoms, MPI_Comm world, int rank)
 {
     int err = STEM_OK;
@@ -96,9 +100,10 @@ static int load_inputs(const stem_config *cfg, stem_kirkland *kirkland, stem_ato
         if (!err) err = stem_atoms_prepare(atoms, cfg);
     }
     err = stem_mpi_agree(err, world);
-    if (err) return err;
-    STEM_TRY(stem_mpi_bcast(kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1), 0, world));
-    return stem_mpi_bcast_atoms(atoms, 0, world);
+    if (!err) err = stem_mpi_agree(stem_mpi_bcast(kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1), 0, world), world);
+    if (!err) err = stem_mpi_agree(stem_mpi_bcast_atoms(atoms, 0, world), world);
+    if (!err) err = stem_mpi_agree(stem_check_same_inputs(atoms, kirkland, world), world);
+    return err;
 }
 
 static void print_decomposition(const stem_plan *plan)
@@ -120,6 +125,73 @@ static void print_decomposition(const stem_plan *plan)
            (L->n_groups > 1 ? plan->mem_results : 0) / 1073741824.0);
 }
 
+/* Everything stemsim reads: the output may be none of them. */
+static int list_inputs(const stem_config *cfg, stem_input_ref inputs[3])
+{
+    inputs[0] = (stem_input_ref){"config file", cfg->config_path};
+    inputs[1] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
+    inputs[2] = (stem_input_ref){"scattering-factor table (STEMSIM_KIRKLAND)", stem_kirkland_default_path()};
+    return 3;
+}
+
+/* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
+ * every step agreed, so a failure on any rank ends every rank here with one
+ * message (held back on ranks other than 0 unless rank 0 did not fail). */
+static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_kirkland *kirkland,
+                 stem_atoms *atoms, stem_mpi *m, stem_plan *plan, stem_output_target *target)
+{
+    stem_log_collective(1);
+    int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
+    if (!err) resolve_model_path(cfg);
+    err = stem_mpi_agree(err, world);
+    if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
+    if (!err) err = load_inputs(cfg, kirkland, atoms, world, rank);
+    if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, cfg->frozen_phonons, cfg->fp_groups), world);
+    if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, atoms, &m->layout), world);
+    if (!err && o->dry_run && rank == 0) {
+        stem_plan_print(plan, stdout);
+        print_decomposition(plan);
+    }
+    /* a dry run checks all a real run checks, and exits with its code */
+    if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
+    stem_input_ref inputs[3];
+    int n_inputs = list_inputs(cfg, inputs);
+    if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
+    stem_log_collective(0);
+    if (!err && o->dry_run) stem_info("dry run: every check passed; a real run would start now");
+    return err;
+}
+
+/* The campaign and the output, after a successful setup. */
+static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkland, const stem_atoms *atoms,
+                             const stem_mpi *m, const stem_plan *plan, const stem_output_target *target)
+{
+    stem_result res = {0};
+    if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(plan, stdout);
+    double t0 = stem_wall_time();
+    int err = stem_result_alloc(plan, &res);
+    if (!err) err = stem_campaign_run(m, plan, atoms, kirkland, &res);
+    if (err > 128) {
+        /* every rank agreed to stop at a safe point: leave together */
+        stem_output_target_discard(target);
+    } else if (err) {
+        /* one rank failed mid-run: end every rank now rather than hang */
+        stem_output_target_discard(target);
+        if (m->layout.world_size > 1) MPI_Abort(m->world, err);
+    } else {
+        char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan);
+        err = ini && text ? stem_output_write(m->world, target, plan, &res, m->layout.group == 0, ini, text)
+                          : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
+        free(ini);
+        free(text);
+        if (!err)
+            stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg->output_file,
+                      stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan->n_probes * plan->n_configs));
+    }
+    stem_result_free(&res);
+    return err;
+}
+
 /* Everything after the command line; returns the exit status on this rank. */
 static int run(const cli_options *o, MPI_Comm world, int rank)
 {
@@ -128,42 +200,9 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
     stem_atoms atoms = {0};
     stem_mpi m = {0};
     stem_plan plan = {0};
-    stem_result res = {0};
-    stem_log_collective(1);
-    int err = stem_config_load(&cfg, o->config_path, o->n_overrides, o->overrides);
-    if (!err) resolve_model_path(&cfg);
-    if (!err) err = load_inputs(&cfg, kirkland, &atoms, world, rank);
-    if (!err) err = stem_mpi_setup(&m, world, cfg.frozen_phonons, cfg.fp_groups);
-    if (!err) err = stem_plan_build(&plan, &cfg, &atoms, &m.layout);
-    stem_log_collective(0);
-    if (!err && !o->dry_run) err = stem_plan_check_memory(&plan);
-    err = stem_mpi_agree(err, world);
-    if (!err && o->dry_run && rank == 0) {
-        stem_plan_print(&plan, stdout);
-        print_decomposition(&plan);
-    }
-    if (!err && !o->dry_run) err = stem_output_check(world, &cfg);
-    if (!err && !o->dry_run) {
-        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
-        double t0 = stem_wall_time();
-        err = stem_result_alloc(&plan, &res);
-        if (!err) err = stem_campaign_run(&m, &plan, &atoms, kirkland, &res);
-        if (err) {
-            /* one rank failed mid-run: end every rank now rather than hang */
-            stem_output_discard(&cfg);
-            if (m.layout.world_size > 1) MPI_Abort(world, err);
-        } else {
-            char *ini = stem_config_to_ini(&cfg), *text = stem_plan_to_text(&plan);
-            err = ini && text ? stem_output_write(world, &plan, &res, m.layout.group == 0, ini, text)
-                              : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
-            free(ini);
-            free(text);
-            if (!err)
-                stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg.output_file,
-                          stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan.n_probes * plan.n_configs));
-        }
-    }
-    stem_result_free(&res);
+    stem_output_target target = {0};
+    int err = setup(o, world, rank, &cfg, kirkland, &atoms, &m, &plan, &target);
+    if (!err && !o->dry_run) err = compute_and_write(&cfg, kirkland, &atoms, &m, &plan, &target);
     stem_plan_free(&plan);
     stem_mpi_free(&m);
     stem_atoms_free(&atoms);
@@ -182,6 +221,7 @@ int main(int argc, char **argv)
     cli_options o;
     int err = parse_cli(argc, argv, &o, rank);
     stem_log_init(rank, o.quiet ? STEM_LOG_QUIET : (o.verbose ? STEM_LOG_DEBUG : STEM_LOG_INFO));
+    if (!err) err = stem_signal_install(rank);
     if (!err && (o.help || o.version || o.help_config)) {
         if (rank == 0 && o.help) usage(stdout);
         if (rank == 0 && o.version) printf("stemsim %s\n", STEM_VERSION);

@@ -1,6 +1,8 @@
 /* Wavelength, interaction constant, Kirkland scattering-factor table. */
 #include "physics.h"
 
+#include "../io/input_file.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,12 +38,27 @@ const char *stem_kirkland_default_path(void)
     return env && env[0] ? env : STEMSIM_DATA_DIR "/kirkland_params.txt";
 }
 
+/* A row the potential formula cannot use: NaN or infinite values, widths
+ * b, d <= 0 (division by zero), or no terms at all (a missing element). */
+static int kirkland_row_bad(const stem_kirkland *k, char *why, size_t n)
+{
+    double any = 0;
+    for (int i = 0; i < 3; i++) {
+        const double v[4] = {k->a[i], k->b[i], k->c[i], k->d[i]};
+        for (int j = 0; j < 4; j++)
+            if (!isfinite(v[j])) return snprintf(why, n, "a value is not a finite number"), 1;
+        if (!(k->b[i] > 0) || !(k->d[i] > 0))
+            return snprintf(why, n, "width b%d or d%d is not positive", i + 1, i + 1), 1;
+        any += fabs(k->a[i]) + fabs(k->c[i]);
+    }
+    if (any == 0) return snprintf(why, n, "all amplitudes are zero (element missing)"), 1;
+    return 0;
+}
+
 int stem_kirkland_load(const char *path, stem_kirkland table[STEM_MAX_Z + 1])
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return STEM_FAIL(STEM_ERR_INPUT, "cannot open Kirkland parameter table '%s': %s (set STEMSIM_KIRKLAND)",
-                         path, strerror(errno));
+    FILE *f;
+    STEM_TRY(stem_input_open(path, "Kirkland parameter table (set STEMSIM_KIRKLAND)", STEM_ERR_INPUT, &f));
     char line[1024];
     int z = 0, lineno = 0;
     memset(table, 0, sizeof(stem_kirkland) * (STEM_MAX_Z + 1));
@@ -49,8 +66,9 @@ int stem_kirkland_load(const char *path, stem_kirkland table[STEM_MAX_Z + 1])
         lineno++;
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0) continue;
         double v[12];
-        if (sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]) != 12) {
+        char tail[2];
+        if (sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %1s", &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], tail) != 12) {
             fclose(f);
             return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected 12 numbers", path, lineno);
         }
@@ -61,10 +79,16 @@ int stem_kirkland_load(const char *path, stem_kirkland table[STEM_MAX_Z + 1])
             table[z].c[i] = v[6 + 2 * i];
             table[z].d[i] = v[6 + 2 * i + 1];
         }
+        char why[96];
+        if (kirkland_row_bad(&table[z], why, sizeof why)) {
+            fclose(f);
+            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: parameters of element Z = %d are unusable: %s", path, lineno, z, why);
+        }
     }
     fclose(f);
     if (z != STEM_MAX_Z)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s: found %d elements, expected %d", path, z, STEM_MAX_Z);
+        return STEM_FAIL(STEM_ERR_INPUT, "%s: found %d elements, expected %d (Z = 1..%d, one line each)", path, z,
+                         STEM_MAX_Z, STEM_MAX_Z);
     return STEM_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memlimit.h"
 #include "physics.h"
 
 int stem_fft_good_size(int n)
@@ -95,6 +96,51 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
     return STEM_OK;
 }
 
+double stem_plan_probe_diameter(const stem_plan *plan)
+{
+    const stem_config *cfg = plan->cfg;
+    double a = plan->alpha;
+    double blur = fabs(cfg->defocus) * a + fabs(cfg->cs_mm) * 1e7 * a * a * a +
+                  fabs(cfg->c5_mm) * 1e7 * a * a * a * a * a + fabs(cfg->astigmatism) * a;
+    return 1.22 * plan->lambda / a + 2 * blur;
+}
+
+#define STEM_MIN_DETECTOR_PIXELS 4
+
+/* Does interpolation f along an axis of this length keep the probe inside
+ * its window and give the detector a few pixels? */
+static int prism_f_fits(const stem_plan *plan, int explicit_n, double length, int f, double diameter)
+{
+    int n = choose_grid(explicit_n, length, plan->cfg->pixel_size, f), crop, out;
+    double q_limit = (2.0 / 3.0) * 0.5 / (length / n);
+    choose_crop(n, length, q_limit, f, &crop, &out);
+    return length / f >= diameter && out >= STEM_MIN_DETECTOR_PIXELS;
+}
+
+/* PRISM crops every plane wave to a window of cell/f around the probe: a
+ * window narrower than the probe cuts it off (and a detector of one or two
+ * pixels measures nothing), so refuse and name the largest sensible f. */
+static int check_prism_window(const stem_plan *plan)
+{
+    if (plan->algorithm != STEM_ALG_PRISM) return STEM_OK;
+    const stem_config *cfg = plan->cfg;
+    double d = stem_plan_probe_diameter(plan);
+    const int f[2] = {plan->fx, plan->fy}, given[2] = {cfg->grid_x, cfg->grid_y}, out[2] = {plan->out_nx, plan->out_ny};
+    const char *key[2] = {"interpolation_x", "interpolation_y"};
+    for (int k = 0; k < 2; k++) {
+        if (plan->cell[k] / f[k] >= d && out[k] >= STEM_MIN_DETECTOR_PIXELS) continue;
+        int best = f[k] - 1;
+        while (best > 1 && !prism_f_fits(plan, given[k], plan->cell[k], best, d)) best--;
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[simulation] %s = %d is too coarse for this %.3f Angstrom cell: the PRISM window (%.3f Angstrom) "
+                         "must hold the probe (diameter %.3f Angstrom: 1.22 lambda/alpha plus aberration blur) and the "
+                         "detector needs at least %d pixels; use %s <= %d%s",
+                         key[k], f[k], plan->cell[k], plan->cell[k] / f[k], d, STEM_MIN_DETECTOR_PIXELS, key[k],
+                         best < 1 ? 1 : best, best <= 1 ? " (1 is multislice's accuracy) or a larger cell (tile_x/tile_y)" : "");
+    }
+    return STEM_OK;
+}
+
 static int choose_beams(stem_plan *plan)
 {
     double q_probe = plan->alpha / plan->lambda;
@@ -120,28 +166,48 @@ static int choose_beams(stem_plan *plan)
     return STEM_OK;
 }
 
-static double physical_memory(void)
+double stem_plan_table_bytes(const stem_plan *plan, int n_species)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? (double)pages * page : 8.0 * (1 << 30);
+    const stem_config *cfg = plan->cfg;
+    double ss = cfg->supersampling + (cfg->supersampling & 1); /* as stem_potential_table_build */
+    double kx = 2.0 * ((int)ceil(cfg->potential_radius / plan->dx) + 1) + 1;
+    double ky = 2.0 * ((int)ceil(cfg->potential_radius / plan->dy) + 1) + 1;
+    return 4.0 * n_species * ss * ss * kx * ky;
 }
 
-static void estimate_memory(stem_plan *plan)
+static int count_species(const stem_atoms *atoms)
+{
+    unsigned char seen[STEM_MAX_Z + 1] = {0};
+    int n = 0;
+    for (long i = 0; i < atoms->n; i++)
+        if (atoms->Z[i] >= 0 && atoms->Z[i] <= STEM_MAX_Z && !seen[atoms->Z[i]]++) n++;
+    return n;
+}
+
+/* Every large buffer of a run, per rank (campaign.c, detector.c, engines). */
+static void estimate_memory(stem_plan *plan, int n_species)
 {
     const stem_config *cfg = plan->cfg;
     double grid = (double)plan->nx * plan->ny;
     long local_probes = plan->probe_end - plan->probe_begin;
     double per_probe = 8.0 * (plan->n_bins + plan->n_images + 3);
     if (cfg->save_4d) per_probe += 4.0 * plan->out_nx * plan->out_ny;
+    /* transmission functions of every slice, the model and one displaced copy */
     plan->mem_potential = 8.0 * grid * plan->n_slices + 48.0 * plan->n_atoms * 2;
+    /* the lookup table lives on the group leaders only */
+    plan->mem_table = plan->layout.group_rank == 0 ? stem_plan_table_bytes(plan, n_species) : 0;
     plan->mem_smatrix = 0;
     if (plan->algorithm == STEM_ALG_PRISM) /* gathered copy plus the beam-fastest copy */
         plan->mem_smatrix = 2 * 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
     plan->mem_results = per_probe * local_probes;
+    plan->mem_detector = 16.0 * plan->out_nx * plan->out_ny; /* bin, mask, two angles per pixel */
     plan->mem_workspace = (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads;
-    plan->mem_total = plan->mem_potential + plan->mem_smatrix + plan->mem_results + plan->mem_workspace;
-    plan->mem_limit = cfg->max_memory_gib > 0 ? cfg->max_memory_gib * 1073741824.0
-                                               : 0.8 * physical_memory() / (plan->layout.ranks_on_node > 0 ? plan->layout.ranks_on_node : 1);
+    plan->mem_total = plan->mem_potential + plan->mem_table + plan->mem_smatrix + plan->mem_results +
+                      plan->mem_detector + plan->mem_workspace;
+    stem_memory_limit limit;
+    stem_memory_limit_choose(cfg->max_memory_gib, plan->layout.ranks_on_node, &limit);
+    plan->mem_limit = limit.bytes;
+    snprintf(plan->mem_limit_source, sizeof plan->mem_limit_source, "%s", limit.source);
 }
 
 /* Cores this process may run on (its affinity mask), 0 if unknown. */
@@ -225,19 +291,43 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
+    STEM_TRY(check_prism_window(plan));
     choose_decomposition(plan);
-    estimate_memory(plan);
+    estimate_memory(plan, count_species(atoms));
     return STEM_OK;
+}
+
+/* What helps when one part of the estimate is too large. */
+static const char *memory_advice(const stem_plan *plan)
+{
+    const double part[6] = {plan->mem_potential, plan->mem_table, plan->mem_smatrix, plan->mem_results,
+                            plan->mem_detector, plan->mem_workspace};
+    static const char *advice[6] = {
+        "every rank holds the transmission functions of all slices, so more ranks do not help: use thicker slices, "
+        "a coarser [simulation] pixel_size or a smaller cell",
+        "the potential lookup table is large: lower [simulation] supersampling or potential_radius (more ranks do not help)",
+        "every rank holds the whole S-matrix, so more ranks do not help: raise [simulation] interpolation_x/y or use a "
+        "coarser pixel_size",
+        "results are split over the ranks of a group: use more ranks (or nodes), fewer scan positions, or save_4d = false",
+        "the detector is large: use a coarser [simulation] pixel_size",
+        "each worker thread has its own workspace: use fewer [compute] threads or a smaller batch_size"};
+    int big = 0;
+    for (int i = 1; i < 6; i++)
+        if (part[i] > part[big]) big = i;
+    return advice[big];
 }
 
 int stem_plan_check_memory(const stem_plan *plan)
 {
+    const double GiB = 1073741824.0;
     if (plan->mem_total > plan->mem_limit)
         return STEM_FAIL(STEM_ERR_MEMORY,
-                         "the plan needs %.2f GiB per rank (potential %.2f, S-matrix %.2f, results %.2f, workspace %.2f) "
-                         "but [compute] max_memory allows %.2f GiB; use more ranks, fewer threads or a coarser grid",
-                         plan->mem_total / 1073741824.0, plan->mem_potential / 1073741824.0, plan->mem_smatrix / 1073741824.0,
-                         plan->mem_results / 1073741824.0, plan->mem_workspace / 1073741824.0, plan->mem_limit / 1073741824.0);
+                         "the plan needs %.2f GiB per rank (transmission %.2f, lookup table %.2f, S-matrix %.2f, results "
+                         "%.2f, detector %.2f, workspace %.2f) but only %.2f GiB is allowed (%s; [compute] max_memory "
+                         "sets it); %s",
+                         plan->mem_total / GiB, plan->mem_potential / GiB, plan->mem_table / GiB, plan->mem_smatrix / GiB,
+                         plan->mem_results / GiB, plan->mem_detector / GiB, plan->mem_workspace / GiB,
+                         plan->mem_limit / GiB, plan->mem_limit_source, memory_advice(plan));
     return STEM_OK;
 }
 
@@ -265,9 +355,11 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);
-    fprintf(out, "  memory per rank    %.3f GiB (potential %.3f, S-matrix %.3f, results %.3f, workspace %.3f); limit %.2f GiB\n",
-            plan->mem_total / GiB, plan->mem_potential / GiB, plan->mem_smatrix / GiB, plan->mem_results / GiB,
-            plan->mem_workspace / GiB, plan->mem_limit / GiB);
+    fprintf(out, "  memory per rank    %.3f GiB (transmission %.3f, lookup table %.3f, S-matrix %.3f, results %.3f, "
+                 "detector %.3f, workspace %.3f)\n",
+            plan->mem_total / GiB, plan->mem_potential / GiB, plan->mem_table / GiB, plan->mem_smatrix / GiB,
+            plan->mem_results / GiB, plan->mem_detector / GiB, plan->mem_workspace / GiB);
+    fprintf(out, "  memory limit       %.2f GiB per rank (%s)\n", plan->mem_limit / GiB, plan->mem_limit_source);
 }
 
 char *stem_plan_to_text(const stem_plan *plan)

@@ -58,7 +58,8 @@ typedef struct {
     int beam_begin, beam_end;
     int threads, batch_size;
     /* memory (bytes, per rank) */
-    double mem_limit, mem_potential, mem_smatrix, mem_results, mem_workspace, mem_total;
+    double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;
+    char mem_limit_source[256]; /* what set mem_limit (config, cgroup, rlimit, RAM) */
     long n_atoms;
 } stem_plan;
 
@@ -74,8 +75,14 @@ int stem_fft_good_multiple(int n, int m);
 void stem_split_range(long n, int parts, int i, long *b, long *e);
 
 /* Build the plan; layout gives this rank's place in the decomposition. */
+/* Bytes of the potential lookup table for n_species species (potential.c builds it). */
+double stem_plan_table_bytes(const stem_plan *plan, int n_species);
+/* Probe diameter (Angstrom) that a PRISM window must hold: the Airy disc
+ * 1.22 lambda/alpha plus twice the geometric blur of the aberrations. */
+double stem_plan_probe_diameter(const stem_plan *plan);
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
-/* Refuse plans that exceed the memory allowed, naming the figure needed. */
+/* Refuse plans that exceed the memory allowed, naming the figure needed,
+ * what set the limit and advice for the largest part. */
 int stem_plan_check_memory(const stem_plan *plan);
 void stem_plan_print(const stem_plan *plan, FILE *out);
 char *stem_plan_to_text(const stem_plan *plan);

@@ -47,6 +47,11 @@ void stem_log_init(int rank, stem_log_level level);
 /* While on, only rank 0 prints errors: every rank is doing the same
  * deterministic work (parsing, planning) and would print the same message. */
 void stem_log_collective(int on);
+/* The first error held back on this rank in collective mode: print it (when
+ * print != 0) and forget it. Returns whether there was one. Used after an
+ * agreement in which rank 0 did not fail, so a failure seen only by another
+ * rank still gets exactly one message. */
+int stem_log_print_suppressed(int print);
 int stem_log_rank(void);
 int stem_log_enabled(stem_log_level level);
 /* Informational line from rank 0 only. */

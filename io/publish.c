@@ -1,0 +1,248 @@
+/* Output checks, exclusive temporary and no-replace publication (publish.h). */
+#include "publish.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../src/signals.h"
+
+#define TAG_TEMPLATE ".XXXXXX"
+
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    return "not a regular file";
+}
+
+/* ---------------------------------------------------------------- check */
+
+static int check_dir(const char *file)
+{
+    char buf[STEM_PATH_MAX];
+    struct stat st;
+    snprintf(buf, sizeof buf, "%s", file);
+    const char *dir = dirname(buf); /* "." for a bare file name */
+    if (stat(dir, &st) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s does not exist (%s)", file, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: %s is not a directory", file, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s is not writable (%s)", file, dir, strerror(errno));
+    return STEM_OK;
+}
+
+/* The output must not be any input, however it is reached (symlink, hard
+ * link, "./", another name of the same directory): compare device and inode. */
+static int check_not_input(const char *file, const struct stat *out, const stem_input_ref *inputs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct stat in;
+        if (!inputs[i].path || stat(inputs[i].path, &in) != 0) continue;
+        if (in.st_dev == out->st_dev && in.st_ino == out->st_ino)
+            return STEM_FAIL(STEM_ERR_IO,
+                             "[output] file = %s is the same file as the %s %s: stemsim never writes its inputs "
+                             "(whatever [output] overwrite says); choose another output file",
+                             file, inputs[i].what, inputs[i].path);
+    }
+    return STEM_OK;
+}
+
+static int check_existing(const stem_config *cfg, const stem_input_ref *inputs, int n)
+{
+    const char *file = cfg->output_file;
+    struct stat st;
+    if (stat(file, &st) != 0) {
+        if (errno == ENOENT) return STEM_OK; /* also a dangling symlink: the rename replaces the link */
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot inspect it (%s)", file, strerror(errno));
+    }
+    STEM_TRY(check_not_input(file, &st, inputs, n));
+    if (S_ISDIR(st.st_mode)) return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is a directory", file);
+    if (!cfg->overwrite)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s already exists; set [output] overwrite = true or choose another file",
+                         file);
+    if (!S_ISREG(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is %s: overwrite replaces regular files only", file,
+                         file_kind(st.st_mode));
+    return STEM_OK;
+}
+
+/* Temporaries of earlier runs that did not finish ("<file>.*.incomplete",
+ * and "<file>.incomplete" of stemsim 0.1): reported, never touched. */
+static void report_stale(const char *file)
+{
+    char dbuf[STEM_PATH_MAX], bbuf[STEM_PATH_MAX];
+    snprintf(dbuf, sizeof dbuf, "%s", file);
+    snprintf(bbuf, sizeof bbuf, "%s", file);
+    const char *dir = dirname(dbuf), *base = basename(bbuf);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t lb = strlen(base), ls = strlen(STEM_OUTPUT_TEMP_SUFFIX);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < lb + ls || strncmp(e->d_name, base, lb) || strcmp(e->d_name + len - ls, STEM_OUTPUT_TEMP_SUFFIX)) continue;
+        if (len != lb + ls && e->d_name[lb] != '.') continue;
+        if (++n <= 5)
+            stem_warn("%s/%s is an unfinished output of an earlier run (killed, or still running); "
+                      "it is left alone: remove it when no job writes it",
+                      dir, e->d_name);
+    }
+    if (n > 5) stem_warn("%d more unfinished outputs of %s in %s", n - 5, base, dir);
+    closedir(d);
+}
+
+/* Create "<file>.XXXXXX.incomplete" exclusively; keep it (reserve) or remove
+ * it again (a dry run: the directory really accepts new files). Permission
+ * bits do not tell (root, ACLs, read-only mounts, pseudo file systems). */
+static int reserve_temp(const stem_config *cfg, int keep, stem_output_target *t)
+{
+    char name[STEM_OUTPUT_NAME_MAX];
+    int n = snprintf(name, sizeof name, "%s" TAG_TEMPLATE STEM_OUTPUT_TEMP_SUFFIX, cfg->output_file);
+    if (n < 0 || (size_t)n >= sizeof name) return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: name too long", cfg->output_file);
+    int fd = mkstemps(name, (int)strlen(STEM_OUTPUT_TEMP_SUFFIX)); /* O_CREAT | O_EXCL, never follows a link */
+    if (fd < 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create a temporary file next to it (%s)", cfg->output_file,
+                         strerror(errno));
+    mode_t mask = umask(0);
+    umask(mask);
+    struct stat st;
+    int rc = STEM_OK;
+    if (fchmod(fd, 0666 & ~mask) != 0 || fstat(fd, &st) != 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot set up %s (%s)", cfg->output_file, name, strerror(errno));
+    close(fd);
+    if (rc || !keep) {
+        if (unlink(name) != 0 && !rc)
+            rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot remove the test file %s (%s)", cfg->output_file, name,
+                           strerror(errno));
+        return rc;
+    }
+    snprintf(t->temp_path, sizeof t->temp_path, "%s", name);
+    t->dev = st.st_dev;
+    t->ino = st.st_ino;
+    stem_signal_cleanup_path(t->temp_path);
+    return STEM_OK;
+}
+
+static int prepare_local(const stem_config *cfg, const stem_input_ref *inputs, int n_inputs, int reserve,
+                         stem_output_target *t)
+{
+    if (!cfg->output_file[0]) return STEM_FAIL(STEM_ERR_IO, "[output] file is empty");
+    STEM_TRY(check_dir(cfg->output_file));
+    STEM_TRY(check_existing(cfg, inputs, n_inputs));
+    report_stale(cfg->output_file);
+    return reserve_temp(cfg, reserve, t);
+}
+
+int stem_output_target_prepare(MPI_Comm comm, const stem_config *cfg, const stem_input_ref *inputs, int n_inputs,
+                               int reserve, stem_output_target *t)
+{
+    int rank, rc = STEM_OK;
+    memset(t, 0, sizeof *t);
+    snprintf(t->final_path, sizeof t->final_path, "%s", cfg->output_file);
+    t->overwrite = cfg->overwrite;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Comm_rank failed while checking [output] file = %s", cfg->output_file);
+    /* one rank looks at the file system, so the answer (and message) is single */
+    if (rank == 0) rc = prepare_local(cfg, inputs, n_inputs, reserve, t);
+    if (MPI_Bcast(&rc, 1, MPI_INT, 0, comm) != MPI_SUCCESS ||
+        MPI_Bcast(t->temp_path, (int)sizeof t->temp_path, MPI_CHAR, 0, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast failed while checking [output] file = %s", cfg->output_file);
+    return rc;
+}
+
+/* -------------------------------------------------------------- writing */
+
+int stem_output_target_verify(const stem_output_target *t)
+{
+    struct stat st;
+    if (lstat(t->temp_path, &st) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: the temporary file %s has gone (%s): was its directory removed?",
+                         t->final_path, t->temp_path, strerror(errno));
+    if (!S_ISREG(st.st_mode) || st.st_dev != t->dev || st.st_ino != t->ino)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: the temporary file %s was replaced by something else while the "
+                         "job ran; not writing through it", t->final_path, t->temp_path);
+    return STEM_OK;
+}
+
+void stem_output_target_discard(const stem_output_target *t)
+{
+    if (!t->temp_path[0]) return;
+    stem_signal_cleanup_path(NULL);
+    /* several ranks may race here; only a failure other than "gone" matters */
+    if (unlink(t->temp_path) != 0 && errno != ENOENT)
+        stem_warn("cannot remove the unfinished output %s: %s", t->temp_path, strerror(errno));
+}
+
+/* -------------------------------------------------------------- publish */
+
+/* Another job published first: keep our complete result under its own name. */
+static int keep_conflict(const stem_output_target *t)
+{
+    char kept[STEM_OUTPUT_NAME_MAX];
+    size_t stem_len = strlen(t->temp_path) - strlen(STEM_OUTPUT_TEMP_SUFFIX);
+    snprintf(kept, sizeof kept, "%.*s.conflict.h5", (int)stem_len, t->temp_path);
+    if (rename(t->temp_path, kept) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s appeared while this job ran (another job wrote it); this job's "
+                         "complete result stays in %s (renaming it failed: %s)", t->final_path, t->temp_path, strerror(errno));
+    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s appeared while this job ran (another job wrote it) and is left as it "
+                     "is; this job's complete result is kept as %s", t->final_path, kept);
+}
+
+/* Rename without replacing: renameat2 where the file system has it, else a
+ * hard link (which fails on an existing name) and an unlink. */
+static int publish_noreplace(const stem_output_target *t)
+{
+    if (renameat2(AT_FDCWD, t->temp_path, AT_FDCWD, t->final_path, RENAME_NOREPLACE) == 0) return STEM_OK;
+    if (errno == EEXIST) return keep_conflict(t);
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot rename %s to it (%s); the complete result stays there",
+                         t->final_path, t->temp_path, strerror(errno));
+    if (link(t->temp_path, t->final_path) == 0) {
+        if (unlink(t->temp_path) != 0)
+            stem_warn("published %s but cannot remove its other name %s: %s", t->final_path, t->temp_path, strerror(errno));
+        return STEM_OK;
+    }
+    if (errno == EEXIST) return keep_conflict(t);
+    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: this file system supports neither a no-replace rename nor hard "
+                     "links (%s); the complete result stays in %s (rename it yourself, or set overwrite = true)",
+                     t->final_path, strerror(errno), t->temp_path);
+}
+
+/* Replace only a regular file (checked again: it may have changed since the start). */
+static int publish_replace(const stem_output_target *t)
+{
+    struct stat st;
+    if (stat(t->final_path, &st) == 0 && !S_ISREG(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is now %s: overwrite replaces regular files only; the complete "
+                         "result stays in %s", t->final_path, file_kind(st.st_mode), t->temp_path);
+    if (rename(t->temp_path, t->final_path) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot rename %s to it (%s); the complete result stays there",
+                         t->final_path, t->temp_path, strerror(errno));
+    return STEM_OK;
+}
+
+int stem_output_target_publish(const stem_output_target *t)
+{
+    /* a signal now would announce "no result" while the rename makes one */
+    stem_signal_hold(1);
+    int rc = STEM_OK;
+    if (stem_signal_pending())
+        rc = stem_signal_status(stem_signal_pending());
+    else
+        rc = t->overwrite ? publish_replace(t) : publish_noreplace(t);
+    stem_signal_cleanup_path(NULL); /* published, kept or already removed: nothing for the handler to remove */
+    if (!rc) stem_signal_finished();
+    stem_signal_hold(0);
+    return rc;
+}

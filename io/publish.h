@@ -1,0 +1,54 @@
+/* The output file's life outside HDF5: checks before any computation, an
+ * exclusively created temporary under a unique name, and publication by a
+ * rename that never replaces what it must not.
+ *
+ *   check    (rank 0, before computing; also for --dry-run) the directory is
+ *            writable; the output is none of the inputs (same device and
+ *            inode, so symlinks and hard links count); an existing output is
+ *            refused unless overwrite, and even then only a regular file may
+ *            be replaced; stale temporaries of earlier runs are reported.
+ *   reserve  "<file>.XXXXXX.incomplete" is created with O_CREAT|O_EXCL
+ *            (mkstemps), so no existing file or symlink is ever opened,
+ *            truncated or followed, and two jobs never share a temporary.
+ *   publish  overwrite = false: renameat2(RENAME_NOREPLACE), else link() +
+ *            unlink(); if another job published first, this job's complete
+ *            result is kept as "<file>.XXXXXX.conflict.h5" and the job fails
+ *            with exit 6 naming it. overwrite = true: rename() over a regular
+ *            file only. */
+#ifndef STEM_PUBLISH_H
+#define STEM_PUBLISH_H
+
+#include <mpi.h>
+#include <sys/types.h>
+
+#include "../src/config.h"
+
+#define STEM_OUTPUT_TEMP_SUFFIX ".incomplete"
+#define STEM_OUTPUT_NAME_MAX (STEM_PATH_MAX + 32)
+
+/* A file stemsim reads, which the output must never be. */
+typedef struct {
+    const char *what; /* "config file", "[sample] xyz", ... */
+    const char *path;
+} stem_input_ref;
+
+typedef struct {
+    char final_path[STEM_PATH_MAX];
+    char temp_path[STEM_OUTPUT_NAME_MAX]; /* empty until reserved */
+    int overwrite;
+    dev_t dev; /* of the reservation, so it is known to be ours when written */
+    ino_t ino;
+} stem_output_target;
+
+/* Collective over comm. Rank 0 runs the checks and (reserve != 0) creates
+ * the temporary; every rank receives the same status and target. */
+int stem_output_target_prepare(MPI_Comm comm, const stem_config *cfg, const stem_input_ref *inputs, int n_inputs,
+                               int reserve, stem_output_target *t);
+/* Rank 0, just before HDF5 opens the temporary: it is still the file we created. */
+int stem_output_target_verify(const stem_output_target *t);
+/* Rank 0, after every rank closed the file: give it its final name. */
+int stem_output_target_publish(const stem_output_target *t);
+/* Remove the temporary if it exists (failure paths; any rank). */
+void stem_output_target_discard(const stem_output_target *t);
+
+#endif

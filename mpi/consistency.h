@@ -1,0 +1,25 @@
+/* Every rank runs the same job: after parsing, the ranks compare a hash of
+ * the effective configuration, and after the broadcast one of the model and
+ * the data table. A mis-launched MPMD job, a config file that changed between
+ * two ranks' reads or a different --set ends the job before any work, with
+ * one message naming the first differing key (exit 3), instead of a hang or a
+ * file that mixes two configurations. */
+#ifndef STEM_CONSISTENCY_H
+#define STEM_CONSISTENCY_H
+
+#include <mpi.h>
+
+#include "../src/atoms.h"
+#include "../src/config.h"
+#include "../src/physics.h"
+
+/* Collective over comm; returns STEM_ERR_CONFIG on the ranks whose
+ * configuration differs from rank 0's (callers agree afterwards). */
+int stem_check_same_config(const stem_config *cfg, MPI_Comm comm);
+/* Collective over comm: model and table as every rank received them. */
+int stem_check_same_inputs(const stem_atoms *atoms, const stem_kirkland *kirkland, MPI_Comm comm);
+/* 64-bit FNV-1a, continued from h (start with STEM_HASH_SEED). */
+#define STEM_HASH_SEED 1469598103934665603ULL
+unsigned long long stem_hash_bytes(unsigned long long h, const void *data, size_t n);
+
+#endif

@@ -1,0 +1,33 @@
+/* Stopping on SIGTERM, SIGINT and SIGUSR1 (Slurm's --signal warning).
+ *
+ * The handler only records the signal, removes the registered unfinished
+ * output (unlink is async-signal-safe, and mpirun sends SIGKILL one second
+ * after SIGTERM, too soon for anything else), prints one line on rank 0 and
+ * arms a watchdog. The job itself stops at the next safe point: worker loops
+ * stop taking batches and the campaign agrees over all ranks after each
+ * configuration, so every rank leaves through the same collective path. The
+ * watchdog ends a rank that cannot reach a safe point (a peer that never got
+ * the signal) within STEM_SIGNAL_GRACE_S seconds. */
+#ifndef STEM_SIGNALS_H
+#define STEM_SIGNALS_H
+
+#include "stem.h"
+
+#define STEM_SIGNAL_GRACE_S 10
+
+/* Install the handlers; rank decides who prints the one line. */
+int stem_signal_install(int rank);
+/* The signal that asked us to stop, 0 if none (any thread, lock-free). */
+int stem_signal_pending(void);
+/* Exit status for a stop by signal: 128 + signal number, as shells report it. */
+int stem_signal_status(int sig);
+/* Path removed by the handler if a signal arrives (NULL: none). The string is
+ * copied; call with NULL once the file is published or removed. */
+void stem_signal_cleanup_path(const char *path);
+/* Signals are held (not lost) while the result is given its final name, so a
+ * result never appears after the job announced it was stopping. */
+void stem_signal_hold(int on);
+/* After the result is published, a late signal no longer stops anything. */
+void stem_signal_finished(void);
+
+#endif
