@@ -38,6 +38,8 @@
  * after every rank closed it, so a file under its final name is complete. */
 #include "output.h"
 
+#include "../mpi/comm.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -92,13 +94,12 @@ typedef struct {
 
 /* ------------------------------------------------------ collective glue */
 
-/* Every rank learns the worst status, so all take the same path. */
+/* Every rank learns the worst status, so all take the same path; writing
+ * runs in collective log mode, so a failure every rank sees (a full disk)
+ * is reported once. */
 static int stem_output_agree(MPI_Comm comm, int rc)
 {
-    int all;
-    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
-        return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce failed while writing the output file");
-    return all;
+    return stem_mpi_agree(rc, comm);
 }
 
 /* Run a step only while every rank is fine, then agree on how it went. */
@@ -276,16 +277,46 @@ static int stem_output_open(stem_output *o)
     return STEM_OK;
 }
 
-/* Closes everything still open; the first failure is reported. */
-static int stem_output_close(stem_output *o)
+/* The file is being thrown away: give its space back (rank 0, by name) so
+ * HDF5 can flush its metadata and close. A close that fails leaves HDF5 with
+ * a half-closed file that it closes again, and crashes on, in MPI_Finalize. */
+static void stem_output_release_space(const stem_output *o)
+{
+    if (o->rank == 0 && truncate(o->path, 0) != 0)
+        stem_warn("cannot truncate the unfinished output %s: %s", o->path, strerror(errno));
+    MPI_Barrier(o->comm);
+}
+
+/* Collective H5Fclose; a failure (a full disk) is retried once after the
+ * space was released, so the library never keeps a half-closed file. */
+static int stem_output_close_file(stem_output *o, int discard)
+{
+    if (discard) stem_output_release_space(o);
+    int rc = H5Fclose(o->file) < 0 ? STEM_ERR_IO : STEM_OK;
+    int all = stem_output_agree(o->comm, rc);
+    if (all && !discard) {
+        STEM_FAIL(STEM_ERR_IO, "output %s: closing the file failed (H5Fclose; disk full or quota?)", o->path);
+        stem_output_release_space(o);
+        if (rc) H5Fclose(o->file); /* the id is still open where the first close failed */
+        return STEM_ERR_IO;
+    }
+    if (all) return STEM_FAIL(STEM_ERR_IO, "output %s: closing the discarded file failed (H5Fclose)", o->path);
+    return STEM_OK;
+}
+
+/* Closes everything still open; the first failure is reported. discard: the
+ * content failed and the file will be removed. */
+static int stem_output_close(stem_output *o, int discard)
 {
     int rc = STEM_OK;
     if (o->dxpl >= 0 && H5Pclose(o->dxpl) < 0)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Pclose(transfer) failed", o->path);
     if (o->fapl >= 0 && H5Pclose(o->fapl) < 0 && !rc)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Pclose(file access) failed", o->path);
-    if (o->file >= 0 && H5Fclose(o->file) < 0 && !rc)
-        rc = STEM_FAIL(STEM_ERR_IO, "output %s: closing the file failed (H5Fclose)", o->path);
+    if (o->file >= 0) {
+        int frc = stem_output_close_file(o, discard);
+        if (!rc) rc = frc;
+    }
     o->dxpl = o->fapl = o->file = H5I_INVALID_HID;
     return rc;
 }
@@ -680,6 +711,7 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
                       int writes_probes, const char *config_ini_text, const char *plan_text)
 {
     stem_output o;
+    stem_log_collective(1);
     int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
     rc = stem_output_agree(comm, rc);
     STEM_OUTPUT_STEP(rc, comm, stem_output_prepare(&o));
@@ -691,7 +723,7 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
     STEM_OUTPUT_STEP(rc, comm, stem_output_open(&o));
     if (!rc) rc = stem_output_content(&o);
     /* Close on every path (collective H5Fclose), then agree on the outcome. */
-    int crc = stem_output_close(&o);
+    int crc = stem_output_close(&o, rc != STEM_OK);
     if (!rc) rc = stem_output_agree(comm, crc);
     if (!rc) rc = stem_output_publish(&o);
     /* a failure before or during writing: the temporary goes (a failed
@@ -699,5 +731,6 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
     else if (o.rank == 0)
         stem_output_target_discard(target);
     stem_output_free(&o);
+    stem_log_collective(0);
     return rc;
 }

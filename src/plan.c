@@ -99,9 +99,14 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
 double stem_plan_probe_diameter(const stem_plan *plan)
 {
     const stem_config *cfg = plan->cfg;
-    double a = plan->alpha;
-    double blur = fabs(cfg->defocus) * a + fabs(cfg->cs_mm) * 1e7 * a * a * a +
-                  fabs(cfg->c5_mm) * 1e7 * a * a * a * a * a + fabs(cfg->astigmatism) * a;
+    double a = plan->alpha, c3 = cfg->cs_mm * 1e7, c5 = cfg->c5_mm * 1e7, blur = 0;
+    /* geometric ray displacement d(chi)/d(theta) / k = C1 t + C3 t^3 + C5 t^5 (probe.c's chi),
+     * largest over the aperture; round aberrations may partly cancel */
+    for (int i = 1; i <= 256; i++) {
+        double t = a * i / 256.0, r = fabs(cfg->defocus * t + c3 * t * t * t + c5 * t * t * t * t * t);
+        if (r > blur) blur = r;
+    }
+    blur += fabs(cfg->astigmatism) * a;
     return 1.22 * plan->lambda / a + 2 * blur;
 }
 
@@ -128,12 +133,13 @@ static int check_prism_window(const stem_plan *plan)
     const int f[2] = {plan->fx, plan->fy}, given[2] = {cfg->grid_x, cfg->grid_y}, out[2] = {plan->out_nx, plan->out_ny};
     const char *key[2] = {"interpolation_x", "interpolation_y"};
     for (int k = 0; k < 2; k++) {
-        if (plan->cell[k] / f[k] >= d && out[k] >= STEM_MIN_DETECTOR_PIXELS) continue;
+        /* f = 1 is multislice's accuracy: the window is the whole (periodic) cell */
+        if (f[k] == 1 || (plan->cell[k] / f[k] >= d && out[k] >= STEM_MIN_DETECTOR_PIXELS)) continue;
         int best = f[k] - 1;
         while (best > 1 && !prism_f_fits(plan, given[k], plan->cell[k], best, d)) best--;
         return STEM_FAIL(STEM_ERR_CONFIG,
                          "[simulation] %s = %d is too coarse for this %.3f Angstrom cell: the PRISM window (%.3f Angstrom) "
-                         "must hold the probe (diameter %.3f Angstrom: 1.22 lambda/alpha plus aberration blur) and the "
+                         "must hold the probe (diameter %.3f Angstrom: 1.22 lambda/alpha plus the aberrations' geometric blur) and the "
                          "detector needs at least %d pixels; use %s <= %d%s",
                          key[k], f[k], plan->cell[k], plan->cell[k] / f[k], d, STEM_MIN_DETECTOR_PIXELS, key[k],
                          best < 1 ? 1 : best, best <= 1 ? " (1 is multislice's accuracy) or a larger cell (tile_x/tile_y)" : "");
@@ -317,18 +323,28 @@ static const char *memory_advice(const stem_plan *plan)
     return advice[big];
 }
 
+/* "1.25 GiB", "12.0 MiB", "3 KiB": refusals of tiny limits stay readable. */
+static const char *format_bytes(double b, char *out, size_t n)
+{
+    if (b >= 1073741824.0) snprintf(out, n, "%.2f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0) snprintf(out, n, "%.1f MiB", b / 1048576.0);
+    else snprintf(out, n, "%.0f KiB", b / 1024.0);
+    return out;
+}
+
 int stem_plan_check_memory(const stem_plan *plan)
 {
-    const double GiB = 1073741824.0;
-    if (plan->mem_total > plan->mem_limit)
-        return STEM_FAIL(STEM_ERR_MEMORY,
-                         "the plan needs %.2f GiB per rank (transmission %.2f, lookup table %.2f, S-matrix %.2f, results "
-                         "%.2f, detector %.2f, workspace %.2f) but only %.2f GiB is allowed (%s; [compute] max_memory "
-                         "sets it); %s",
-                         plan->mem_total / GiB, plan->mem_potential / GiB, plan->mem_table / GiB, plan->mem_smatrix / GiB,
-                         plan->mem_results / GiB, plan->mem_detector / GiB, plan->mem_workspace / GiB,
-                         plan->mem_limit / GiB, plan->mem_limit_source, memory_advice(plan));
-    return STEM_OK;
+    if (plan->mem_total <= plan->mem_limit) return STEM_OK;
+    char f[8][32];
+    return STEM_FAIL(STEM_ERR_MEMORY,
+                     "the plan needs %s per rank (transmission %s, lookup table %s, S-matrix %s, results %s, detector %s, "
+                     "workspace %s) but only %s is allowed (%s%s); %s",
+                     format_bytes(plan->mem_total, f[0], 32), format_bytes(plan->mem_potential, f[1], 32),
+                     format_bytes(plan->mem_table, f[2], 32), format_bytes(plan->mem_smatrix, f[3], 32),
+                     format_bytes(plan->mem_results, f[4], 32), format_bytes(plan->mem_detector, f[5], 32),
+                     format_bytes(plan->mem_workspace, f[6], 32), format_bytes(plan->mem_limit, f[7], 32),
+                     plan->mem_limit_source, plan->cfg->max_memory_gib > 0 ? "" : "; [compute] max_memory sets another",
+                     memory_advice(plan));
 }
 
 void stem_plan_print(const stem_plan *plan, FILE *out)

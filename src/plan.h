@@ -78,7 +78,8 @@ void stem_split_range(long n, int parts, int i, long *b, long *e);
 /* Bytes of the potential lookup table for n_species species (potential.c builds it). */
 double stem_plan_table_bytes(const stem_plan *plan, int n_species);
 /* Probe diameter (Angstrom) that a PRISM window must hold: the Airy disc
- * 1.22 lambda/alpha plus twice the geometric blur of the aberrations. */
+ * 1.22 lambda/alpha plus twice the largest geometric ray displacement of
+ * the aberrations inside the aperture. */
 double stem_plan_probe_diameter(const stem_plan *plan);
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
 /* Refuse plans that exceed the memory allowed, naming the figure needed,

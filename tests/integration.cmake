@@ -37,7 +37,8 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   stemsim_mpi_case(mpi_ranks_prism_phonons compare ${_small} ${_fp} --set simulation.algorithm=prism
                    --run 1 --run 2 --run 3 --run 2:compute.fp_groups=1 --run 3:compute.fp_groups=1)
   # More ranks than work: a 1 x 2 scan (2 probes) and, for PRISM, a 2 mrad
-  # aperture that holds a single plane wave, on 3 ranks.
+  # aperture that holds a single plane wave (f = 1: a 15 Angstrom probe fits
+  # no smaller window), on 3 ranks.
   stemsim_mpi_case(mpi_more_ranks_than_probes compare ${_small}
                    --set scan.x_start=2.0 --set scan.x_end=2.0 --set scan.y_start=2.0 --set scan.y_end=2.8
                    --run 1 --run 2 --run 3)
@@ -45,7 +46,8 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --set scan.x_start=2.0 --set scan.x_end=2.0 --set scan.y_start=2.0 --set scan.y_end=2.8
                    --run 1 --run 3:compute.fp_groups=1 --run 3)
   stemsim_mpi_case(mpi_more_ranks_than_beams compare ${_small} --set simulation.algorithm=prism
-                   --set probe.semiangle=2 --set scan.x_end=2.8 --set scan.y_end=2.0
+                   --set probe.semiangle=2 --set simulation.interpolation_x=1 --set simulation.interpolation_y=1
+                   --set scan.x_end=2.8 --set scan.y_end=2.0
                    --run 1 --run 2 --run 3)
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice

@@ -10,7 +10,8 @@
  *    never exceeds 1 (+1e-3), for multislice and PRISM f = 1, 2, 4. */
 #include "sim.h"
 
-static const char *vacuum_xyz = "vacuum: one H atom of occupancy 0\n10.86 10.86 5.43\n1 5.43 5.43 2.7 0.0 0.0\n";
+/* 21.72 Angstrom wide: the f = 4 window (5.43 Angstrom) holds the defocused probe (stem_plan refuses narrower) */
+static const char *vacuum_xyz = "vacuum: one H atom of occupancy 0\n21.72 21.72 5.43\n1 5.43 5.43 2.7 0.0 0.0\n";
 
 static void check_case(const char *what, sim_case *s, double lo, double hi, int vacuum)
 {
