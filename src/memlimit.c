@@ -51,7 +51,7 @@ double stem_cgroup_memory_limit(const char *proc_cgroup, const char *root)
         line[strcspn(line, "\n")] = 0;
         char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2) continue;
-        *c2 = 0;
+        *c1 = *c2 = 0; /* line: hierarchy id, c1 + 1: controllers, c2 + 1: path */
         const char *controllers = c1 + 1, *dir = c2 + 1;
         double v = 0;
         char base[4200];

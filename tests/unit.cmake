@@ -15,6 +15,7 @@ set(STEMSIM_UNIT_TESTS
   prism           # PRISM f = 1 == multislice, window wrap-around at the cell edge
   prism_tolerance # PRISM f = 2, 4 against multislice (unit/PRISM_TOLERANCES.md)
   geometry        # tiling and tilt-series rotations against hand-written rotation matrices
+  safety          # config syntax, non-blocking inputs, bad tables, duplicate atoms, memory estimate, cgroups, PRISM window
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
