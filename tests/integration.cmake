@@ -84,3 +84,24 @@ foreach(_h config xyz)
   set_tests_properties(fuzz_replay_${_h} PROPERTIES LABELS "fuzz" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        TIMEOUT 120)
 endforeach()
+
+# Fault tests (tests/integration/faults.py, LABELS faults): inputs never
+# written, exclusive temporaries, no-replace publication, full disk, vanished
+# directory, signals, memory limits, consistent ranks, dry-run verdicts.
+set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special_output full_disk vanished_dir
+    signals memory_rlimit one_message mpmd_mismatch dry_run odd_inputs)
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
+    foreach(_np 1 2)
+      if(_s STREQUAL "mpmd_mismatch" AND _np EQUAL 1)
+        continue() # needs two ranks
+      endif()
+      add_test(NAME faults_${_s}_np${_np}
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/faults.py ${_s} --ranks ${_np} --stemsim $<TARGET_FILE:stemsim>
+                       --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini
+                       --workdir ${_it_work}/faults)
+      set_tests_properties(faults_${_s}_np${_np} PROPERTIES LABELS "faults" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                           SKIP_RETURN_CODE 77 TIMEOUT 300)
+    endforeach()
+  endforeach()
+endif()
