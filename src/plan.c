@@ -26,6 +26,9 @@ int stem_fft_good_multiple(int n, int m)
 {
     int k = (n + m - 1) / m;
     if (k < 1) k = 1;
+    /* m = 11, 13, ...: no multiple is 7-smooth (this loop would never end);
+     * make the other factor FFT-friendly instead */
+    if (stem_fft_good_size(m) != m) return m * stem_fft_good_size(k);
     for (;; k++)
         if (stem_fft_good_size(k * m) == k * m) return k * m;
 }

@@ -69,7 +69,8 @@ void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *
 static inline int stem_fft_index(int i, int n) { return i < (n + 1) / 2 ? i : i - n; }
 /* An FFT-friendly size >= n (factors 2, 3, 5, 7 only). */
 int stem_fft_good_size(int n);
-/* Smallest multiple of m that is FFT-friendly and >= n. */
+/* Smallest multiple of m that is FFT-friendly and >= n (m with a prime factor
+ * above 7, e.g. 11 or 13: m times the smallest FFT-friendly k >= n/m). */
 int stem_fft_good_multiple(int n, int m);
 /* Count and split [0, n) into `parts` contiguous pieces; piece i is [*b, *e). */
 void stem_split_range(long n, int parts, int i, long *b, long *e);

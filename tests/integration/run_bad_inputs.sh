@@ -17,7 +17,8 @@
 #             PATH" (run this path instead of the case), "; keep-output" (the case
 #             sets [output] file itself; otherwise --set output.file=<scratch>/out.h5
 #             is added), "; setup: existing-output | readonly-dir", "; skip-if-gpu"
-#             (the case expects that no GPU is visible).
+#             (the case expects that no GPU is visible), "; env: NAME=VALUE" (set
+#             for the run, e.g. another scattering table).
 #   NAME.xyz  a model; first (comment) line "expect: CODE SUBSTRING"; the runner
 #             writes a small config that reads it.
 #   NAME.expect  the expectation for a case whose first line cannot hold it
@@ -109,6 +110,7 @@ for case_file in "${selected[@]}"; do
         mkdir -p "$t"
         args=()
         rodir=""
+        run_env=""
         cfg=$t/$name.ini
         if [ "${case_file##*.}" = xyz ]; then
             cp "$cases_dir/$case_file" "$t/$case_file"
@@ -149,6 +151,7 @@ EOT
             # shellcheck disable=SC2206
             [ -n "$extra" ] && args+=($extra)
             run_cfg=$(directive "$case_file" run-config | subst)
+            run_env=$(directive "$case_file" env | subst)
             [ -n "$run_cfg" ] && cfg=$run_cfg
             [ -z "$(directive "$case_file" keep-output)" ] && ! grep -q '^; keep-output' "$cases_dir/$case_file" &&
                 args+=(--set "output.file=$t/out.h5")
@@ -166,7 +169,8 @@ EOT
             cmd=("$mpiexec" $mpi_flags -np "$np" "$stemsim" "$cfg" "${args[@]}")
         fi
         start=$(date +%s.%N)
-        (cd "$t" && timeout -k 5 "$timeout_s" "${cmd[@]}" >"$t/.stdout" 2>"$t/.stderr" </dev/null)
+        # shellcheck disable=SC2086
+        (cd "$t" && env $run_env timeout -k 5 "$timeout_s" "${cmd[@]}" >"$t/.stdout" 2>"$t/.stderr" </dev/null)
         rc=$?
         secs=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo "?")
         problems=()
