@@ -248,7 +248,8 @@ static void test_prism_window(void)
 {
     /* interpolation 11 or 13: no multiple is 7-smooth; this used to loop forever */
     int n13 = stem_fft_good_multiple(55, 13);
-    CHECK(n13 >= 55 && n13 % 13 == 0 && stem_fft_good_size(n13 / 13) == n13 / 13);
+    int multiple_of_13 = n13 % 13 == 0;
+    CHECK(n13 >= 55 && multiple_of_13 && stem_fft_good_size(n13 / 13) == n13 / 13);
     CHECK_INT_EQ(stem_fft_good_multiple(55, 4), 56);
     const char *ini = SI "[sample]\ntile_x = 2\ntile_y = 2\n[simulation]\nalgorithm = prism\ninterpolation_x = 8\n"
                          "interpolation_y = 2\n";
