@@ -336,6 +336,10 @@ def s_signals():
 
 
 def s_memory_rlimit():
+    if "ASAN_OPTIONS" in os.environ:
+        log("SKIP memory_rlimit: AddressSanitizer reserves terabytes of address space, so no process starts "
+            "under a small RLIMIT_AS")
+        return 77
     d = fresh("memory_rlimit")
     cfg = local_config(d)
     # a 4 GiB lookup table against an address space of ~2 GiB

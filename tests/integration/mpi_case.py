@@ -9,13 +9,14 @@
   mpi_case.py fail --name N --ranks NP --fail-rank R [--set ...] [--max-seconds T]
       Runs with STEMSIM_TEST_FAIL_RANK=R under `timeout`: the job must exit
       non-zero, within T seconds, naming the injected failure on stderr, and
-      leave neither the output file nor <file>.incomplete behind.
+      leave neither the output file nor a temporary <file>.*.incomplete behind.
 
 Common: --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --check check_h5.py
         --config INI --workdir DIR.
 Exit: 0 pass, 1 fail, 77 skip (h5py missing).
 """
 import argparse
+import glob
 import os
 import shlex
 import shutil
@@ -74,8 +75,9 @@ def do_compare(args):
         if rc != 0 or not os.path.exists(out):
             print(f"FAIL run {k} ({spec}): exit {rc}, output {'present' if os.path.exists(out) else 'missing'}")
             return 1
-        if os.path.exists(out + ".incomplete"):
-            print(f"FAIL run {k}: {out}.incomplete left behind")
+        left = glob.glob(glob.escape(out) + "*.incomplete")
+        if left:
+            print(f"FAIL run {k}: {left} left behind")
             return 1
         outs.append((spec, out))
     ref_spec, ref = outs[0]
@@ -104,7 +106,7 @@ def do_fail(args):
         problems.append(f"hung: killed by timeout after {args.max_seconds} s")
     if "injected failure" not in err:
         problems.append("stderr does not report the injected failure")
-    for leftover in (out, out + ".incomplete"):
+    for leftover in [out] + glob.glob(glob.escape(out) + "*.incomplete"):
         if os.path.exists(leftover):
             problems.append(f"left {leftover} behind")
     for p in problems:
