@@ -21,7 +21,9 @@ Scenarios (each asserts exit code, message, and the files left behind):
                     exit 6, no file anywhere
   signals           SIGTERM / SIGINT / SIGUSR1 mid-run: one line, exit 128+N
                     (through mpirun: its own status), no rank left alive after
-                    2 s, no output or temporary; the log shows progress
+                    2 s, no output or temporary; the log shows progress. With
+                    2 ranks SIGTERM and SIGINT go to mpiexec, SIGUSR1 to every
+                    rank (as Slurm's --signal delivers it)
   memory_rlimit     ulimit -v below the plan: exit 5 naming RLIMIT_AS
   one_message       a failure on every rank is printed once
   mpmd_mismatch     ranks started with different configs (MPMD): exit 3 naming
@@ -272,10 +274,11 @@ def wait_for(pred, seconds):
 
 
 def ranks_alive(tag):
-    """stemsim processes whose command line holds tag (the run's own directory)."""
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if tag in l and os.path.basename(A.stemsim) in l and "mpiexec" not in l
-            and "mpirun" not in l]
+    """(pid, command) of the stemsim processes whose command line holds tag (the run's own directory)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    procs = [l.strip().split(None, 1) for l in out.splitlines() if l.strip()]
+    return [(int(pid), args) for pid, args in procs if tag in args and os.path.basename(A.stemsim) in args
+            and "mpiexec" not in args and "mpirun" not in args]
 
 
 def s_vanished_dir():
@@ -307,10 +310,13 @@ def s_signals():
         if not wait_for(lambda: leftovers(d), 30):
             problems.append(f"{sig.name}: the job never started writing its temporary")
         time.sleep(1.0)  # well inside the computation
-        target = p.pid  # stemsim itself (1 rank) or mpiexec, as a user or Slurm would signal it
-        log(f"  kill -{sig.name} {target}")
+        # SIGTERM, SIGINT: to stemsim itself (1 rank) or to mpiexec, as a user would send them;
+        # SIGUSR1: to every rank, as Slurm delivers --signal (mpirun's forwarding differs between builds)
+        targets = [p.pid] if A.ranks == 1 or sig != signal.SIGUSR1 else [pid for pid, _ in ranks_alive(d)]
+        log(f"  kill -{sig.name} {targets}")
         t0 = time.monotonic()
-        os.kill(target, sig)
+        for t in targets:
+            os.kill(t, sig)
         try:
             out, err = p.communicate(timeout=30)
         except subprocess.TimeoutExpired:
