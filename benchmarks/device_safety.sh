@@ -43,7 +43,7 @@ for np in 1 2; do
   t0=$(date +%s.%N); kill -TERM $pid; wait $pid; rc=$?; t1=$(date +%s.%N)
   left=$(ls /tmp/dsw/sig.h5* 2>/dev/null | wc -l); alive=$(pgrep -fc "build/stemsim benchmarks/gpu_check_si")
   echo "np $np: exit $rc after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s; files left $left; ranks alive $alive; $(grep -c '^configuration' /tmp/dsw/sig.log) configurations logged"
-  grep "stopped by" /tmp/dsw/sig.log
+  grep "stopping at" /tmp/dsw/sig.log
   [ "$left" = 0 ] && [ "$alive" = 0 ] || status=1
 done
 echo "device_safety: status $status"

@@ -89,28 +89,33 @@ int stem_check_same_config(const stem_config *cfg, MPI_Comm comm)
     return err;
 }
 
+/* Does this rank's hash differ from rank 0's? Only asked when not all agree. */
+static int differs_from_root(unsigned long long h, MPI_Comm comm, int *differs)
+{
+    unsigned long long h0 = h;
+    STEM_MPI_CALL(MPI_Bcast(&h0, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
+    *differs = h != h0;
+    return STEM_OK;
+}
+
 int stem_check_same_inputs(const stem_atoms *atoms, const stem_kirkland *kirkland, MPI_Comm comm)
 {
-    int rank, same;
+    int rank;
     STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
     unsigned long long h = stem_hash_bytes(STEM_HASH_SEED, &atoms->n, sizeof atoms->n);
     h = stem_hash_bytes(h, atoms->cell, sizeof atoms->cell);
     h = stem_hash_bytes(h, atoms->Z, (size_t)atoms->n * sizeof *atoms->Z);
     const double *cols[5] = {atoms->x, atoms->y, atoms->z, atoms->occupancy, atoms->sigma};
     for (int i = 0; i < 5; i++) h = stem_hash_bytes(h, cols[i], (size_t)atoms->n * sizeof(double));
-    unsigned long long ht = stem_hash_bytes(STEM_HASH_SEED, kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1));
-    STEM_TRY(same_everywhere(h, comm, &same));
-    if (!same) {
-        unsigned long long h0 = h;
-        STEM_MPI_CALL(MPI_Bcast(&h0, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
-        if (h != h0) return STEM_FAIL(STEM_ERR_CONFIG, "rank %d holds a different XYZ model than rank 0", rank);
-        return STEM_OK;
-    }
-    STEM_TRY(same_everywhere(ht, comm, &same));
-    if (!same) {
-        unsigned long long h0 = ht;
-        STEM_MPI_CALL(MPI_Bcast(&h0, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
-        if (ht != h0) return STEM_FAIL(STEM_ERR_CONFIG, "rank %d holds a different scattering-factor table than rank 0", rank);
+    const unsigned long long hashes[2] = {h, stem_hash_bytes(STEM_HASH_SEED, kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1))};
+    const char *what[2] = {"XYZ model", "scattering-factor table"};
+    for (int k = 0; k < 2; k++) {
+        int same = 0, differs = 0;
+        STEM_TRY(same_everywhere(hashes[k], comm, &same));
+        if (same) continue;
+        STEM_TRY(differs_from_root(hashes[k], comm, &differs));
+        if (differs) return STEM_FAIL(STEM_ERR_CONFIG, "rank %d holds a different %s than rank 0", rank, what[k]);
+        return STEM_OK; /* the ranks that differ report it */
     }
     return STEM_OK;
 }

@@ -171,7 +171,7 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
     double t0 = stem_wall_time();
     int err = stem_result_alloc(plan, &res);
     if (!err) err = stem_campaign_run(m, plan, atoms, kirkland, &res);
-    if (err > 128) {
+    if (stem_signal_is_stop(err)) {
         /* every rank agreed to stop at a safe point: leave together */
         stem_output_target_discard(target);
     } else if (err) {

@@ -45,12 +45,17 @@ static void stem_signal_handler(int sig)
             stem_signal_say("stemsim: received ", stem_signal_name(sig), " after the result was published; it is complete\n");
         return;
     }
-    if (stem_signal_caught) return; /* the first one decides */
+    if (stem_signal_caught) {
+        /* a second signal (Ctrl-C twice): the user does not want to wait for a safe point */
+        if (stem_signal_path[0]) unlink(stem_signal_path);
+        _exit(stem_signal_status(stem_signal_caught));
+    }
     stem_signal_caught = sig;
     if (stem_signal_path[0]) unlink(stem_signal_path);
+    /* "received", not "stopped by the user": MPI_Abort of a failed rank also arrives as SIGTERM */
     if (stem_signal_rank == 0)
-        stem_signal_say("stemsim: stopped by ", stem_signal_name(sig),
-                        ": the job ends at the next safe point and writes no result\n");
+        stem_signal_say("stemsim: received ", stem_signal_name(sig),
+                        ": stopping at the next safe point; no result will be written\n");
     alarm(STEM_SIGNAL_GRACE_S);
 }
 
@@ -85,6 +90,8 @@ int stem_signal_install(int rank)
 int stem_signal_pending(void) { return stem_signal_caught; }
 
 int stem_signal_status(int sig) { return 128 + sig; }
+
+int stem_signal_is_stop(int status) { return status > 128; }
 
 void stem_signal_hold(int on)
 {

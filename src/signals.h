@@ -7,7 +7,8 @@
  * stop taking batches and the campaign agrees over all ranks after each
  * configuration, so every rank leaves through the same collective path. The
  * watchdog ends a rank that cannot reach a safe point (a peer that never got
- * the signal) within STEM_SIGNAL_GRACE_S seconds. */
+ * the signal) within STEM_SIGNAL_GRACE_S seconds; a second signal ends the
+ * process at once. */
 #ifndef STEM_SIGNALS_H
 #define STEM_SIGNALS_H
 
@@ -21,6 +22,8 @@ int stem_signal_install(int rank);
 int stem_signal_pending(void);
 /* Exit status for a stop by signal: 128 + signal number, as shells report it. */
 int stem_signal_status(int sig);
+/* Is this status a stop by signal (as opposed to an error code)? */
+int stem_signal_is_stop(int status);
 /* Path removed by the handler if a signal arrives (NULL: none). The string is
  * copied; call with NULL once the file is published or removed. */
 void stem_signal_cleanup_path(const char *path);

@@ -332,9 +332,9 @@ def s_signals():
         else:
             expect(problems, p.returncode != 0, f"{sig.name}: exit 0 after a signal")
         # mpirun turns SIGINT into SIGTERM for its ranks; stemsim itself names what it got
-        said = f"stopped by {sig.name}" if A.ranks == 1 or sig != signal.SIGINT else "stopped by SIG"
+        said = f"received {sig.name}: stopping" if A.ranks == 1 or sig != signal.SIGINT else "received SIG"
         expect(problems, said in err, f"{sig.name}: no line '{said}'")
-        expect(problems, err.count("stopped by") == 1, f"{sig.name}: the stop is announced {err.count('stopped by')} times")
+        expect(problems, err.count(": stopping at") == 1, f"{sig.name}: the stop is announced {err.count(': stopping at')} times")
         expect(problems, not os.path.exists(os.path.join(d, "out.h5")), f"{sig.name}: out.h5 appeared")
         expect(problems, not leftovers(d), f"{sig.name}: temporaries left: {leftovers(d)}")
         expect(problems, "configuration " in out, f"{sig.name}: the log shows no progress (not flushed?)")
