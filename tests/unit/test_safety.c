@@ -12,7 +12,9 @@
  *  - PRISM: an interpolation factor whose window cannot hold the probe is
  *    refused, and the factor the message suggests is accepted. */
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "memlimit.h"
 #include "sim.h"
@@ -116,6 +118,18 @@ static void test_fifo_inputs(void)
     CHECK_CONTAINS(msg, "Kirkland");
     free(msg);
     unlink(fifo);
+    /* a socket: refused, not waited on */
+    const char *sock_path = tmp_path("sock");
+    int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock_path);
+    REQUIRE(sock >= 0 && bind(sock, (struct sockaddr *)&addr, sizeof addr) == 0);
+    capture_stderr_begin(&c);
+    CHECK_INT_EQ(stem_config_load(&cfg, sock_path, 0, NULL), STEM_ERR_CONFIG);
+    msg = capture_stderr_end(&c);
+    CHECK_CONTAINS(msg, sock_path);
+    free(msg);
+    close(sock);
     /* a device is refused the same way (nothing to read from /dev/null) */
     capture_stderr_begin(&c);
     CHECK_INT_EQ(stem_xyz_read("/dev/null", &atoms), STEM_ERR_INPUT);
