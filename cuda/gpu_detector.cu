@@ -18,7 +18,7 @@ size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid)
 size_t gpu_det_result_bytes(const stem_plan *plan, int n)
 {
     size_t per = sizeof(double) * (plan->n_bins + plan->n_images + 3);
-    if (plan->cfg->save_4d) per += sizeof(float) * plan->out_nx * plan->out_ny;
+    if (plan->opt.save_4d) per += sizeof(float) * plan->out_nx * plan->out_ny;
     return per * (size_t)n;
 }
 
@@ -31,7 +31,7 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     g->ox = plan->out_nx;
     g->oy = plan->out_ny;
     g->stride = g->n_bins + g->n_images + 3;
-    g->has_4d = plan->cfg->save_4d;
+    g->has_4d = plan->opt.save_4d;
     if (g->n_pix != g->ox * g->oy)
         return STEM_FAIL(STEM_ERR_INTERNAL, "detector has %d pixels, expected %d x %d", g->n_pix, g->ox, g->oy);
     if (g->n_images > 32) return STEM_FAIL(STEM_ERR_INTERNAL, "%d images exceed the 32-bit image mask", g->n_images);

@@ -161,14 +161,14 @@ extern "C" const char *stem_gpu_unavailable_reason(void)
 
 int gpu_devices_select(const stem_plan *plan, gpu_devices *d)
 {
-    const stem_config *cfg = plan->cfg;
+    const stem_options *opt = &plan->opt;
     memset(d, 0, sizeof *d);
     int count = 0;
     CUDA_CALL(cudaGetDeviceCount(&count));
     if (count <= 0) return STEM_FAIL(STEM_ERR_GPU, "%s", stem_gpu_unavailable_reason());
     int rpn = plan->layout.ranks_on_node > 0 ? plan->layout.ranks_on_node : 1;
     int lr = plan->layout.local_rank >= 0 ? plan->layout.local_rank % rpn : 0;
-    int want = cfg->gpus_per_rank;
+    int want = opt->gpus_per_rank;
     if (want > GPU_MAX_DEVICES) want = GPU_MAX_DEVICES;
     if (want == 0) {
         if (rpn <= count) { /* a contiguous share of the node's GPUs */
@@ -189,7 +189,7 @@ int gpu_devices_select(const stem_plan *plan, gpu_devices *d)
         d->sharing = (int)((users + count - 1) / count);
     }
     if (d->sharing < 1) d->sharing = 1;
-    d->streams = cfg->streams_per_gpu > 0 ? cfg->streams_per_gpu : 1;
+    d->streams = opt->streams_per_gpu > 0 ? opt->streams_per_gpu : 1;
     d->workers = d->n_gpus * d->streams;
     d->free_bytes = 1e300;
     for (int i = 0; i < d->n_gpus; i++) {

@@ -31,7 +31,7 @@ static int ms_worker_create(ms_ctx *c, ms_worker *w)
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
     GPU_ALLOC(w->dres, sizeof(double) * stride * B, "detector sums");
     GPU_ALLOC_HOST(w->hres, sizeof(double) * stride * B, "detector sums");
-    if (plan->cfg->save_4d) {
+    if (plan->opt.save_4d) {
         GPU_ALLOC(w->dcbed, sizeof(float) * pix * B, "4D patterns");
         GPU_ALLOC_HOST(w->hcbed, sizeof(float) * pix * B, "4D patterns");
     }

@@ -94,7 +94,7 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     long n_local = plan->probe_end - plan->probe_begin;
     double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
     double shared = (double)gpu_det_bytes(plan, 0) + sizeof(gpu_probe) * (double)n_local + 24.0 * plan->n_beams;
-    int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->cfg->memory_mode, chosen = -1, T = T0, U = 1;
+    int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->opt.memory_mode, chosen = -1, T = T0, U = 1;
     int tx, ty;
     const char *tile_env = getenv("STEMSIM_GPU_TILE"); /* benchmarking: force the tile edge */
     if (tile_env && atoi(tile_env) > 0) T = T0 = atoi(tile_env);
@@ -257,7 +257,7 @@ static int out_worker_create(out_ctx *c, out_worker *w)
     for (int k = 0; k < 2; k++) {
         GPU_ALLOC(w->dres[k], sizeof(double) * stride * P, "detector sums");
         GPU_ALLOC_HOST(w->hres[k], sizeof(double) * stride * P, "detector sums");
-        if (plan->cfg->save_4d) {
+        if (plan->opt.save_4d) {
             GPU_ALLOC(w->dcbed[k], sizeof(float) * win * P, "4D patterns");
             GPU_ALLOC_HOST(w->hcbed[k], sizeof(float) * win * P, "4D patterns");
         }

@@ -21,14 +21,13 @@ static double prop_worker_bytes(const stem_plan *plan, int smatrix, int batch, i
 
 int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix, int verbose, gpu_prop_plan *pp)
 {
-    const stem_config *cfg = plan->cfg;
     memset(pp, 0, sizeof *pp);
     pp->smatrix = smatrix;
     pp->n_items = smatrix ? plan->beam_end - plan->beam_begin : plan->probe_end - plan->probe_begin;
     double grid = (double)plan->nx * plan->ny;
     int batch;
-    if (stem_config_given(cfg, "compute", "batch_size")) {
-        batch = cfg->batch_size;
+    if (plan->opt.batch_given) {
+        batch = plan->batch_size;
     } else { /* enough waves per batched FFT to fill the GPU (about 8 M points) */
         double target = 8.0 * 1048576.0 / grid;
         batch = target < 1 ? 1 : (target > 128 ? 128 : (int)target);
@@ -40,7 +39,7 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
     double shared = 8.0 * grid; /* propagator */
     if (smatrix) shared += 8.0 * plan->n_beams;
     else shared += 28.0 * plan->n_beams /* aperture list (f = 1: the beams are the aperture) */ + gpu_det_bytes(plan, 1);
-    int mode = cfg->memory_mode, chosen = -1, b;
+    int mode = plan->opt.memory_mode, chosen = -1, b;
     double need_single = shared + trans + d->streams * prop_worker_bytes(plan, smatrix, 1, 0);
     double need_stream = shared + d->streams * prop_worker_bytes(plan, smatrix, 1, 1);
     if (mode != STEM_MEMMODE_STREAMING)

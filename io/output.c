@@ -127,7 +127,7 @@ static int stem_output_check_result(const stem_output *o)
         return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: 4D result is %dx%d, the plan says %dx%d", o->path,
                          res->out_nx, res->out_ny, plan->out_nx, plan->out_ny);
     if (res->n_probes > 0 &&
-        ((plan->n_images > 0 && !res->images) || (plan->cfg->save_3d && !res->rings) ||
+        ((plan->n_images > 0 && !res->images) || (plan->opt.save_3d && !res->rings) ||
          (res->has_4d && !res->cbed) || (res->has_dpc && !res->com)))
         return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: result arrays missing", o->path);
     return STEM_OK;
@@ -139,9 +139,9 @@ static int stem_output_check_plan(const stem_output *o)
     if (plan->scan_nx <= 0 || plan->scan_ny <= 0 || (long)plan->scan_nx * plan->scan_ny != plan->n_probes)
         return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: scan %d x %d does not hold %ld probes", o->path,
                          plan->scan_nx, plan->scan_ny, plan->n_probes);
-    if (plan->n_images < 0 || plan->n_images > plan->cfg->n_images || plan->n_bins < 0)
-        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: plan has %d images (config %d), %d bins", o->path,
-                         plan->n_images, plan->cfg->n_images, plan->n_bins);
+    if (plan->n_images < 0 || plan->n_images > STEM_MAX_IMAGES || plan->n_bins < 0)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: plan has %d images (at most %d), %d bins", o->path,
+                         plan->n_images, STEM_MAX_IMAGES, plan->n_bins);
     return STEM_OK;
 }
 
@@ -507,7 +507,7 @@ static int stem_output_root_attrs(const stem_output *o)
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "config", o->config_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "plan", o->plan_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "algorithm", alg));
-    STEM_TRY(stem_output_attr_double(o, o->file, "/", "energy_kev", plan->cfg->energy_kev));
+    STEM_TRY(stem_output_attr_double(o, o->file, "/", "energy_kev", plan->energy_kev));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "wavelength_angstrom", plan->lambda));
     return stem_output_attr_int(o, o->file, "/", "n_configs", plan->n_configs);
 }
@@ -536,7 +536,7 @@ static void stem_output_pack(const stem_output *o, const double *src, int stride
 
 static int stem_output_image(const stem_output *o, int i)
 {
-    const stem_image_range *im = &o->plan->cfg->images[i];
+    const stem_image_range *im = &o->plan->images[i];
     char name[STEM_IMAGE_NAME_MAX + 16];
     snprintf(name, sizeof name, "/images/%s", im->name);
     if (o->count) stem_output_pack(o, o->res->images, o->plan->n_images, i);
@@ -693,7 +693,7 @@ static int stem_output_content(stem_output *o)
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_root_attrs(o));
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_groups(o));
     for (int i = 0; i < o->plan->n_images; i++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_image(o, i));
-    if (o->plan->cfg->save_3d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_rings(o));
+    if (o->plan->opt.save_3d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_rings(o));
     if (o->has_4d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_cbed(o));
     if (o->has_dpc) {
         STEM_OUTPUT_STEP(rc, o->comm, stem_output_dpc(o, 0));

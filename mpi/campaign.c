@@ -28,7 +28,7 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
     int err = STEM_OK;
     if (m->layout.group_rank == 0) {
         stem_atoms displaced = {0};
-        err = stem_atoms_displace(atoms, plan->cfg->seed, c, plan->cfg->thermal, &displaced);
+        err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
         if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
         stem_atoms_free(&displaced);
     }

@@ -7,7 +7,7 @@
 
 int stem_detector_build(const stem_plan *plan, stem_detector *det)
 {
-    const stem_config *cfg = plan->cfg;
+    const stem_image_range *images = plan->images;
     int nx = plan->out_nx, ny = plan->out_ny;
     memset(det, 0, sizeof *det);
     det->n_pixels = nx * ny;
@@ -27,7 +27,7 @@ int stem_detector_build(const stem_plan *plan, stem_detector *det)
             int bin = (int)floor(theta / plan->ring_width);
             det->bin[k] = bin < plan->n_bins ? bin : plan->n_bins - 1;
             for (int m = 0; m < plan->n_images; m++)
-                if (theta >= cfg->images[m].inner_mrad && theta < cfg->images[m].outer_mrad) det->image_mask[k] |= 1u << m;
+                if (theta >= images[m].inner_mrad && theta < images[m].outer_mrad) det->image_mask[k] |= 1u << m;
         }
     return STEM_OK;
 }
@@ -49,8 +49,8 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     res->n_images = plan->n_images;
     res->out_nx = plan->out_nx;
     res->out_ny = plan->out_ny;
-    res->has_4d = plan->cfg->save_4d;
-    res->has_dpc = plan->cfg->save_dpc;
+    res->has_4d = plan->opt.save_4d;
+    res->has_dpc = plan->opt.save_dpc;
     STEM_ALLOC(res->rings, res->n_probes * res->n_bins, "ring output");
     STEM_ALLOC(res->images, res->n_probes * res->n_images, "image output");
     STEM_ALLOC(res->com, res->n_probes * 2, "DPC output");

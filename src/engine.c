@@ -19,7 +19,7 @@ static void cpu_engine(stem_engine *engine)
 
 int stem_engine_select(const stem_plan *plan, stem_engine *engine)
 {
-    int device = plan->cfg->device;
+    int device = plan->opt.device;
     cpu_engine(engine);
     if (device == STEM_DEVICE_CPU) return STEM_OK;
     int gpus = stem_gpu_count();

@@ -71,7 +71,7 @@ static int check_optics(stem_plan *plan)
         return STEM_FAIL(STEM_ERR_CONFIG,
                          "[simulation] pixel_size %.4g x %.4g Angstrom is too large for [probe] semiangle = %g mrad: "
                          "the anti-aliased band reaches only %.1f mrad; use pixel_size <= %.4f Angstrom",
-                         plan->dx, plan->dy, plan->cfg->semiangle_mrad, plan->q_limit * plan->lambda * 1e3, need);
+                         plan->dx, plan->dy, plan->semiangle_mrad, plan->q_limit * plan->lambda * 1e3, need);
     }
     return STEM_OK;
 }
@@ -101,15 +101,15 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
 
 double stem_plan_probe_diameter(const stem_plan *plan)
 {
-    const stem_config *cfg = plan->cfg;
-    double a = plan->alpha, c3 = cfg->cs_mm * 1e7, c5 = cfg->c5_mm * 1e7, blur = 0;
+    const stem_aberrations *ab = &plan->aberr;
+    double a = plan->alpha, c3 = ab->c3, c5 = ab->c5, blur = 0;
     /* geometric ray displacement d(chi)/d(theta) / k = C1 t + C3 t^3 + C5 t^5 (probe.c's chi),
      * largest over the aperture; round aberrations may partly cancel */
     for (int i = 1; i <= 256; i++) {
-        double t = a * i / 256.0, r = fabs(cfg->defocus * t + c3 * t * t * t + c5 * t * t * t * t * t);
+        double t = a * i / 256.0, r = fabs(ab->defocus * t + c3 * t * t * t + c5 * t * t * t * t * t);
         if (r > blur) blur = r;
     }
-    blur += fabs(cfg->astigmatism) * a;
+    blur += fabs(ab->astigmatism) * a;
     return 1.22 * plan->lambda / a + 2 * blur;
 }
 
@@ -117,9 +117,9 @@ double stem_plan_probe_diameter(const stem_plan *plan)
 
 /* Does interpolation f along an axis of this length keep the probe inside
  * its window and give the detector a few pixels? */
-static int prism_f_fits(const stem_plan *plan, int explicit_n, double length, int f, double diameter)
+static int prism_f_fits(const stem_config *cfg, int explicit_n, double length, int f, double diameter)
 {
-    int n = choose_grid(explicit_n, length, plan->cfg->pixel_size, f), crop, out;
+    int n = choose_grid(explicit_n, length, cfg->pixel_size, f), crop, out;
     double q_limit = (2.0 / 3.0) * 0.5 / (length / n);
     choose_crop(n, length, q_limit, f, &crop, &out);
     return length / f >= diameter && out >= STEM_MIN_DETECTOR_PIXELS;
@@ -128,10 +128,9 @@ static int prism_f_fits(const stem_plan *plan, int explicit_n, double length, in
 /* PRISM crops every plane wave to a window of cell/f around the probe: a
  * window narrower than the probe cuts it off (and a detector of one or two
  * pixels measures nothing), so refuse and name the largest sensible f. */
-static int check_prism_window(const stem_plan *plan)
+static int check_prism_window(const stem_plan *plan, const stem_config *cfg)
 {
     if (plan->algorithm != STEM_ALG_PRISM) return STEM_OK;
-    const stem_config *cfg = plan->cfg;
     double d = stem_plan_probe_diameter(plan);
     const int f[2] = {plan->fx, plan->fy}, given[2] = {cfg->grid_x, cfg->grid_y}, out[2] = {plan->out_nx, plan->out_ny};
     const char *key[2] = {"interpolation_x", "interpolation_y"};
@@ -139,7 +138,7 @@ static int check_prism_window(const stem_plan *plan)
         /* f = 1 is multislice's accuracy: the window is the whole (periodic) cell */
         if (f[k] == 1 || (plan->cell[k] / f[k] >= d && out[k] >= STEM_MIN_DETECTOR_PIXELS)) continue;
         int best = f[k] - 1;
-        while (best > 1 && !prism_f_fits(plan, given[k], plan->cell[k], best, d)) best--;
+        while (best > 1 && !prism_f_fits(cfg, given[k], plan->cell[k], best, d)) best--;
         return STEM_FAIL(STEM_ERR_CONFIG,
                          "[simulation] %s = %d is too coarse for this %.3f Angstrom cell: the PRISM window (%.3f Angstrom) "
                          "must hold the probe (diameter %.3f Angstrom: 1.22 lambda/alpha plus the aberrations' geometric blur) and the "
@@ -171,16 +170,17 @@ static int choose_beams(stem_plan *plan)
     if (n == 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "[probe] semiangle %g mrad holds no plane wave of the %g x %g Angstrom cell "
                          "(with interpolation %d x %d); enlarge the aperture or the cell",
-                         plan->cfg->semiangle_mrad, plan->cell[0], plan->cell[1], plan->fx, plan->fy);
+                         plan->semiangle_mrad, plan->cell[0], plan->cell[1], plan->fx, plan->fy);
     return STEM_OK;
 }
 
+int stem_plan_kernel_radius(double cutoff, double pixel) { return (int)ceil(cutoff / pixel) + 1; }
+
 double stem_plan_table_bytes(const stem_plan *plan, int n_species)
 {
-    const stem_config *cfg = plan->cfg;
-    double ss = cfg->supersampling + (cfg->supersampling & 1); /* as stem_potential_table_build */
-    double kx = 2.0 * ((int)ceil(cfg->potential_radius / plan->dx) + 1) + 1;
-    double ky = 2.0 * ((int)ceil(cfg->potential_radius / plan->dy) + 1) + 1;
+    double ss = plan->opt.supersampling;
+    double kx = 2.0 * stem_plan_kernel_radius(plan->opt.potential_radius, plan->dx) + 1;
+    double ky = 2.0 * stem_plan_kernel_radius(plan->opt.potential_radius, plan->dy) + 1;
     return 4.0 * n_species * ss * ss * kx * ky;
 }
 
@@ -194,13 +194,12 @@ static int count_species(const stem_atoms *atoms)
 }
 
 /* Every large buffer of a run, per rank (campaign.c, detector.c, engines). */
-static void estimate_memory(stem_plan *plan, int n_species)
+static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gib)
 {
-    const stem_config *cfg = plan->cfg;
     double grid = (double)plan->nx * plan->ny;
     long local_probes = plan->probe_end - plan->probe_begin;
     double per_probe = 8.0 * (plan->n_bins + plan->n_images + 3);
-    if (cfg->save_4d) per_probe += 4.0 * plan->out_nx * plan->out_ny;
+    if (plan->opt.save_4d) per_probe += 4.0 * plan->out_nx * plan->out_ny;
     /* transmission functions of every slice, the model and one displaced copy */
     plan->mem_potential = 8.0 * grid * plan->n_slices + 48.0 * plan->n_atoms * 2;
     /* the lookup table lives on the group leaders only */
@@ -214,8 +213,9 @@ static void estimate_memory(stem_plan *plan, int n_species)
     plan->mem_total = plan->mem_potential + plan->mem_table + plan->mem_smatrix + plan->mem_results +
                       plan->mem_detector + plan->mem_workspace;
     stem_memory_limit limit;
-    stem_memory_limit_choose(cfg->max_memory_gib, plan->layout.ranks_on_node, &limit);
+    stem_memory_limit_choose(max_memory_gib, plan->layout.ranks_on_node, &limit);
     plan->mem_limit = limit.bytes;
+    plan->mem_limit_from_config = max_memory_gib > 0;
     snprintf(plan->mem_limit_source, sizeof plan->mem_limit_source, "%s", limit.source);
 }
 
@@ -227,7 +227,7 @@ static int bound_cores(void)
     return CPU_COUNT(&set);
 }
 
-static void choose_decomposition(stem_plan *plan)
+static void choose_decomposition(stem_plan *plan, const stem_config *cfg)
 {
     const stem_layout *L = &plan->layout;
     stem_split_range(plan->n_probes, L->group_size, L->group_rank, &plan->probe_begin, &plan->probe_end);
@@ -241,20 +241,45 @@ static void choose_decomposition(stem_plan *plan)
      * more threads than those cores only take turns on them */
     int bound = bound_cores();
     if (bound > 0 && bound < per_rank) per_rank = bound;
-    plan->threads = plan->cfg->threads > 0 ? plan->cfg->threads : (per_rank > 0 ? per_rank : 1);
+    plan->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
     if (bound > 0 && plan->threads > bound && L->world_rank == 0)
         stem_warn("[compute] threads = %d but this rank may run on %d core(s) only (MPI binding?): "
                   "use mpirun --bind-to none or --map-by slot:PE=%d",
                   plan->threads, bound, plan->threads);
-    plan->batch_size = plan->cfg->batch_size;
+    plan->batch_size = cfg->batch_size;
+}
+
+/* The config values engines use, so that they never read the config. */
+static void copy_options(stem_plan *plan, const stem_config *cfg)
+{
+    stem_options *o = &plan->opt;
+    o->save_3d = cfg->save_3d;
+    o->save_4d = cfg->save_4d;
+    o->save_dpc = cfg->save_dpc;
+    o->fft_measure = cfg->fft_planning == STEM_FFT_MEASURE;
+    o->device = cfg->device;
+    o->gpus_per_rank = cfg->gpus_per_rank;
+    o->streams_per_gpu = cfg->streams_per_gpu;
+    o->memory_mode = cfg->memory_mode;
+    o->batch_given = stem_config_given(cfg, "compute", "batch_size");
+    o->seed = cfg->seed;
+    o->thermal = cfg->thermal;
+    o->potential_radius = cfg->potential_radius;
+    o->supersampling = cfg->supersampling + (cfg->supersampling & 1); /* even: see potential.c build_kernel */
+    plan->energy_kev = cfg->energy_kev;
+    plan->semiangle_mrad = cfg->semiangle_mrad;
+    plan->aberr = (stem_aberrations){.defocus = cfg->defocus, .astigmatism = cfg->astigmatism,
+                                     .astigmatism_phi = cfg->astigmatism_angle * M_PI / 180,
+                                     .c3 = cfg->cs_mm * 1e7, .c5 = cfg->c5_mm * 1e7}; /* mm -> Angstrom */
+    memcpy(plan->images, cfg->images, sizeof plan->images);
 }
 
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout)
 {
     memset(plan, 0, sizeof *plan);
-    plan->cfg = cfg;
     plan->layout = *layout;
     plan->algorithm = cfg->algorithm;
+    copy_options(plan, cfg);
     plan->n_atoms = atoms->n;
     plan->lambda = stem_wavelength(cfg->energy_kev);
     plan->sigma = stem_interaction_constant(cfg->energy_kev);
@@ -300,9 +325,9 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
-    STEM_TRY(check_prism_window(plan));
-    choose_decomposition(plan);
-    estimate_memory(plan, count_species(atoms));
+    STEM_TRY(check_prism_window(plan, cfg));
+    choose_decomposition(plan, cfg);
+    estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
     return STEM_OK;
 }
 
@@ -346,7 +371,7 @@ int stem_plan_check_memory(const stem_plan *plan)
                      format_bytes(plan->mem_table, f[2], 32), format_bytes(plan->mem_smatrix, f[3], 32),
                      format_bytes(plan->mem_results, f[4], 32), format_bytes(plan->mem_detector, f[5], 32),
                      format_bytes(plan->mem_workspace, f[6], 32), format_bytes(plan->mem_limit, f[7], 32),
-                     plan->mem_limit_source, plan->cfg->max_memory_gib > 0 ? "" : "; [compute] max_memory sets another",
+                     plan->mem_limit_source, plan->mem_limit_from_config ? "" : "; [compute] max_memory sets another",
                      memory_advice(plan));
 }
 

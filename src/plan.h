@@ -1,6 +1,7 @@
 /* stem_plan: everything derived from the config and the model that the
  * engines need: grids, slices, beams, scan, detector geometry, the work
- * decomposition and the memory estimate. Engines read only the plan. */
+ * decomposition and the memory estimate, and copies of the config values
+ * they use. Engines read only the plan: it holds no pointer to the config. */
 #ifndef STEM_PLAN_H
 #define STEM_PLAN_H
 
@@ -16,14 +17,38 @@ typedef struct {
     int local_rank;                               /* rank within the node (GPU assignment) */
 } stem_layout;
 
+/* Probe aberrations as chi (probe.c) uses them. */
 typedef struct {
-    const stem_config *cfg;
+    double defocus;         /* C1, Angstrom; negative = underfocus */
+    double astigmatism;     /* A1, Angstrom */
+    double astigmatism_phi; /* its azimuth, rad */
+    double c3, c5;          /* Angstrom */
+} stem_aberrations;
+
+/* What the engines do, beyond the geometry: copied from the config. */
+typedef struct {
+    int save_3d, save_4d, save_dpc;
+    int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
+    int device;             /* stem_device */
+    int gpus_per_rank, streams_per_gpu, memory_mode;
+    int batch_given;        /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
+    long seed;
+    int thermal;
+    double potential_radius; /* Angstrom */
+    int supersampling;       /* even: see potential.c */
+} stem_options;
+
+typedef struct {
     stem_layout layout;
     int algorithm;
+    stem_options opt;
     /* optics */
+    double energy_kev;
     double lambda;   /* Angstrom */
     double sigma;    /* rad / (V Angstrom) */
     double alpha;    /* probe semi-angle, rad */
+    double semiangle_mrad;
+    stem_aberrations aberr;
     /* simulation grid (full resolution) */
     int nx, ny;
     double dx, dy;   /* Angstrom */
@@ -44,6 +69,7 @@ typedef struct {
     double ring_width;       /* mrad */
     double max_angle_mrad;   /* largest angle that is simulated */
     int n_images;
+    stem_image_range images[STEM_MAX_IMAGES];
     /* scan */
     int scan_nx, scan_ny;
     long n_probes;
@@ -60,6 +86,7 @@ typedef struct {
     /* memory (bytes, per rank) */
     double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;
     char mem_limit_source[256]; /* what set mem_limit (config, cgroup, rlimit, RAM) */
+    int mem_limit_from_config;
     long n_atoms;
 } stem_plan;
 
@@ -78,6 +105,8 @@ void stem_split_range(long n, int parts, int i, long *b, long *e);
 /* Build the plan; layout gives this rank's place in the decomposition. */
 /* Bytes of the potential lookup table for n_species species (potential.c builds it). */
 double stem_plan_table_bytes(const stem_plan *plan, int n_species);
+/* Lookup-table geometry shared by the estimate and potential.c: kernel half-widths in pixels. */
+int stem_plan_kernel_radius(double cutoff, double pixel);
 /* Probe diameter (Angstrom) that a PRISM window must hold: the Airy disc
  * 1.22 lambda/alpha plus twice the largest geometric ray displacement of
  * the aberrations inside the aperture. */

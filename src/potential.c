@@ -56,7 +56,6 @@ static void build_kernel(const stem_plan *plan, const stem_potential_table *t, c
 int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
                                stem_potential_table *t)
 {
-    const stem_config *cfg = plan->cfg;
     memset(t, 0, sizeof *t);
     for (int z = 0; z <= STEM_MAX_Z; z++) t->species_of_z[z] = -1;
     for (long i = 0; i < atoms->n; i++) {
@@ -66,10 +65,10 @@ int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, c
             t->species_z[t->n_species++] = z;
         }
     }
-    double cutoff = cfg->potential_radius;
-    t->ss = cfg->supersampling + (cfg->supersampling & 1); /* even: see build_kernel */
-    t->rx = (int)ceil(cutoff / plan->dx) + 1;
-    t->ry = (int)ceil(cutoff / plan->dy) + 1;
+    double cutoff = plan->opt.potential_radius;
+    t->ss = plan->opt.supersampling; /* even: see build_kernel */
+    t->rx = stem_plan_kernel_radius(cutoff, plan->dx);
+    t->ry = stem_plan_kernel_radius(cutoff, plan->dy);
     t->kx = 2 * t->rx + 1;
     t->ky = 2 * t->ry + 1;
     /* kernels wider than the cell are fine: add_atom wraps, summing periodic images */

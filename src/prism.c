@@ -28,7 +28,7 @@ static int smatrix_setup(void *ctx, int w)
     job->box[w] = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny, "S-matrix box");
     if (!job->waves[w] || !job->box[w]) return STEM_ERR_MEMORY;
     STEM_TRY(stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w],
-                             plan->cfg->fft_planning == STEM_FFT_MEASURE));
+                             plan->opt.fft_measure));
     return stem_fft_create(&job->fft_box[w], plan->crop_nx, plan->crop_ny, 1, job->box[w], 0);
 }
 
@@ -148,7 +148,7 @@ static int output_setup(void *ctx, int w)
     job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
     if (!job->coef[w] || !job->window[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
     return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w],
-                           plan->cfg->fft_planning == STEM_FFT_MEASURE);
+                           plan->opt.fft_measure);
 }
 
 static void output_teardown(void *ctx, int w)

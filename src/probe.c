@@ -5,12 +5,12 @@
 
 double stem_probe_chi(const stem_plan *plan, double qx, double qy)
 {
-    const stem_config *cfg = plan->cfg;
+    const stem_aberrations *ab = &plan->aberr;
     double lambda = plan->lambda;
     double tx = lambda * qx, ty = lambda * qy, t2 = tx * tx + ty * ty;
-    double phi = atan2(ty, tx), phi_a = cfg->astigmatism_angle * M_PI / 180;
-    double c3 = cfg->cs_mm * 1e7, c5 = cfg->c5_mm * 1e7; /* mm -> Angstrom */
-    double w = 0.5 * cfg->defocus * t2 + 0.5 * cfg->astigmatism * t2 * cos(2 * (phi - phi_a)) + 0.25 * c3 * t2 * t2 +
+    double phi = atan2(ty, tx), phi_a = ab->astigmatism_phi;
+    double c3 = ab->c3, c5 = ab->c5;
+    double w = 0.5 * ab->defocus * t2 + 0.5 * ab->astigmatism * t2 * cos(2 * (phi - phi_a)) + 0.25 * c3 * t2 * t2 +
                c5 * t2 * t2 * t2 / 6;
     return 2 * M_PI / lambda * w;
 }
