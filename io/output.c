@@ -91,9 +91,8 @@ typedef struct {
 
 /* ------------------------------------------------------ collective glue */
 
-/* Every rank learns the worst status, so all take the same path; writing
- * runs in collective log mode, so a failure every rank sees (a full disk)
- * is reported once. */
+/* Every rank learns the worst status, so all take the same path; a failure
+ * every rank sees (a full disk) is reported once. */
 static int stem_output_agree(MPI_Comm comm, int rc)
 {
     return stem_mpi_agree(rc, comm);
@@ -708,7 +707,6 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
                       int writes_probes, const char *config_ini_text, const char *plan_text)
 {
     stem_output o;
-    stem_log_collective(1);
     int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
     rc = stem_output_agree(comm, rc);
     STEM_OUTPUT_STEP(rc, comm, stem_output_prepare(&o));
@@ -728,6 +726,5 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
     else if (o.rank == 0)
         stem_output_target_discard(target);
     stem_output_free(&o);
-    stem_log_collective(0);
     return rc;
 }

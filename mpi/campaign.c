@@ -10,17 +10,24 @@
 #include "../src/potential.h"
 #include "../src/signals.h"
 
-/* Test-only hook: STEMSIM_TEST_FAIL_RANK=r makes rank r fail here. */
-static int injected_failure(const stem_mpi *m)
+/* Test-only hooks: STEMSIM_TEST_FAIL_RANK=r makes rank r fail as the
+ * campaign starts; STEMSIM_TEST_FAULT=SITE:r makes rank r fail at SITE
+ * ("transmission": its receive buffer for the broadcast transmission
+ * functions cannot be allocated). */
+static int injected_failure(const stem_mpi *m, const char *site)
 {
-    const char *env = getenv("STEMSIM_TEST_FAIL_RANK");
-    if (env && atoi(env) == m->layout.world_rank)
-        return STEM_FAIL(STEM_ERR_INTERNAL, "injected failure (STEMSIM_TEST_FAIL_RANK=%s)", env);
+    const char *rank_env = getenv("STEMSIM_TEST_FAIL_RANK"), *fault = getenv("STEMSIM_TEST_FAULT");
+    if (!strcmp(site, "campaign") && rank_env && atoi(rank_env) == m->layout.world_rank)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "injected failure (STEMSIM_TEST_FAIL_RANK=%s)", rank_env);
+    size_t n = strlen(site);
+    if (fault && !strncmp(fault, site, n) && fault[n] == ':' && atoi(fault + n + 1) == m->layout.world_rank)
+        return STEM_FAIL(STEM_ERR_MEMORY, "injected failure at %s: cannot allocate (STEMSIM_TEST_FAULT=%s)", site, fault);
     return STEM_OK;
 }
 
 /* The group leader builds configuration c from the lookup table (which depends
- * only on species and grid, so it is built once per run); the group receives it. */
+ * only on species and grid, so it is built once per run); the group agrees
+ * that leader and receivers are ready, then receives it. */
 static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
                                    const stem_potential_table *table, int c, stem_complex *trans)
 {
@@ -31,8 +38,10 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
         err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
         if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
         stem_atoms_free(&displaced);
+    } else {
+        err = injected_failure(m, "transmission");
     }
-    if (err) return err; /* the caller aborts the job: peers wait in the broadcast */
+    STEM_TRY(stem_mpi_agree(err, m->group)); /* no rank waits in a broadcast another abandoned */
     return stem_mpi_bcast(trans, bytes, 0, m->group);
 }
 
@@ -45,6 +54,7 @@ static int prism_config(const stem_mpi *m, const stem_plan *plan, const stem_eng
     stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "S-matrix");
     int err = local && by_beam ? STEM_OK : STEM_ERR_MEMORY;
     if (!err) err = engine->prism_smatrix(plan, trans, local);
+    err = stem_mpi_agree(err, m->group); /* before the gather: all ranks have their beams */
     if (!err) err = stem_mpi_gather_smatrix(plan, local, by_beam, m->group);
     stem_fft_free(local);
     stem_complex *by_pixel = err ? NULL : stem_fft_alloc(box * plan->n_beams, "S-matrix (beam fastest)");
@@ -56,48 +66,52 @@ static int prism_config(const stem_mpi *m, const stem_plan *plan, const stem_eng
     return err;
 }
 
-/* A safe point: all ranks learn whether any was asked to stop, and leave
- * together with the same status (128 + signal), so none waits in a
- * collective the others abandoned. */
-static int safe_point(const stem_mpi *m)
+/* A safe point: all ranks learn whether any failed (its message printed
+ * once) or was asked to stop, and leave together with the same status, so
+ * none waits in a collective the others abandoned. */
+static int safe_point(const stem_mpi *m, int err)
 {
+    err = stem_mpi_agree(err, m->world);
     int sig = stem_signal_pending(), any = sig;
     STEM_MPI_CALL(MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->world));
-    return any ? stem_signal_status(any) : STEM_OK;
+    return any ? stem_signal_status(any) : err;
 }
 
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
                       stem_result *res)
 {
     const stem_layout *L = &m->layout;
-    stem_engine engine;
+    stem_engine engine = {0};
     stem_detector det = {0};
-    STEM_TRY(injected_failure(m));
-    STEM_TRY(stem_engine_select(plan, &engine));
-    STEM_TRY(stem_detector_build(plan, &det));
-    size_t grid = (size_t)plan->nx * plan->ny;
-    stem_complex *trans = stem_fft_alloc(grid * plan->n_slices, "transmission functions");
-    int err = trans ? STEM_OK : STEM_ERR_MEMORY;
     stem_potential_table table = {0};
+    stem_complex *trans = NULL;
+    int err = injected_failure(m, "campaign");
+    if (!err) err = stem_engine_select(plan, &engine);
+    int have_engine = !err;
+    if (!err) err = stem_detector_build(plan, &det);
+    if (!err && !(trans = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions")))
+        err = STEM_ERR_MEMORY;
     if (!err && L->group_rank == 0) err = stem_potential_table_build(plan, atoms, kirkland, &table);
     /* rounds, not configurations: every group meets every safe point even
-     * when the groups do not divide the configurations evenly */
+     * when the groups do not divide the configurations evenly; a failure
+     * inside a round is agreed at the next one */
     int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
-    for (int round = 0; round < rounds && !err; round++) {
-        err = safe_point(m);
+    for (int round = 0; round < rounds; round++) {
+        err = safe_point(m, err);
+        if (err) break;
         int c = round * L->n_groups + L->group;
-        if (err || c >= plan->n_configs) continue;
+        if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
         err = transmission_for_config(m, plan, atoms, &table, c, trans);
-        if (err) break;
+        if (err) continue;
         if (plan->algorithm == STEM_ALG_PRISM) err = prism_config(m, plan, &engine, trans, &det, res);
         else err = engine.multislice(plan, trans, &det, res);
     }
-    if (!err) err = safe_point(m);
+    err = safe_point(m, err);
     stem_potential_table_free(&table);
     stem_fft_free(trans);
     stem_detector_free(&det);
-    engine.release(&engine);
+    if (have_engine) engine.release(&engine);
     if (err) return err;
     STEM_TRY(stem_mpi_sum_result(res, m->cross));
     stem_result_finalise(res, plan->n_configs);

@@ -58,7 +58,7 @@ int stem_mpi_agree(int status, MPI_Comm comm)
     int mine = status ? rank : INT_MAX, first = mine;
     if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the failing rank failed");
-    stem_log_print_suppressed(first == rank && rank != 0);
+    stem_log_release_held(first == rank && rank != 0);
     return worst;
 }
 
@@ -80,10 +80,13 @@ int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm)
     double cell[3] = {atoms->cell[0], atoms->cell[1], atoms->cell[2]};
     STEM_MPI_CALL(MPI_Bcast(&n, 1, MPI_LONG, root, comm));
     STEM_MPI_CALL(MPI_Bcast(cell, 3, MPI_DOUBLE, root, comm));
+    int err = STEM_OK;
     if (rank != root) {
         memcpy(atoms->cell, cell, sizeof cell);
-        STEM_TRY(stem_atoms_alloc(atoms, n));
+        err = stem_atoms_alloc(atoms, n);
     }
+    /* a rank without room must not leave the root waiting in the broadcast */
+    STEM_TRY(stem_mpi_agree(err, comm));
     STEM_TRY(stem_mpi_bcast(atoms->Z, n * sizeof(int), root, comm));
     double *cols[5] = {atoms->x, atoms->y, atoms->z, atoms->occupancy, atoms->sigma};
     for (int i = 0; i < 5; i++) STEM_TRY(stem_mpi_bcast(cols[i], n * sizeof(double), root, comm));

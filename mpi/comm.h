@@ -17,7 +17,8 @@ typedef struct {
 /* Communicators for frozen-phonon groups: `requested` groups (0: automatic). */
 int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested);
 void stem_mpi_free(stem_mpi *m);
-/* Largest status over the ranks of comm, so all ranks take the same branch. */
+/* Largest status over the ranks of comm, so all ranks take the same branch;
+ * the lowest failing rank's message is printed (once). */
 int stem_mpi_agree(int status, MPI_Comm comm);
 /* MPI_Bcast in pieces below 2 GiB. */
 int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm);

@@ -10,11 +10,8 @@
 static struct {
     int rank;
     stem_log_level level;
-    int collective;
-    char suppressed[2300]; /* first error held back in collective mode */
-} stem_log_state = {0, STEM_LOG_INFO, 0, ""};
-
-void stem_log_collective(int on) { stem_log_state.collective = on; }
+    char held[2300]; /* first error of a rank other than 0, until the job agrees on it */
+} stem_log_state = {0, STEM_LOG_INFO, ""};
 
 void stem_log_init(int rank, stem_log_level level)
 {
@@ -24,14 +21,14 @@ void stem_log_init(int rank, stem_log_level level)
     stem_log_state.level = level;
 }
 
-int stem_log_print_suppressed(int print)
+int stem_log_release_held(int print)
 {
-    int had = stem_log_state.suppressed[0] != 0;
+    int had = stem_log_state.held[0] != 0;
     if (had && print) {
-        fputs(stem_log_state.suppressed, stderr);
+        fputs(stem_log_state.held, stderr);
         fflush(stderr);
     }
-    stem_log_state.suppressed[0] = 0;
+    stem_log_state.held[0] = 0;
     return had;
 }
 
@@ -49,18 +46,16 @@ int stem_fail(int code, const char *file, int line, const char *func, const char
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (stem_log_state.rank > 0 && stem_log_state.collective) {
-        /* printed later by stem_log_print_suppressed if rank 0 did not fail */
-        if (!stem_log_state.suppressed[0])
-            snprintf(stem_log_state.suppressed, sizeof stem_log_state.suppressed,
-                     "stemsim: error (rank %d): %s [%s:%d %s]\n", stem_log_state.rank, msg, file, line, func);
+    if (stem_log_state.rank > 0) {
+        /* every rank may be failing the same way (the same config, the same
+         * full disk): held until the ranks agree (stem_mpi_agree), where the
+         * lowest failing rank prints, or until this rank leaves alone */
+        if (!stem_log_state.held[0])
+            snprintf(stem_log_state.held, sizeof stem_log_state.held, "stemsim: error (rank %d): %s [%s:%d %s]\n",
+                     stem_log_state.rank, msg, file, line, func);
         return code;
     }
-    if (stem_log_state.rank > 0)
-        fprintf(stderr, "stemsim: error (rank %d): %s [%s:%d %s]\n", stem_log_state.rank, msg, file,
-                line, func);
-    else
-        fprintf(stderr, "stemsim: error: %s [%s:%d %s]\n", msg, file, line, func);
+    fprintf(stderr, "stemsim: error: %s [%s:%d %s]\n", msg, file, line, func);
     fflush(stderr);
     return code;
 }

@@ -136,11 +136,10 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[3])
 
 /* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
  * every step agreed, so a failure on any rank ends every rank here with one
- * message (held back on ranks other than 0 unless rank 0 did not fail). */
+ * message (see stem_log_release_held). */
 static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_kirkland *kirkland,
                  stem_atoms *atoms, stem_mpi *m, stem_plan *plan, stem_output_target *target)
 {
-    stem_log_collective(1);
     int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
     if (!err) resolve_model_path(cfg);
     err = stem_mpi_agree(err, world);
@@ -157,7 +156,6 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     stem_input_ref inputs[3];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
-    stem_log_collective(0);
     if (!err && o->dry_run) stem_info("dry run: every check passed; a real run would start now");
     return err;
 }
@@ -171,13 +169,10 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
     double t0 = stem_wall_time();
     int err = stem_result_alloc(plan, &res);
     if (!err) err = stem_campaign_run(m, plan, atoms, kirkland, &res);
-    if (stem_signal_is_stop(err)) {
-        /* every rank agreed to stop at a safe point: leave together */
+    if (err) {
+        /* every rank agreed on the failure or the stop (the campaign agrees
+         * before each collective step): leave together */
         stem_output_target_discard(target);
-    } else if (err) {
-        /* one rank failed mid-run: end every rank now rather than hang */
-        stem_output_target_discard(target);
-        if (m->layout.world_size > 1) MPI_Abort(m->world, err);
     } else {
         char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan);
         err = ini && text ? stem_output_write(m->world, target, plan, &res, m->layout.group == 0, ini, text)
@@ -230,6 +225,8 @@ int main(int argc, char **argv)
         err = run(&o, MPI_COMM_WORLD, rank);
     }
     free(o.overrides);
+    /* an error no agreement printed (this rank left on its own) */
+    stem_log_release_held(err != STEM_OK);
     MPI_Finalize();
     return err;
 }

@@ -4,6 +4,7 @@
 #define STEM_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #define STEM_VERSION "0.1.0"
@@ -34,6 +35,16 @@ typedef float complex stem_complex;
 int stem_fail(int code, const char *file, int line, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 #define STEM_FAIL(code, ...) stem_fail((code), __FILE__, __LINE__, __func__, __VA_ARGS__)
+/* An internal invariant (a bug if false, exit 9), distinct from user errors. */
+#define STEM_ASSERT(cond, ...)                                                                     \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            char stem_assert_msg_[512];                                                            \
+            snprintf(stem_assert_msg_, sizeof stem_assert_msg_, __VA_ARGS__);                      \
+            return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): %s: %s", #cond,  \
+                             stem_assert_msg_);                                                    \
+        }                                                                                          \
+    } while (0)
 /* Propagate a non-zero status up the stack (PetscCall style). */
 #define STEM_TRY(expr)                  \
     do {                                \
@@ -44,14 +55,13 @@ int stem_fail(int code, const char *file, int line, const char *func, const char
 /* Logging: the only process-wide state (level, rank, progress switch). */
 typedef enum { STEM_LOG_QUIET = 0, STEM_LOG_INFO = 1, STEM_LOG_DEBUG = 2 } stem_log_level;
 void stem_log_init(int rank, stem_log_level level);
-/* While on, only rank 0 prints errors: every rank is doing the same
- * deterministic work (parsing, planning) and would print the same message. */
-void stem_log_collective(int on);
-/* The first error held back on this rank in collective mode: print it (when
- * print != 0) and forget it. Returns whether there was one. Used after an
- * agreement in which rank 0 did not fail, so a failure seen only by another
- * rank still gets exactly one message. */
-int stem_log_print_suppressed(int print);
+/* Errors are scoped to the communicator that agrees on them (PETSc's model):
+ * rank 0 prints at once; any other rank holds its first error until the
+ * ranks agree on the outcome (stem_mpi_agree over a communicator), where the
+ * lowest failing rank prints, so a failure every rank sees is printed once
+ * and one seen by a single rank is printed by that rank. Release (print when
+ * print != 0) and forget the held error; returns whether there was one. */
+int stem_log_release_held(int print);
 int stem_log_rank(void);
 int stem_log_enabled(stem_log_level level);
 /* Informational line from rank 0 only. */

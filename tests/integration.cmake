@@ -60,6 +60,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   stemsim_mpi_case(mpi_fail_rank0 fail ${_small} --ranks 2 --fail-rank 0 --max-seconds 60)
   stemsim_mpi_case(mpi_fail_rank1_prism_phonons fail ${_small} ${_fp} --set simulation.algorithm=prism
                    --ranks 3 --fail-rank 1 --max-seconds 60)
+  # An allocation failure on rank 1 while the group broadcasts the
+  # transmission functions: agreed before the broadcast, so the job ends at
+  # once with rank 1's own message (it used to leave rank 0 waiting).
+  stemsim_mpi_case(mpi_fail_rank1_transmission_broadcast fail ${_small} --ranks 2 --fault transmission:1
+                   --expect "(rank 1)" --expect "injected failure at transmission" --max-seconds 10)
+  stemsim_mpi_case(mpi_fail_rank2_transmission_broadcast_phonons fail ${_small} ${_fp} --set compute.fp_groups=1
+                   --set simulation.algorithm=prism --ranks 3 --fault transmission:2 --expect "(rank 2)" --max-seconds 10)
 endif()
 
 # Hostile inputs (tests/bad_inputs/): every case on 1 rank and on 2 ranks.

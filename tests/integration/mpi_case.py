@@ -7,9 +7,12 @@
       output with the first run's through check_h5.py compare (every dataset:
       2D images, 3D rings, 4D cbed, DPC, axes) at --tol (default 1e-6).
   mpi_case.py fail --name N --ranks NP --fail-rank R [--set ...] [--max-seconds T]
-      Runs with STEMSIM_TEST_FAIL_RANK=R under `timeout`: the job must exit
-      non-zero, within T seconds, naming the injected failure on stderr, and
-      leave neither the output file nor a temporary <file>.*.incomplete behind.
+              [--fault SITE:R] [--expect TEXT ...]
+      Runs with STEMSIM_TEST_FAIL_RANK=R (or STEMSIM_TEST_FAULT=SITE:R, a
+      failure at SITE on rank R) under `timeout`: the job must exit non-zero,
+      within T seconds, naming the injected failure on stderr exactly once
+      (plus every --expect text), and leave neither the output file nor a
+      temporary <file>.*.incomplete behind.
 
 Common: --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --check check_h5.py
         --config INI --workdir DIR.
@@ -96,7 +99,11 @@ def do_compare(args):
 def do_fail(args):
     d = fresh_dir(args)
     out = os.path.join(d, "failed.h5")
-    env = dict(os.environ, STEMSIM_TEST_FAIL_RANK=str(args.fail_rank))
+    env = dict(os.environ)
+    if args.fault:
+        env["STEMSIM_TEST_FAULT"] = args.fault
+    else:
+        env["STEMSIM_TEST_FAIL_RANK"] = str(args.fail_rank)
     cmd = ["timeout", "-k", "5", str(args.max_seconds)] + command(args, args.ranks, [], out)
     rc, err, dt = run(cmd, env, args.max_seconds + 30)
     problems = []
@@ -106,6 +113,11 @@ def do_fail(args):
         problems.append(f"hung: killed by timeout after {args.max_seconds} s")
     if "injected failure" not in err:
         problems.append("stderr does not report the injected failure")
+    elif err.count("stemsim: error") != 1:
+        problems.append(f"{err.count('stemsim: error')} error messages, expected one")
+    for text in args.expect:
+        if text not in err:
+            problems.append(f"stderr lacks '{text}'")
     for leftover in [out] + glob.glob(glob.escape(out) + "*.incomplete"):
         if os.path.exists(leftover):
             problems.append(f"left {leftover} behind")
@@ -132,6 +144,8 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--fail-rank", type=int, default=1)
     ap.add_argument("--max-seconds", type=int, default=60)
+    ap.add_argument("--fault", default="")
+    ap.add_argument("--expect", action="append", default=[])
     args = ap.parse_args()
     if args.mode == "compare":
         if len(args.run) < 2:
