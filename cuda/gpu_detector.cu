@@ -17,9 +17,7 @@ size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid)
 
 size_t gpu_det_result_bytes(const stem_plan *plan, int n)
 {
-    size_t per = sizeof(double) * (plan->n_bins + plan->n_images + 3);
-    if (plan->opt.save_4d) per += sizeof(float) * plan->out_nx * plan->out_ny;
-    return per * (size_t)n;
+    return (size_t)stem_channel_bytes_per_probe(plan) * (size_t)n;
 }
 
 int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_full_grid, gpu_det *g)
@@ -30,8 +28,14 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     g->n_images = plan->n_images;
     g->ox = plan->out_nx;
     g->oy = plan->out_ny;
-    g->stride = g->n_bins + g->n_images + 3;
-    g->has_4d = plan->opt.save_4d;
+    g->stride = stem_channel_record_stride(plan);
+    g->has_4d = stem_channel_width(plan, STEM_CH_CBED) > 0;
+    /* k_detect writes the record as [rings][images][total][com x, y]: the channel table must agree */
+    STEM_ASSERT(stem_channel_record_offset(plan, STEM_CH_IMAGES) == g->n_bins &&
+                    stem_channel_record_offset(plan, STEM_CH_TOTAL) == g->n_bins + g->n_images &&
+                    stem_channel_record_offset(plan, STEM_CH_COM) == g->n_bins + g->n_images + 1 &&
+                    g->stride == g->n_bins + g->n_images + 3,
+                "GPU detector record layout differs from the channel table (stride %d)", g->stride);
     if (g->n_pix != g->ox * g->oy)
         return STEM_FAIL(STEM_ERR_INTERNAL, "detector has %d pixels, expected %d x %d", g->n_pix, g->ox, g->oy);
     if (g->n_images > 32) return STEM_FAIL(STEM_ERR_INTERNAL, "%d images exceed the 32-bit image mask", g->n_images);
@@ -167,12 +171,13 @@ void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed
     for (int i = 0; i < n; i++) {
         long p = local ? local[i] : begin + i;
         const double *d = hres + (size_t)i * g->stride;
-        double *rings = res->rings + p * res->n_bins, *images = res->images + p * res->n_images;
-        for (int b = 0; b < g->n_bins; b++) rings[b] += d[b];
-        for (int m = 0; m < g->n_images; m++) images[m] += d[g->n_bins + m];
-        res->total[p] += d[g->n_bins + g->n_images];
-        res->com[2 * p] += d[g->n_bins + g->n_images + 1];
-        res->com[2 * p + 1] += d[g->n_bins + g->n_images + 2];
+        for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* the record holds the gpu_record channels in table order */
+            if (!stem_channel_table[ch].gpu_record) continue;
+            long w = res->width[ch];
+            double *dst = (double *)res->data[ch] + p * w;
+            for (long k = 0; k < w; k++) dst[k] += d[k];
+            d += w;
+        }
         if (res->has_4d && hcbed) {
             float *out = res->cbed + (size_t)p * g->n_pix;
             const float *in = hcbed + (size_t)i * g->n_pix;

@@ -27,7 +27,7 @@ static int ms_worker_create(ms_ctx *c, ms_worker *w)
 {
     const stem_plan *plan = c->plan;
     int B = c->pp.batch;
-    size_t pix = (size_t)plan->out_nx * plan->out_ny, stride = plan->n_bins + plan->n_images + 3;
+    size_t pix = (size_t)plan->out_nx * plan->out_ny, stride = stem_channel_record_stride(plan);
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
     GPU_ALLOC(w->dres, sizeof(double) * stride * B, "detector sums");
     GPU_ALLOC_HOST(w->hres, sizeof(double) * stride * B, "detector sums");

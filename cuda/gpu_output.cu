@@ -238,7 +238,7 @@ static int out_worker_create(out_ctx *c, out_worker *w)
     const stem_plan *plan = c->plan;
     const gpu_tiling *t = &c->op.tiling;
     int P = t->max_p > 0 ? t->max_p : 1, win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
-    size_t stride = plan->n_bins + plan->n_images + 3;
+    size_t stride = stem_channel_record_stride(plan);
     w->pending[0] = w->pending[1] = -1;
     CUDA_CALL(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
     w->has_stream = 1;

@@ -27,6 +27,9 @@
  *                           qy_step_mrad, units, axes = "scan_y, scan_x, qy, qx"
  *   /dpc_com_x, /dpc_com_y  float64 [scan_ny][scan_nx] (save_dpc = true): centre
  *                           of mass of the diffraction pattern; units = "mrad"
+ *   /total_intensity        float64 [scan_ny][scan_nx]: intensity inside the
+ *                           simulated band limit (1 minus what the anti-aliasing
+ *                           aperture removed); units as /images
  *   /axes/scan_x            float64 [scan_nx], probe x positions, units = "Angstrom"
  *   /axes/scan_y            float64 [scan_ny], probe y positions, units = "Angstrom"
  *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
@@ -547,6 +550,23 @@ static int stem_output_image(const stem_output *o, int i)
     return stem_output_write_map(o, name, attrs, 3);
 }
 
+static int stem_output_images(const stem_output *o)
+{
+    for (int i = 0; i < o->plan->n_images; i++) STEM_TRY(stem_output_image(o, i));
+    return STEM_OK;
+}
+
+static int stem_output_total(const stem_output *o)
+{
+    if (o->count) stem_output_pack(o, o->res->total, 1, 0);
+    stem_output_attr attrs[] = {
+        {"units", STEM_OUTPUT_INTENSITY, 0},
+        {"description", "intensity inside the simulated band limit: 1 minus what the anti-aliasing aperture "
+                        "removed (a sanity map: strong scatterers show as dips)", 0},
+    };
+    return stem_output_write_map(o, "/total_intensity", attrs, 2);
+}
+
 static int stem_output_dpc(const stem_output *o, int axis)
 {
     if (o->count) stem_output_pack(o, o->res->com, 2, axis);
@@ -558,9 +578,17 @@ static int stem_output_dpc(const stem_output *o, int axis)
     return stem_output_write_map(o, axis ? "/dpc_com_y" : "/dpc_com_x", attrs, 2);
 }
 
+static int stem_output_dpc_both(const stem_output *o)
+{
+    if (!o->has_dpc) return STEM_OK;
+    STEM_TRY(stem_output_dpc(o, 0));
+    return stem_output_dpc(o, 1);
+}
+
 static int stem_output_rings(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
+    if (!plan->opt.save_3d) return STEM_OK;
     stem_output_attr attrs[] = {
         {"ring_width_mrad", NULL, plan->ring_width},
         {"units", STEM_OUTPUT_INTENSITY, 0},
@@ -576,6 +604,7 @@ static int stem_output_rings(const stem_output *o)
 static int stem_output_cbed(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
+    if (!o->has_4d) return STEM_OK;
     stem_output_attr attrs[] = {
         {"qx_step_mrad", NULL, plan->out_dqx * plan->lambda * 1e3},
         {"qy_step_mrad", NULL, plan->out_dqy * plan->lambda * 1e3},
@@ -685,19 +714,24 @@ static void stem_output_free(stem_output *o)
     free(o->plan_text);
 }
 
+/* The writer of each output channel (channels.h); it decides from the plan
+ * whether its datasets are asked for. */
+typedef int (*stem_output_channel_writer)(const stem_output *o);
+static const stem_output_channel_writer stem_output_writers[STEM_N_CHANNELS] = {
+    [STEM_CH_RINGS] = stem_output_rings,
+    [STEM_CH_IMAGES] = stem_output_images,
+    [STEM_CH_TOTAL] = stem_output_total,
+    [STEM_CH_COM] = stem_output_dpc_both,
+    [STEM_CH_CBED] = stem_output_cbed,
+};
+
 /* All content steps; every one ends with all ranks agreeing on its status. */
 static int stem_output_content(stem_output *o)
 {
     int rc = STEM_OK;
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_root_attrs(o));
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_groups(o));
-    for (int i = 0; i < o->plan->n_images; i++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_image(o, i));
-    if (o->plan->opt.save_3d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_rings(o));
-    if (o->has_4d) STEM_OUTPUT_STEP(rc, o->comm, stem_output_cbed(o));
-    if (o->has_dpc) {
-        STEM_OUTPUT_STEP(rc, o->comm, stem_output_dpc(o, 0));
-        STEM_OUTPUT_STEP(rc, o->comm, stem_output_dpc(o, 1));
-    }
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_axes(o));
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_mark_complete(o));
     return rc;

@@ -109,12 +109,13 @@ int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
     int size;
     STEM_MPI_CALL(MPI_Comm_size(comm, &size));
     if (size == 1) return STEM_OK;
-    STEM_TRY(sum_in_place(res->rings, res->n_probes * res->n_bins, MPI_DOUBLE, sizeof(double), comm));
-    STEM_TRY(sum_in_place(res->images, res->n_probes * res->n_images, MPI_DOUBLE, sizeof(double), comm));
-    STEM_TRY(sum_in_place(res->com, res->n_probes * 2, MPI_DOUBLE, sizeof(double), comm));
-    STEM_TRY(sum_in_place(res->total, res->n_probes, MPI_DOUBLE, sizeof(double), comm));
-    if (res->has_4d)
-        STEM_TRY(sum_in_place(res->cbed, res->n_probes * res->out_nx * res->out_ny, MPI_FLOAT, sizeof(float), comm));
+    /* every channel's partial sums add up across configurations */
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!res->data[ch]) continue;
+        int f = stem_channel_table[ch].is_float;
+        STEM_TRY(sum_in_place(res->data[ch], res->n_probes * res->width[ch], f ? MPI_FLOAT : MPI_DOUBLE,
+                              f ? sizeof(float) : sizeof(double), comm));
+    }
     return STEM_OK;
 }
 

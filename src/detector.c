@@ -49,23 +49,27 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     res->n_images = plan->n_images;
     res->out_nx = plan->out_nx;
     res->out_ny = plan->out_ny;
-    res->has_4d = plan->opt.save_4d;
+    res->has_4d = stem_channel_width(plan, STEM_CH_CBED) > 0;
     res->has_dpc = plan->opt.save_dpc;
-    STEM_ALLOC(res->rings, res->n_probes * res->n_bins, "ring output");
-    STEM_ALLOC(res->images, res->n_probes * res->n_images, "image output");
-    STEM_ALLOC(res->com, res->n_probes * 2, "DPC output");
-    STEM_ALLOC(res->total, res->n_probes, "intensity totals");
-    if (res->has_4d) STEM_ALLOC(res->cbed, res->n_probes * res->out_nx * res->out_ny, "4D output");
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        const stem_channel *c = &stem_channel_table[ch];
+        res->width[ch] = stem_channel_width(plan, ch);
+        if (ch == STEM_CH_CBED && !res->has_4d) continue; /* the only channel that may be absent */
+        res->data[ch] = stem_calloc((size_t)(res->n_probes * res->width[ch]), c->is_float ? sizeof(float) : sizeof(double),
+                                    c->name);
+        if (!res->data[ch]) return STEM_ERR_MEMORY;
+    }
+    res->rings = res->data[STEM_CH_RINGS];
+    res->images = res->data[STEM_CH_IMAGES];
+    res->total = res->data[STEM_CH_TOTAL];
+    res->com = res->data[STEM_CH_COM];
+    res->cbed = res->data[STEM_CH_CBED];
     return STEM_OK;
 }
 
 void stem_result_free(stem_result *res)
 {
-    free(res->rings);
-    free(res->images);
-    free(res->com);
-    free(res->total);
-    free(res->cbed);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) free(res->data[ch]);
     memset(res, 0, sizeof *res);
 }
 
@@ -94,17 +98,28 @@ void stem_detect(const stem_detector *det, const float *intensity, stem_result *
     }
 }
 
+/* Intensity-weighted sums first (they need the summed total), then means. */
 void stem_result_finalise(stem_result *res, int n_configs)
 {
     double inv = 1.0 / n_configs;
-    for (long p = 0; p < res->n_probes; p++) {
-        double t = res->total[p];
-        res->com[2 * p] = t > 0 ? res->com[2 * p] / t : 0;
-        res->com[2 * p + 1] = t > 0 ? res->com[2 * p + 1] / t : 0;
-        res->total[p] *= inv;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!res->data[ch] || stem_channel_table[ch].final != STEM_FINAL_PER_TOTAL) continue;
+        double *v = res->data[ch];
+        long w = res->width[ch];
+        for (long p = 0; p < res->n_probes; p++) {
+            double t = res->total[p];
+            for (long k = 0; k < w; k++) v[p * w + k] = t > 0 ? v[p * w + k] / t : 0;
+        }
     }
-    for (long i = 0; i < res->n_probes * res->n_bins; i++) res->rings[i] *= inv;
-    for (long i = 0; i < res->n_probes * res->n_images; i++) res->images[i] *= inv;
-    if (res->has_4d)
-        for (long i = 0; i < res->n_probes * res->out_nx * res->out_ny; i++) res->cbed[i] *= (float)inv;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!res->data[ch] || stem_channel_table[ch].final != STEM_FINAL_MEAN) continue;
+        long n = res->n_probes * res->width[ch];
+        if (stem_channel_table[ch].is_float) {
+            float *v = res->data[ch];
+            for (long i = 0; i < n; i++) v[i] *= (float)inv;
+        } else {
+            double *v = res->data[ch];
+            for (long i = 0; i < n; i++) v[i] *= inv;
+        }
+    }
 }

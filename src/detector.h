@@ -3,6 +3,7 @@
 #ifndef STEM_DETECTOR_H
 #define STEM_DETECTOR_H
 
+#include "channels.h"
 #include "plan.h"
 
 /* Per detector pixel (out_nx x out_ny, FFT order) geometry, built once. */
@@ -13,11 +14,14 @@ typedef struct {
     float *theta_x, *theta_y; /* mrad */
 } stem_detector;
 
-/* Per-rank accumulated output for the probes [probe_begin, probe_end). */
+/* Per-rank accumulated output for the probes [probe_begin, probe_end): one
+ * array per output channel (channels.h), with named views of them. */
 typedef struct {
     long n_probes;         /* local probes */
     int n_bins, n_images, out_nx, out_ny;
     int has_4d, has_dpc;
+    void *data[STEM_N_CHANNELS];  /* [probe][width[ch]], double or float (stem_channel_table) */
+    long width[STEM_N_CHANNELS];
     double *rings;         /* [probe][bin] */
     double *images;        /* [probe][image] */
     double *com;           /* [probe][2]: centre of mass x, y in mrad (sums until finalised) */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "channels.h"
 #include "memlimit.h"
 #include "physics.h"
 
@@ -198,8 +199,7 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
 {
     double grid = (double)plan->nx * plan->ny;
     long local_probes = plan->probe_end - plan->probe_begin;
-    double per_probe = 8.0 * (plan->n_bins + plan->n_images + 3);
-    if (plan->opt.save_4d) per_probe += 4.0 * plan->out_nx * plan->out_ny;
+    double per_probe = stem_channel_bytes_per_probe(plan);
     /* transmission functions of every slice, the model and one displaced copy */
     plan->mem_potential = 8.0 * grid * plan->n_slices + 48.0 * plan->n_atoms * 2;
     /* the lookup table lives on the group leaders only */

@@ -68,6 +68,25 @@ def fresh_dir(args):
     return d
 
 
+def check_total_channel(path):
+    """/total_intensity against /rings summed over rings (both from the same
+    detector pixels): None without h5py, '' if fine, else the problem."""
+    try:
+        import h5py
+        import numpy as np
+    except ImportError:
+        return None
+    with h5py.File(path, "r") as f:
+        if "total_intensity" not in f or "rings" not in f:
+            return "total_intensity or rings missing"
+        total, rings = f["total_intensity"][()], f["rings"][()].sum(axis=-1)
+    if not np.allclose(total, rings, rtol=1e-9, atol=0):
+        return f"total_intensity differs from the summed rings by up to {np.abs(total - rings).max():.3g}"
+    if not (total.min() > 0 and total.max() <= 1 + 1e-3):
+        return f"total_intensity outside (0, 1]: [{total.min():.6f}, {total.max():.6f}]"
+    return ""
+
+
 def do_compare(args):
     d = fresh_dir(args)
     outs, failed = [], 0
@@ -84,11 +103,17 @@ def do_compare(args):
             return 1
         outs.append((spec, out))
     ref_spec, ref = outs[0]
+    bad = check_total_channel(ref)
+    if bad is not None:
+        if bad:
+            print("FAIL " + bad)
+            return 1
+        print("ok   total_intensity: equals the sum of /rings per probe and lies in (0, 1]")
     for spec, out in outs[1:]:
         print(f"== {spec}  vs  {ref_spec}", flush=True)
         # listing the datasets makes a missing one (2D images, 3D rings, 4D cbed, DPC) a failure
         p = subprocess.run([sys.executable, args.check, "compare", out, ref, "--tol", str(args.tol),
-                            "--datasets", "images,rings,cbed,dpc_com_x,dpc_com_y,axes"])
+                            "--datasets", "images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity,axes"])
         if p.returncode == 77:
             return 77
         failed += p.returncode != 0

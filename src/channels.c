@@ -1,0 +1,40 @@
+/* The output channel table (channels.h). */
+#include "channels.h"
+
+const stem_channel stem_channel_table[STEM_N_CHANNELS] = {
+    [STEM_CH_RINGS] = {"rings", 0, STEM_FINAL_MEAN, 1},
+    [STEM_CH_IMAGES] = {"images", 0, STEM_FINAL_MEAN, 1},
+    [STEM_CH_TOTAL] = {"total_intensity", 0, STEM_FINAL_MEAN, 1},
+    [STEM_CH_COM] = {"dpc_com", 0, STEM_FINAL_PER_TOTAL, 1},
+    [STEM_CH_CBED] = {"cbed", 1, STEM_FINAL_MEAN, 0},
+};
+
+long stem_channel_width(const stem_plan *plan, int ch)
+{
+    switch ((stem_channel_id)ch) {
+    case STEM_CH_RINGS: return plan->n_bins;
+    case STEM_CH_IMAGES: return plan->n_images;
+    case STEM_CH_TOTAL: return 1;
+    case STEM_CH_COM: return 2; /* accumulated always: DPC needs no second pass */
+    case STEM_CH_CBED: return plan->opt.save_4d ? (long)plan->out_nx * plan->out_ny : 0;
+    default: return 0;
+    }
+}
+
+double stem_channel_bytes_per_probe(const stem_plan *plan)
+{
+    double bytes = 0;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        bytes += (double)stem_channel_width(plan, ch) * (stem_channel_table[ch].is_float ? 4 : 8);
+    return bytes;
+}
+
+int stem_channel_record_offset(const stem_plan *plan, int ch)
+{
+    int off = 0;
+    for (int c = 0; c < ch; c++)
+        if (stem_channel_table[c].gpu_record) off += (int)stem_channel_width(plan, c);
+    return off;
+}
+
+int stem_channel_record_stride(const stem_plan *plan) { return stem_channel_record_offset(plan, STEM_N_CHANNELS); }
