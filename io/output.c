@@ -9,6 +9,8 @@
  *     version               stemsim version, e.g. "0.1.0"
  *     config                effective configuration as INI text
  *     plan                  the derived plan as text (grids, slices, decomposition)
+ *     environment           the STEMSIM_* environment variables that were set,
+ *                           one NAME=VALUE per line ("" if none)
  *     algorithm             "multislice" or "prism"
  *     energy_kev            beam energy (keV)
  *     wavelength_angstrom   relativistic electron wavelength (Angstrom)
@@ -89,7 +91,7 @@ typedef struct {
     int has_4d, has_dpc;      /* agreed over comm */
     double *scratch;          /* count values: one image column, one DPC axis */
     double *axis;             /* longest axis */
-    char *config_text, *plan_text; /* rank 0's texts, on every rank */
+    char *config_text, *plan_text, *env_text; /* rank 0's texts, on every rank */
 } stem_output;
 
 /* ------------------------------------------------------ collective glue */
@@ -508,6 +510,7 @@ static int stem_output_root_attrs(const stem_output *o)
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "version", STEM_VERSION));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "config", o->config_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "plan", o->plan_text));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "environment", o->env_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "algorithm", alg));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "energy_kev", plan->energy_kev));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "wavelength_angstrom", plan->lambda));
@@ -712,6 +715,7 @@ static void stem_output_free(stem_output *o)
     free(o->axis);
     free(o->config_text);
     free(o->plan_text);
+    free(o->env_text);
 }
 
 /* The writer of each output channel (channels.h); it decides from the plan
@@ -738,7 +742,7 @@ static int stem_output_content(stem_output *o)
 }
 
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const char *config_ini_text, const char *plan_text)
+                      int writes_probes, const stem_output_texts *texts)
 {
     stem_output o;
     int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
@@ -746,8 +750,9 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
     STEM_OUTPUT_STEP(rc, comm, stem_output_prepare(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_check_coverage(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_agree_flags(&o));
-    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, config_ini_text, "config", &o.config_text));
-    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, plan_text, "plan", &o.plan_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->config_ini : NULL, "config", &o.config_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->plan : NULL, "plan", &o.plan_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->environment : NULL, "environment", &o.env_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_verify_target(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_open(&o));
     if (!rc) rc = stem_output_content(&o);

@@ -14,13 +14,20 @@
  * write their result rows [plan->probe_begin, plan->probe_end) (flattened
  * scan index p = iy*scan_nx + ix); the writers' ranges must tile
  * [0, plan->n_probes) exactly. Other ranks select nothing and may pass
- * res == NULL. config_ini_text and plan_text are taken from rank 0 (other
- * ranks may pass NULL). The file is written to target->temp_path (created
+ * res == NULL. The texts are taken from rank 0 (other ranks may pass NULL
+ * members). The file is written to target->temp_path (created
  * by stem_output_target_prepare), the root attribute complete=1 is written
  * last, the file is closed, and rank 0 publishes it under its final name
  * after a barrier. On a failure before publishing the temporary file is
  * removed; every rank returns the same status. */
+/* What produced the numbers, stored as root attributes (rank 0's copies). */
+typedef struct {
+    const char *config_ini;   /* effective configuration */
+    const char *plan;         /* the derived plan */
+    const char *environment;  /* STEMSIM_* variables that were set ("" if none) */
+} stem_output_texts;
+
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const char *config_ini_text, const char *plan_text);
+                      int writes_probes, const stem_output_texts *texts);
 
 #endif

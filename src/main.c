@@ -125,6 +125,8 @@ static void print_decomposition(const stem_plan *plan)
            (L->n_groups > 1 ? plan->mem_results : 0) / 1073741824.0);
 }
 
+static int compare_strings(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 /* Everything stemsim reads: the output may be none of them. */
 static int list_inputs(const stem_config *cfg, stem_input_ref inputs[3])
 {
@@ -160,12 +162,43 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     return err;
 }
 
+/* STEMSIM_* variables (data table, GPU kernel variants, test hooks) change
+ * what runs: recorded in the output file, sorted, one NAME=VALUE per line. */
+static char *environment_text(void)
+{
+    extern char **environ;
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&buf, &size);
+    if (!m) return NULL;
+    int n = 0;
+    for (char **e = environ; *e; e++) n += !strncmp(*e, "STEMSIM_", 8);
+    const char **vars = calloc((size_t)n + 1, sizeof *vars);
+    if (vars) {
+        int k = 0;
+        for (char **e = environ; *e; e++)
+            if (!strncmp(*e, "STEMSIM_", 8)) vars[k++] = *e;
+        qsort(vars, (size_t)n, sizeof *vars, compare_strings);
+        for (int i = 0; i < n; i++) fprintf(m, "%s\n", vars[i]);
+    }
+    fclose(m);
+    if (!vars) {
+        free(buf);
+        return NULL;
+    }
+    free(vars);
+    return buf;
+}
+
 /* The campaign and the output, after a successful setup. */
 static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkland, const stem_atoms *atoms,
                              const stem_mpi *m, const stem_plan *plan, const stem_output_target *target)
 {
     stem_result res = {0};
     if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(plan, stdout);
+    char *env = environment_text();
+    if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
+    free(env);
     double t0 = stem_wall_time();
     int err = stem_result_alloc(plan, &res);
     if (!err) err = stem_campaign_run(m, plan, atoms, kirkland, &res);
@@ -174,11 +207,13 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
          * before each collective step): leave together */
         stem_output_target_discard(target);
     } else {
-        char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan);
-        err = ini && text ? stem_output_write(m->world, target, plan, &res, m->layout.group == 0, ini, text)
-                          : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
+        char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
+        stem_output_texts texts = {ini, text, env};
+        err = ini && text && env ? stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts)
+                                 : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
         free(ini);
         free(text);
+        free(env);
         if (!err)
             stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg->output_file,
                       stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan->n_probes * plan->n_configs));

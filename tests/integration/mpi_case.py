@@ -84,6 +84,11 @@ def check_total_channel(path):
         return f"total_intensity differs from the summed rings by up to {np.abs(total - rings).max():.3g}"
     if not (total.min() > 0 and total.max() <= 1 + 1e-3):
         return f"total_intensity outside (0, 1]: [{total.min():.6f}, {total.max():.6f}]"
+    with h5py.File(path, "r") as f:
+        env = f.attrs.get("environment", None)
+    want = "STEMSIM_KIRKLAND=" + os.environ.get("STEMSIM_KIRKLAND", "")
+    if env is None or (os.environ.get("STEMSIM_KIRKLAND") and want not in env.splitlines()):
+        return f"the environment attribute does not record {want}: {env!r}"
     return ""
 
 
@@ -108,7 +113,7 @@ def do_compare(args):
         if bad:
             print("FAIL " + bad)
             return 1
-        print("ok   total_intensity: equals the sum of /rings per probe and lies in (0, 1]")
+        print("ok   total_intensity: equals the sum of /rings per probe and lies in (0, 1]; environment recorded")
     for spec, out in outs[1:]:
         print(f"== {spec}  vs  {ref_spec}", flush=True)
         # listing the datasets makes a missing one (2D images, 3D rings, 4D cbed, DPC) a failure
