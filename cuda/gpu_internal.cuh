@@ -173,8 +173,12 @@ void gpu_out_plan_free(gpu_out_plan *op);
 
 /* ---- engine entry points ------------------------------------------------ */
 
-int gpu_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res);
-int gpu_prism_smatrix(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
-int gpu_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res);
+int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
+                       stem_result *res);
+int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
+                     stem_result *res);
+/* The devices the engine chose when it was created (once per run). */
+static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return (const gpu_devices *)e->state; }
 
 #endif

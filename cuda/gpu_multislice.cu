@@ -91,7 +91,8 @@ static void ms_release(ms_ctx *c)
     }
 }
 
-int gpu_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res)
+int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
+                       stem_result *res)
 {
     ms_ctx *c = (ms_ctx *)stem_calloc(1, sizeof(ms_ctx), "GPU multislice context");
     if (!c) return STEM_ERR_MEMORY;
@@ -101,8 +102,8 @@ int gpu_multislice_run(const stem_plan *plan, const stem_complex *trans, const s
     double t0 = stem_wall_time();
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
-    int err = gpu_devices_select(plan, &c->dev);
-    if (!err) err = gpu_prop_plan_build(plan, &c->dev, 0, 0, &c->pp);
+    c->dev = *gpu_engine_devices(e);
+    int err = gpu_prop_plan_build(plan, &c->dev, 0, 0, &c->pp);
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)

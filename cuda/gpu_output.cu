@@ -423,7 +423,8 @@ static void out_release(out_ctx *c)
     gpu_out_plan_free(&c->op);
 }
 
-int gpu_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res)
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
+                     stem_result *res)
 {
     out_ctx *c = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
     if (!c) return STEM_ERR_MEMORY;
@@ -435,8 +436,8 @@ int gpu_prism_output(const stem_plan *plan, const stem_complex *S, const stem_de
     double t0 = stem_wall_time();
     int pinned = 0;
     size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
-    int err = gpu_devices_select(plan, &c->dev);
-    if (!err) err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
+    c->dev = *gpu_engine_devices(e);
+    int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
     if (!err && c->op.streaming) gpu_pin(S, S_bytes, &pinned, "S-matrix");
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)

@@ -87,7 +87,7 @@ static void sm_release(sm_ctx *c)
     }
 }
 
-int gpu_prism_smatrix(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
 {
     sm_ctx *c = (sm_ctx *)stem_calloc(1, sizeof(sm_ctx), "GPU S-matrix context");
     if (!c) return STEM_ERR_MEMORY;
@@ -97,8 +97,8 @@ int gpu_prism_smatrix(const stem_plan *plan, const stem_complex *trans, stem_com
     double t0 = stem_wall_time();
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
-    int err = gpu_devices_select(plan, &c->dev);
-    if (!err) err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &c->pp);
+    c->dev = *gpu_engine_devices(e);
+    int err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &c->pp);
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     /* Page-locking S_local costs about what first touching it costs anyway, and lets every
      * batch's download run at full speed without a host copy. */

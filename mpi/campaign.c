@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/engine.h"
+#include "../src/algorithm.h"
 #include "../src/fft.h"
 #include "../src/potential.h"
 #include "../src/signals.h"
@@ -45,27 +45,6 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
     return stem_mpi_bcast(trans, bytes, 0, m->group);
 }
 
-static int prism_config(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_complex *trans,
-                        const stem_detector *det, stem_result *res)
-{
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
-    size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
-    stem_complex *local = stem_fft_alloc(box * local_beams, "local S-matrix");
-    stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "S-matrix");
-    int err = local && by_beam ? STEM_OK : STEM_ERR_MEMORY;
-    if (!err) err = engine->prism_smatrix(plan, trans, local);
-    err = stem_mpi_agree(err, m->group); /* before the gather: all ranks have their beams */
-    if (!err) err = stem_mpi_gather_smatrix(plan, local, by_beam, m->group);
-    stem_fft_free(local);
-    stem_complex *by_pixel = err ? NULL : stem_fft_alloc(box * plan->n_beams, "S-matrix (beam fastest)");
-    if (!err && !by_pixel) err = STEM_ERR_MEMORY;
-    if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
-    stem_fft_free(by_beam);
-    if (!err) err = engine->prism_output(plan, by_pixel, det, res);
-    stem_fft_free(by_pixel);
-    return err;
-}
-
 /* A safe point: all ranks learn whether any failed (its message printed
  * once) or was asked to stop, and leave together with the same status, so
  * none waits in a collective the others abandoned. */
@@ -77,17 +56,14 @@ static int safe_point(const stem_mpi *m, int err)
     return any ? stem_signal_status(any) : err;
 }
 
-int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
-                      stem_result *res)
+int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
+                      const stem_kirkland *kirkland, stem_result *res)
 {
     const stem_layout *L = &m->layout;
-    stem_engine engine = {0};
     stem_detector det = {0};
     stem_potential_table table = {0};
     stem_complex *trans = NULL;
     int err = injected_failure(m, "campaign");
-    if (!err) err = stem_engine_select(plan, &engine);
-    int have_engine = !err;
     if (!err) err = stem_detector_build(plan, &det);
     if (!err && !(trans = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions")))
         err = STEM_ERR_MEMORY;
@@ -104,14 +80,12 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
         err = transmission_for_config(m, plan, atoms, &table, c, trans);
         if (err) continue;
-        if (plan->algorithm == STEM_ALG_PRISM) err = prism_config(m, plan, &engine, trans, &det, res);
-        else err = engine.multislice(plan, trans, &det, res);
+        err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res);
     }
     err = safe_point(m, err);
     stem_potential_table_free(&table);
     stem_fft_free(trans);
     stem_detector_free(&det);
-    if (have_engine) engine.release(&engine);
     if (err) return err;
     STEM_TRY(stem_mpi_sum_result(res, m->cross));
     stem_result_finalise(res, plan->n_configs);

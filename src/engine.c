@@ -1,23 +1,50 @@
-/* Chooses the engine for [compute] device. */
+/* Chooses and creates the engine for [compute] device. */
 #include "engine.h"
 
 #include <string.h>
 
 #include "../cuda/gpu_engine.h"
 
-static void cpu_release(stem_engine *engine) { (void)engine; }
+static void cpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
+{
+    (void)e;
+    fprintf(out, "engine: cpu (FFTW), %d worker thread(s) per rank, batch %d\n", plan->threads, plan->batch_size);
+}
+
+static int cpu_multislice(const stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                          const stem_detector *det, stem_result *res)
+{
+    (void)e;
+    return stem_multislice_run(plan, trans, det, res);
+}
+
+static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+{
+    (void)e;
+    return stem_prism_smatrix_local(plan, trans, S_local);
+}
+
+static int cpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
+                            stem_result *res)
+{
+    (void)e;
+    return stem_prism_output(plan, S, det, res);
+}
+
+static void cpu_destroy(stem_engine *e) { memset(e, 0, sizeof *e); }
 
 static void cpu_engine(stem_engine *engine)
 {
     memset(engine, 0, sizeof *engine);
     engine->name = "cpu";
-    engine->multislice = stem_multislice_run;
-    engine->prism_smatrix = stem_prism_smatrix_local;
-    engine->prism_output = stem_prism_output;
-    engine->release = cpu_release;
+    engine->describe = cpu_describe;
+    engine->multislice = cpu_multislice;
+    engine->prism_smatrix = cpu_prism_smatrix;
+    engine->prism_output = cpu_prism_output;
+    engine->destroy = cpu_destroy;
 }
 
-int stem_engine_select(const stem_plan *plan, stem_engine *engine)
+int stem_engine_create(const stem_plan *plan, stem_engine *engine)
 {
     int device = plan->opt.device;
     cpu_engine(engine);
@@ -29,4 +56,10 @@ int stem_engine_select(const stem_plan *plan, stem_engine *engine)
         return STEM_OK;
     }
     return stem_gpu_engine_create(plan, engine);
+}
+
+void stem_engine_destroy(stem_engine *engine)
+{
+    if (engine->destroy) engine->destroy(engine);
+    memset(engine, 0, sizeof *engine);
 }

@@ -1,21 +1,31 @@
-/* Engine selection: the CPU engine (FFTW) or the GPU engine (cuFFT) behind
- * one table of functions with the same contracts. */
+/* The engine: CPU (FFTW) or GPU (cuFFT, cuBLAS) behind one object, created
+ * once per run (the GPU engine chooses its devices there) and used for every
+ * frozen-phonon configuration. The algorithms (algorithm.h) call its steps. */
 #ifndef STEM_ENGINE_H
 #define STEM_ENGINE_H
+
+#include <stdio.h>
 
 #include "multislice.h"
 #include "prism.h"
 
 typedef struct stem_engine {
     const char *name;
-    void *state; /* engine-private (GPU contexts) */
-    int (*multislice)(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res);
-    int (*prism_smatrix)(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
-    int (*prism_output)(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res);
-    void (*release)(struct stem_engine *engine);
+    void *state; /* engine-private, lives from create to destroy (the GPU engine: its devices) */
+    /* What the engine needs beyond the plan's host estimate (GPU memory, memory modes): for --dry-run. */
+    void (*describe)(const struct stem_engine *e, const stem_plan *plan, FILE *out);
+    int (*multislice)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                      const stem_detector *det, stem_result *res);
+    int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                         stem_complex *S_local);
+    int (*prism_output)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *S,
+                        const stem_detector *det, stem_result *res);
+    void (*destroy)(struct stem_engine *e);
 } stem_engine;
 
-/* [compute] device: cpu, gpu (an error without a usable GPU), auto. */
-int stem_engine_select(const stem_plan *plan, stem_engine *engine);
+/* [compute] device: cpu, gpu (an error without a usable GPU), auto. Once per run. */
+int stem_engine_create(const stem_plan *plan, stem_engine *engine);
+/* Safe on a zeroed or already destroyed engine. */
+void stem_engine_destroy(stem_engine *engine);
 
 #endif

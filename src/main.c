@@ -11,6 +11,7 @@
 #include "../mpi/campaign.h"
 #include "../mpi/consistency.h"
 #include "config.h"
+#include "engine.h"
 #include "plan.h"
 #include "signals.h"
 
@@ -140,7 +141,7 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[3])
  * every step agreed, so a failure on any rank ends every rank here with one
  * message (see stem_log_release_held). */
 static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_kirkland *kirkland,
-                 stem_atoms *atoms, stem_mpi *m, stem_plan *plan, stem_output_target *target)
+                 stem_atoms *atoms, stem_mpi *m, stem_plan *plan, stem_engine *engine, stem_output_target *target)
 {
     int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
     if (!err) resolve_model_path(cfg);
@@ -155,6 +156,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     }
     /* a dry run checks all a real run checks, and exits with its code */
     if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
+    /* once per run: the GPU engine chooses its devices and checks its memory here */
+    if (!err) err = stem_mpi_agree(stem_engine_create(plan, engine), world);
+    if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
     stem_input_ref inputs[3];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
@@ -192,7 +196,8 @@ static char *environment_text(void)
 
 /* The campaign and the output, after a successful setup. */
 static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkland, const stem_atoms *atoms,
-                             const stem_mpi *m, const stem_plan *plan, const stem_output_target *target)
+                             const stem_mpi *m, const stem_plan *plan, const stem_engine *engine,
+                             const stem_output_target *target)
 {
     stem_result res = {0};
     if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(plan, stdout);
@@ -201,7 +206,7 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
     free(env);
     double t0 = stem_wall_time();
     int err = stem_result_alloc(plan, &res);
-    if (!err) err = stem_campaign_run(m, plan, atoms, kirkland, &res);
+    if (!err) err = stem_campaign_run(m, plan, engine, atoms, kirkland, &res);
     if (err) {
         /* every rank agreed on the failure or the stop (the campaign agrees
          * before each collective step): leave together */
@@ -230,9 +235,11 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
     stem_atoms atoms = {0};
     stem_mpi m = {0};
     stem_plan plan = {0};
+    stem_engine engine = {0};
     stem_output_target target = {0};
-    int err = setup(o, world, rank, &cfg, kirkland, &atoms, &m, &plan, &target);
-    if (!err && !o->dry_run) err = compute_and_write(&cfg, kirkland, &atoms, &m, &plan, &target);
+    int err = setup(o, world, rank, &cfg, kirkland, &atoms, &m, &plan, &engine, &target);
+    if (!err && !o->dry_run) err = compute_and_write(&cfg, kirkland, &atoms, &m, &plan, &engine, &target);
+    stem_engine_destroy(&engine);
     stem_plan_free(&plan);
     stem_mpi_free(&m);
     stem_atoms_free(&atoms);

@@ -1,0 +1,32 @@
+/* Multislice and PRISM as algorithms over an engine (algorithm.h). */
+#include "algorithm.h"
+
+#include "../mpi/comm.h"
+
+static int prism_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
+                            const stem_detector *det, stem_result *res)
+{
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
+    stem_complex *local = stem_fft_alloc(box * local_beams, "local S-matrix");
+    stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "S-matrix");
+    int err = local && by_beam ? STEM_OK : STEM_ERR_MEMORY;
+    if (!err) err = engine->prism_smatrix(engine, plan, trans, local);
+    err = stem_mpi_agree(err, group); /* before the gather: all ranks have their beams */
+    if (!err) err = stem_mpi_gather_smatrix(plan, local, by_beam, group);
+    stem_fft_free(local);
+    stem_complex *by_pixel = err ? NULL : stem_fft_alloc(box * plan->n_beams, "S-matrix (beam fastest)");
+    if (!err && !by_pixel) err = STEM_ERR_MEMORY;
+    if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
+    stem_fft_free(by_beam);
+    if (!err) err = engine->prism_output(engine, plan, by_pixel, det, res);
+    stem_fft_free(by_pixel);
+    return err;
+}
+
+int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
+                              const stem_detector *det, stem_result *res)
+{
+    if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, group, trans, det, res);
+    return engine->multislice(engine, plan, trans, det, res);
+}
