@@ -49,9 +49,8 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     }
     if (!err && src) /* detector pixel (FFT order) -> pixel of the full simulation grid (f = 1) */
         for (int j = 0; j < g->oy; j++) {
-            int gy = (stem_fft_index(j, g->oy) + plan->ny) % plan->ny;
-            for (int i = 0; i < g->ox; i++)
-                src[(size_t)j * g->ox + i] = gy * plan->nx + (stem_fft_index(i, g->ox) + plan->nx) % plan->nx;
+            int gy = stem_box_to_grid(j, g->oy, plan->ny);
+            for (int i = 0; i < g->ox; i++) src[(size_t)j * g->ox + i] = gy * plan->nx + stem_box_to_grid(i, g->ox, plan->nx);
         }
     if (!err) err = gpu_alloc_((void **)&g->bin, sizeof(int) * n, "detector bins", __FILE__, __LINE__, __func__);
     if (!err) err = gpu_alloc_((void **)&g->mask, sizeof(uint32_t) * n, "detector masks", __FILE__, __LINE__, __func__);
@@ -108,7 +107,7 @@ k_detect(const float2 *__restrict__ waves, size_t wave_stride, const int *__rest
         float I = (v.x * v.x + v.y * v.y) * scale;
         if (cbed) {
             int j = k / ox, i = k - j * ox;
-            cbed[(size_t)p * n_pix + (size_t)((j + oy / 2) % oy) * ox + (i + ox / 2) % ox] = I;
+            cbed[(size_t)p * n_pix + (size_t)stem_centred_index(j, oy) * ox + stem_centred_index(i, ox)] = I;
         }
         int b = bin[k];
         if (b < 0) continue;

@@ -86,8 +86,6 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
 
 /* ---- kernels ---------------------------------------------------------------- */
 
-static __device__ __forceinline__ int fft_index(int i, int n) { return i < (n + 1) / 2 ? i : i - n; }
-
 /* w[b][k] *= t[k] for every wave of the batch: t read once, each wave once. */
 static __global__ void k_mul_bcast(float2 *__restrict__ w, const float2 *__restrict__ t, size_t grid, int batch)
 {
@@ -138,7 +136,7 @@ static __global__ void k_crop(float2 *__restrict__ box, const float2 *__restrict
     int b = blockIdx.y;
     if (k >= cgrid) return;
     int i = (int)(k % cx), j = (int)(k / cx);
-    int gy = (fft_index(j, cy) + ny) % ny, gx = (fft_index(i, cx) + nx) % nx;
+    int gy = stem_box_to_grid(j, cy, ny), gx = stem_box_to_grid(i, cx, nx);
     size_t g = (size_t)gy * nx + gx;
     box[(size_t)b * cgrid + k] = gpu_cmul(w[(size_t)b * nx * ny + g], prop[g]);
 }

@@ -94,7 +94,7 @@ void stem_detect(const stem_detector *det, const float *intensity, stem_result *
         float *out = res->cbed + (size_t)p * nx * ny;
         for (int j = 0; j < ny; j++)
             for (int i = 0; i < nx; i++)
-                out[(size_t)((j + ny / 2) % ny) * nx + (i + nx / 2) % nx] += intensity[(size_t)j * nx + i];
+                out[(size_t)stem_centred_index(j, ny) * nx + stem_centred_index(i, nx)] += intensity[(size_t)j * nx + i];
     }
 }
 

@@ -46,9 +46,9 @@ void stem_multislice_intensity(const stem_plan *plan, const stem_complex *wave, 
 {
     int nx = plan->nx, ny = plan->ny, ox = plan->out_nx, oy = plan->out_ny;
     for (int j = 0; j < oy; j++) {
-        int gy = (stem_fft_index(j, oy) + ny) % ny;
+        int gy = stem_box_to_grid(j, oy, ny);
         for (int i = 0; i < ox; i++) {
-            int gx = (stem_fft_index(i, ox) + nx) % nx;
+            int gx = stem_box_to_grid(i, ox, nx);
             stem_complex v = wave[(size_t)gy * nx + gx];
             intensity[(size_t)j * ox + i] = crealf(v) * crealf(v) + cimagf(v) * cimagf(v);
         }

@@ -9,6 +9,7 @@
 
 #include "atoms.h"
 #include "config.h"
+#include "index_maps.h" /* stem_fft_index and the maps shared with the GPU kernels */
 
 typedef struct {
     int world_size, world_rank;
@@ -92,8 +93,7 @@ typedef struct {
 
 /* Probe index p -> scan position in Angstrom (row-major, x fastest). */
 void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y);
-/* Signed Fourier index of FFT bin i of an n-point transform. */
-static inline int stem_fft_index(int i, int n) { return i < (n + 1) / 2 ? i : i - n; }
+
 /* An FFT-friendly size >= n (factors 2, 3, 5, 7 only). */
 int stem_fft_good_size(int n);
 /* Smallest multiple of m that is FFT-friendly and >= n (m with a prime factor

@@ -58,8 +58,8 @@ static void crop_to_box(const stem_plan *plan, const stem_complex *wave, stem_co
 {
     int nx = plan->nx, ny = plan->ny, cx = plan->crop_nx, cy = plan->crop_ny;
     for (int j = 0; j < cy; j++) {
-        int gy = (stem_fft_index(j, cy) + ny) % ny;
-        for (int i = 0; i < cx; i++) box[(size_t)j * cx + i] = wave[(size_t)gy * nx + (stem_fft_index(i, cx) + nx) % nx];
+        int gy = stem_box_to_grid(j, cy, ny);
+        for (int i = 0; i < cx; i++) box[(size_t)j * cx + i] = wave[(size_t)gy * nx + stem_box_to_grid(i, cx, nx)];
     }
     stem_fft_inverse(fft_box, box);
 }
