@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# GPU checks of the architecture restructuring (builds nothing; build/ with
+# build/ref/stemsim, the reference build of b6607a0 with CUDA, .device/ and
+# .whl/ carried):
+#   source .device/env.sh && bash benchmarks/device_architecture.sh
+# 1. GPU engine = CPU engine (tests/gpu/gpu_vs_cpu.sh); 2. --dry-run describes
+# the GPU engine; 3. before/after on the amorphous-carbon case (the Prismatic
+# paper's: 100 A cube, 80 keV, 0.1 A pixels, 5 A slices), PRISM f = 8, whole
+# cell at 0.2 A (250 000 probes), 4 thermal configurations: whole-process wall
+# time of the reference and the new build, and their results compared.
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-/tmp/device_architecture}
+mkdir -p "$out" /tmp/daw
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export STEMSIM_KIRKLAND=$root/data/kirkland_params.txt OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+new=$root/build/stemsim ref=$root/build/ref/stemsim
+nvidia-smi -L
+status=0
+echo "== gpu_vs_cpu (new build)"
+bash tests/gpu/gpu_vs_cpu.sh "$new" tests/check_h5.py python3 benchmarks/gpu_check_si.ini /tmp/daw/cmp > "$out/gpu_vs_cpu.log" 2>&1
+rc=$?; grep -E "^==|check_h5.py" "$out/gpu_vs_cpu.log"; [ $rc -eq 0 ] || status=1
+echo "== dry run, GPU PRISM"
+"$new" -n benchmarks/gpu_check_si.ini --set simulation.algorithm=prism --set compute.device=gpu \
+    --set output.file=/tmp/daw/dry.h5 2>&1 | grep -E "GPU|engine|memory"
+python3 benchmarks/gpu_make_amorphous_carbon.py /tmp/daw/aC.xyz > /dev/null
+case=(benchmarks/gpu_bench.ini --set sample.xyz=/tmp/daw/aC.xyz --set simulation.algorithm=prism
+      --set simulation.interpolation_x=8 --set simulation.interpolation_y=8 --set scan.x_start=0 --set scan.y_start=0
+      --set scan.x_end=100 --set scan.y_end=100 --set simulation.thermal=true --set simulation.frozen_phonons=4
+      --set compute.device=gpu -q)
+echo "| build | aC PRISM f=8, 250 000 probes, 4 configurations: wall s (whole process) |"
+echo "|---|---|"
+for rep in 1 2; do
+  for which in ref new; do
+    exe=$ref; [ $which = new ] && exe=$new
+    t0=$(date +%s.%N)
+    "$exe" "${case[@]}" --set output.file=/tmp/daw/aC_$which.h5 > /tmp/daw/aC_$which.log 2>&1 || { status=1; tail -5 /tmp/daw/aC_$which.log; }
+    t1=$(date +%s.%N)
+    echo "| $which (run $rep) | $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') |"
+  done
+done
+python3 tests/check_h5.py compare /tmp/daw/aC_new.h5 /tmp/daw/aC_ref.h5 --tol 1e-5 --datasets images,rings | tail -1 || status=1
+echo "device_architecture: status $status"
+exit $status
