@@ -23,9 +23,8 @@ static void gpu_destroy(stem_engine *e)
     e->state = NULL;
 }
 
-extern "C" int stem_gpu_engine_create(const void *plan_, stem_engine *engine)
+static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
 {
-    const stem_plan *plan = (const stem_plan *)plan_;
     gpu_devices *d = (gpu_devices *)stem_calloc(1, sizeof(gpu_devices), "GPU engine");
     if (!d) return STEM_ERR_MEMORY;
     int err = gpu_devices_select(plan, d);
@@ -58,4 +57,10 @@ extern "C" int stem_gpu_engine_create(const void *plan_, stem_engine *engine)
     }
     if (err) gpu_destroy(engine);
     return err;
+}
+
+extern "C" const stem_gpu_provider *stem_gpu_engine_provider(void)
+{
+    static const stem_gpu_provider gpu = {stem_gpu_count, stem_gpu_unavailable_reason, gpu_engine_create};
+    return &gpu;
 }

@@ -1,21 +1,18 @@
-/* GPU engine entry points (cuFFT). Built from the .cu files in cuda/ when CUDA is enabled;
- * cuda/gpu_stub.c answers "no GPU" otherwise. */
+/* The GPU engine as the executable sees it: a provider of three functions
+ * that src/engine.c calls through pointers, so the core library never links
+ * against the GPU library (which uses the core). Built from the .cu files in
+ * cuda/ when CUDA is enabled; cuda/gpu_stub.c answers "no GPU" otherwise. */
 #ifndef STEM_GPU_ENGINE_H
 #define STEM_GPU_ENGINE_H
+
+#include "../src/engine.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct stem_engine;
-typedef struct stem_engine stem_engine_fwd;
-
-/* Number of usable GPUs visible to this process (0 without CUDA). */
-int stem_gpu_count(void);
-/* Why no GPU can be used (for the error message). */
-const char *stem_gpu_unavailable_reason(void);
-/* Fill the engine table with the GPU implementation for this plan. */
-int stem_gpu_engine_create(const void *plan, struct stem_engine *engine);
+/* This build's GPU engine (or the stub's). */
+const stem_gpu_provider *stem_gpu_engine_provider(void);
 
 #ifdef __cplusplus
 }

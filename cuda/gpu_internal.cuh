@@ -18,6 +18,9 @@ typedef struct {
     char name[256];
 } gpu_devices;
 
+/* Usable GPUs visible to this process, and why none can be used (the provider's entries). */
+extern "C" int stem_gpu_count(void);
+extern "C" const char *stem_gpu_unavailable_reason(void);
 /* This rank's GPUs from [compute] gpus_per_rank / streams_per_gpu and the node-local rank. */
 int gpu_devices_select(const stem_plan *plan, gpu_devices *d);
 /* Worker w drives GPU slot w % n_gpus (so every GPU gets work first). */

@@ -1,14 +1,19 @@
-/* Built when stemsim is configured without CUDA. */
-#include "../src/engine.h"
+/* Linked into stemsim when it is configured without CUDA. */
 #include "gpu_engine.h"
 
-int stem_gpu_count(void) { return 0; }
+static int stub_count(void) { return 0; }
 
-const char *stem_gpu_unavailable_reason(void) { return "stemsim was built without CUDA (STEMSIM_ENABLE_CUDA=OFF)"; }
+static const char *stub_reason(void) { return "stemsim was built without CUDA (STEMSIM_ENABLE_CUDA=OFF)"; }
 
-int stem_gpu_engine_create(const void *plan, stem_engine *engine)
+static int stub_create(const stem_plan *plan, stem_engine *engine)
 {
     (void)plan;
     (void)engine;
-    return STEM_FAIL(STEM_ERR_GPU, "%s", stem_gpu_unavailable_reason());
+    return STEM_FAIL(STEM_ERR_GPU, "%s", stub_reason());
+}
+
+const stem_gpu_provider *stem_gpu_engine_provider(void)
+{
+    static const stem_gpu_provider stub = {stub_count, stub_reason, stub_create};
+    return &stub;
 }

@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "../cuda/gpu_engine.h"
-
 static void cpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
 {
     (void)e;
@@ -44,18 +42,19 @@ static void cpu_engine(stem_engine *engine)
     engine->destroy = cpu_destroy;
 }
 
-int stem_engine_create(const stem_plan *plan, stem_engine *engine)
+int stem_engine_create(const stem_plan *plan, const stem_gpu_provider *gpu, stem_engine *engine)
 {
     int device = plan->opt.device;
     cpu_engine(engine);
     if (device == STEM_DEVICE_CPU) return STEM_OK;
-    int gpus = stem_gpu_count();
+    int gpus = gpu ? gpu->count() : 0;
     if (gpus <= 0) {
         if (device == STEM_DEVICE_GPU)
-            return STEM_FAIL(STEM_ERR_GPU, "[compute] device = gpu but %s", stem_gpu_unavailable_reason());
+            return STEM_FAIL(STEM_ERR_GPU, "[compute] device = gpu but %s",
+                             gpu ? gpu->unavailable_reason() : "this program has no GPU engine");
         return STEM_OK;
     }
-    return stem_gpu_engine_create(plan, engine);
+    return gpu->create(plan, engine);
 }
 
 void stem_engine_destroy(stem_engine *engine)

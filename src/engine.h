@@ -23,8 +23,17 @@ typedef struct stem_engine {
     void (*destroy)(struct stem_engine *e);
 } stem_engine;
 
-/* [compute] device: cpu, gpu (an error without a usable GPU), auto. Once per run. */
-int stem_engine_create(const stem_plan *plan, stem_engine *engine);
+/* The GPU engine, handed in by the executable (cuda/gpu_engine.h): the core
+ * calls it only through these pointers, never links against it. */
+typedef struct {
+    int (*count)(void);                   /* usable GPUs visible to this process */
+    const char *(*unavailable_reason)(void);
+    int (*create)(const stem_plan *plan, stem_engine *engine);
+} stem_gpu_provider;
+
+/* [compute] device: cpu, gpu (an error without a usable GPU), auto. Once per
+ * run. gpu may be NULL (no GPU engine in this program). */
+int stem_engine_create(const stem_plan *plan, const stem_gpu_provider *gpu, stem_engine *engine);
 /* Safe on a zeroed or already destroyed engine. */
 void stem_engine_destroy(stem_engine *engine);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/gpu_engine.h"
 #include "../io/output.h"
 #include "../mpi/campaign.h"
 #include "../mpi/consistency.h"
@@ -157,7 +158,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     /* a dry run checks all a real run checks, and exits with its code */
     if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
     /* once per run: the GPU engine chooses its devices and checks its memory here */
-    if (!err) err = stem_mpi_agree(stem_engine_create(plan, engine), world);
+    if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
     if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
     stem_input_ref inputs[3];
     int n_inputs = list_inputs(cfg, inputs);
