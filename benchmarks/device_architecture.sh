@@ -3,7 +3,8 @@
 # build/ref/stemsim, the reference build of b6607a0 with CUDA, .device/ and
 # .whl/ carried):
 #   source .device/env.sh && bash benchmarks/device_architecture.sh
-# 1. GPU engine = CPU engine (tests/gpu/gpu_vs_cpu.sh); 2. --dry-run describes
+# 1. GPU engine = CPU engine (tests/gpu/gpu_vs_cpu.sh), each kernel against
+# its plain-C reference (build/tests/gpu_kernel_check); 2. --dry-run describes
 # the GPU engine; 3. before/after on the amorphous-carbon case (the Prismatic
 # paper's: 100 A cube, 80 keV, 0.1 A pixels, 5 A slices), PRISM f = 8, whole
 # cell at 0.2 A (250 000 probes), 4 thermal configurations: whole-process wall
@@ -22,6 +23,8 @@ status=0
 echo "== gpu_vs_cpu (new build)"
 bash tests/gpu/gpu_vs_cpu.sh "$new" tests/check_h5.py python3 benchmarks/gpu_check_si.ini /tmp/daw/cmp > "$out/gpu_vs_cpu.log" 2>&1
 rc=$?; grep -E "^==|check_h5.py" "$out/gpu_vs_cpu.log"; [ $rc -eq 0 ] || status=1
+echo "== kernel checks (tests/gpu/kernel_check.cu)"
+build/tests/gpu_kernel_check 50 || status=1
 echo "== dry run, GPU PRISM"
 "$new" -n benchmarks/gpu_check_si.ini --set simulation.algorithm=prism --set compute.device=gpu \
     --set output.file=/tmp/daw/dry.h5 2>&1 | grep -E "GPU|engine|memory"

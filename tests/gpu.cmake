@@ -8,6 +8,12 @@ if(TARGET stemsim_gpu)
 
   add_test(NAME gpu_tiles_check COMMAND gpu_tiles_check)
   set_tests_properties(gpu_tiles_check PROPERTIES LABELS "gpu")
+  # each kernel against its plain-C reference, and timed (skips without a GPU)
+  add_executable(gpu_kernel_check ${CMAKE_CURRENT_SOURCE_DIR}/gpu/kernel_check.cu)
+  target_include_directories(gpu_kernel_check PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(gpu_kernel_check PRIVATE stemsim_gpu)
+  add_test(NAME gpu_kernel_check COMMAND gpu_kernel_check)
+  set_tests_properties(gpu_kernel_check PROPERTIES LABELS "gpu" ENVIRONMENT "${STEMSIM_TEST_ENV}" SKIP_RETURN_CODE 77)
   add_test(NAME gpu_vs_cpu
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_vs_cpu.sh $<TARGET_FILE:stemsim>
                    ${CMAKE_CURRENT_SOURCE_DIR}/check_h5.py ${STEMSIM_PYTHON}
