@@ -25,6 +25,15 @@ bash tests/gpu/gpu_vs_cpu.sh "$new" tests/check_h5.py python3 benchmarks/gpu_che
 rc=$?; grep -E "^==|check_h5.py" "$out/gpu_vs_cpu.log"; [ $rc -eq 0 ] || status=1
 echo "== kernel checks (tests/gpu/kernel_check.cu)"
 build/tests/gpu_kernel_check 50 || status=1
+echo "== [debug] kernel variants (were environment variables): each against the CPU engine"
+"$new" -q benchmarks/gpu_check_si.ini --set simulation.algorithm=prism --set compute.device=cpu --set scan.step=0.8 \
+    --set output.file=/tmp/daw/v_cpu.h5 --set output.overwrite=true || status=1
+for v in gpu_prism_output=direct gpu_gemm=3m gpu_tile=3; do
+  "$new" benchmarks/gpu_check_si.ini --set simulation.algorithm=prism --set compute.device=gpu --set scan.step=0.8 \
+      --set debug.$v --set output.file=/tmp/daw/v.h5 --set output.overwrite=true > /tmp/daw/v.log 2>&1 || status=1
+  echo "debug.$v: $(grep -m1 -E '^gpu PRISM output' /tmp/daw/v.log | cut -c1-150)"
+  python3 tests/check_h5.py compare /tmp/daw/v.h5 /tmp/daw/v_cpu.h5 --tol 1e-4 --datasets images,rings,cbed | tail -1 || status=1
+done
 echo "== dry run, GPU PRISM"
 "$new" -n benchmarks/gpu_check_si.ini --set simulation.algorithm=prism --set compute.device=gpu \
     --set output.file=/tmp/daw/dry.h5 2>&1 | grep -E "GPU|engine|memory"

@@ -117,7 +117,7 @@ if has check; then
     run si_p2_cpu 1 -- "$SI" $P2 --set compute.device=cpu
     run si_p2_gpu_single 1 -- "$SI" $P2 --set compute.device=gpu --set compute.memory_mode=single
     run si_p2_gpu_stream 1 -- "$SI" $P2 --set compute.device=gpu --set compute.memory_mode=streaming
-    run si_p2_gpu_direct 1 STEMSIM_GPU_PRISM_OUTPUT=direct -- "$SI" $P2 --set compute.device=gpu
+    run si_p2_gpu_direct 1 -- "$SI" $P2 --set compute.device=gpu --set debug.gpu_prism_output=direct
     run si_p2_gpu_2ranks 2 -- "$SI" $P2 --set compute.device=gpu --set compute.streams_per_gpu=3
     run si_p1_cpu 1 -- "$SI" $P2 --set simulation.interpolation_x=1 --set simulation.interpolation_y=1 --set compute.device=cpu
     run si_p1_gpu_stream 1 -- "$SI" $P2 --set simulation.interpolation_x=1 --set simulation.interpolation_y=1 --set compute.device=gpu --set compute.memory_mode=streaming
@@ -248,8 +248,10 @@ EOF
     VARIANTS=1
     [ "$MODE" != all ] && has novar && VARIANTS=0 # option novar: no variants
     PF4="$FULL --set simulation.algorithm=prism --set simulation.interpolation_x=4 --set simulation.interpolation_y=4"
-    for v in "p4_direct:STEMSIM_GPU_PRISM_OUTPUT=direct:" "p4_gemm3m:STEMSIM_GPU_GEMM=3m:" \
-             "p4_tile12:STEMSIM_GPU_TILE=12:" "p4_tile16:STEMSIM_GPU_TILE=16:" "p4_tile6:STEMSIM_GPU_TILE=6:" \
+    for v in "p4_direct:STEMSIM_NOTHING=1:--set debug.gpu_prism_output=direct" \
+             "p4_gemm3m:STEMSIM_NOTHING=1:--set debug.gpu_gemm=3m" \
+             "p4_tile12:STEMSIM_NOTHING=1:--set debug.gpu_tile=12" "p4_tile16:STEMSIM_NOTHING=1:--set debug.gpu_tile=16" \
+             "p4_tile6:STEMSIM_NOTHING=1:--set debug.gpu_tile=6" \
              "p4_streams4:STEMSIM_NOTHING=1:--set compute.streams_per_gpu=4" \
              "ms_batch16:STEMSIM_NOTHING=1:--set compute.batch_size=16" \
              "ms_streams4:STEMSIM_NOTHING=1:--set compute.streams_per_gpu=4 --set compute.batch_size=4"; do

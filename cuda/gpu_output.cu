@@ -4,7 +4,7 @@
  * beams on that union, the windows are gathered from it, transformed with one
  * batched FFT and binned on the device. The S-matrix stays on the GPU
  * (single-transfer) or comes unit by unit from page-locked host memory (streaming).
- * STEMSIM_GPU_PRISM_OUTPUT=direct selects one warp reduction per window pixel
+ * [debug] gpu_prism_output = direct selects one warp reduction per window pixel
  * and probe instead of the matrix product (for comparison). */
 #include <math.h>
 #include <stdlib.h>
@@ -89,15 +89,13 @@ void gpu_out_plan_free(gpu_out_plan *op) { gpu_tiling_free(&op->tiling); }
 int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op)
 {
     memset(op, 0, sizeof *op);
-    const char *env = getenv("STEMSIM_GPU_PRISM_OUTPUT");
-    op->direct = env && !strcmp(env, "direct");
+    op->direct = plan->opt.gpu_prism_output == STEM_GPU_OUTPUT_DIRECT;
     long n_local = plan->probe_end - plan->probe_begin;
     double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
     double shared = (double)gpu_det_bytes(plan, 0) + sizeof(gpu_probe) * (double)n_local + 24.0 * plan->n_beams;
     int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->opt.memory_mode, chosen = -1, T = T0, U = 1;
     int tx, ty;
-    const char *tile_env = getenv("STEMSIM_GPU_TILE"); /* benchmarking: force the tile edge */
-    if (tile_env && atoi(tile_env) > 0) T = T0 = atoi(tile_env);
+    if (plan->opt.gpu_tile > 0) T = T0 = plan->opt.gpu_tile; /* [debug] gpu_tile: benchmarking */
     double need_single = 0, need_stream = 0;
     for (T = T0; T >= 1 && chosen < 0 && mode != STEM_MEMMODE_STREAMING; T = T > 1 ? T / 2 : 0) {
         tx = T < plan->scan_nx ? T : plan->scan_nx;
@@ -431,8 +429,7 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     c->plan = plan;
     c->S = S;
     c->res = res;
-    const char *gemm = getenv("STEMSIM_GPU_GEMM");
-    c->gemm3m = gemm && !strcmp(gemm, "3m");
+    c->gemm3m = plan->opt.gpu_gemm == STEM_GPU_GEMM_3M;
     double t0 = stem_wall_time();
     int pinned = 0;
     size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;

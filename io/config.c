@@ -115,6 +115,12 @@ static const key_spec key_table[] = {
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
      "FFTW planning of the CPU engine: estimate is reproducible bit for bit across runs and rank counts; "
      "measure times algorithms (often 1.2-7x faster FFTs) but results may differ by ~1e-6 between runs"},
+    {"debug", "gpu_prism_output", K_ENUM, OFF(gpu_prism_output), "gemm", 0, 0, "gemm|direct", "-",
+     "GPU PRISM output step: batched CGEMM over probe tiles, or one direct kernel per probe (benchmarking)"},
+    {"debug", "gpu_tile", K_INT, OFF(gpu_tile), "0", 0, 4096, NULL, "probes",
+     "force the edge of the GPU PRISM output tiles (0: chosen from the GPU's memory)"},
+    {"debug", "gpu_gemm", K_ENUM, OFF(gpu_gemm), "standard", 0, 0, "standard|3m", "-",
+     "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m) is faster but changes results at the 1e-6 level"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
 

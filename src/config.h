@@ -17,6 +17,8 @@ typedef enum { STEM_SCAN_FRACTIONAL = 0, STEM_SCAN_ANGSTROM = 1 } stem_scan_unit
 typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
 typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
+typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
+typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1 } stem_gpu_gemm;
 
 typedef struct {
     char name[STEM_IMAGE_NAME_MAX];
@@ -70,6 +72,10 @@ typedef struct {
     int memory_mode;
     int fp_groups;
     int fft_planning;
+    /* [debug]: kernel variants for benchmarking (recorded like every key) */
+    int gpu_prism_output;    /* stem_gpu_output_variant */
+    int gpu_tile;            /* 0: automatic */
+    int gpu_gemm;            /* stem_gpu_gemm */
     /* which keys were given explicitly (index into the key table) */
     unsigned char seen[96];
 } stem_config;

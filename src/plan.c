@@ -266,6 +266,9 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->thermal = cfg->thermal;
     o->potential_radius = cfg->potential_radius;
     o->supersampling = cfg->supersampling + (cfg->supersampling & 1); /* even: see potential.c build_kernel */
+    o->gpu_prism_output = cfg->gpu_prism_output;
+    o->gpu_tile = cfg->gpu_tile;
+    o->gpu_gemm = cfg->gpu_gemm;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
     plan->aberr = (stem_aberrations){.defocus = cfg->defocus, .astigmatism = cfg->astigmatism,
