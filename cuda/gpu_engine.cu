@@ -39,6 +39,7 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     engine->multislice = gpu_multislice_run;
     engine->prism_smatrix = gpu_prism_smatrix;
     engine->prism_output = gpu_prism_output;
+    engine->prism_resident = gpu_prism_resident;
     engine->destroy = gpu_destroy;
     char ids[256] = "";
     for (int i = 0, len = 0; i < d->n_gpus && len < (int)sizeof ids - 8; i++)

@@ -181,6 +181,14 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
 int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
 int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
                      stem_result *res);
+/* The two steps with the S-matrix in device memory (one GPU): the S-matrix step writes
+ * [beam][box] into S_dev; the output step reads the beam-fastest [box][beam] S_dev. */
+int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev);
+int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *S_dev,
+                                 const stem_detector *det, stem_result *res);
+/* gpu_prism.cu: the engine's prism_resident step. */
+int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
+                       stem_result *res);
 /* The devices the engine chose when it was created (once per run). */
 static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return (const gpu_devices *)e->state; }
 

@@ -193,6 +193,7 @@ typedef struct {
     gpu_devices dev;
     gpu_out_plan op;
     float2 *S_dev[GPU_MAX_DEVICES];
+    const float2 *S_given;           /* S-matrix already in device memory (one GPU): not copied, not freed */
     gpu_probe *probes[GPU_MAX_DEVICES];
     double *beam_q[GPU_MAX_DEVICES];
     gpu_det det[GPU_MAX_DEVICES];
@@ -206,7 +207,9 @@ static int out_shared_create(out_ctx *c, int g)
     const gpu_tiling *t = &c->op.tiling;
     int nb = plan->n_beams;
     size_t S_bytes = sizeof(float2) * nb * plan->crop_nx * plan->crop_ny;
-    if (!c->op.streaming) {
+    if (c->S_given) {
+        c->S_dev[g] = (float2 *)c->S_given;
+    } else if (!c->op.streaming) {
         GPU_ALLOC(c->S_dev[g], S_bytes, "S-matrix (single-transfer mode)");
         CUDA_CALL(cudaMemcpy(c->S_dev[g], c->S, S_bytes, cudaMemcpyHostToDevice));
     }
@@ -413,7 +416,7 @@ static void out_release(out_ctx *c)
     free(c->w);
     for (int g = 0; g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess) cudaGetLastError();
-        gpu_free(c->S_dev[g]);
+        if (!c->S_given) gpu_free(c->S_dev[g]);
         gpu_free(c->probes[g]);
         gpu_free(c->beam_q[g]);
         gpu_det_free(&c->det[g]);
@@ -421,13 +424,14 @@ static void out_release(out_ctx *c)
     gpu_out_plan_free(&c->op);
 }
 
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
-                     stem_result *res)
+static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *S_given,
+                      const stem_detector *det, stem_result *res)
 {
     out_ctx *c = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
     if (!c) return STEM_ERR_MEMORY;
     c->plan = plan;
     c->S = S;
+    c->S_given = S_given;
     c->res = res;
     c->gemm3m = plan->opt.gpu_gemm == STEM_GPU_GEMM_3M;
     double t0 = stem_wall_time();
@@ -435,6 +439,8 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
+    if (!err && S_given && (c->op.streaming || c->dev.n_gpus != 1))
+        err = STEM_FAIL(STEM_ERR_INTERNAL, "S-matrix in device memory needs one GPU and single-transfer mode");
     if (!err && c->op.streaming) gpu_pin(S, S_bytes, &pinned, "S-matrix");
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
@@ -477,4 +483,16 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     gpu_unpin(S, pinned);
     free(c);
     return err;
+}
+
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
+                     stem_result *res)
+{
+    return output_run(e, plan, S, NULL, det, res);
+}
+
+int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *S_dev,
+                                 const stem_detector *det, stem_result *res)
+{
+    return output_run(e, plan, NULL, S_dev, det, res);
 }

@@ -18,6 +18,7 @@ typedef struct {
     const stem_plan *plan;
     const stem_complex *trans;
     stem_complex *S_local;
+    float2 *S_dev;  /* instead of S_local: the S-matrix stays in device memory (one GPU) */
     int S_pinned; /* S_local page-locked: boxes go straight into it */
     gpu_devices dev;
     gpu_prop_plan pp;
@@ -31,7 +32,7 @@ static int sm_worker_create(sm_ctx *c, sm_worker *w)
     int box = plan->crop_nx * plan->crop_ny, n[2] = {plan->crop_ny, plan->crop_nx};
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
     GPU_ALLOC(w->box, sizeof(float2) * box * c->pp.batch, "S-matrix boxes");
-    if (!c->S_pinned) GPU_ALLOC_HOST(w->staging, sizeof(float2) * box * c->pp.batch, "S-matrix download buffer");
+    if (!c->S_pinned && !c->S_dev) GPU_ALLOC_HOST(w->staging, sizeof(float2) * box * c->pp.batch, "S-matrix download buffer");
     CUFFT_CALL(cufftPlanMany(&w->fft_box, 2, n, NULL, 1, box, NULL, 1, box, CUFFT_C2C, c->pp.batch));
     w->has_fft = 1;
     CUFFT_CALL(cufftSetStream(w->fft_box, w->pw.stream));
@@ -66,6 +67,12 @@ static int sm_work(void *ctx, int wi, long begin, long end)
     STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw));
     STEM_TRY(gpu_crop_box(plan, &c->sh[slot], w->pw.waves, w->box, n, s));
     CUFFT_CALL(cufftExecC2C(w->fft_box, w->box, w->box, CUFFT_INVERSE));
+    if (c->S_dev) { /* device to device: the output step reads it there */
+        CUDA_CALL(cudaMemcpyAsync(c->S_dev + (size_t)begin * box, w->box, sizeof(float2) * box * n,
+                                  cudaMemcpyDeviceToDevice, s));
+        CUDA_CALL(cudaStreamSynchronize(s));
+        return STEM_OK;
+    }
     stem_complex *dst = c->S_pinned ? c->S_local + (size_t)begin * box : w->staging;
     CUDA_CALL(cudaMemcpyAsync(dst, w->box, sizeof(float2) * box * n, cudaMemcpyDeviceToHost, s));
     CUDA_CALL(cudaStreamSynchronize(s));
@@ -87,13 +94,15 @@ static void sm_release(sm_ctx *c)
     }
 }
 
-int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local,
+                       float2 *S_dev)
 {
     sm_ctx *c = (sm_ctx *)stem_calloc(1, sizeof(sm_ctx), "GPU S-matrix context");
     if (!c) return STEM_ERR_MEMORY;
     c->plan = plan;
     c->trans = trans;
     c->S_local = S_local;
+    c->S_dev = S_dev;
     double t0 = stem_wall_time();
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
@@ -104,7 +113,7 @@ int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_co
      * batch's download run at full speed without a host copy. */
     size_t S_bytes = sizeof(stem_complex) * plan->crop_nx * plan->crop_ny * (size_t)(plan->beam_end - plan->beam_begin);
     double tp = stem_wall_time();
-    if (!err) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
+    if (!err && S_local) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
     tp = stem_wall_time() - tp;
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
@@ -134,4 +143,14 @@ int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_co
     gpu_unpin(S_local, c->S_pinned);
     free(c);
     return err;
+}
+
+int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+{
+    return smatrix_run(e, plan, trans, S_local, NULL);
+}
+
+int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev)
+{
+    return smatrix_run(e, plan, trans, NULL, S_dev);
 }

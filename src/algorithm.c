@@ -27,6 +27,11 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, MP
 int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
                               const stem_detector *det, stem_result *res)
 {
+    if (plan->algorithm == STEM_ALG_PRISM && plan->layout.group_size == 1 && engine->prism_resident) {
+        /* nothing to gather: the engine may keep the S-matrix where it made it */
+        int err = engine->prism_resident(engine, plan, trans, det, res);
+        if (err != STEM_NOT_APPLICABLE) return err;
+    }
     if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, group, trans, det, res);
     return engine->multislice(engine, plan, trans, det, res);
 }

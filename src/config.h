@@ -76,6 +76,7 @@ typedef struct {
     int gpu_prism_output;    /* stem_gpu_output_variant */
     int gpu_tile;            /* 0: automatic */
     int gpu_gemm;            /* stem_gpu_gemm */
+    int gpu_prism_resident;  /* 1: auto, 0: off */
     /* which keys were given explicitly (index into the key table) */
     unsigned char seen[96];
 } stem_config;

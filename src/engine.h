@@ -9,6 +9,8 @@
 #include "multislice.h"
 #include "prism.h"
 
+#define STEM_NOT_APPLICABLE (-1) /* an optional engine step declined; not an error */
+
 typedef struct stem_engine {
     const char *name;
     void *state; /* engine-private, lives from create to destroy (the GPU engine: its devices) */
@@ -20,6 +22,12 @@ typedef struct stem_engine {
                          stem_complex *S_local);
     int (*prism_output)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *S,
                         const stem_detector *det, stem_result *res);
+    /* Optional (NULL on the CPU): a whole PRISM configuration of a one-rank group with
+     * the S-matrix kept where the engine computes it (the GPU: in device memory, no
+     * round trip through the host). Returns STEM_NOT_APPLICABLE when it cannot (too
+     * little memory, several GPUs): the algorithm then runs the four steps. */
+    int (*prism_resident)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                          const stem_detector *det, stem_result *res);
     void (*destroy)(struct stem_engine *e);
 } stem_engine;
 

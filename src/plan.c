@@ -269,6 +269,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_prism_output = cfg->gpu_prism_output;
     o->gpu_tile = cfg->gpu_tile;
     o->gpu_gemm = cfg->gpu_gemm;
+    o->gpu_prism_resident = cfg->gpu_prism_resident;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
     plan->aberr = (stem_aberrations){.defocus = cfg->defocus, .astigmatism = cfg->astigmatism,
