@@ -14,13 +14,8 @@
 # the GPU (default); results compared (resident = host path within the GPU's own
 # run-to-run spread from the detector kernel's atomics, 2e-8 relative RMS).
 set -uo pipefail
-root=$(pwd)
-out=${OUT:-/tmp/device_architecture}
-mkdir -p "$out" /tmp/daw
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export STEMSIM_KIRKLAND=$root/data/kirkland_params.txt OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source benchmarks/device_common.sh device_architecture
+mkdir -p /tmp/daw
 new=$root/build/stemsim ref=$root/build/ref/stemsim
 nvidia-smi -L
 status=0

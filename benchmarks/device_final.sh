@@ -7,13 +7,8 @@
 # 3. quickstart timed on the GPU and on all CPU cores; 4. 2 ranks sharing the GPU
 # give the 1-rank result.
 set -uo pipefail
-root=$(pwd)
-out=${OUT:-/tmp/device_final}
-mkdir -p "$out" /tmp/dfw
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export STEMSIM_KIRKLAND=$root/data/kirkland_params.txt OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source benchmarks/device_common.sh device_final
+mkdir -p /tmp/dfw
 exe=$root/build-gpu/stemsim
 nvidia-smi -L
 status=0

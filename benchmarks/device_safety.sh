@@ -8,13 +8,8 @@
 #    signals mid-run on 1 and 2 ranks, a full disk, a vanished directory, a
 #    publish race, dry-run verdicts; 3. how fast a GPU run stops after SIGTERM.
 set -uo pipefail
-root=$(pwd)
-out=${OUT:-/tmp/device_safety}
-mkdir -p "$out" /tmp/dsw
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export STEMSIM_KIRKLAND=$root/data/kirkland_params.txt OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source benchmarks/device_common.sh device_safety
+mkdir -p /tmp/dsw
 exe=$root/build/stemsim
 nvidia-smi -L
 status=0
