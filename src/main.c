@@ -206,7 +206,8 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
     if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
     free(env);
     double t0 = stem_wall_time();
-    int err = stem_result_alloc(plan, &res);
+    /* agreed: a rank without room must not leave the others waiting in the campaign */
+    int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
     if (!err) err = stem_campaign_run(m, plan, engine, atoms, kirkland, &res);
     if (err) {
         /* every rank agreed on the failure or the stop (the campaign agrees
@@ -215,8 +216,10 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
     } else {
         char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
         stem_output_texts texts = {ini, text, env};
-        err = ini && text && env ? stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts)
-                                 : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
+        err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
+        err = stem_mpi_agree(err, m->world); /* the write is collective */
+        if (!err) err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts);
+        else stem_output_target_discard(target);
         free(ini);
         free(text);
         free(env);
