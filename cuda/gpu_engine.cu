@@ -19,22 +19,24 @@ static void gpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
 
 static void gpu_destroy(stem_engine *e)
 {
+    if (e->state) gpu_multislice_cache_free(gpu_engine_state_of(e));
     free(e->state);
     e->state = NULL;
 }
 
 static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
 {
-    gpu_devices *d = (gpu_devices *)stem_calloc(1, sizeof(gpu_devices), "GPU engine");
-    if (!d) return STEM_ERR_MEMORY;
+    gpu_engine_state *st = (gpu_engine_state *)stem_calloc(1, sizeof(gpu_engine_state), "GPU engine");
+    if (!st) return STEM_ERR_MEMORY;
+    gpu_devices *d = &st->dev;
     int err = gpu_devices_select(plan, d);
     if (err) {
-        free(d);
+        free(st);
         return err;
     }
     memset(engine, 0, sizeof *engine);
     engine->name = "gpu";
-    engine->state = d;
+    engine->state = st;
     engine->describe = gpu_describe;
     engine->multislice = gpu_multislice_run;
     engine->prism_smatrix = gpu_prism_smatrix;

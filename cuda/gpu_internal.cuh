@@ -64,6 +64,9 @@ typedef struct {
 } gpu_prop_worker;
 
 int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh);
+/* Single-transfer mode: copy this configuration's transmission functions into sh->trans. */
+int gpu_prop_shared_upload_trans(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans,
+                                 gpu_prop_shared *sh);
 void gpu_prop_shared_free(gpu_prop_shared *sh);
 int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w);
 void gpu_prop_worker_free(gpu_prop_worker *w);
@@ -189,7 +192,17 @@ int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, co
 /* gpu_prism.cu: the engine's prism_resident step. */
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res);
-/* The devices the engine chose when it was created (once per run). */
-static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return (const gpu_devices *)e->state; }
+/* What the GPU engine keeps from its creation to its destruction: the devices it
+ * chose, and the multislice context (uploaded tables, detector, cuFFT plans,
+ * workers), which does not depend on the frozen-phonon configuration. */
+struct gpu_ms_ctx;
+typedef struct {
+    gpu_devices dev;
+    struct gpu_ms_ctx *ms;
+} gpu_engine_state;
+static inline gpu_engine_state *gpu_engine_state_of(const stem_engine *e) { return (gpu_engine_state *)e->state; }
+static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return &gpu_engine_state_of(e)->dev; }
+/* gpu_multislice.cu: release the kept multislice context (engine destruction). */
+void gpu_multislice_cache_free(gpu_engine_state *st);
 
 #endif

@@ -12,8 +12,9 @@ typedef struct {
     float *dcbed, *hcbed;
 } ms_worker;
 
-typedef struct {
+typedef struct gpu_ms_ctx {
     const stem_plan *plan;
+    const stem_detector *det_tables; /* the detector the uploaded tables came from */
     const stem_complex *trans;
     stem_result *res;
     gpu_devices dev;
@@ -91,20 +92,14 @@ static void ms_release(ms_ctx *c)
     }
 }
 
-int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
-                       stem_result *res)
+/* Everything that does not depend on the configuration: tables, detector, workers. */
+static int ms_create(ms_ctx *c, const stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                     const stem_detector *det)
 {
-    ms_ctx *c = (ms_ctx *)stem_calloc(1, sizeof(ms_ctx), "GPU multislice context");
-    if (!c) return STEM_ERR_MEMORY;
     c->plan = plan;
-    c->trans = trans;
-    c->res = res;
-    double t0 = stem_wall_time();
-    int pinned = 0;
-    size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
+    c->det_tables = det;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 0, 0, &c->pp);
-    if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
@@ -120,17 +115,58 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
         if (!err) err = ms_worker_create(c, &c->w[i]);
     }
+    return err;
+}
+
+void gpu_multislice_cache_free(gpu_engine_state *st)
+{
+    if (!st->ms) return;
+    ms_release(st->ms);
+    free(st->ms);
+    st->ms = NULL;
+}
+
+/* The engine keeps the context from the first configuration to its destruction;
+ * each later configuration only uploads its transmission functions. */
+int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
+                       stem_result *res)
+{
+    gpu_engine_state *st = gpu_engine_state_of(e);
+    double t0 = stem_wall_time();
+    int err = STEM_OK, fresh = 0;
+    if (st->ms && (st->ms->plan != plan || st->ms->det_tables != det)) gpu_multislice_cache_free(st);
+    if (!st->ms) {
+        st->ms = (ms_ctx *)stem_calloc(1, sizeof(ms_ctx), "GPU multislice context");
+        if (!st->ms) return STEM_ERR_MEMORY;
+        fresh = 1;
+        err = ms_create(st->ms, e, plan, trans, det);
+        if (err) {
+            gpu_multislice_cache_free(st);
+            return err;
+        }
+    }
+    ms_ctx *c = st->ms;
+    c->trans = trans;
+    c->res = res;
+    for (int g = 0; !fresh && !err && g < c->dev.n_gpus; g++) {
+        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+        if (!err) err = gpu_prop_shared_upload_trans(plan, &c->pp, trans, &c->sh[g]);
+    }
+    int pinned = 0;
+    size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
+    if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     double t1 = stem_wall_time();
     stem_work work = {c, ms_setup, ms_work, NULL};
     if (!err) err = stem_dispatch(&work, c->pp.n_items, c->pp.batch, c->dev.workers, "GPU multislice probes");
     double t2 = stem_wall_time();
     if (!err && c->pp.n_items > 0)
         stem_info("gpu multislice: %ld probes on %d GPU(s) x %d stream(s), batch %d, %s: %.3f s compute "
-                  "(%.4f ms per probe), %.3f s setup and upload",
+                  "(%.4f ms per probe), %.3f s %s",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
-                  c->pp.streaming ? "streaming" : "single-transfer", t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0);
-    ms_release(c);
+                  c->pp.streaming ? "streaming" : "single-transfer", t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
+                  fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)");
     gpu_unpin(trans, pinned);
-    free(c);
+    if (err) gpu_multislice_cache_free(st);
     return err;
 }

@@ -157,9 +157,8 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
     free(prop);
     if (err) return err;
     if (!pp->streaming) {
-        size_t bytes = grid * plan->n_slices * sizeof(float2);
-        GPU_ALLOC(sh->trans, bytes, "transmission functions (single-transfer mode)");
-        CUDA_CALL(cudaMemcpy(sh->trans, trans, bytes, cudaMemcpyHostToDevice));
+        GPU_ALLOC(sh->trans, grid * plan->n_slices * sizeof(float2), "transmission functions (single-transfer mode)");
+        STEM_TRY(gpu_prop_shared_upload_trans(plan, pp, trans, sh));
     }
     if (pp->smatrix) {
         int *k = (int *)stem_alloc(sizeof(int) * 2 * plan->n_beams, "beam table");
@@ -212,6 +211,15 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
         STEM_TRY(err);
     }
     CUDA_CALL(cudaDeviceSynchronize()); /* pageable uploads complete before the streams use them */
+    return STEM_OK;
+}
+
+int gpu_prop_shared_upload_trans(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans,
+                                 gpu_prop_shared *sh)
+{
+    if (pp->streaming) return STEM_OK; /* streamed slice by slice from the host */
+    size_t bytes = (size_t)plan->nx * plan->ny * plan->n_slices * sizeof(float2);
+    CUDA_CALL(cudaMemcpy(sh->trans, trans, bytes, cudaMemcpyHostToDevice));
     return STEM_OK;
 }
 
