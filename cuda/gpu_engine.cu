@@ -19,7 +19,10 @@ static void gpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
 
 static void gpu_destroy(stem_engine *e)
 {
-    if (e->state) gpu_multislice_cache_free(gpu_engine_state_of(e));
+    if (e->state) {
+        gpu_multislice_cache_free(gpu_engine_state_of(e));
+        gpu_smatrix_cache_free(gpu_engine_state_of(e));
+    }
     free(e->state);
     e->state = NULL;
 }

@@ -196,13 +196,16 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
  * chose, and the multislice context (uploaded tables, detector, cuFFT plans,
  * workers), which does not depend on the frozen-phonon configuration. */
 struct gpu_ms_ctx;
+struct gpu_sm_ctx;
 typedef struct {
     gpu_devices dev;
     struct gpu_ms_ctx *ms;
+    struct gpu_sm_ctx *sm; /* the S-matrix step's context, kept the same way */
 } gpu_engine_state;
 static inline gpu_engine_state *gpu_engine_state_of(const stem_engine *e) { return (gpu_engine_state *)e->state; }
 static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return &gpu_engine_state_of(e)->dev; }
-/* gpu_multislice.cu: release the kept multislice context (engine destruction). */
+/* gpu_multislice.cu, gpu_smatrix.cu: release the kept contexts (engine destruction). */
 void gpu_multislice_cache_free(gpu_engine_state *st);
+void gpu_smatrix_cache_free(gpu_engine_state *st);
 
 #endif

@@ -14,7 +14,7 @@ typedef struct {
     int has_fft;
 } sm_worker;
 
-typedef struct {
+typedef struct gpu_sm_ctx {
     const stem_plan *plan;
     const stem_complex *trans;
     stem_complex *S_local;
@@ -32,7 +32,8 @@ static int sm_worker_create(sm_ctx *c, sm_worker *w)
     int box = plan->crop_nx * plan->crop_ny, n[2] = {plan->crop_ny, plan->crop_nx};
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
     GPU_ALLOC(w->box, sizeof(float2) * box * c->pp.batch, "S-matrix boxes");
-    if (!c->S_pinned && !c->S_dev) GPU_ALLOC_HOST(w->staging, sizeof(float2) * box * c->pp.batch, "S-matrix download buffer");
+    /* kept across configurations, whose S-matrix may be page-locked or not: always there */
+    GPU_ALLOC_HOST(w->staging, sizeof(float2) * box * c->pp.batch, "S-matrix download buffer");
     CUFFT_CALL(cufftPlanMany(&w->fft_box, 2, n, NULL, 1, box, NULL, 1, box, CUFFT_C2C, c->pp.batch));
     w->has_fft = 1;
     CUFFT_CALL(cufftSetStream(w->fft_box, w->pw.stream));
@@ -94,27 +95,12 @@ static void sm_release(sm_ctx *c)
     }
 }
 
-static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local,
-                       float2 *S_dev)
+/* Everything that does not depend on the configuration: tables, workers, cuFFT plans. */
+static int sm_create(sm_ctx *c, const stem_engine *e, const stem_plan *plan, const stem_complex *trans)
 {
-    sm_ctx *c = (sm_ctx *)stem_calloc(1, sizeof(sm_ctx), "GPU S-matrix context");
-    if (!c) return STEM_ERR_MEMORY;
     c->plan = plan;
-    c->trans = trans;
-    c->S_local = S_local;
-    c->S_dev = S_dev;
-    double t0 = stem_wall_time();
-    int pinned = 0;
-    size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &c->pp);
-    if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
-    /* Page-locking S_local costs about what first touching it costs anyway, and lets every
-     * batch's download run at full speed without a host copy. */
-    size_t S_bytes = sizeof(stem_complex) * plan->crop_nx * plan->crop_ny * (size_t)(plan->beam_end - plan->beam_begin);
-    double tp = stem_wall_time();
-    if (!err && S_local) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
-    tp = stem_wall_time() - tp;
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
@@ -129,19 +115,69 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
         if (!err) err = sm_worker_create(c, &c->w[i]);
     }
+    return err;
+}
+
+void gpu_smatrix_cache_free(gpu_engine_state *st)
+{
+    if (!st->sm) return;
+    sm_release(st->sm);
+    free(st->sm);
+    st->sm = NULL;
+}
+
+/* The engine keeps the context from the first configuration to its destruction;
+ * each later configuration only uploads its transmission functions. */
+static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local,
+                       float2 *S_dev)
+{
+    gpu_engine_state *st = gpu_engine_state_of(e);
+    double t0 = stem_wall_time();
+    int err = STEM_OK, fresh = 0;
+    if (st->sm && st->sm->plan != plan) gpu_smatrix_cache_free(st);
+    if (!st->sm) {
+        st->sm = (sm_ctx *)stem_calloc(1, sizeof(sm_ctx), "GPU S-matrix context");
+        if (!st->sm) return STEM_ERR_MEMORY;
+        fresh = 1;
+        err = sm_create(st->sm, e, plan, trans);
+        if (err) {
+            gpu_smatrix_cache_free(st);
+            return err;
+        }
+    }
+    sm_ctx *c = st->sm;
+    c->trans = trans;
+    c->S_local = S_local;
+    c->S_dev = S_dev;
+    c->S_pinned = 0;
+    for (int g = 0; !fresh && !err && g < c->dev.n_gpus; g++) {
+        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
+            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+        if (!err) err = gpu_prop_shared_upload_trans(plan, &c->pp, trans, &c->sh[g]);
+    }
+    int pinned = 0;
+    size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
+    if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
+    /* Page-locking S_local costs about what first touching it costs anyway, and lets every
+     * batch's download run at full speed without a host copy. */
+    size_t S_bytes = sizeof(stem_complex) * plan->crop_nx * plan->crop_ny * (size_t)(plan->beam_end - plan->beam_begin);
+    double tp = stem_wall_time();
+    if (!err && S_local) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
+    tp = stem_wall_time() - tp;
     double t1 = stem_wall_time();
     stem_work work = {c, sm_setup, sm_work, NULL};
     if (!err) err = stem_dispatch(&work, c->pp.n_items, c->pp.batch, c->dev.workers, "GPU S-matrix plane waves");
     double t2 = stem_wall_time();
     if (!err && c->pp.n_items > 0)
         stem_info("gpu S-matrix: %ld plane waves on %d GPU(s) x %d stream(s), batch %d, %s: %.3f s compute "
-                  "(%.4f ms per plane wave), %.3f s setup and upload (%.3f s page-locking the host S-matrix)",
+                  "(%.4f ms per plane wave), %.3f s %s (%.3f s page-locking the host S-matrix)",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
-                  c->pp.streaming ? "streaming" : "single-transfer", t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0, tp);
-    sm_release(c);
+                  c->pp.streaming ? "streaming" : "single-transfer", t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
+                  fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)", tp);
     gpu_unpin(trans, pinned);
     gpu_unpin(S_local, c->S_pinned);
-    free(c);
+    c->S_pinned = 0;
+    if (err) gpu_smatrix_cache_free(st);
     return err;
 }
 
