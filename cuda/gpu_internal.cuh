@@ -193,8 +193,8 @@ int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, co
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res);
 /* What the GPU engine keeps from its creation to its destruction: the devices it
- * chose, and the multislice context (uploaded tables, detector, cuFFT plans,
- * workers), which does not depend on the frozen-phonon configuration. */
+ * chose, and the multislice and S-matrix contexts (uploaded tables, detector,
+ * cuFFT plans, workers), which do not depend on the frozen-phonon configuration. */
 struct gpu_ms_ctx;
 struct gpu_sm_ctx;
 typedef struct {
