@@ -67,6 +67,12 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
 /* Single-transfer mode: copy this configuration's transmission functions into sh->trans. */
 int gpu_prop_shared_upload_trans(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans,
                                  gpu_prop_shared *sh);
+/* The same on each of the rank's GPUs (sh[g] on GPU d->ids[g]): create the read-only
+ * tables, or (the engine keeps them across configurations) upload only trans. */
+int gpu_prop_shared_create_each(const stem_plan *plan, const gpu_devices *d, const gpu_prop_plan *pp,
+                                const stem_complex *trans, gpu_prop_shared *sh);
+int gpu_prop_shared_upload_each(const stem_plan *plan, const gpu_devices *d, const gpu_prop_plan *pp,
+                                const stem_complex *trans, gpu_prop_shared *sh);
 void gpu_prop_shared_free(gpu_prop_shared *sh);
 int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w);
 void gpu_prop_worker_free(gpu_prop_worker *w);

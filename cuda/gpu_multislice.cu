@@ -100,10 +100,10 @@ static int ms_create(ms_ctx *c, const stem_engine *e, const stem_plan *plan, con
     c->det_tables = det;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 0, 0, &c->pp);
+    if (!err) err = gpu_prop_shared_create_each(plan, &c->dev, &c->pp, trans, c->sh);
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = gpu_prop_shared_create(plan, &c->pp, trans, &c->sh[g]);
         if (!err) err = gpu_det_create(plan, det, 1, &c->det[g]);
     }
     if (!err) {
@@ -148,11 +148,7 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
     ms_ctx *c = st->ms;
     c->trans = trans;
     c->res = res;
-    for (int g = 0; !fresh && !err && g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = gpu_prop_shared_upload_trans(plan, &c->pp, trans, &c->sh[g]);
-    }
+    if (!fresh) err = gpu_prop_shared_upload_each(plan, &c->dev, &c->pp, trans, c->sh);
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");

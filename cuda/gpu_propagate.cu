@@ -223,6 +223,26 @@ int gpu_prop_shared_upload_trans(const stem_plan *plan, const gpu_prop_plan *pp,
     return STEM_OK;
 }
 
+int gpu_prop_shared_create_each(const stem_plan *plan, const gpu_devices *d, const gpu_prop_plan *pp,
+                                const stem_complex *trans, gpu_prop_shared *sh)
+{
+    for (int g = 0; g < d->n_gpus; g++) {
+        CUDA_CALL(cudaSetDevice(d->ids[g]));
+        STEM_TRY(gpu_prop_shared_create(plan, pp, trans, &sh[g]));
+    }
+    return STEM_OK;
+}
+
+int gpu_prop_shared_upload_each(const stem_plan *plan, const gpu_devices *d, const gpu_prop_plan *pp,
+                                const stem_complex *trans, gpu_prop_shared *sh)
+{
+    for (int g = 0; g < d->n_gpus; g++) {
+        CUDA_CALL(cudaSetDevice(d->ids[g]));
+        STEM_TRY(gpu_prop_shared_upload_trans(plan, pp, trans, &sh[g]));
+    }
+    return STEM_OK;
+}
+
 void gpu_prop_shared_free(gpu_prop_shared *sh)
 {
     gpu_free(sh->trans);

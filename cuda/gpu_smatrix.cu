@@ -101,11 +101,7 @@ static int sm_create(sm_ctx *c, const stem_engine *e, const stem_plan *plan, con
     c->plan = plan;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &c->pp);
-    for (int g = 0; !err && g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = gpu_prop_shared_create(plan, &c->pp, trans, &c->sh[g]);
-    }
+    if (!err) err = gpu_prop_shared_create_each(plan, &c->dev, &c->pp, trans, c->sh);
     if (!err) {
         c->w = (sm_worker *)stem_calloc(c->dev.workers, sizeof(sm_worker), "GPU workers");
         if (!c->w) err = STEM_ERR_MEMORY;
@@ -150,11 +146,7 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     c->S_local = S_local;
     c->S_dev = S_dev;
     c->S_pinned = 0;
-    for (int g = 0; !fresh && !err && g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = gpu_prop_shared_upload_trans(plan, &c->pp, trans, &c->sh[g]);
-    }
+    if (!fresh) err = gpu_prop_shared_upload_each(plan, &c->dev, &c->pp, trans, c->sh);
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");

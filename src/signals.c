@@ -91,8 +91,6 @@ int stem_signal_pending(void) { return stem_signal_caught; }
 
 int stem_signal_status(int sig) { return 128 + sig; }
 
-int stem_signal_is_stop(int status) { return status > 128; }
-
 void stem_signal_hold(int on)
 {
     sigset_t set;

@@ -22,8 +22,6 @@ int stem_signal_install(int rank);
 int stem_signal_pending(void);
 /* Exit status for a stop by signal: 128 + signal number, as shells report it. */
 int stem_signal_status(int sig);
-/* Is this status a stop by signal (as opposed to an error code)? */
-int stem_signal_is_stop(int status);
 /* Path removed by the handler if a signal arrives (NULL: none). The string is
  * copied; call with NULL once the file is published or removed. */
 void stem_signal_cleanup_path(const char *path);
