@@ -4,6 +4,7 @@
  * host -> device round trip of the general path (src/algorithm.c). The beam-
  * fastest arrangement of stem_prism_arrange is done by a transpose kernel. */
 #include "gpu_internal.cuh"
+#include "../src/phases.h"
 
 #define ARR_TILE 32
 
@@ -65,11 +66,13 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
         if (ce != cudaSuccess) err = gpu_fail_cuda(ce, "k_arrange", __FILE__, __LINE__, __func__);
     }
     gpu_free(by_beam);
+    double t1 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
     if (!err)
         stem_info("gpu PRISM: S-matrix kept on the GPU between its steps (%.3f GiB not copied through the host); "
                   "S-matrix step and arrangement %.3f s",
                   S_bytes / GPU_GIB, stem_wall_time() - t0);
     if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
     gpu_free(by_pixel);
+    stem_phase_add(STEM_PHASE_PROBES, t1);
     return err;
 }

@@ -7,6 +7,7 @@
 
 #include "../src/algorithm.h"
 #include "../src/fft.h"
+#include "../src/phases.h"
 #include "../src/potential.h"
 #include "../src/signals.h"
 
@@ -33,16 +34,20 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
 {
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
+    double t = stem_wall_time();
     if (m->layout.group_rank == 0) {
         stem_atoms displaced = {0};
         err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
         if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
         stem_atoms_free(&displaced);
+        t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     } else {
         err = injected_failure(m, "transmission");
     }
-    STEM_TRY(stem_mpi_agree(err, m->group)); /* no rank waits in a broadcast another abandoned */
-    return stem_mpi_bcast(trans, bytes, 0, m->group);
+    err = stem_mpi_agree(err, m->group); /* no rank waits in a broadcast another abandoned */
+    if (!err) err = stem_mpi_bcast(trans, bytes, 0, m->group);
+    stem_phase_add(STEM_PHASE_BROADCAST, t);
+    return err;
 }
 
 /* A safe point: all ranks learn whether any failed (its message printed
@@ -50,9 +55,11 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
  * none waits in a collective the others abandoned. */
 static int safe_point(const stem_mpi *m, int err)
 {
+    double t = stem_wall_time();
     err = stem_mpi_agree(err, m->world);
     int sig = stem_signal_pending(), any = sig;
     STEM_MPI_CALL(MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->world));
+    stem_phase_add(STEM_PHASE_WAIT, t);
     return any ? stem_signal_status(any) : err;
 }
 
@@ -67,7 +74,9 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     if (!err) err = stem_detector_build(plan, &det);
     if (!err && !(trans = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions")))
         err = STEM_ERR_MEMORY;
+    double t = stem_wall_time();
     if (!err && L->group_rank == 0) err = stem_potential_table_build(plan, atoms, kirkland, &table);
+    stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure
      * inside a round is agreed at the next one */
@@ -81,13 +90,16 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         err = transmission_for_config(m, plan, atoms, &table, c, trans);
         if (err) continue;
         err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res);
+        if (!err) stem_phases_log_config(c, plan->n_configs);
     }
     err = safe_point(m, err);
     stem_potential_table_free(&table);
     stem_fft_free(trans);
     stem_detector_free(&det);
     if (err) return err;
+    t = stem_wall_time();
     STEM_TRY(stem_mpi_sum_result(res, m->cross));
+    stem_phase_add(STEM_PHASE_REDUCTION, t);
     stem_result_finalise(res, plan->n_configs);
     return STEM_OK;
 }

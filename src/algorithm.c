@@ -2,6 +2,7 @@
 #include "algorithm.h"
 
 #include "../mpi/comm.h"
+#include "phases.h"
 
 static int prism_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
                             const stem_detector *det, stem_result *res)
@@ -11,15 +12,21 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, MP
     stem_complex *local = stem_fft_alloc(box * local_beams, "local S-matrix");
     stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "S-matrix");
     int err = local && by_beam ? STEM_OK : STEM_ERR_MEMORY;
+    double t = stem_wall_time();
     if (!err) err = engine->prism_smatrix(engine, plan, trans, local);
+    t = stem_phase_add(STEM_PHASE_SMATRIX, t);
     err = stem_mpi_agree(err, group); /* before the gather: all ranks have their beams */
+    t = stem_phase_add(STEM_PHASE_WAIT, t);
     if (!err) err = stem_mpi_gather_smatrix(plan, local, by_beam, group);
+    t = stem_phase_add(STEM_PHASE_GATHER, t);
     stem_fft_free(local);
     stem_complex *by_pixel = err ? NULL : stem_fft_alloc(box * plan->n_beams, "S-matrix (beam fastest)");
     if (!err && !by_pixel) err = STEM_ERR_MEMORY;
     if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
     stem_fft_free(by_beam);
+    t = stem_phase_add(STEM_PHASE_ARRANGE, t);
     if (!err) err = engine->prism_output(engine, plan, by_pixel, det, res);
+    stem_phase_add(STEM_PHASE_PROBES, t);
     stem_fft_free(by_pixel);
     return err;
 }
@@ -33,5 +40,8 @@ int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, 
         if (err != STEM_NOT_APPLICABLE) return err;
     }
     if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, group, trans, det, res);
-    return engine->multislice(engine, plan, trans, det, res);
+    double t = stem_wall_time();
+    int err = engine->multislice(engine, plan, trans, det, res);
+    stem_phase_add(STEM_PHASE_PROBES, t);
+    return err;
 }

@@ -13,6 +13,7 @@
 #include "../mpi/consistency.h"
 #include "config.h"
 #include "engine.h"
+#include "phases.h"
 #include "plan.h"
 #include "signals.h"
 
@@ -218,11 +219,14 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
         stem_output_texts texts = {ini, text, env};
         err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
         err = stem_mpi_agree(err, m->world); /* the write is collective */
+        double tw = stem_wall_time();
         if (!err) err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts);
         else stem_output_target_discard(target);
+        stem_phase_add(STEM_PHASE_WRITE, tw);
         free(ini);
         free(text);
         free(env);
+        stem_phases_log_summary(m->world, stem_wall_time() - t0);
         if (!err)
             stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg->output_file,
                       stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan->n_probes * plan->n_configs));

@@ -1,0 +1,37 @@
+/* Where the wall time goes: each rank adds the time of each phase of the
+ * campaign; rank 0 logs every configuration's phases and, at the end, its own
+ * totals next to the slowest rank's (-v). Process-wide like the log level. */
+#ifndef STEM_PHASES_H
+#define STEM_PHASES_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    STEM_PHASE_TABLE,        /* potential lookup table (group leader, once) */
+    STEM_PHASE_TRANSMISSION, /* displaced atoms -> transmission functions (group leader) */
+    STEM_PHASE_BROADCAST,    /* transmission functions to the group, waiting for the leader included */
+    STEM_PHASE_SMATRIX,      /* PRISM: this rank's plane waves through the sample */
+    STEM_PHASE_GATHER,       /* PRISM: the S-matrix gathered over the group */
+    STEM_PHASE_ARRANGE,      /* PRISM: S-matrix transposed to beam-fastest */
+    STEM_PHASE_PROBES,       /* multislice probes or the PRISM output step */
+    STEM_PHASE_WAIT,         /* agreements and safe points: waiting for slower ranks */
+    STEM_PHASE_REDUCTION,    /* results summed over groups */
+    STEM_PHASE_WRITE,        /* HDF5 output */
+    STEM_N_PHASES
+} stem_phase;
+
+/* Add the wall time since t0 (stem_wall_time()) to phase p; returns the current time. */
+double stem_phase_add(stem_phase p, double t0);
+/* Rank 0, -v: the phases since the previous call, as one line for configuration c. */
+void stem_phases_log_config(int c, int n_configs);
+/* Collective over comm: rank 0's totals and the slowest rank's, with "other" = wall - phases. */
+void stem_phases_log_summary(MPI_Comm comm, double wall);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
