@@ -9,9 +9,10 @@
 #   RMS <= 1e-6 on every output.
 # ac: strong scaling on the amorphous-carbon case (100 A cube, 80 keV, 0.1 A pixels):
 #   multislice (19 600 probes, one configuration) and PRISM f = 8 and f = 4 (whole cell,
-#   250 000 probes, 4 configurations), 1 GPU against the same 2-GPU variants.
+#   250 000 probes, 16 configurations), 1 GPU against the same 2-GPU variants.
 # paper: the SrTiO3 slab of benchmarks/paper_srtio3.ini (162 000 atoms, 1024^2, 720^2
-#   probes), PRISM f = 16, 8, 4 with 4 configurations, 1 GPU against 2 GPUs.
+#   probes), PRISM f = 16, 8, 4 with 8 configurations, 1 GPU against 2 GPUs, and f = 4
+#   with one configuration (beams split over the GPUs, the S-matrix gathered).
 # Whole-process wall time (mpirun included), speed-up and efficiency go to
 # $OUT/multi_gpu.csv and are printed as a markdown table; every run's -v log is kept.
 set -uo pipefail
@@ -55,11 +56,11 @@ run() {
   if [ $rc -ne 0 ]; then status=1; tail -4 "$log"; fi
 }
 
-# same CASE VARIANT TOL: the variant's output against the 1-GPU run's
+# same CASE VARIANT TOL [DATASETS]: the variant's output against the 1-GPU run's
 same() {
   local r
   r=$(python3 tests/check_h5.py compare "$w/${1}_$2.h5" "$w/${1}_1gpu.h5" --tol "$3" \
-      --datasets images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity 2>&1)
+      --datasets "${4:-images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity}" 2>&1)
   local worst=$(echo "$r" | grep -oE "relative rms [0-9.e+-]+" | awk '{ if ($3 > m) m = $3 } END { printf "%.1e", m }')
   echo "   $1 $2 = 1gpu: $(echo "$r" | tail -1) worst relative rms $worst"
   echo "$r" | grep -q "PASS" || { status=1; echo "$r" | grep FAIL; }
@@ -91,25 +92,30 @@ if [ "$what" = ac ] || [ "$what" = all ]; then
   echo "== amorphous carbon: multislice, 19 600 probes, 1 configuration"
   ms=("${ac[@]}" --set scan.x_start=20 --set scan.x_end=47.9 --set scan.y_start=20 --set scan.y_end=47.9)
   for v in 1gpu 2rank_1grp 1rank_2gpu 2rank_1gpu; do run aC_ms $v "${ms[@]}"; done
-  for v in 2rank_1grp 1rank_2gpu 2rank_1gpu; do same aC_ms $v 1e-6; done
+  for v in 2rank_1grp 1rank_2gpu 2rank_1gpu; do same aC_ms $v 1e-6 images,rings; done
   for f in 8 4; do
-    echo "== amorphous carbon: PRISM f=$f, 250 000 probes, 4 configurations"
+    echo "== amorphous carbon: PRISM f=$f, 250 000 probes, 16 configurations"
     pr=("${ac[@]}" --set simulation.algorithm=prism --set simulation.interpolation_x=$f
         --set simulation.interpolation_y=$f --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100
-        --set scan.y_end=100 --set simulation.thermal=true --set simulation.frozen_phonons=4)
+        --set scan.y_end=100 --set simulation.thermal=true --set simulation.frozen_phonons=16)
     for v in 1gpu 2rank_2grp 2rank_1grp 1rank_2gpu 2rank_1gpu; do run aC_prism_f$f $v "${pr[@]}"; done
-    for v in 2rank_2grp 2rank_1grp 1rank_2gpu 2rank_1gpu; do same aC_prism_f$f $v 1e-6; done
+    for v in 2rank_2grp 2rank_1grp 1rank_2gpu 2rank_1gpu; do same aC_prism_f$f $v 1e-6 images,rings; done
   done
 fi
 
 if [ "$what" = paper ] || [ "$what" = all ]; then
   for f in 16 8 4; do
-    echo "== SrTiO3 slab (paper scale): PRISM f=$f, 518 400 probes, 4 configurations"
+    echo "== SrTiO3 slab (paper scale): PRISM f=$f, 518 400 probes, 8 configurations"
     p=(benchmarks/paper_srtio3.ini --set simulation.interpolation_x=$f --set simulation.interpolation_y=$f
-       --set simulation.frozen_phonons=4)
+       --set simulation.frozen_phonons=8)
     for v in 1gpu 2rank_2grp 1rank_2gpu; do run paper_prism_f$f $v "${p[@]}"; done
-    for v in 2rank_2grp 1rank_2gpu; do same paper_prism_f$f $v 1e-6; done
+    for v in 2rank_2grp 1rank_2gpu; do same paper_prism_f$f $v 1e-6 images,rings; done
   done
+  echo "== SrTiO3 slab: PRISM f=4, one configuration (beams split over the GPUs, S-matrix gathered)"
+  p=(benchmarks/paper_srtio3.ini --set simulation.interpolation_x=4 --set simulation.interpolation_y=4
+     --set simulation.frozen_phonons=1)
+  for v in 1gpu 2rank_1grp 1rank_2gpu; do run paper_1cfg_f4 $v "${p[@]}"; done
+  for v in 2rank_1grp 1rank_2gpu; do same paper_1cfg_f4 $v 1e-6 images,rings; done
 fi
 
 echo "== speed-up against 1 GPU (whole process)"
@@ -118,6 +124,7 @@ awk -F, 'NR > 1 && $6 == 0 { t[$1","$2] = $5; g[$1","$2] = $3; if ($2 == "1gpu")
         for (k in t) { split(k, a, ","); if (a[2] == "1gpu" || !(a[1] in base)) continue;
           s = base[a[1]] / t[k]; printf "| %s | %s | %d | %.2f (1 GPU %.2f) | %.2f | %.0f%% |\n", a[1], a[2], g[k], t[k], base[a[1]], s, 100 * s / g[k] } }' "$csv" | sort
 for l in "$out"/logs/*.log; do
-  echo "-- $(basename "$l"): $(grep -hE "S-matrix gather|gpu PRISM output|gpu multislice:|S-matrix step|kept on the GPU|configuration .* s" "$l" | head -3 | cut -c1-170 | tr '\n' ' ')"
+  echo "-- $(basename "$l"): $(grep -hE "GPU engine:|rank 0: |slowest rank:" "$l" | cut -c1-260 | tr '\n' ' ')"
 done > "$out/phases.txt"
+tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"
 exit $status

@@ -159,6 +159,27 @@ extern "C" const char *stem_gpu_unavailable_reason(void)
     }
 }
 
+/* Direct copies between the rank's GPUs (NVLink or PCIe peer to peer) where every
+ * pair allows them; without, copies between them are staged by the driver. */
+static void enable_peer_access(gpu_devices *d)
+{
+    d->peer = d->n_gpus > 1;
+    for (int i = 0; i < d->n_gpus; i++)
+        for (int j = 0; j < d->n_gpus; j++) {
+            int can = 0;
+            if (i == j || d->ids[i] == d->ids[j]) continue;
+            if (cudaDeviceCanAccessPeer(&can, d->ids[i], d->ids[j]) != cudaSuccess || !can) {
+                cudaGetLastError();
+                d->peer = 0;
+                continue;
+            }
+            cudaError_t e = cudaSetDevice(d->ids[i]);
+            if (e == cudaSuccess) e = cudaDeviceEnablePeerAccess(d->ids[j], 0);
+            if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) d->peer = 0;
+            cudaGetLastError(); /* clear "already enabled" */
+        }
+}
+
 int gpu_devices_select(const stem_plan *plan, gpu_devices *d)
 {
     const stem_options *opt = &plan->opt;
@@ -208,6 +229,7 @@ int gpu_devices_select(const stem_plan *plan, gpu_devices *d)
         }
         if (prop.multiProcessorCount < d->sm_count) d->sm_count = prop.multiProcessorCount;
     }
+    enable_peer_access(d);
     /* Test hook: pretend each GPU has this much free memory (exercise the memory modes and OOM paths). */
     const char *fake = getenv("STEMSIM_TEST_GPU_FREE_GIB");
     if (fake && atof(fake) > 0) d->free_bytes = atof(fake) * GPU_GIB;

@@ -49,9 +49,10 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     char ids[256] = "";
     for (int i = 0, len = 0; i < d->n_gpus && len < (int)sizeof ids - 8; i++)
         len += snprintf(ids + len, sizeof ids - len, "%s%d", i ? "," : "", d->ids[i]);
-    stem_info("GPU engine: %d x %s (%d SMs, %.1f of %.1f GiB free), GPU(s) %s on this rank, %d stream(s) per GPU%s",
+    stem_info("GPU engine: %d x %s (%d SMs, %.1f of %.1f GiB free), GPU(s) %s on this rank, %d stream(s) per GPU%s%s",
               d->n_gpus, d->name, d->sm_count, d->free_bytes / GPU_GIB, d->total_bytes / GPU_GIB, ids, d->streams,
-              d->sharing > 1 ? " (GPU shared with other ranks of the node)" : "");
+              d->sharing > 1 ? " (GPU shared with other ranks of the node)" : "",
+              d->n_gpus > 1 ? (d->peer ? ", peer-to-peer copies between them" : ", no peer access: copies between them staged by the driver") : "");
     gpu_prop_plan pp;
     if (plan->algorithm == STEM_ALG_PRISM) {
         gpu_out_plan op;

@@ -12,6 +12,7 @@ typedef struct {
     int n_gpus, streams, workers; /* workers = n_gpus * streams: one host thread per stream */
     int ids[GPU_MAX_DEVICES];
     int sharing;                  /* ranks of this node that share each GPU */
+    int peer;                     /* every pair of this rank's GPUs has direct peer access */
     double free_bytes, total_bytes; /* smallest over this rank's GPUs */
     double usable_bytes;          /* what one rank may plan to use on each GPU */
     int sm_count;
@@ -188,12 +189,17 @@ void gpu_out_plan_free(gpu_out_plan *op);
 int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res);
 int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
+/* The output step from the S-matrix gathered on the host by beam (engine step prism_output, gpu_prism.cu). */
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam, const stem_detector *det,
                      stem_result *res);
-/* The two steps with the S-matrix in device memory (one GPU): the S-matrix step writes
- * [beam][box] into S_dev; the output step reads the beam-fastest [box][beam] S_dev. */
+/* The output step from a beam-fastest host S-matrix (single-transfer or streaming). */
+int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_pixel,
+                               const stem_detector *det, stem_result *res);
+/* The two steps with the S-matrix in device memory: the S-matrix step writes [beam][box]
+ * into S_dev on the rank's first GPU (its other GPUs copy their beams there, peer to peer);
+ * the output step reads the beam-fastest [box][beam] copy S_dev[g] on each GPU g. */
 int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev);
-int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *S_dev,
+int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *const *S_dev,
                                  const stem_detector *det, stem_result *res);
 /* gpu_prism.cu: the engine's prism_resident step. */
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,

@@ -193,7 +193,7 @@ typedef struct {
     gpu_devices dev;
     gpu_out_plan op;
     float2 *S_dev[GPU_MAX_DEVICES];
-    const float2 *S_given;           /* S-matrix already in device memory (one GPU): not copied, not freed */
+    const float2 *const *S_given;    /* S-matrix already in each GPU's memory: not copied, not freed */
     gpu_probe *probes[GPU_MAX_DEVICES];
     double *beam_q[GPU_MAX_DEVICES];
     gpu_det det[GPU_MAX_DEVICES];
@@ -208,7 +208,7 @@ static int out_shared_create(out_ctx *c, int g)
     int nb = plan->n_beams;
     size_t S_bytes = sizeof(float2) * nb * plan->crop_nx * plan->crop_ny;
     if (c->S_given) {
-        c->S_dev[g] = (float2 *)c->S_given;
+        c->S_dev[g] = (float2 *)c->S_given[g];
     } else if (!c->op.streaming) {
         GPU_ALLOC(c->S_dev[g], S_bytes, "S-matrix (single-transfer mode)");
         CUDA_CALL(cudaMemcpy(c->S_dev[g], c->S, S_bytes, cudaMemcpyHostToDevice));
@@ -424,7 +424,7 @@ static void out_release(out_ctx *c)
     gpu_out_plan_free(&c->op);
 }
 
-static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *S_given,
+static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *const *S_given,
                       const stem_detector *det, stem_result *res)
 {
     out_ctx *c = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
@@ -439,8 +439,8 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
-    if (!err && S_given && (c->op.streaming || c->dev.n_gpus != 1))
-        err = STEM_FAIL(STEM_ERR_INTERNAL, "S-matrix in device memory needs one GPU and single-transfer mode");
+    if (!err && S_given && c->op.streaming)
+        err = STEM_FAIL(STEM_ERR_INTERNAL, "S-matrix in device memory needs single-transfer mode");
     if (!err && c->op.streaming) gpu_pin(S, S_bytes, &pinned, "S-matrix");
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
@@ -485,13 +485,13 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     return err;
 }
 
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
-                     stem_result *res)
+int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
+                               stem_result *res)
 {
     return output_run(e, plan, S, NULL, det, res);
 }
 
-int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *S_dev,
+int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *const *S_dev,
                                  const stem_detector *det, stem_result *res)
 {
     return output_run(e, plan, NULL, S_dev, det, res);

@@ -1,8 +1,10 @@
-/* PRISM on one GPU with the S-matrix resident in device memory: when a rank
+/* PRISM with the S-matrix resident in device memory: when a rank
  * group has one rank there is nothing to gather, so the compact S-matrix goes
  * from the S-matrix step to the output step without the device -> host ->
  * host -> device round trip of the general path (src/algorithm.c). The beam-
  * fastest arrangement of stem_prism_arrange is done by a transpose kernel. */
+#include <stdlib.h>
+
 #include "gpu_internal.cuh"
 #include "../src/phases.h"
 
@@ -27,8 +29,9 @@ static __global__ void k_arrange(float2 *__restrict__ by_pixel, const float2 *__
     }
 }
 
-/* Fits when the S-matrix step (single-transfer) plus both copies of the
- * S-matrix, and the output step in single-transfer mode, fit this GPU. */
+/* Fits when the S-matrix step (single-transfer) plus two copies of the S-matrix
+ * fit each GPU (the first holds both arrangements; the others one copy each),
+ * and the output step runs in single-transfer mode. */
 static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_bytes, int *fits)
 {
     gpu_prop_plan pp;
@@ -36,9 +39,30 @@ static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_b
     *fits = 0;
     STEM_TRY(gpu_prop_plan_build(plan, d, 1, 0, &pp));
     STEM_TRY(gpu_out_plan_build(plan, d, 0, &op));
-    *fits = d->n_gpus == 1 && !op.streaming && pp.bytes_total + 2 * S_bytes <= d->usable_bytes &&
-            op.bytes_total <= d->usable_bytes;
+    *fits = !op.streaming && pp.bytes_total + 2 * S_bytes <= d->usable_bytes && op.bytes_total <= d->usable_bytes;
     gpu_out_plan_free(&op);
+    return STEM_OK;
+}
+
+/* by_pixel (on the first GPU) transposed from by_beam by k_arrange. */
+static int arrange_on_device(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb)
+{
+    dim3 threads(ARR_TILE, 8), blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((nb + ARR_TILE - 1) / ARR_TILE));
+    k_arrange<<<blocks, threads>>>(by_pixel, by_beam, box, (int)nb);
+    cudaError_t ce = cudaGetLastError();
+    if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
+    return ce == cudaSuccess ? STEM_OK : gpu_fail_cuda(ce, "k_arrange", __FILE__, __LINE__, __func__);
+}
+
+/* The rank's other GPUs get a copy of the arranged S-matrix, peer to peer. */
+static int copy_to_other_gpus(const gpu_devices *d, float2 *S[], size_t bytes)
+{
+    for (int g = 1; g < d->n_gpus; g++) {
+        CUDA_CALL(cudaSetDevice(d->ids[g]));
+        STEM_TRY(gpu_alloc_((void **)&S[g], bytes, "S-matrix (copy on another GPU of the rank)", __FILE__, __LINE__, __func__));
+        CUDA_CALL(cudaMemcpyPeer(S[g], d->ids[g], S[0], d->ids[0], bytes));
+    }
+    CUDA_CALL(cudaSetDevice(d->ids[0]));
     return STEM_OK;
 }
 
@@ -53,26 +77,73 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
     STEM_TRY(resident_fits(plan, d, (double)S_bytes, &fits));
     if (!fits) return STEM_NOT_APPLICABLE;
     CUDA_CALL(cudaSetDevice(d->ids[0]));
-    float2 *by_beam = NULL, *by_pixel = NULL;
+    float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
     int err = gpu_alloc_((void **)&by_beam, S_bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__);
-    if (!err) err = gpu_alloc_((void **)&by_pixel, S_bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
+    if (!err) err = gpu_alloc_((void **)&by_pixel[0], S_bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
     double t0 = stem_wall_time();
     if (!err) err = gpu_prism_smatrix_to_device(e, plan, trans, by_beam);
-    if (!err) {
-        dim3 threads(ARR_TILE, 8), blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((nb + ARR_TILE - 1) / ARR_TILE));
-        k_arrange<<<blocks, threads>>>(by_pixel, by_beam, box, (int)nb);
-        cudaError_t ce = cudaGetLastError();
-        if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
-        if (ce != cudaSuccess) err = gpu_fail_cuda(ce, "k_arrange", __FILE__, __LINE__, __func__);
-    }
+    if (!err) err = cudaSetDevice(d->ids[0]) == cudaSuccess ? STEM_OK : gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+    if (!err) err = arrange_on_device(by_pixel[0], by_beam, box, nb);
     gpu_free(by_beam);
     double t1 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
+    if (!err && d->n_gpus > 1) {
+        err = copy_to_other_gpus(d, by_pixel, S_bytes);
+        t1 = stem_phase_add(STEM_PHASE_GATHER, t1);
+    }
     if (!err)
-        stem_info("gpu PRISM: S-matrix kept on the GPU between its steps (%.3f GiB not copied through the host); "
+        stem_info("gpu PRISM: S-matrix kept on the GPU between its steps (%.3f GiB not copied through the host%s); "
                   "S-matrix step and arrangement %.3f s",
-                  S_bytes / GPU_GIB, stem_wall_time() - t0);
+                  S_bytes / GPU_GIB, d->n_gpus > 1 ? (d->peer ? ", copied peer to peer to the rank's other GPUs" : ", copied to the rank's other GPUs") : "",
+                  t1 - t0);
     if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
-    gpu_free(by_pixel);
+    for (int g = 0; g < d->n_gpus; g++) {
+        if (by_pixel[g] && cudaSetDevice(d->ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_free(by_pixel[g]);
+    }
+    if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
     stem_phase_add(STEM_PHASE_PROBES, t1);
+    return err;
+}
+
+/* The general path's output step (the S-matrix gathered over a rank group, on the host by
+ * beam): uploaded once, arranged on the first GPU and copied to the rank's other GPUs when
+ * it fits twice over; otherwise arranged on the host for the streaming output step. */
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam, const stem_detector *det,
+                     stem_result *res)
+{
+    const gpu_devices *d = gpu_engine_devices(e);
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
+    size_t S_bytes = sizeof(float2) * box * nb;
+    gpu_out_plan op;
+    STEM_TRY(gpu_out_plan_build(plan, d, 0, &op));
+    int on_device = !op.streaming && op.bytes_total + (double)S_bytes <= d->usable_bytes;
+    gpu_out_plan_free(&op);
+    if (!on_device) {
+        stem_complex *by_pixel = (stem_complex *)stem_alloc(S_bytes, "S-matrix (beam fastest)");
+        if (!by_pixel) return STEM_ERR_MEMORY;
+        stem_prism_arrange(plan, S_by_beam, by_pixel);
+        int err = gpu_prism_output_from_host(e, plan, by_pixel, det, res);
+        free(by_pixel);
+        return err;
+    }
+    double t0 = stem_wall_time();
+    CUDA_CALL(cudaSetDevice(d->ids[0]));
+    float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
+    int err = gpu_alloc_((void **)&by_beam, S_bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__);
+    if (!err) err = gpu_alloc_((void **)&by_pixel[0], S_bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
+    if (!err && cudaMemcpy(by_beam, S_by_beam, S_bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(S-matrix)", __FILE__, __LINE__, __func__);
+    if (!err) err = arrange_on_device(by_pixel[0], by_beam, box, nb);
+    gpu_free(by_beam);
+    if (!err && d->n_gpus > 1) err = copy_to_other_gpus(d, by_pixel, S_bytes);
+    if (!err)
+        stem_info("gpu PRISM: gathered S-matrix (%.3f GiB) uploaded once and arranged on the GPU%s: %.3f s", S_bytes / GPU_GIB,
+                  d->n_gpus > 1 ? ", then copied to the rank's other GPUs" : "", stem_wall_time() - t0);
+    if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
+    for (int g = 0; g < d->n_gpus; g++) {
+        if (by_pixel[g] && cudaSetDevice(d->ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_free(by_pixel[g]);
+    }
+    if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
     return err;
 }

@@ -18,7 +18,7 @@ typedef struct gpu_sm_ctx {
     const stem_plan *plan;
     const stem_complex *trans;
     stem_complex *S_local;
-    float2 *S_dev;  /* instead of S_local: the S-matrix stays in device memory (one GPU) */
+    float2 *S_dev;  /* instead of S_local: the S-matrix stays in device memory (the rank's first GPU) */
     int S_pinned; /* S_local page-locked: boxes go straight into it */
     gpu_devices dev;
     gpu_prop_plan pp;
@@ -68,9 +68,8 @@ static int sm_work(void *ctx, int wi, long begin, long end)
     STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw));
     STEM_TRY(gpu_crop_box(plan, &c->sh[slot], w->pw.waves, w->box, n, s));
     CUFFT_CALL(cufftExecC2C(w->fft_box, w->box, w->box, CUFFT_INVERSE));
-    if (c->S_dev) { /* device to device: the output step reads it there */
-        CUDA_CALL(cudaMemcpyAsync(c->S_dev + (size_t)begin * box, w->box, sizeof(float2) * box * n,
-                                  cudaMemcpyDeviceToDevice, s));
+    if (c->S_dev) { /* device to device (peer to peer from the rank's other GPUs): the output step reads it there */
+        CUDA_CALL(cudaMemcpyAsync(c->S_dev + (size_t)begin * box, w->box, sizeof(float2) * box * n, cudaMemcpyDefault, s));
         CUDA_CALL(cudaStreamSynchronize(s));
         return STEM_OK;
     }

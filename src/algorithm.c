@@ -20,14 +20,9 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, MP
     if (!err) err = stem_mpi_gather_smatrix(plan, local, by_beam, group);
     t = stem_phase_add(STEM_PHASE_GATHER, t);
     stem_fft_free(local);
-    stem_complex *by_pixel = err ? NULL : stem_fft_alloc(box * plan->n_beams, "S-matrix (beam fastest)");
-    if (!err && !by_pixel) err = STEM_ERR_MEMORY;
-    if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
-    stem_fft_free(by_beam);
-    t = stem_phase_add(STEM_PHASE_ARRANGE, t);
-    if (!err) err = engine->prism_output(engine, plan, by_pixel, det, res);
+    if (!err) err = engine->prism_output(engine, plan, by_beam, det, res); /* arranges, then the probes */
     stem_phase_add(STEM_PHASE_PROBES, t);
-    stem_fft_free(by_pixel);
+    stem_fft_free(by_beam);
     return err;
 }
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "fft.h"
+
 static void cpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
 {
     (void)e;
@@ -22,11 +24,17 @@ static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const 
     return stem_prism_smatrix_local(plan, trans, S_local);
 }
 
-static int cpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
-                            stem_result *res)
+/* The output step reads each pixel's beams together: arrange them beam-fastest first. */
+static int cpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam,
+                            const stem_detector *det, stem_result *res)
 {
     (void)e;
-    return stem_prism_output(plan, S, det, res);
+    stem_complex *by_pixel = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny * plan->n_beams, "S-matrix (beam fastest)");
+    if (!by_pixel) return STEM_ERR_MEMORY;
+    stem_prism_arrange(plan, S_by_beam, by_pixel);
+    int err = stem_prism_output(plan, by_pixel, det, res);
+    stem_fft_free(by_pixel);
+    return err;
 }
 
 static void cpu_destroy(stem_engine *e) { memset(e, 0, sizeof *e); }

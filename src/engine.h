@@ -20,12 +20,13 @@ typedef struct stem_engine {
                       const stem_detector *det, stem_result *res);
     int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                          stem_complex *S_local);
+    /* S: the whole S-matrix as gathered, [beam][crop_ny][crop_nx]; the engine arranges it as its output step reads it */
     int (*prism_output)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *S,
                         const stem_detector *det, stem_result *res);
     /* Optional (NULL on the CPU): a whole PRISM configuration of a one-rank group with
      * the S-matrix kept where the engine computes it (the GPU: in device memory, no
      * round trip through the host). Returns STEM_NOT_APPLICABLE when it cannot (too
-     * little memory, several GPUs): the algorithm then runs the four steps. */
+     * little memory): the algorithm then runs the three steps. */
     int (*prism_resident)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                           const stem_detector *det, stem_result *res);
     void (*destroy)(struct stem_engine *e);
