@@ -36,6 +36,7 @@ launch() {
     1rank_2gpu)  cmd=("$exe"); set_=(--set compute.gpus_per_rank=2); ng=2; nr=1 ;;
     4rank_2gpu)  cmd=("${mpi[@]}" -np 4 "$exe"); set_=(--set compute.fp_groups=1); ng=2; nr=4 ;;
     2rank_1gpu)  cmd=(env CUDA_VISIBLE_DEVICES=0 "${mpi[@]}" -np 2 -x CUDA_VISIBLE_DEVICES "$exe"); set_=(); ng=1; nr=2 ;;
+    cpu)         cmd=("$exe"); set_=(--set compute.device=cpu); ng=0; nr=1 ;;
   esac
 }
 
@@ -46,7 +47,7 @@ run() {
   launch "$v"
   local log=$out/logs/${c}_$v.log t0 t1 rc
   t0=$(date +%s.%N)
-  "${cmd[@]}" -v "$@" "${set_[@]}" --set compute.device=gpu --set output.overwrite=true \
+  "${cmd[@]}" -v "$@" --set compute.device=gpu "${set_[@]}" --set output.overwrite=true \
       --set output.file="$w/${c}_$v.h5" > "$log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
@@ -84,6 +85,13 @@ if [ "$what" = correct ] || [ "$what" = all ]; then
     done
   done
   grep -h "GPU engine:" "$out"/logs/si_prism_fp4_*.log | sort | uniq -c | head -8
+  echo "== 4 configurations (the GPU runs build each next configuration while the GPU works): GPU = CPU engine (tol 1e-4)"
+  for alg in multislice prism; do
+    run si_${alg}_fp4 cpu "${si[@]}" --set simulation.algorithm=$alg --set simulation.thermal=true --set simulation.frozen_phonons=4
+    for v in 1gpu 2rank_2grp; do
+      python3 tests/check_h5.py compare "$w/si_${alg}_fp4_$v.h5" "$w/si_${alg}_fp4_cpu.h5" --tol 1e-4 | tail -1 | sed "s/^/   si_${alg}_fp4 $v = cpu: /"
+    done
+  done
 fi
 
 if [ "$what" = ac ] || [ "$what" = all ]; then
@@ -119,7 +127,7 @@ if [ "$what" = paper ] || [ "$what" = all ]; then
 fi
 
 echo "== speed-up against 1 GPU (whole process)"
-awk -F, 'NR > 1 && $6 == 0 { t[$1","$2] = $5; g[$1","$2] = $3; if ($2 == "1gpu") base[$1] = $5 }
+awk -F, 'NR > 1 && $6 == 0 && $2 != "cpu" { t[$1","$2] = $5; g[$1","$2] = $3; if ($2 == "1gpu") base[$1] = $5 }
   END { printf "| case | variant | GPUs | wall s | speed-up | efficiency |\n|---|---|---|---|---|---|\n";
         for (k in t) { split(k, a, ","); if (a[2] == "1gpu" || !(a[1] in base)) continue;
           s = base[a[1]] / t[k]; printf "| %s | %s | %d | %.2f (1 GPU %.2f) | %.2f | %.0f%% |\n", a[1], a[2], g[k], t[k], base[a[1]], s, 100 * s / g[k] } }' "$csv" | sort

@@ -39,6 +39,7 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     }
     memset(engine, 0, sizeof *engine);
     engine->name = "gpu";
+    engine->host_idle = 1;
     engine->state = st;
     engine->describe = gpu_describe;
     engine->multislice = gpu_multislice_run;

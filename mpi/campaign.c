@@ -2,6 +2,7 @@
  * functions, run the engine on this rank's share, then reduce. */
 #include "campaign.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,20 +27,29 @@ static int injected_failure(const stem_mpi *m, const char *site)
     return STEM_OK;
 }
 
+/* Configuration c's atoms, displaced, as transmission functions. */
+static int build_transmission(const stem_plan *plan, const stem_atoms *atoms, const stem_potential_table *table, int c,
+                              stem_complex *trans)
+{
+    stem_atoms displaced = {0};
+    int err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
+    stem_atoms_free(&displaced);
+    return err;
+}
+
 /* The group leader builds configuration c from the lookup table (which depends
- * only on species and grid, so it is built once per run); the group agrees
- * that leader and receivers are ready, then receives it. */
+ * only on species and grid, so it is built once per run) unless it was built
+ * ahead (prebuilt); the group agrees that leader and receivers are ready,
+ * then receives it. */
 static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                                   const stem_potential_table *table, int c, stem_complex *trans)
+                                   const stem_potential_table *table, int c, int prebuilt, stem_complex *trans)
 {
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
     double t = stem_wall_time();
     if (m->layout.group_rank == 0) {
-        stem_atoms displaced = {0};
-        err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
-        if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
-        stem_atoms_free(&displaced);
+        if (!prebuilt) err = build_transmission(plan, atoms, table, c, trans);
         t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     } else {
         err = injected_failure(m, "transmission");
@@ -48,6 +58,44 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
     if (!err) err = stem_mpi_bcast(trans, bytes, 0, m->group);
     stem_phase_add(STEM_PHASE_BROADCAST, t);
     return err;
+}
+
+/* Ahead: while an engine that leaves the host's cores idle (the GPU) runs
+ * configuration c, the group leader builds its next one on a helper thread
+ * into a second buffer. The same functions, only sooner. */
+typedef struct {
+    pthread_t thread;
+    const stem_plan *plan;
+    const stem_atoms *atoms;
+    const stem_potential_table *table;
+    stem_complex *trans;
+    int c, err, started;
+} build_ahead;
+
+static void *build_ahead_main(void *arg)
+{
+    build_ahead *b = (build_ahead *)arg;
+    b->err = build_transmission(b->plan, b->atoms, b->table, b->c, b->trans);
+    return NULL;
+}
+
+static void build_ahead_start(build_ahead *b, int c, stem_complex *into)
+{
+    b->c = c;
+    b->trans = into;
+    b->err = STEM_OK;
+    b->started = !pthread_create(&b->thread, NULL, build_ahead_main, b); /* not started: built when needed */
+}
+
+/* Waits for the helper; returns the configuration now in its buffer, or -1. */
+static int build_ahead_finish(build_ahead *b)
+{
+    if (!b->started) return -1;
+    double t = stem_wall_time();
+    pthread_join(b->thread, NULL);
+    stem_phase_add(STEM_PHASE_TRANSMISSION, t); /* only the part the engine did not hide */
+    b->started = 0;
+    return b->err ? -1 : b->c; /* a failure here is met again, and reported, when c is built for use */
 }
 
 /* A safe point: all ranks learn whether any failed (its message printed
@@ -81,17 +129,31 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
      * when the groups do not divide the configurations evenly; a failure
      * inside a round is agreed at the next one */
     int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
+    stem_complex *spare = NULL;
+    if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1)
+        spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
+    if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1 && !spare) err = STEM_ERR_MEMORY;
+    build_ahead ahead = {.plan = plan, .atoms = atoms, .table = &table};
+    int ready = -1; /* the configuration whose functions trans holds */
     for (int round = 0; round < rounds; round++) {
         err = safe_point(m, err);
         if (err) break;
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        err = transmission_for_config(m, plan, atoms, &table, c, trans);
+        err = transmission_for_config(m, plan, atoms, &table, c, ready == c, trans);
         if (err) continue;
+        if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
         err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res);
+        if (spare && (ready = build_ahead_finish(&ahead)) >= 0) {
+            stem_complex *t = trans;
+            trans = spare;
+            spare = t;
+        }
         if (!err) stem_phases_log_config(c, plan->n_configs);
     }
+    build_ahead_finish(&ahead); /* a round left early: never free a buffer a helper writes */
+    stem_fft_free(spare);
     err = safe_point(m, err);
     stem_potential_table_free(&table);
     stem_fft_free(trans);

@@ -14,6 +14,8 @@
 typedef struct stem_engine {
     const char *name;
     void *state; /* engine-private, lives from create to destroy (the GPU engine: its devices) */
+    int host_idle; /* its steps leave the host's cores mostly idle (GPU): the campaign builds the
+                      next configuration's transmission functions meanwhile (one more copy of them) */
     /* What the engine needs beyond the plan's host estimate (GPU memory, memory modes): for --dry-run. */
     void (*describe)(const struct stem_engine *e, const stem_plan *plan, FILE *out);
     int (*multislice)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,

@@ -202,6 +202,9 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     double per_probe = stem_channel_bytes_per_probe(plan);
     /* transmission functions of every slice, the model and one displaced copy */
     plan->mem_potential = 8.0 * grid * plan->n_slices + 48.0 * plan->n_atoms * 2;
+    /* a GPU run's group leaders build the next configuration while the GPU works (campaign.c) */
+    if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
+        plan->mem_potential += 8.0 * grid * plan->n_slices;
     /* the lookup table lives on the group leaders only */
     plan->mem_table = plan->layout.group_rank == 0 ? stem_plan_table_bytes(plan, n_species) : 0;
     plan->mem_smatrix = 0;
