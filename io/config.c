@@ -122,7 +122,7 @@ static const key_spec key_table[] = {
     {"debug", "gpu_gemm", K_ENUM, OFF(gpu_gemm), "standard", 0, 0, "standard|3m", "-",
      "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m) is faster but changes results at the 1e-6 level"},
     {"debug", "gpu_prism_resident", K_ENUM, OFF(gpu_prism_resident), "auto", 0, 0, "off|auto", "-",
-     "one-rank groups on one GPU keep the PRISM S-matrix in device memory between its steps when it fits "
+     "one-rank groups keep the PRISM S-matrix in device memory between its steps when it fits "
      "(auto); off always copies it through the host (for comparison)"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
