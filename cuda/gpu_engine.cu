@@ -22,6 +22,7 @@ static void gpu_destroy(stem_engine *e)
     if (e->state) {
         gpu_multislice_cache_free(gpu_engine_state_of(e));
         gpu_smatrix_cache_free(gpu_engine_state_of(e));
+        gpu_transmission_cache_free(gpu_engine_state_of(e));
     }
     free(e->state);
     e->state = NULL;
@@ -42,6 +43,7 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     engine->host_idle = 1;
     engine->state = st;
     engine->describe = gpu_describe;
+    engine->transmission = plan->opt.gpu_transmission ? gpu_transmission : NULL;
     engine->multislice = gpu_multislice_run;
     engine->prism_smatrix = gpu_prism_smatrix;
     engine->prism_output = gpu_prism_output;

@@ -124,6 +124,9 @@ static const key_spec key_table[] = {
     {"debug", "gpu_prism_resident", K_ENUM, OFF(gpu_prism_resident), "auto", 0, 0, "off|auto", "-",
      "one-rank groups keep the PRISM S-matrix in device memory between its steps when it fits "
      "(auto); off always copies it through the host (for comparison)"},
+    {"debug", "gpu_transmission", K_ENUM, OFF(gpu_transmission), "auto", 0, 0, "off|auto", "-",
+     "the GPU engine builds the transmission functions on its first GPU (auto); off builds them on the CPU "
+     "(for comparison; results differ at the 1e-7 level from the order of float sums)"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
 

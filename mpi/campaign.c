@@ -27,13 +27,15 @@ static int injected_failure(const stem_mpi *m, const char *site)
     return STEM_OK;
 }
 
-/* Configuration c's atoms, displaced, as transmission functions. */
-static int build_transmission(const stem_plan *plan, const stem_atoms *atoms, const stem_potential_table *table, int c,
-                              stem_complex *trans)
+/* Configuration c's atoms, displaced, as transmission functions: by the engine
+ * where it has that step (the GPU), else on the CPU. */
+static int build_transmission(const stem_engine *engine, const stem_plan *plan, const stem_atoms *atoms,
+                              const stem_potential_table *table, int c, stem_complex *trans)
 {
     stem_atoms displaced = {0};
     int err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
-    if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
+    if (!err && engine->transmission) err = engine->transmission(engine, plan, table, &displaced, trans);
+    else if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
     stem_atoms_free(&displaced);
     return err;
 }
@@ -42,14 +44,15 @@ static int build_transmission(const stem_plan *plan, const stem_atoms *atoms, co
  * only on species and grid, so it is built once per run) unless it was built
  * ahead (prebuilt); the group agrees that leader and receivers are ready,
  * then receives it. */
-static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                                   const stem_potential_table *table, int c, int prebuilt, stem_complex *trans)
+static int transmission_for_config(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
+                                   const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
+                                   stem_complex *trans)
 {
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
     double t = stem_wall_time();
     if (m->layout.group_rank == 0) {
-        if (!prebuilt) err = build_transmission(plan, atoms, table, c, trans);
+        if (!prebuilt) err = build_transmission(engine, plan, atoms, table, c, trans);
         t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     } else {
         err = injected_failure(m, "transmission");
@@ -65,6 +68,7 @@ static int transmission_for_config(const stem_mpi *m, const stem_plan *plan, con
  * into a second buffer. The same functions, only sooner. */
 typedef struct {
     pthread_t thread;
+    const stem_engine *engine;
     const stem_plan *plan;
     const stem_atoms *atoms;
     const stem_potential_table *table;
@@ -75,7 +79,7 @@ typedef struct {
 static void *build_ahead_main(void *arg)
 {
     build_ahead *b = (build_ahead *)arg;
-    b->err = build_transmission(b->plan, b->atoms, b->table, b->c, b->trans);
+    b->err = build_transmission(b->engine, b->plan, b->atoms, b->table, b->c, b->trans);
     return NULL;
 }
 
@@ -133,7 +137,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1)
         spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
     if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1 && !spare) err = STEM_ERR_MEMORY;
-    build_ahead ahead = {.plan = plan, .atoms = atoms, .table = &table};
+    build_ahead ahead = {.engine = engine, .plan = plan, .atoms = atoms, .table = &table};
     int ready = -1; /* the configuration whose functions trans holds */
     for (int round = 0; round < rounds; round++) {
         err = safe_point(m, err);
@@ -141,7 +145,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        err = transmission_for_config(m, plan, atoms, &table, c, ready == c, trans);
+        err = transmission_for_config(m, engine, plan, atoms, &table, c, ready == c, trans);
         if (err) continue;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
         err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res);

@@ -77,6 +77,7 @@ typedef struct {
     int gpu_tile;            /* 0: automatic */
     int gpu_gemm;            /* stem_gpu_gemm */
     int gpu_prism_resident;  /* 1: auto, 0: off */
+    int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
     /* which keys were given explicitly (index into the key table) */
     unsigned char seen[96];
 } stem_config;

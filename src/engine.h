@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "multislice.h"
+#include "potential.h"
 #include "prism.h"
 
 #define STEM_NOT_APPLICABLE (-1) /* an optional engine step declined; not an error */
@@ -18,6 +19,10 @@ typedef struct stem_engine {
                       next configuration's transmission functions meanwhile (one more copy of them) */
     /* What the engine needs beyond the plan's host estimate (GPU memory, memory modes): for --dry-run. */
     void (*describe)(const struct stem_engine *e, const stem_plan *plan, FILE *out);
+    /* Optional (NULL: the CPU builds them, src/potential.c): one configuration's transmission
+     * functions from its displaced atoms, into host memory. */
+    int (*transmission)(const struct stem_engine *e, const stem_plan *plan, const stem_potential_table *table,
+                        const stem_atoms *atoms, stem_complex *trans);
     int (*multislice)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                       const stem_detector *det, stem_result *res);
     int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,

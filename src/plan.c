@@ -273,6 +273,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_tile = cfg->gpu_tile;
     o->gpu_gemm = cfg->gpu_gemm;
     o->gpu_prism_resident = cfg->gpu_prism_resident;
+    o->gpu_transmission = cfg->gpu_transmission;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
     plan->aberr = (stem_aberrations){.defocus = cfg->defocus, .astigmatism = cfg->astigmatism,

@@ -37,7 +37,7 @@ typedef struct {
     int thermal;
     double potential_radius; /* Angstrom */
     int supersampling;       /* even: see potential.c */
-    int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident; /* [debug] kernel variants */
+    int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission; /* [debug] kernel variants */
 } stem_options;
 
 typedef struct {

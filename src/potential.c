@@ -92,7 +92,7 @@ void stem_potential_table_free(stem_potential_table *t)
     t->kernels = NULL;
 }
 
-static int slice_of(const stem_plan *plan, double z)
+int stem_potential_slice_of(const stem_plan *plan, double z)
 {
     /* atoms on a slice boundary belong to the slice that starts there, even when
      * z / dz rounds to just below the integer (20.3625 / 1.3575 = 14.999...) */
@@ -100,18 +100,27 @@ static int slice_of(const stem_plan *plan, double z)
     return s < 0 ? 0 : (s >= plan->n_slices ? plan->n_slices - 1 : s);
 }
 
+void stem_atom_placement(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
+                         long *px, long *py, size_t *kernel)
+{
+    int ss = t->ss;
+    double ux = x / plan->dx, uy = y / plan->dy;
+    *px = (long)floor(ux), *py = (long)floor(uy);
+    int sx = (int)floor((ux - *px) * ss + 0.5), sy = (int)floor((uy - *py) * ss + 0.5);
+    if (sx == ss) sx = 0, (*px)++;
+    if (sy == ss) sy = 0, (*py)++;
+    *kernel = (size_t)species * ss * ss + (size_t)sy * ss + sx;
+}
+
 /* Add one atom's kernel at its nearest sub-pixel position, wrapping periodically. */
 static void add_atom(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
                      double weight, float *V)
 {
-    int ss = t->ss, nx = plan->nx, ny = plan->ny;
-    double ux = x / plan->dx, uy = y / plan->dy;
-    long px = (long)floor(ux), py = (long)floor(uy);
-    int sx = (int)floor((ux - px) * ss + 0.5), sy = (int)floor((uy - py) * ss + 0.5);
-    if (sx == ss) sx = 0, px++;
-    if (sy == ss) sy = 0, py++;
-    size_t per_kernel = (size_t)t->kx * t->ky;
-    const float *k = t->kernels + ((size_t)species * ss * ss + (size_t)sy * ss + sx) * per_kernel;
+    int nx = plan->nx, ny = plan->ny;
+    long px, py;
+    size_t kernel, per_kernel = (size_t)t->kx * t->ky;
+    stem_atom_placement(plan, t, species, x, y, &px, &py, &kernel);
+    const float *k = t->kernels + kernel * per_kernel;
     for (int j = 0; j < t->ky; j++) {
         long gy = ((py + j - t->ry) % ny + ny) % ny;
         float *row = V + gy * nx;
@@ -130,7 +139,7 @@ int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, 
     size_t grid = (size_t)plan->nx * plan->ny;
     memset(V, 0, sizeof(float) * grid * (s1 - s0));
     for (long i = 0; i < atoms->n; i++) {
-        int s = slice_of(plan, atoms->z[i]);
+        int s = stem_potential_slice_of(plan, atoms->z[i]);
         if (s < s0 || s >= s1) continue;
         add_atom(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], atoms->occupancy[i],
                  V + (size_t)(s - s0) * grid);

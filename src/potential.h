@@ -19,6 +19,12 @@ typedef struct {
 int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
                                stem_potential_table *table);
 void stem_potential_table_free(stem_potential_table *table);
+/* The slice an atom at depth z belongs to (atoms on a boundary: the slice starting there). */
+int stem_potential_slice_of(const stem_plan *plan, double z);
+/* Where an atom's kernel goes: the pixel (px, py) of its kernel centre, before wrapping, and
+ * the kernel of its species and nearest sub-pixel position (index into table->kernels). */
+void stem_atom_placement(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
+                         long *px, long *py, size_t *kernel);
 /* Projected potential of slices [s0, s1) into V ([slice - s0][ny][nx], V Angstrom). */
 int stem_potential_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                           int s0, int s1, float *V);

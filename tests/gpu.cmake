@@ -14,6 +14,12 @@ if(TARGET stemsim_gpu)
   target_link_libraries(gpu_kernel_check PRIVATE stemsim_gpu)
   add_test(NAME gpu_kernel_check COMMAND gpu_kernel_check)
   set_tests_properties(gpu_kernel_check PROPERTIES LABELS "gpu" ENVIRONMENT "${STEMSIM_TEST_ENV}" SKIP_RETURN_CODE 77)
+  # the GPU engine's transmission step against the CPU's, and timed (skips without a GPU)
+  add_executable(gpu_transmission_check ${CMAKE_CURRENT_SOURCE_DIR}/gpu/transmission_check.cu)
+  target_include_directories(gpu_transmission_check PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(gpu_transmission_check PRIVATE stemsim_gpu)
+  add_test(NAME gpu_transmission_check COMMAND gpu_transmission_check)
+  set_tests_properties(gpu_transmission_check PROPERTIES LABELS "gpu" ENVIRONMENT "${STEMSIM_TEST_ENV}" SKIP_RETURN_CODE 77)
   add_test(NAME gpu_vs_cpu
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_vs_cpu.sh $<TARGET_FILE:stemsim>
                    ${CMAKE_CURRENT_SOURCE_DIR}/check_h5.py ${STEMSIM_PYTHON}

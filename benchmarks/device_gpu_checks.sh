@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The GPU checks of the test suite, run where a GPU is (builds nothing; build/,
+# .device/ and .whl/ carried):  source .device/env.sh && bash benchmarks/device_gpu_checks.sh
+# transmission step GPU = CPU, each kernel against its plain-C reference, GPU
+# engine = CPU engine (multislice, PRISM; single-transfer and streaming), the
+# PRISM path that gathers through the host (debug.gpu_prism_resident = off) and
+# the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine.
+set -uo pipefail
+source benchmarks/device_common.sh device_gpu_checks
+status=0
+echo "== gpu_transmission_check"; build/tests/gpu_transmission_check 4 || status=1
+echo "== gpu_kernel_check"; build/tests/gpu_kernel_check 20 || status=1
+echo "== gpu_vs_cpu"
+bash tests/gpu/gpu_vs_cpu.sh build/stemsim tests/check_h5.py python3 benchmarks/gpu_check_si.ini /tmp/dgc > "$out/gpu_vs_cpu.log" 2>&1 ||
+  { status=1; tail -20 "$out/gpu_vs_cpu.log"; }
+grep -E "^==|check_h5.py" "$out/gpu_vs_cpu.log"
+si=(benchmarks/gpu_check_si.ini -q --set scan.step=0.8 --set output.overwrite=true --set simulation.thermal=true
+    --set simulation.frozen_phonons=3)
+for alg in multislice prism; do
+  build/stemsim "${si[@]}" --set simulation.algorithm=$alg --set compute.device=cpu --set output.file=/tmp/dgc/c.h5 || status=1
+  for v in debug.gpu_prism_resident=off debug.gpu_transmission=off debug.gpu_transmission=auto; do
+    build/stemsim "${si[@]}" --set simulation.algorithm=$alg --set compute.device=gpu --set $v --set output.file=/tmp/dgc/g.h5 || status=1
+    echo "$alg, 3 configurations, $v: $(python3 tests/check_h5.py compare /tmp/dgc/g.h5 /tmp/dgc/c.h5 --tol 1e-4 | tail -1)"
+    python3 tests/check_h5.py compare /tmp/dgc/g.h5 /tmp/dgc/c.h5 --tol 1e-4 | grep -q PASS || status=1
+  done
+done
+echo "device_gpu_checks: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
