@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several GPUs of one node (issue: multi-GPU runs; results in benchmarks/MULTI_GPU.md).
 # Builds nothing: carry build/, .device/ and .whl/ to a machine with 2 (or more) GPUs:
-#   source .device/env.sh && bash benchmarks/device_multi_gpu.sh correct|ac|paper|all
+#   source .device/env.sh && bash benchmarks/device_multi_gpu.sh correct|ac|paper|all|quick
 # correct: the silicon check case (aberrated probe, rings, images, DPC, 4D), multislice
 #   and PRISM f = 2, 1 and 4 configurations: every way of using 2 GPUs (one rank per GPU
 #   in one rank group, one rank per GPU in two groups, one rank driving both GPUs with
@@ -126,6 +126,18 @@ if [ "$what" = paper ] || [ "$what" = all ]; then
      --set simulation.frozen_phonons=1)
   for v in 1gpu 2rank_1grp 1rank_2gpu; do run paper_1cfg_f4 $v "${p[@]}"; done
   for v in 2rank_1grp 1rank_2gpu; do same paper_1cfg_f4 $v 1e-6 images,rings; done
+fi
+
+if [ "$what" = quick ]; then # the lightest per-configuration cases, where fixed costs show
+  python3 benchmarks/gpu_make_amorphous_carbon.py $w/aC.xyz > /dev/null
+  pr=(benchmarks/gpu_bench.ini --set sample.xyz=$w/aC.xyz --set simulation.algorithm=prism --set simulation.interpolation_x=8
+      --set simulation.interpolation_y=8 --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100
+      --set scan.y_end=100 --set simulation.thermal=true --set simulation.frozen_phonons=16)
+  for v in 1gpu 2rank_2grp; do run aC_prism_f8 $v "${pr[@]}"; done
+  same aC_prism_f8 2rank_2grp 1e-6 images,rings
+  p=(benchmarks/paper_srtio3.ini --set simulation.interpolation_x=16 --set simulation.interpolation_y=16)
+  for v in 1gpu 2rank_2grp; do run paper_prism_f16 $v "${p[@]}"; done
+  same paper_prism_f16 2rank_2grp 1e-6 images,rings
 fi
 
 echo "== speed-up against 1 GPU (whole process)"

@@ -23,6 +23,7 @@ static void gpu_destroy(stem_engine *e)
         gpu_multislice_cache_free(gpu_engine_state_of(e));
         gpu_smatrix_cache_free(gpu_engine_state_of(e));
         gpu_transmission_cache_free(gpu_engine_state_of(e));
+        gpu_output_cache_free(gpu_engine_state_of(e));
     }
     free(e->state);
     e->state = NULL;

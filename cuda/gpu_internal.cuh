@@ -210,11 +210,17 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
 struct gpu_ms_ctx;
 struct gpu_sm_ctx;
 struct gpu_tr_ctx;
+struct gpu_out_ctx;
 typedef struct {
     gpu_devices dev;
     struct gpu_ms_ctx *ms;
     struct gpu_sm_ctx *sm; /* the S-matrix step's context, kept the same way */
     struct gpu_tr_ctx *tr; /* the transmission step's: the lookup kernels on the first GPU */
+    struct gpu_out_ctx *out; /* the PRISM output step's, kept when it fits beside the S-matrix step's */
+    const stem_plan *resident_plan; /* whether the S-matrix stays on the GPUs, decided once per plan */
+    int resident_fits;
+    const stem_plan *gathered_plan; /* whether a gathered S-matrix is arranged on the GPU, once per plan */
+    int gathered_on_device;
 } gpu_engine_state;
 static inline gpu_engine_state *gpu_engine_state_of(const stem_engine *e) { return (gpu_engine_state *)e->state; }
 static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return &gpu_engine_state_of(e)->dev; }
@@ -222,6 +228,7 @@ static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { retu
 void gpu_multislice_cache_free(gpu_engine_state *st);
 void gpu_smatrix_cache_free(gpu_engine_state *st);
 void gpu_transmission_cache_free(gpu_engine_state *st);
+void gpu_output_cache_free(gpu_engine_state *st);
 /* gpu_potential.cu: the engine's transmission step (src/potential.c's on the first GPU). */
 int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_potential_table *table,
                      const stem_atoms *atoms, stem_complex *trans);

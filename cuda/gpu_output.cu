@@ -186,14 +186,16 @@ typedef struct {
     double flops, s_bytes, dram, h2d;
 } out_worker;
 
-typedef struct {
+typedef struct gpu_out_ctx {
     const stem_plan *plan;
-    const stem_complex *S;
+    const stem_detector *det_tables; /* the detector the uploaded tables came from */
+    const stem_complex *S;           /* this configuration's host S-matrix (streaming, or uploaded) */
     stem_result *res;
     gpu_devices dev;
     gpu_out_plan op;
+    int keep;                        /* fits beside the S-matrix step's context: kept across configurations */
     float2 *S_dev[GPU_MAX_DEVICES];
-    const float2 *const *S_given;    /* S-matrix already in each GPU's memory: not copied, not freed */
+    int S_owned[GPU_MAX_DEVICES];    /* S_dev[g] allocated here (else the caller's, not freed) */
     gpu_probe *probes[GPU_MAX_DEVICES];
     double *beam_q[GPU_MAX_DEVICES];
     gpu_det det[GPU_MAX_DEVICES];
@@ -201,18 +203,37 @@ typedef struct {
     int gemm3m;
 } out_ctx;
 
+/* This configuration's S-matrix on each GPU: the caller's device copies (S_given), or the
+ * host S-matrix uploaded into buffers kept with the context (single-transfer), or read
+ * unit by unit from the host (streaming). */
+static int out_bind_smatrix(out_ctx *c, const stem_complex *S, const float2 *const *S_given)
+{
+    const stem_plan *plan = c->plan;
+    size_t S_bytes = sizeof(float2) * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    c->S = S;
+    for (int g = 0; g < c->dev.n_gpus; g++) {
+        CUDA_CALL(cudaSetDevice(c->dev.ids[g]));
+        if (S_given || c->op.streaming) {
+            if (c->S_owned[g]) gpu_free(c->S_dev[g]);
+            c->S_owned[g] = 0;
+            c->S_dev[g] = S_given ? (float2 *)S_given[g] : NULL;
+            continue;
+        }
+        if (!c->S_owned[g]) {
+            GPU_ALLOC(c->S_dev[g], S_bytes, "S-matrix (single-transfer mode)");
+            c->S_owned[g] = 1;
+        }
+        CUDA_CALL(cudaMemcpy(c->S_dev[g], S, S_bytes, cudaMemcpyHostToDevice));
+    }
+    return STEM_OK;
+}
+
+/* Probe positions and the beam table on GPU g. */
 static int out_shared_create(out_ctx *c, int g)
 {
     const stem_plan *plan = c->plan;
     const gpu_tiling *t = &c->op.tiling;
     int nb = plan->n_beams;
-    size_t S_bytes = sizeof(float2) * nb * plan->crop_nx * plan->crop_ny;
-    if (c->S_given) {
-        c->S_dev[g] = (float2 *)c->S_given[g];
-    } else if (!c->op.streaming) {
-        GPU_ALLOC(c->S_dev[g], S_bytes, "S-matrix (single-transfer mode)");
-        CUDA_CALL(cudaMemcpy(c->S_dev[g], c->S, S_bytes, cudaMemcpyHostToDevice));
-    }
     if (t->n_probes > 0) {
         GPU_ALLOC(c->probes[g], sizeof(gpu_probe) * t->n_probes, "probe positions");
         CUDA_CALL(cudaMemcpy(c->probes[g], t->probe, sizeof(gpu_probe) * t->n_probes, cudaMemcpyHostToDevice));
@@ -416,7 +437,7 @@ static void out_release(out_ctx *c)
     free(c->w);
     for (int g = 0; g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess) cudaGetLastError();
-        if (!c->S_given) gpu_free(c->S_dev[g]);
+        if (c->S_owned[g]) gpu_free(c->S_dev[g]);
         gpu_free(c->probes[g]);
         gpu_free(c->beam_q[g]);
         gpu_det_free(&c->det[g]);
@@ -424,24 +445,27 @@ static void out_release(out_ctx *c)
     gpu_out_plan_free(&c->op);
 }
 
-static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *const *S_given,
-                      const stem_detector *det, stem_result *res)
+void gpu_output_cache_free(gpu_engine_state *st)
 {
-    out_ctx *c = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
-    if (!c) return STEM_ERR_MEMORY;
+    if (!st->out) return;
+    out_release(st->out);
+    free(st->out);
+    st->out = NULL;
+}
+
+/* Everything that does not depend on the configuration: plan and tiles, probe positions,
+ * beam table, detector, workers. Kept when it fits beside the S-matrix step's context. */
+static int out_create(out_ctx *c, const stem_engine *e, const stem_plan *plan, const stem_detector *det)
+{
     c->plan = plan;
-    c->S = S;
-    c->S_given = S_given;
-    c->res = res;
+    c->det_tables = det;
     c->gemm3m = plan->opt.gpu_gemm == STEM_GPU_GEMM_3M;
-    double t0 = stem_wall_time();
-    int pinned = 0;
-    size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
-    if (!err && S_given && c->op.streaming)
-        err = STEM_FAIL(STEM_ERR_INTERNAL, "S-matrix in device memory needs single-transfer mode");
-    if (!err && c->op.streaming) gpu_pin(S, S_bytes, &pinned, "S-matrix");
+    gpu_prop_plan pp;
+    if (!err) err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &pp);
+    double S_bytes = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    if (!err) c->keep = pp.bytes_total + c->op.bytes_total + 2 * S_bytes <= c->dev.usable_bytes;
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
@@ -457,6 +481,35 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
             err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
         if (!err) err = out_worker_create(c, &c->w[i]);
     }
+    return err;
+}
+
+static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *const *S_given,
+                      const stem_detector *det, stem_result *res)
+{
+    gpu_engine_state *st = gpu_engine_state_of(e);
+    double t0 = stem_wall_time();
+    int err = STEM_OK, fresh = 0;
+    if (st->out && (st->out->plan != plan || st->out->det_tables != det)) gpu_output_cache_free(st);
+    if (!st->out) {
+        st->out = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
+        if (!st->out) return STEM_ERR_MEMORY;
+        fresh = 1;
+        err = out_create(st->out, e, plan, det);
+        if (err) {
+            gpu_output_cache_free(st);
+            return err;
+        }
+    }
+    out_ctx *c = st->out;
+    c->res = res;
+    int pinned = 0;
+    size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    if (S_given && c->op.streaming)
+        err = STEM_FAIL(STEM_ERR_INTERNAL, "S-matrix in device memory needs single-transfer mode");
+    if (!err) err = out_bind_smatrix(c, S, S_given);
+    if (!err && c->op.streaming) gpu_pin(S, S_bytes, &pinned, "S-matrix");
+    for (int i = 0; i < c->dev.workers; i++) c->w[i].flops = c->w[i].s_bytes = c->w[i].dram = c->w[i].h2d = 0;
     double t1 = stem_wall_time();
     stem_work work = {c, out_setup, out_work, NULL};
     int per_batch = c->op.streaming ? 1 : 4;
@@ -472,16 +525,20 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
             h2d += c->w[i].h2d;
         }
         stem_info("gpu PRISM output: %ld probes on %d GPU(s) x %d stream(s), %s, %s, tiles of %d x %d (%d): %.3f s compute "
-                  "(%.2f us per probe), %.3f s setup and upload; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
+                  "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
                   "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
                   n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer",
                   c->op.direct ? "direct reduction" : (c->gemm3m ? "CGEMM3M" : "CGEMM"), c->op.tiling.T, c->op.tiling.T,
-                  c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0, c->op.direct ? "reduction" : "GEMM", flops / 1e9,
-                  flops / dt / 1e12, sb / 1e9, dram / 1e9, dram / dt / 1e9, h2d / 1e9, h2d / dt / 1e9);
+                  c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
+                  fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
+                  c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9,
+                  dram / dt / 1e9, h2d / 1e9, h2d / dt / 1e9);
     }
-    out_release(c);
     gpu_unpin(S, pinned);
-    free(c);
+    if (err || !c->keep) gpu_output_cache_free(st);
+    else if (S_given) /* the caller frees its copies: forget them */
+        for (int g = 0; g < c->dev.n_gpus; g++) c->S_dev[g] = NULL;
+    if (cudaSetDevice(c->dev.ids[0]) != cudaSuccess) cudaGetLastError();
     return err;
 }
 

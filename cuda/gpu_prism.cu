@@ -72,10 +72,13 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
     const gpu_devices *d = gpu_engine_devices(e);
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
     size_t S_bytes = sizeof(float2) * box * nb;
-    int fits;
+    gpu_engine_state *st = gpu_engine_state_of(e);
     if (!plan->opt.gpu_prism_resident) return STEM_NOT_APPLICABLE; /* [debug] gpu_prism_resident = off */
-    STEM_TRY(resident_fits(plan, d, (double)S_bytes, &fits));
-    if (!fits) return STEM_NOT_APPLICABLE;
+    if (st->resident_plan != plan) { /* the same answer for every configuration */
+        STEM_TRY(resident_fits(plan, d, (double)S_bytes, &st->resident_fits));
+        st->resident_plan = plan;
+    }
+    if (!st->resident_fits) return STEM_NOT_APPLICABLE;
     CUDA_CALL(cudaSetDevice(d->ids[0]));
     float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
     int err = gpu_alloc_((void **)&by_beam, S_bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__);
@@ -114,11 +117,15 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     const gpu_devices *d = gpu_engine_devices(e);
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
     size_t S_bytes = sizeof(float2) * box * nb;
-    gpu_out_plan op;
-    STEM_TRY(gpu_out_plan_build(plan, d, 0, &op));
-    int on_device = !op.streaming && op.bytes_total + (double)S_bytes <= d->usable_bytes;
-    gpu_out_plan_free(&op);
-    if (!on_device) {
+    gpu_engine_state *st = gpu_engine_state_of(e);
+    if (st->gathered_plan != plan) { /* the same answer for every configuration */
+        gpu_out_plan op;
+        STEM_TRY(gpu_out_plan_build(plan, d, 0, &op));
+        st->gathered_on_device = !op.streaming && op.bytes_total + (double)S_bytes <= d->usable_bytes;
+        st->gathered_plan = plan;
+        gpu_out_plan_free(&op);
+    }
+    if (!st->gathered_on_device) {
         stem_complex *by_pixel = (stem_complex *)stem_alloc(S_bytes, "S-matrix (beam fastest)");
         if (!by_pixel) return STEM_ERR_MEMORY;
         stem_prism_arrange(plan, S_by_beam, by_pixel);
