@@ -40,14 +40,38 @@ static int build_transmission(const stem_engine *engine, const stem_plan *plan, 
     return err;
 }
 
-/* The group leader builds configuration c from the lookup table (which depends
- * only on species and grid, so it is built once per run) unless it was built
- * ahead (prebuilt); the group agrees that leader and receivers are ready,
- * then receives it. */
+/* On the CPU every rank of the group builds its share of the slices (the same
+ * code, so the same numbers as one rank building all), then the group
+ * exchanges them. */
+static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                               const stem_potential_table *table, int c, stem_complex *trans)
+{
+    const stem_layout *L = &m->layout;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    long s0, s1;
+    stem_split_range(plan->n_slices, L->group_size, L->group_rank, &s0, &s1);
+    double t = stem_wall_time();
+    stem_atoms displaced = {0};
+    int err = L->group_rank ? injected_failure(m, "transmission") : STEM_OK;
+    if (!err) err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    if (!err) err = stem_transmission_build_slices(plan, table, &displaced, (int)s0, (int)s1, trans);
+    stem_atoms_free(&displaced);
+    t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
+    err = stem_mpi_agree(err, m->group); /* no rank waits in an exchange another abandoned */
+    if (!err) err = stem_mpi_allgather_blocks(trans, sizeof(stem_complex) * grid, plan->n_slices, m->group);
+    stem_phase_add(STEM_PHASE_BROADCAST, t);
+    return err;
+}
+
+/* With an engine that builds them itself (the GPU), the group leader builds
+ * configuration c from the lookup table (built once per run) unless it was
+ * built ahead (prebuilt); the group agrees that leader and receivers are
+ * ready, then receives it. On the CPU the group shares the work. */
 static int transmission_for_config(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                                    const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                                    stem_complex *trans)
 {
+    if (!engine->transmission && !prebuilt) return transmission_shared(m, plan, atoms, table, c, trans);
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
     double t = stem_wall_time();
@@ -102,6 +126,21 @@ static int build_ahead_finish(build_ahead *b)
     return b->err ? -1 : b->c; /* a failure here is met again, and reported, when c is built for use */
 }
 
+/* The lookup table (it depends only on species and grid: once per run), each
+ * rank of the group building a share of its kernels, then exchanged: every
+ * rank of the group needs it to build its slices. */
+static int lookup_table_shared(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                               const stem_kirkland *kirkland, stem_potential_table *table)
+{
+    const stem_layout *L = &m->layout;
+    int err = stem_potential_table_init(plan, atoms, table);
+    long k0 = 0, k1 = 0;
+    if (!err) stem_split_range(table->n_kernels, L->group_size, L->group_rank, &k0, &k1);
+    if (!err) err = stem_potential_table_kernels(plan, kirkland, table, k0, k1);
+    STEM_TRY(stem_mpi_agree(err, m->group));
+    return stem_mpi_allgather_blocks(table->kernels, sizeof(float) * table->kx * table->ky, table->n_kernels, m->group);
+}
+
 /* A safe point: all ranks learn whether any failed (its message printed
  * once) or was asked to stop, and leave together with the same status, so
  * none waits in a collective the others abandoned. */
@@ -127,7 +166,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     if (!err && !(trans = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions")))
         err = STEM_ERR_MEMORY;
     double t = stem_wall_time();
-    if (!err && L->group_rank == 0) err = stem_potential_table_build(plan, atoms, kirkland, &table);
+    if (!err) err = lookup_table_shared(m, plan, atoms, kirkland, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure

@@ -119,31 +119,36 @@ int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
     return STEM_OK;
 }
 
-int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm)
+int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm)
 {
     int size, err = STEM_OK;
     STEM_MPI_CALL(MPI_Comm_size(comm, &size));
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
-    if (size == 1) {
-        memcpy(all, local, box * plan->n_beams * sizeof(stem_complex));
-        return STEM_OK;
-    }
-    /* one element = one beam's box, so counts are beam counts */
-    MPI_Datatype beam_type;
-    STEM_MPI_CALL(MPI_Type_contiguous((int)(2 * box), MPI_FLOAT, &beam_type));
-    STEM_MPI_CALL(MPI_Type_commit(&beam_type));
+    if (size == 1 || n_blocks == 0) return STEM_OK;
+    if (block_bytes % sizeof(float) || block_bytes / sizeof(float) > INT_MAX || n_blocks > INT_MAX)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "blocks of %zu bytes cannot be gathered", block_bytes);
+    /* one element = one block, so counts are block counts */
+    MPI_Datatype block;
+    STEM_MPI_CALL(MPI_Type_contiguous((int)(block_bytes / sizeof(float)), MPI_FLOAT, &block));
+    STEM_MPI_CALL(MPI_Type_commit(&block));
     int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
     if (!counts || !displs) err = STEM_ERR_MEMORY;
     for (int r = 0; r < size && !err; r++) {
         long b, e;
-        stem_split_range(plan->n_beams, size, r, &b, &e);
+        stem_split_range(n_blocks, size, r, &b, &e);
         counts[r] = (int)(e - b);
         displs[r] = (int)b;
     }
-    if (!err && MPI_Allgatherv(local, plan->beam_end - plan->beam_begin, beam_type, all, counts, displs, beam_type, comm) != MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of the S-matrix (%d beams) failed", plan->n_beams);
-    MPI_Type_free(&beam_type);
+    if (!err && MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, block, comm) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of %ld blocks of %zu bytes failed", n_blocks, block_bytes);
+    MPI_Type_free(&block);
     free(counts);
     free(displs);
     return err;
+}
+
+int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm)
+{
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    memcpy(all + (size_t)plan->beam_begin * box, local, sizeof(stem_complex) * box * (plan->beam_end - plan->beam_begin));
+    return stem_mpi_allgather_blocks(all, sizeof(stem_complex) * box, plan->n_beams, comm);
 }

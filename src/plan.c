@@ -205,8 +205,8 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     /* a GPU run's group leaders build the next configuration while the GPU works (campaign.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
-    /* the lookup table lives on the group leaders only */
-    plan->mem_table = plan->layout.group_rank == 0 ? stem_plan_table_bytes(plan, n_species) : 0;
+    /* every rank holds the lookup table: the ranks of a group build its slices together */
+    plan->mem_table = stem_plan_table_bytes(plan, n_species);
     plan->mem_smatrix = 0;
     if (plan->algorithm == STEM_ALG_PRISM) /* gathered copy plus the beam-fastest copy */
         plan->mem_smatrix = 2 * 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;

@@ -53,8 +53,7 @@ static void build_kernel(const stem_plan *plan, const stem_potential_table *t, c
         }
 }
 
-int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
-                               stem_potential_table *t)
+int stem_potential_table_init(const stem_plan *plan, const stem_atoms *atoms, stem_potential_table *t)
 {
     memset(t, 0, sizeof *t);
     for (int z = 0; z <= STEM_MAX_Z; z++) t->species_of_z[z] = -1;
@@ -71,19 +70,53 @@ int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, c
     t->ry = stem_plan_kernel_radius(cutoff, plan->dy);
     t->kx = 2 * t->rx + 1;
     t->ky = 2 * t->ry + 1;
+    t->n_kernels = (long)t->n_species * t->ss * t->ss;
     /* kernels wider than the cell are fine: add_atom wraps, summing periodic images */
-    size_t per_kernel = (size_t)t->kx * t->ky, per_species = per_kernel * t->ss * t->ss;
-    STEM_ALLOC(t->kernels, per_species * t->n_species, "potential lookup kernels");
-    float *tab = stem_alloc(sizeof(float) * RADIAL_POINTS, "radial potential table");
-    if (!tab) return STEM_ERR_MEMORY;
-    for (int s = 0; s < t->n_species; s++) {
-        radial_table(&kirkland[t->species_z[s]], cutoff, tab);
-        for (int sy = 0; sy < t->ss; sy++)
-            for (int sx = 0; sx < t->ss; sx++)
-                build_kernel(plan, t, tab, cutoff, sx, sy, t->kernels + s * per_species + (sy * t->ss + sx) * per_kernel);
-    }
-    free(tab);
+    STEM_ALLOC(t->kernels, (size_t)t->kx * t->ky * t->n_kernels, "potential lookup kernels");
     return STEM_OK;
+}
+
+/* Per-worker state of the table build: the radial table of every species. */
+typedef struct {
+    const stem_plan *plan;
+    stem_potential_table *t;
+    const float *tabs; /* [species][RADIAL_POINTS] */
+    long first;        /* the dispatcher's item i is kernel first + i */
+} table_job;
+
+static int table_work(void *ctx, int w, long i0, long i1)
+{
+    (void)w;
+    table_job *job = ctx;
+    stem_potential_table *t = job->t;
+    size_t per_kernel = (size_t)t->kx * t->ky;
+    for (long k = job->first + i0; k < job->first + i1; k++) { /* k = (species * ss + sub_y) * ss + sub_x */
+        int s = (int)(k / ((long)t->ss * t->ss)), sub = (int)(k % ((long)t->ss * t->ss));
+        build_kernel(job->plan, t, job->tabs + (size_t)s * RADIAL_POINTS, job->plan->opt.potential_radius, sub % t->ss,
+                     sub / t->ss, t->kernels + (size_t)k * per_kernel);
+    }
+    return STEM_OK;
+}
+
+int stem_potential_table_kernels(const stem_plan *plan, const stem_kirkland *kirkland, stem_potential_table *t, long k0,
+                                 long k1)
+{
+    float *tabs = stem_alloc(sizeof(float) * RADIAL_POINTS * (t->n_species ? t->n_species : 1), "radial potential tables");
+    if (!tabs) return STEM_ERR_MEMORY;
+    for (int s = 0; s < t->n_species; s++)
+        radial_table(&kirkland[t->species_z[s]], plan->opt.potential_radius, tabs + (size_t)s * RADIAL_POINTS);
+    table_job job = {plan, t, tabs, k0};
+    stem_work work = {&job, NULL, table_work, NULL};
+    int err = stem_dispatch(&work, k1 - k0, 1, plan->threads, "potential lookup table");
+    free(tabs);
+    return err;
+}
+
+int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+                               stem_potential_table *t)
+{
+    STEM_TRY(stem_potential_table_init(plan, atoms, t));
+    return stem_potential_table_kernels(plan, kirkland, t, 0, t->n_kernels);
 }
 
 void stem_potential_table_free(stem_potential_table *t)
@@ -155,6 +188,7 @@ typedef struct {
     stem_complex *trans;
     float **V;
     stem_fft *fft;
+    long first; /* the dispatcher's item i is slice first + i */
 } trans_job;
 
 static int trans_setup(void *ctx, int w)
@@ -205,7 +239,7 @@ static int trans_work(void *ctx, int w, long s0, long s1)
     int nx = plan->nx, ny = plan->ny;
     size_t grid = (size_t)nx * ny;
     float q2max = (float)(plan->q_limit * plan->q_limit);
-    for (long s = s0; s < s1; s++) {
+    for (long s = job->first + s0; s < job->first + s1; s++) {
         STEM_TRY(stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]));
         stem_complex *t = job->trans + s * grid;
         undo_pixel_average(plan, &job->fft[w], job->V[w], t);
@@ -223,17 +257,23 @@ static int trans_work(void *ctx, int w, long s0, long s1)
     return STEM_OK;
 }
 
-int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
-                            stem_complex *trans)
+int stem_transmission_build_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                                   int s0, int s1, stem_complex *trans)
 {
     int workers = plan->threads;
-    trans_job job = {plan, table, atoms, trans, NULL, NULL};
+    trans_job job = {plan, table, atoms, trans, NULL, NULL, s0};
     job.V = stem_calloc(workers, sizeof(float *), "worker buffers");
     job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     int err = job.V && job.fft ? STEM_OK : STEM_ERR_MEMORY;
     stem_work work = {&job, trans_setup, trans_work, trans_teardown};
-    if (!err) err = stem_dispatch(&work, plan->n_slices, 1, workers, "transmission functions");
+    if (!err) err = stem_dispatch(&work, s1 - s0, 1, workers, "transmission functions");
     free(job.V);
     free(job.fft);
     return err;
+}
+
+int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                            stem_complex *trans)
+{
+    return stem_transmission_build_slices(plan, table, atoms, 0, plan->n_slices, trans);
 }
