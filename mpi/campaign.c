@@ -128,12 +128,13 @@ static int build_ahead_finish(build_ahead *b)
 
 /* The lookup table (it depends only on species and grid: once per run), each
  * rank of the group building a share of its kernels, then exchanged: every
- * rank of the group needs it to build its slices. */
+ * rank of the group needs it to build its slices. err: a failure before it,
+ * agreed here with the group. */
 static int lookup_table_shared(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_kirkland *kirkland, stem_potential_table *table)
+                               const stem_kirkland *kirkland, int err, stem_potential_table *table)
 {
     const stem_layout *L = &m->layout;
-    int err = stem_potential_table_init(plan, atoms, table);
+    if (!err) err = stem_potential_table_init(plan, atoms, table); /* every rank comes here: it agrees below */
     long k0 = 0, k1 = 0;
     if (!err) stem_split_range(table->n_kernels, L->group_size, L->group_rank, &k0, &k1);
     if (!err) err = stem_potential_table_kernels(plan, kirkland, table, k0, k1);
@@ -166,7 +167,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     if (!err && !(trans = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions")))
         err = STEM_ERR_MEMORY;
     double t = stem_wall_time();
-    if (!err) err = lookup_table_shared(m, plan, atoms, kirkland, &table);
+    err = lookup_table_shared(m, plan, atoms, kirkland, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure

@@ -53,12 +53,14 @@ int stem_mpi_agree(int status, MPI_Comm comm)
     if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the error status failed");
     if (!worst) return STEM_OK;
-    /* the lowest failing rank speaks for the job: rank 0 printed already if
-     * it failed; otherwise a held-back message would be lost */
+    /* the lowest failing rank of comm speaks for it: world rank 0 printed
+     * already if it failed (on a group's communicator, rank 0 of the group
+     * may be another world rank, which held its message back); otherwise a
+     * held-back message would be lost */
     int mine = status ? rank : INT_MAX, first = mine;
     if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the failing rank failed");
-    stem_log_release_held(first == rank && rank != 0);
+    stem_log_release_held(first == rank && stem_log_rank() != 0);
     return worst;
 }
 
