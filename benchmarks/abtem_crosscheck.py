@@ -135,8 +135,6 @@ tile_z = {tiles[2]}
 energy = 200
 [probe]
 semiangle = 20
-defocus = 0
-cs = 0
 [simulation]
 algorithm = multislice
 pixel_size = {pixel_size}

@@ -42,14 +42,53 @@ static const key_spec key_table[] = {
     {"beam", "energy", K_DOUBLE, OFF(energy_kev), "200", 1, 5000, NULL, "keV", "beam energy"},
     {"probe", "semiangle", K_DOUBLE, OFF(semiangle_mrad), "20", 0.01, 500, NULL, "mrad",
      "probe-forming aperture semi-angle"},
+    {"probe", "C10", K_DOUBLE, OFF(aberr_c[STEM_C10]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "defocus C1; negative values focus the probe below the entrance surface (underfocus); = abTEM's C10 = -(abTEM's defocus): chi += 2 pi/lambda C10/2 theta^2"},
+    {"probe", "C12", K_DOUBLE, OFF(aberr_c[STEM_C12]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "two-fold astigmatism A1: chi += 2 pi/lambda C12/2 theta^2 cos(2 (phi - phi12))"},
+    {"probe", "phi12", K_DOUBLE, OFF(aberr_phi_deg[STEM_C12]), "0", -360, 360, NULL, "deg", "azimuth of C12"},
+    {"probe", "C21", K_DOUBLE, OFF(aberr_c[STEM_C21]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "axial coma B2: chi += 2 pi/lambda C21/3 theta^3 cos(phi - phi21)"},
+    {"probe", "phi21", K_DOUBLE, OFF(aberr_phi_deg[STEM_C21]), "0", -360, 360, NULL, "deg", "azimuth of C21"},
+    {"probe", "C23", K_DOUBLE, OFF(aberr_c[STEM_C23]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "three-fold astigmatism A2: chi += 2 pi/lambda C23/3 theta^3 cos(3 (phi - phi23))"},
+    {"probe", "phi23", K_DOUBLE, OFF(aberr_phi_deg[STEM_C23]), "0", -360, 360, NULL, "deg", "azimuth of C23"},
+    {"probe", "C30", K_DOUBLE, OFF(aberr_c[STEM_C30]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "spherical aberration Cs = C3 (1 mm = 1e7 Angstrom): chi += 2 pi/lambda C30/4 theta^4"},
+    {"probe", "C32", K_DOUBLE, OFF(aberr_c[STEM_C32]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "star aberration S3: chi += 2 pi/lambda C32/4 theta^4 cos(2 (phi - phi32))"},
+    {"probe", "phi32", K_DOUBLE, OFF(aberr_phi_deg[STEM_C32]), "0", -360, 360, NULL, "deg", "azimuth of C32"},
+    {"probe", "C34", K_DOUBLE, OFF(aberr_c[STEM_C34]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "four-fold astigmatism A3: chi += 2 pi/lambda C34/4 theta^4 cos(4 (phi - phi34))"},
+    {"probe", "phi34", K_DOUBLE, OFF(aberr_phi_deg[STEM_C34]), "0", -360, 360, NULL, "deg", "azimuth of C34"},
+    {"probe", "C41", K_DOUBLE, OFF(aberr_c[STEM_C41]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "fourth-order axial coma B4: chi += 2 pi/lambda C41/5 theta^5 cos(phi - phi41)"},
+    {"probe", "phi41", K_DOUBLE, OFF(aberr_phi_deg[STEM_C41]), "0", -360, 360, NULL, "deg", "azimuth of C41"},
+    {"probe", "C43", K_DOUBLE, OFF(aberr_c[STEM_C43]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "three-lobe aberration D4: chi += 2 pi/lambda C43/5 theta^5 cos(3 (phi - phi43))"},
+    {"probe", "phi43", K_DOUBLE, OFF(aberr_phi_deg[STEM_C43]), "0", -360, 360, NULL, "deg", "azimuth of C43"},
+    {"probe", "C45", K_DOUBLE, OFF(aberr_c[STEM_C45]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "five-fold astigmatism A4: chi += 2 pi/lambda C45/5 theta^5 cos(5 (phi - phi45))"},
+    {"probe", "phi45", K_DOUBLE, OFF(aberr_phi_deg[STEM_C45]), "0", -360, 360, NULL, "deg", "azimuth of C45"},
+    {"probe", "C50", K_DOUBLE, OFF(aberr_c[STEM_C50]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "fifth-order spherical aberration C5 (1 mm = 1e7 Angstrom): chi += 2 pi/lambda C50/6 theta^6"},
+    {"probe", "C52", K_DOUBLE, OFF(aberr_c[STEM_C52]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "fifth-order star aberration S5: chi += 2 pi/lambda C52/6 theta^6 cos(2 (phi - phi52))"},
+    {"probe", "phi52", K_DOUBLE, OFF(aberr_phi_deg[STEM_C52]), "0", -360, 360, NULL, "deg", "azimuth of C52"},
+    {"probe", "C54", K_DOUBLE, OFF(aberr_c[STEM_C54]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "rosette aberration R5: chi += 2 pi/lambda C54/6 theta^6 cos(4 (phi - phi54))"},
+    {"probe", "phi54", K_DOUBLE, OFF(aberr_phi_deg[STEM_C54]), "0", -360, 360, NULL, "deg", "azimuth of C54"},
+    {"probe", "C56", K_DOUBLE, OFF(aberr_c[STEM_C56]), "0", -1e15, 1e15, NULL, "Angstrom",
+     "six-fold astigmatism A5: chi += 2 pi/lambda C56/6 theta^6 cos(6 (phi - phi56))"},
+    {"probe", "phi56", K_DOUBLE, OFF(aberr_phi_deg[STEM_C56]), "0", -360, 360, NULL, "deg", "azimuth of C56"},
     {"probe", "defocus", K_DOUBLE, OFF(defocus), "0", -1e6, 1e6, NULL, "Angstrom",
-     "C1; negative values focus the probe below the entrance surface (underfocus)"},
-    {"probe", "cs", K_DOUBLE, OFF(cs_mm), "0", -1e4, 1e4, NULL, "mm", "spherical aberration C3"},
-    {"probe", "c5", K_DOUBLE, OFF(c5_mm), "0", -1e6, 1e6, NULL, "mm", "fifth-order spherical aberration C5"},
+     "older name of C10 (giving both is an error)"},
+    {"probe", "cs", K_DOUBLE, OFF(cs_mm), "0", -1e4, 1e4, NULL, "mm", "older name of C30, in mm (giving both is an error)"},
+    {"probe", "c5", K_DOUBLE, OFF(c5_mm), "0", -1e6, 1e6, NULL, "mm", "older name of C50, in mm (giving both is an error)"},
     {"probe", "astigmatism", K_DOUBLE, OFF(astigmatism), "0", -1e6, 1e6, NULL, "Angstrom",
-     "two-fold astigmatism A1 magnitude"},
+     "older name of C12 (giving both is an error)"},
     {"probe", "astigmatism_angle", K_DOUBLE, OFF(astigmatism_angle), "0", -360, 360, NULL, "deg",
-     "azimuth of the two-fold astigmatism"},
+     "older name of phi12 (giving both is an error)"},
     {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism", "-",
      "multislice or prism"},
     {"simulation", "pixel_size", K_DOUBLE, OFF(pixel_size), "0.1", 1e-3, 10, NULL, "Angstrom",
@@ -129,6 +168,7 @@ static const key_spec key_table[] = {
      "(for comparison; results differ at the 1e-7 level from the order of float sums)"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
+_Static_assert(sizeof key_table / sizeof key_table[0] <= sizeof ((stem_config *)0)->seen, "stem_config.seen is too small");
 
 typedef struct {
     stem_config *cfg;
@@ -356,9 +396,47 @@ static void default_images(stem_config *cfg)
     cfg->n_images = 4;
 }
 
+/* Older key names of the aberrations: merged into the Krivanek coefficients. */
+typedef struct {
+    const char *alias, *key;
+    size_t alias_offset, key_offset;
+    double scale; /* key = alias * scale */
+} key_alias;
+
+static const key_alias aliases[] = {
+    {"defocus", "C10", OFF(defocus), OFF(aberr_c[STEM_C10]), 1},
+    {"cs", "C30", OFF(cs_mm), OFF(aberr_c[STEM_C30]), 1e7}, /* mm -> Angstrom */
+    {"c5", "C50", OFF(c5_mm), OFF(aberr_c[STEM_C50]), 1e7},
+    {"astigmatism", "C12", OFF(astigmatism), OFF(aberr_c[STEM_C12]), 1},
+    {"astigmatism_angle", "phi12", OFF(astigmatism_angle), OFF(aberr_phi_deg[STEM_C12]), 1},
+};
+#define N_ALIASES (sizeof aliases / sizeof aliases[0])
+
+static int is_alias(const key_spec *k)
+{
+    for (size_t i = 0; i < N_ALIASES; i++)
+        if (!strcmp(k->section, "probe") && !strcmp(k->key, aliases[i].alias)) return 1;
+    return 0;
+}
+
+static int merge_aliases(stem_config *cfg, const char *source)
+{
+    for (size_t i = 0; i < N_ALIASES; i++) {
+        const key_alias *a = &aliases[i];
+        if (!stem_config_given(cfg, "probe", a->alias)) continue;
+        if (stem_config_given(cfg, "probe", a->key))
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] %s and %s are the same aberration (%s is its older name): give one",
+                             source, a->alias, a->key, a->alias);
+        double v = *(double *)((char *)cfg + a->alias_offset);
+        *(double *)((char *)cfg + a->key_offset) = a->scale == 1 ? v : v * a->scale;
+    }
+    return STEM_OK;
+}
+
 /* Checks that involve several keys. */
 static int validate(stem_config *cfg, const char *source)
 {
+    STEM_TRY(merge_aliases(cfg, source));
     if (!cfg->xyz[0]) return STEM_FAIL(STEM_ERR_CONFIG, "%s: missing required key [sample] xyz", source);
     if (cfg->scan_units == STEM_SCAN_FRACTIONAL) {
         const double v[4] = {cfg->x_start, cfg->x_end, cfg->y_start, cfg->y_end};
@@ -510,6 +588,7 @@ char *stem_config_to_ini(const stem_config *cfg)
     const char *section = "";
     for (int i = 0; i < N_KEYS; i++) {
         char v[STEM_PATH_MAX + 32];
+        if (is_alias(&key_table[i])) continue; /* merged into the key it names */
         if (strcmp(section, key_table[i].section)) {
             section = key_table[i].section;
             fprintf(m, "%s[%s]\n", i ? "\n" : "", section);

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "aberrations.h"
 #include "stem.h"
 
 #define STEM_PATH_MAX 1024
@@ -35,10 +36,13 @@ typedef struct {
     double energy_kev;
     /* [probe] */
     double semiangle_mrad;
-    double defocus;          /* C1, Angstrom; negative = underfocus */
-    double cs_mm, c5_mm;     /* C3, C5 in mm */
-    double astigmatism;      /* A1, Angstrom */
-    double astigmatism_angle;/* degrees */
+    double aberr_c[STEM_N_ABERR];       /* C_nm, Angstrom (aberrations.h) */
+    double aberr_phi_deg[STEM_N_ABERR]; /* phi_nm, degrees (unused for m = 0) */
+    /* older names, merged into aberr_c / aberr_phi_deg by the parser (giving both is an error) */
+    double defocus;          /* C10, Angstrom; negative = underfocus */
+    double cs_mm, c5_mm;     /* C30, C50 in mm */
+    double astigmatism;      /* C12, Angstrom */
+    double astigmatism_angle;/* phi12, degrees */
     /* [simulation] */
     int algorithm;
     double pixel_size;       /* Angstrom */
@@ -79,7 +83,7 @@ typedef struct {
     int gpu_prism_resident;  /* 1: auto, 0: off */
     int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
     /* which keys were given explicitly (index into the key table) */
-    unsigned char seen[96];
+    unsigned char seen[160];
 } stem_config;
 
 /* Fill defaults, parse the file, apply "section.key=value" overrides, validate. */

@@ -102,15 +102,17 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
 
 double stem_plan_probe_diameter(const stem_plan *plan)
 {
-    const stem_aberrations *ab = &plan->aberr;
-    double a = plan->alpha, c3 = ab->c3, c5 = ab->c5, blur = 0;
+    const double *c = plan->aberr.c;
+    double a = plan->alpha, c1 = c[STEM_C10], c3 = c[STEM_C30], c5 = c[STEM_C50], blur = 0;
     /* geometric ray displacement d(chi)/d(theta) / k = C1 t + C3 t^3 + C5 t^5 (probe.c's chi),
      * largest over the aperture; round aberrations may partly cancel */
     for (int i = 1; i <= 256; i++) {
-        double t = a * i / 256.0, r = fabs(ab->defocus * t + c3 * t * t * t + c5 * t * t * t * t * t);
+        double t = a * i / 256.0, r = fabs(c1 * t + c3 * t * t * t + c5 * t * t * t * t * t);
         if (r > blur) blur = r;
     }
-    blur += fabs(ab->astigmatism) * a;
+    /* the others, at most |C_nm| a^n each (their azimuthal part cannot cancel the round ones everywhere) */
+    for (int k = 0; k < STEM_N_ABERR; k++)
+        if (stem_aberration_orders[k].m != 0) blur += fabs(c[k]) * pow(a, stem_aberration_orders[k].n);
     return 1.22 * plan->lambda / a + 2 * blur;
 }
 
@@ -276,9 +278,10 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_transmission = cfg->gpu_transmission;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
-    plan->aberr = (stem_aberrations){.defocus = cfg->defocus, .astigmatism = cfg->astigmatism,
-                                     .astigmatism_phi = cfg->astigmatism_angle * M_PI / 180,
-                                     .c3 = cfg->cs_mm * 1e7, .c5 = cfg->c5_mm * 1e7}; /* mm -> Angstrom */
+    for (int i = 0; i < STEM_N_ABERR; i++) {
+        plan->aberr.c[i] = cfg->aberr_c[i];
+        plan->aberr.phi[i] = cfg->aberr_phi_deg[i] * M_PI / 180;
+    }
     memcpy(plan->images, cfg->images, sizeof plan->images);
 }
 

@@ -20,10 +20,8 @@ typedef struct {
 
 /* Probe aberrations as chi (probe.c) uses them. */
 typedef struct {
-    double defocus;         /* C1, Angstrom; negative = underfocus */
-    double astigmatism;     /* A1, Angstrom */
-    double astigmatism_phi; /* its azimuth, rad */
-    double c3, c5;          /* Angstrom */
+    double c[STEM_N_ABERR];   /* C_nm, Angstrom (aberrations.h); C10 < 0 = underfocus */
+    double phi[STEM_N_ABERR]; /* phi_nm, rad */
 } stem_aberrations;
 
 /* What the engines do, beyond the geometry: copied from the config. */

@@ -5,13 +5,18 @@
 
 double stem_probe_chi(const stem_plan *plan, double qx, double qy)
 {
-    const stem_aberrations *ab = &plan->aberr;
+    const double *c = plan->aberr.c, *phi_nm = plan->aberr.phi;
     double lambda = plan->lambda;
     double tx = lambda * qx, ty = lambda * qy, t2 = tx * tx + ty * ty;
-    double phi = atan2(ty, tx), phi_a = ab->astigmatism_phi;
-    double c3 = ab->c3, c5 = ab->c5;
-    double w = 0.5 * ab->defocus * t2 + 0.5 * ab->astigmatism * t2 * cos(2 * (phi - phi_a)) + 0.25 * c3 * t2 * t2 +
-               c5 * t2 * t2 * t2 / 6;
+    double phi = atan2(ty, tx), c1 = c[STEM_C10], a1 = c[STEM_C12], c3 = c[STEM_C30], c5 = c[STEM_C50];
+    /* C10, C12, C30, C50 as stemsim always evaluated them (results unchanged to the bit) */
+    double w = 0.5 * c1 * t2 + 0.5 * a1 * t2 * cos(2 * (phi - phi_nm[STEM_C12])) + 0.25 * c3 * t2 * t2 + c5 * t2 * t2 * t2 / 6;
+    double theta = sqrt(t2);
+    for (int k = 0; k < STEM_N_ABERR; k++) { /* the others: C_nm theta^(n+1) / (n+1) cos(m (phi - phi_nm)) */
+        if (k == STEM_C10 || k == STEM_C12 || k == STEM_C30 || k == STEM_C50 || c[k] == 0) continue;
+        int n = stem_aberration_orders[k].n, m = stem_aberration_orders[k].m;
+        w += c[k] * pow(theta, n + 1) / (n + 1) * cos(m * (phi - phi_nm[k]));
+    }
     return 2 * M_PI / lambda * w;
 }
 

@@ -238,10 +238,54 @@ static void test_vacuum_propagation(void)
     probe_free(&b);
 }
 
+/* The Krivanek coefficients: each C_nm alone gives 2 pi/lambda C theta^(n+1)/(n+1)
+ * cos(m (phi - phi_nm)) with theta = lambda q (a closed form written out per term here,
+ * not the loop of probe.c); the older names equal their Krivanek keys to the bit; an
+ * m-fold term repeats every 360/m degrees. */
+static void test_krivanek(void)
+{
+    static const struct {
+        const char *name;
+        int n, m;
+        double c, phi_deg;
+    } terms[] = {{"C21", 2, 1, 2e3, 35}, {"C23", 2, 3, 1.8e3, -50}, {"C32", 3, 2, 6e4, 70},
+                 {"C34", 3, 4, 7e4, -15}, {"C41", 4, 1, 2.5e6, 110}, {"C43", 4, 3, 2.2e6, -80},
+                 {"C45", 4, 5, 2.4e6, 10}, {"C52", 5, 2, 1.2e8, 45}, {"C54", 5, 4, 1.3e8, -30},
+                 {"C56", 5, 6, 1.1e8, 60}};
+    const double qs[3][2] = {{0.3, 0.1}, {-0.2, 0.5}, {0.45, -0.35}};
+    for (size_t t = 0; t < sizeof terms / sizeof terms[0]; t++) {
+        probe_case c;
+        char ini[256];
+        snprintf(ini, sizeof ini, "[probe]\n%s = %g\nphi%s = %g\n", terms[t].name, terms[t].c, terms[t].name + 1,
+                 terms[t].phi_deg);
+        probe_build(&c, ini);
+        double lambda = c.plan.lambda, phi0 = terms[t].phi_deg * M_PI / 180;
+        for (int i = 0; i < 3; i++) {
+            double theta = lambda * hypot(qs[i][0], qs[i][1]), phi = atan2(qs[i][1], qs[i][0]);
+            double want = 2 * M_PI / lambda * terms[t].c * pow(theta, terms[t].n + 1) / (terms[t].n + 1) *
+                          cos(terms[t].m * (phi - phi0));
+            CHECK_CLOSE(stem_probe_chi(&c.plan, qs[i][0], qs[i][1]), want, 1e-9 * fabs(want) + 1e-12);
+            /* m-fold symmetry: the same phase 360/m degrees further round */
+            double r = hypot(qs[i][0], qs[i][1]), turn = phi + 2 * M_PI / terms[t].m;
+            CHECK_CLOSE(stem_probe_chi(&c.plan, r * cos(turn), r * sin(turn)), want, 1e-9 * fabs(want) + 1e-9);
+        }
+        probe_free(&c);
+    }
+    /* older names = Krivanek names, bit for bit */
+    probe_case a, b;
+    probe_build(&a, "[probe]\ndefocus = -35\ncs = 0.012\nc5 = 3\nastigmatism = 12\nastigmatism_angle = 25\n");
+    probe_build(&b, "[probe]\nC10 = -35\nC30 = 1.2e5\nC50 = 3e7\nC12 = 12\nphi12 = 25\n");
+    for (int i = 0; i < 3; i++)
+        CHECK(stem_probe_chi(&a.plan, qs[i][0], qs[i][1]) == stem_probe_chi(&b.plan, qs[i][0], qs[i][1]));
+    probe_free(&a);
+    probe_free(&b);
+}
+
 int main(void)
 {
     test_vacuum_propagation();
     test_chi();
+    test_krivanek();
     test_aperture();
     test_shift();
     return check_exit("test_probe");
