@@ -178,6 +178,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
     if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1 && !spare) err = STEM_ERR_MEMORY;
     build_ahead ahead = {.engine = engine, .plan = plan, .atoms = atoms, .table = &table};
+    stem_algorithm_buffers buffers = {0};
     int ready = -1; /* the configuration whose functions trans holds */
     for (int round = 0; round < rounds; round++) {
         err = safe_point(m, err);
@@ -188,7 +189,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         err = transmission_for_config(m, engine, plan, atoms, &table, c, ready == c, trans);
         if (err) continue;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
-        err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res);
+        err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res, &buffers);
         if (spare && (ready = build_ahead_finish(&ahead)) >= 0) {
             stem_complex *t = trans;
             trans = spare;
@@ -198,6 +199,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     }
     build_ahead_finish(&ahead); /* a round left early: never free a buffer a helper writes */
     stem_fft_free(spare);
+    stem_algorithm_buffers_free(&buffers);
     err = safe_point(m, err);
     stem_potential_table_free(&table);
     stem_fft_free(trans);

@@ -210,8 +210,10 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     /* every rank holds the lookup table: the ranks of a group build its slices together */
     plan->mem_table = stem_plan_table_bytes(plan, n_species);
     plan->mem_smatrix = 0;
-    if (plan->algorithm == STEM_ALG_PRISM) /* gathered copy plus the beam-fastest copy */
-        plan->mem_smatrix = 2 * 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    if (plan->algorithm == STEM_ALG_PRISM) { /* gathered copy plus the beam-fastest copy, and this rank's beams */
+        double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+        plan->mem_smatrix = 2 * S + (plan->layout.group_size > 1 ? S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
+    }
     plan->mem_results = per_probe * local_probes;
     plan->mem_detector = 16.0 * plan->out_nx * plan->out_ny; /* bin, mask, two angles per pixel */
     plan->mem_workspace = (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads;
