@@ -89,6 +89,10 @@ static const key_spec key_table[] = {
      "older name of C12 (giving both is an error)"},
     {"probe", "astigmatism_angle", K_DOUBLE, OFF(astigmatism_angle), "0", -360, 360, NULL, "deg",
      "older name of phi12 (giving both is an error)"},
+    {"probe", "source_size", K_DOUBLE, OFF(source_size), "0", 0, 1000, NULL, "Angstrom",
+     "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
+     "scan with it, wrapping where the scan covers the cell, mirrored at the scan's edges otherwise; 4D patterns "
+     "are not changed"},
     {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism", "-",
      "multislice or prism"},
     {"simulation", "pixel_size", K_DOUBLE, OFF(pixel_size), "0.1", 1e-3, 10, NULL, "Angstrom",

@@ -2,11 +2,14 @@
  * functions, run the engine on this rank's share, then reduce. */
 #include "campaign.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/algorithm.h"
+#include "../src/channels.h"
+#include "../src/coherence.h"
 #include "../src/fft.h"
 #include "../src/phases.h"
 #include "../src/potential.h"
@@ -142,6 +145,44 @@ static int lookup_table_shared(const stem_mpi *m, const stem_plan *plan, const s
     return stem_mpi_allgather_blocks(table->kernels, sizeof(float) * table->kx * table->ky, table->n_kernels, m->group);
 }
 
+/* Spatial partial coherence: the blur needs each real-space channel over the
+ * whole scan, which the ranks of a group hold in pieces (their probe ranges):
+ * gathered over the group, blurred, each rank keeping its own probes. */
+static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, long width)
+{
+    int size = m->layout.group_size, err = STEM_OK;
+    long local = plan->probe_end - plan->probe_begin;
+    double *full = stem_alloc(sizeof(double) * plan->n_probes * width, "whole scan (source size blur)");
+    int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
+    if (!full || !counts || !displs) err = STEM_ERR_MEMORY;
+    if (!err && (double)plan->n_probes * width > INT_MAX)
+        err = STEM_FAIL(STEM_ERR_CONFIG, "[probe] source_size: %ld probes x %ld values are too many to gather", plan->n_probes, width);
+    for (int r = 0; r < size && !err; r++) { /* the plan's split (plan.c) */
+        long b, e;
+        stem_split_range(plan->n_probes, size, r, &b, &e);
+        counts[r] = (int)((e - b) * width);
+        displs[r] = (int)(b * width);
+    }
+    err = stem_mpi_agree(err, m->group);
+    if (!err && MPI_Allgatherv(mine, (int)(local * width), MPI_DOUBLE, full, counts, displs, MPI_DOUBLE, m->group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of the scan for the source size blur failed");
+    if (!err) err = stem_source_blur(plan, full, width);
+    if (!err) memcpy(mine, full + plan->probe_begin * width, sizeof(double) * local * width);
+    free(full);
+    free(counts);
+    free(displs);
+    return stem_mpi_agree(err, m->group); /* every rank goes on to the next channel, or none */
+}
+
+static int blur_results(const stem_mpi *m, const stem_plan *plan, stem_result *res)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float) continue;
+        STEM_TRY(blur_channel(m, plan, (double *)res->data[ch], res->width[ch]));
+    }
+    return STEM_OK;
+}
+
 /* A safe point: all ranks learn whether any failed (its message printed
  * once) or was asked to stop, and leave together with the same status, so
  * none waits in a collective the others abandoned. */
@@ -207,7 +248,11 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     if (err) return err;
     t = stem_wall_time();
     STEM_TRY(stem_mpi_sum_result(res, m->cross));
-    stem_phase_add(STEM_PHASE_REDUCTION, t);
     stem_result_finalise(res, plan->n_configs);
+    if (plan->opt.source_size > 0) { /* only the first group's results are written */
+        err = L->group == 0 ? blur_results(m, plan, res) : STEM_OK;
+        STEM_TRY(stem_mpi_agree(err, m->world));
+    }
+    stem_phase_add(STEM_PHASE_REDUCTION, t);
     return STEM_OK;
 }

@@ -215,6 +215,10 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
         plan->mem_smatrix = 2 * S + (plan->layout.group_size > 1 ? S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
     }
     plan->mem_results = per_probe * local_probes;
+    if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
+        for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+            if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float)
+                plan->mem_results += 8.0 * stem_channel_width(plan, ch) * plan->n_probes;
     plan->mem_detector = 16.0 * plan->out_nx * plan->out_ny; /* bin, mask, two angles per pixel */
     plan->mem_workspace = (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads;
     plan->mem_total = plan->mem_potential + plan->mem_table + plan->mem_smatrix + plan->mem_results +
@@ -278,6 +282,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_gemm = cfg->gpu_gemm;
     o->gpu_prism_resident = cfg->gpu_prism_resident;
     o->gpu_transmission = cfg->gpu_transmission;
+    o->source_size = cfg->source_size;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
     for (int i = 0; i < STEM_N_ABERR; i++) {

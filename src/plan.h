@@ -34,6 +34,7 @@ typedef struct {
     long seed;
     int thermal;
     double potential_radius; /* Angstrom */
+    double source_size;      /* FWHM of the effective source, Angstrom (coherence.h) */
     int supersampling;       /* even: see potential.c */
     int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission; /* [debug] kernel variants */
 } stem_options;

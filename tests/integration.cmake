@@ -49,6 +49,10 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --set probe.semiangle=2 --set simulation.interpolation_x=1 --set simulation.interpolation_y=1
                    --set scan.x_end=2.8 --set scan.y_end=2.0
                    --run 1 --run 2 --run 3)
+  # The source-size blur gathers each channel over the group: 1 rank = 3 ranks, one or three groups.
+  stemsim_mpi_case(mpi_source_size compare ${_small} ${_fp} --set probe.source_size=1.2 --set detector.save_dpc=true
+                   --set scan.x_start=1 --set scan.x_end=5 --set scan.y_start=1 --set scan.y_end=3.4
+                   --run 1 --run 3:compute.fp_groups=1 --run 3)
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)

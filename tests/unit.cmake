@@ -16,6 +16,7 @@ set(STEMSIM_UNIT_TESTS
   prism_tolerance # PRISM f = 2, 4 against multislice (unit/PRISM_TOLERANCES.md)
   geometry        # tiling and tilt-series rotations against hand-written rotation matrices
   safety          # config syntax, non-blocking inputs, bad tables, duplicate atoms, memory estimate, cgroups, PRISM window
+  coherence       # source-size blur against a direct 2D convolution, periodic and mirrored edges
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
