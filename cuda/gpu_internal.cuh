@@ -216,6 +216,7 @@ typedef struct {
     struct gpu_ms_ctx *ms;
     struct gpu_sm_ctx *sm; /* the S-matrix step's context, kept the same way */
     struct gpu_tr_ctx *tr; /* the transmission step's: the lookup kernels on the first GPU */
+    const stem_plan *tr_declined; /* the transmission step declined this plan (too little memory) */
     struct gpu_out_ctx *out; /* the PRISM output step's, kept when it fits beside the S-matrix step's */
     const stem_plan *resident_plan; /* whether the S-matrix stays on the GPUs, decided once per plan */
     int resident_fits;

@@ -203,7 +203,16 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
     gpu_engine_state *st = gpu_engine_state_of(e);
     CUDA_CALL(cudaSetDevice(st->dev.ids[0]));
     if (st->tr && (st->tr->plan != plan || st->tr->table != table)) gpu_transmission_cache_free(st);
+    if (st->tr_declined == plan) return STEM_NOT_APPLICABLE;
     if (!st->tr) {
+        /* the other steps' memory plans leave this step only their reserve: a grid too
+         * large for a small part of it is built on the CPU instead (the same numbers) */
+        double need = 12.0 * plan->nx * plan->ny + 4.0 * table->n_kernels * table->kx * table->ky + 16.0 * atoms->n;
+        if (need > 0.25 * st->dev.usable_bytes) {
+            stem_info("transmission functions built on the CPU: on the GPU they would need %.2f GiB", need / GPU_GIB);
+            st->tr_declined = plan;
+            return STEM_NOT_APPLICABLE;
+        }
         st->tr = (tr_ctx *)stem_calloc(1, sizeof(tr_ctx), "GPU transmission context");
         if (!st->tr) return STEM_ERR_MEMORY;
         int err = tr_create(st->tr, plan, table);

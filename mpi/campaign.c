@@ -37,8 +37,13 @@ static int build_transmission(const stem_engine *engine, const stem_plan *plan, 
 {
     stem_atoms displaced = {0};
     int err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
-    if (!err && engine->transmission) err = engine->transmission(engine, plan, table, &displaced, trans);
-    else if (!err) err = stem_transmission_build(plan, table, &displaced, trans);
+    int done = 0;
+    if (!err && engine->transmission) { /* the engine may decline (STEM_NOT_APPLICABLE): then the CPU builds them */
+        err = engine->transmission(engine, plan, table, &displaced, trans);
+        done = err != STEM_NOT_APPLICABLE;
+        if (!done) err = STEM_OK;
+    }
+    if (!err && !done) err = stem_transmission_build(plan, table, &displaced, trans);
     stem_atoms_free(&displaced);
     return err;
 }

@@ -20,7 +20,8 @@ typedef struct stem_engine {
     /* What the engine needs beyond the plan's host estimate (GPU memory, memory modes): for --dry-run. */
     void (*describe)(const struct stem_engine *e, const stem_plan *plan, FILE *out);
     /* Optional (NULL: the CPU builds them, src/potential.c): one configuration's transmission
-     * functions from its displaced atoms, into host memory. */
+     * functions from its displaced atoms, into host memory; STEM_NOT_APPLICABLE when it
+     * declines (too little device memory), and the CPU builds them. */
     int (*transmission)(const struct stem_engine *e, const stem_plan *plan, const stem_potential_table *table,
                         const stem_atoms *atoms, stem_complex *trans);
     int (*multislice)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
