@@ -66,6 +66,25 @@ static int copy_to_other_gpus(const gpu_devices *d, float2 *S[], size_t bytes)
     return STEM_OK;
 }
 
+/* Both arrangements of the S-matrix on the rank's first GPU (by beam, then beam fastest). */
+static int alloc_on_first_gpu(const gpu_devices *d, size_t bytes, float2 **by_beam, float2 **by_pixel)
+{
+    CUDA_CALL(cudaSetDevice(d->ids[0]));
+    STEM_TRY(gpu_alloc_((void **)by_beam, bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__));
+    return gpu_alloc_((void **)by_pixel, bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
+}
+
+/* Every GPU's copy S[g], freed on its own GPU; the first GPU current again. */
+static void free_on_every_gpu(const gpu_devices *d, float2 *S[])
+{
+    for (int g = 0; g < d->n_gpus; g++) {
+        if (S[g] && cudaSetDevice(d->ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_free(S[g]);
+        S[g] = NULL;
+    }
+    if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
+}
+
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res)
 {
@@ -79,10 +98,8 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
         st->resident_plan = plan;
     }
     if (!st->resident_fits) return STEM_NOT_APPLICABLE;
-    CUDA_CALL(cudaSetDevice(d->ids[0]));
     float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
-    int err = gpu_alloc_((void **)&by_beam, S_bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__);
-    if (!err) err = gpu_alloc_((void **)&by_pixel[0], S_bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
+    int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
     double t0 = stem_wall_time();
     if (!err) err = gpu_prism_smatrix_to_device(e, plan, trans, by_beam);
     if (!err) err = cudaSetDevice(d->ids[0]) == cudaSuccess ? STEM_OK : gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
@@ -99,11 +116,7 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
                   S_bytes / GPU_GIB, d->n_gpus > 1 ? (d->peer ? ", copied peer to peer to the rank's other GPUs" : ", copied to the rank's other GPUs") : "",
                   t1 - t0);
     if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
-    for (int g = 0; g < d->n_gpus; g++) {
-        if (by_pixel[g] && cudaSetDevice(d->ids[g]) != cudaSuccess) cudaGetLastError();
-        gpu_free(by_pixel[g]);
-    }
-    if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
+    free_on_every_gpu(d, by_pixel);
     stem_phase_add(STEM_PHASE_PROBES, t1);
     return err;
 }
@@ -134,10 +147,8 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
         return err;
     }
     double t0 = stem_wall_time();
-    CUDA_CALL(cudaSetDevice(d->ids[0]));
     float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
-    int err = gpu_alloc_((void **)&by_beam, S_bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__);
-    if (!err) err = gpu_alloc_((void **)&by_pixel[0], S_bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
+    int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
     if (!err && cudaMemcpy(by_beam, S_by_beam, S_bytes, cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(S-matrix)", __FILE__, __LINE__, __func__);
     if (!err) err = arrange_on_device(by_pixel[0], by_beam, box, nb);
@@ -147,10 +158,6 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
         stem_info("gpu PRISM: gathered S-matrix (%.3f GiB) uploaded once and arranged on the GPU%s: %.3f s", S_bytes / GPU_GIB,
                   d->n_gpus > 1 ? ", then copied to the rank's other GPUs" : "", stem_wall_time() - t0);
     if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
-    for (int g = 0; g < d->n_gpus; g++) {
-        if (by_pixel[g] && cudaSetDevice(d->ids[g]) != cudaSuccess) cudaGetLastError();
-        gpu_free(by_pixel[g]);
-    }
-    if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
+    free_on_every_gpu(d, by_pixel);
     return err;
 }
