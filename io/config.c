@@ -158,6 +158,10 @@ static const key_spec key_table[] = {
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
      "FFTW planning of the CPU engine: estimate is reproducible bit for bit across runs and rank counts; "
      "measure times algorithms (often 1.2-7x faster FFTs) but results may differ by ~1e-6 between runs"},
+    {"compute", "node_shared", K_BOOL, OFF(node_shared), "true", 0, 0, NULL, "-",
+     "the ranks of a group on one node keep one copy of the transmission functions and of the PRISM S-matrix "
+     "in shared memory (MPI-3 windows; each rank writes its share in place, only nodes exchange); false: one "
+     "copy per rank, exchanged over MPI. Needs each node's ranks consecutive (mpirun's default mapping)"},
     {"debug", "gpu_prism_output", K_ENUM, OFF(gpu_prism_output), "gemm", 0, 0, "gemm|direct", "-",
      "GPU PRISM output step: batched CGEMM over probe tiles, or one direct kernel per probe (benchmarking)"},
     {"debug", "gpu_tile", K_INT, OFF(gpu_tile), "0", 0, 4096, NULL, "probes",
@@ -170,6 +174,9 @@ static const key_spec key_table[] = {
     {"debug", "gpu_transmission", K_ENUM, OFF(gpu_transmission), "auto", 0, 0, "off|auto", "-",
      "the GPU engine builds the transmission functions on its first GPU (auto); off builds them on the CPU "
      "(for comparison; results differ at the 1e-7 level from the order of float sums)"},
+    {"debug", "ranks_per_node", K_INT, OFF(ranks_per_node), "0", 0, 1000000, NULL, "ranks",
+     "node-shared memory as if each node held this many consecutive ranks of a group (0: the real nodes); "
+     "tests the exchange between nodes on one machine"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
 _Static_assert(sizeof key_table / sizeof key_table[0] <= sizeof ((stem_config *)0)->seen, "stem_config.seen is too small");

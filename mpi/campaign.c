@@ -50,9 +50,10 @@ static int build_transmission(const stem_engine *engine, const stem_plan *plan, 
 
 /* On the CPU every rank of the group builds its share of the slices (the same
  * code, so the same numbers as one rank building all), then the group
- * exchanges them. */
+ * exchanges them: in node-shared memory (trans_node) only the nodes do. */
 static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_potential_table *table, int c, stem_complex *trans)
+                               const stem_potential_table *table, int c, stem_complex *trans,
+                               const stem_shared_buffer *trans_node)
 {
     const stem_layout *L = &m->layout;
     size_t grid = (size_t)plan->nx * plan->ny;
@@ -66,7 +67,10 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     err = stem_mpi_agree(err, m->group); /* no rank waits in an exchange another abandoned */
-    if (!err) err = stem_mpi_allgather_blocks(trans, sizeof(stem_complex) * grid, plan->n_slices, m->group);
+    if (!err && trans_node->base)
+        err = stem_shared_allgather_blocks(&m->share, trans_node, sizeof(stem_complex) * grid, plan->n_slices);
+    else if (!err)
+        err = stem_mpi_allgather_blocks(trans, sizeof(stem_complex) * grid, plan->n_slices, m->group);
     stem_phase_add(STEM_PHASE_BROADCAST, t);
     return err;
 }
@@ -77,9 +81,9 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
  * ready, then receives it. On the CPU the group shares the work. */
 static int transmission_for_config(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                                    const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
-                                   stem_complex *trans)
+                                   stem_complex *trans, const stem_shared_buffer *trans_node)
 {
-    if (!engine->transmission && !prebuilt) return transmission_shared(m, plan, atoms, table, c, trans);
+    if (!engine->transmission && !prebuilt) return transmission_shared(m, plan, atoms, table, c, trans, trans_node);
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
     double t = stem_wall_time();
@@ -93,6 +97,21 @@ static int transmission_for_config(const stem_mpi *m, const stem_engine *engine,
     if (!err) err = stem_mpi_bcast(trans, bytes, 0, m->group);
     stem_phase_add(STEM_PHASE_BROADCAST, t);
     return err;
+}
+
+/* The transmission functions of one configuration: in the node's shared memory
+ * when the ranks of the group build them together (the CPU), else this rank's
+ * own (an engine that builds them, the GPU, hands them to the group's ranks). */
+static int transmission_buffer(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan, stem_complex **trans,
+                               stem_shared_buffer *trans_node)
+{
+    size_t count = (size_t)plan->nx * plan->ny * plan->n_slices;
+    if (m->share.active && !engine->transmission) {
+        STEM_TRY(stem_shared_alloc(&m->share, sizeof(stem_complex) * count, "transmission functions", trans_node));
+        *trans = trans_node->base;
+        return STEM_OK;
+    }
+    return (*trans = stem_fft_alloc(count, "transmission functions")) ? STEM_OK : STEM_ERR_MEMORY;
 }
 
 /* Ahead: while an engine that leaves the host's cores idle (the GPU) runs
@@ -208,10 +227,11 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_detector det = {0};
     stem_potential_table table = {0};
     stem_complex *trans = NULL;
+    stem_shared_buffer trans_node = {.win = MPI_WIN_NULL};
     int err = injected_failure(m, "campaign");
     if (!err) err = stem_detector_build(plan, &det);
-    if (!err && !(trans = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions")))
-        err = STEM_ERR_MEMORY;
+    err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
+    if (!err) err = transmission_buffer(m, engine, plan, &trans, &trans_node);
     double t = stem_wall_time();
     err = lookup_table_shared(m, plan, atoms, kirkland, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
@@ -232,10 +252,10 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        err = transmission_for_config(m, engine, plan, atoms, &table, c, ready == c, trans);
+        err = transmission_for_config(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
         if (err) continue;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
-        err = stem_algorithm_run_config(engine, plan, m->group, trans, &det, res, &buffers);
+        err = stem_algorithm_run_config(engine, plan, m, trans, &det, res, &buffers);
         if (spare && (ready = build_ahead_finish(&ahead)) >= 0) {
             stem_complex *t = trans;
             trans = spare;
@@ -248,7 +268,8 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_algorithm_buffers_free(&buffers);
     err = safe_point(m, err);
     stem_potential_table_free(&table);
-    stem_fft_free(trans);
+    if (trans_node.base) stem_shared_free(&trans_node);
+    else stem_fft_free(trans);
     stem_detector_free(&det);
     if (err) return err;
     t = stem_wall_time();

@@ -16,7 +16,7 @@ static int choose_groups(int world_size, int n_configs, int requested)
     return best;
 }
 
-int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested)
+int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, int node_shared, int ranks_per_node)
 {
     memset(m, 0, sizeof *m);
     m->world = world;
@@ -38,6 +38,8 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested)
     L->group_rank = L->world_rank % L->group_size;
     STEM_MPI_CALL(MPI_Comm_split(world, L->group, L->group_rank, &m->group));
     STEM_MPI_CALL(MPI_Comm_split(world, L->group_rank, L->group, &m->cross));
+    STEM_TRY(stem_node_share_setup(&m->share, m->group, node_shared, ranks_per_node, &L->not_shared));
+    L->shared_ranks = m->share.active ? m->share.node_size : 1;
     return STEM_OK;
 }
 
@@ -45,6 +47,7 @@ void stem_mpi_free(stem_mpi *m)
 {
     if (m->group != MPI_COMM_NULL && m->group) MPI_Comm_free(&m->group);
     if (m->cross != MPI_COMM_NULL && m->cross) MPI_Comm_free(&m->cross);
+    stem_node_share_free(&m->share);
 }
 
 int stem_mpi_agree(int status, MPI_Comm comm)
@@ -121,12 +124,12 @@ int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
     return STEM_OK;
 }
 
-int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm)
+int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm)
 {
     int size, err = STEM_OK;
     STEM_MPI_CALL(MPI_Comm_size(comm, &size));
-    if (size == 1 || n_blocks == 0) return STEM_OK;
-    if (block_bytes % sizeof(float) || block_bytes / sizeof(float) > INT_MAX || n_blocks > INT_MAX)
+    if (size == 1 || first[size] == 0) return STEM_OK;
+    if (block_bytes % sizeof(float) || block_bytes / sizeof(float) > INT_MAX || first[size] > INT_MAX)
         return STEM_FAIL(STEM_ERR_INTERNAL, "blocks of %zu bytes cannot be gathered", block_bytes);
     /* one element = one block, so counts are block counts */
     MPI_Datatype block;
@@ -135,16 +138,32 @@ int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_
     int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
     if (!counts || !displs) err = STEM_ERR_MEMORY;
     for (int r = 0; r < size && !err; r++) {
-        long b, e;
-        stem_split_range(n_blocks, size, r, &b, &e);
-        counts[r] = (int)(e - b);
-        displs[r] = (int)b;
+        counts[r] = (int)(first[r + 1] - first[r]);
+        displs[r] = (int)first[r];
     }
     if (!err && MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, block, comm) != MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of %ld blocks of %zu bytes failed", n_blocks, block_bytes);
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of %ld blocks of %zu bytes failed", first[size], block_bytes);
     MPI_Type_free(&block);
     free(counts);
     free(displs);
+    return err;
+}
+
+int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm)
+{
+    int size;
+    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
+    if (size == 1 || n_blocks == 0) return STEM_OK;
+    long *first = stem_calloc((size_t)size + 1, sizeof(long), "gather ranges");
+    if (!first) return STEM_ERR_MEMORY;
+    for (int r = 0; r < size; r++) {
+        long b, e;
+        stem_split_range(n_blocks, size, r, &b, &e);
+        first[r] = b;
+        first[r + 1] = e;
+    }
+    int err = stem_mpi_allgather_ranges(buf, block_bytes, first, comm);
+    free(first);
     return err;
 }
 

@@ -8,14 +8,17 @@
 #include "../src/atoms.h"
 #include "../src/detector.h"
 #include "../src/physics.h"
+#include "node_shared.h"
 
 typedef struct {
     MPI_Comm world, group, cross; /* cross: same group rank in every group */
     stem_layout layout;
+    stem_node_share share;        /* the group's ranks on this node (node_shared.h) */
 } stem_mpi;
 
-/* Communicators for frozen-phonon groups: `requested` groups (0: automatic). */
-int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested);
+/* Communicators for frozen-phonon groups: `requested` groups (0: automatic);
+ * node-shared memory when node_shared (ranks_per_node: node_shared.h). */
+int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, int node_shared, int ranks_per_node);
 void stem_mpi_free(stem_mpi *m);
 /* Largest status over the ranks of comm, so all ranks take the same branch;
  * the lowest failing rank's message is printed (once). */
@@ -29,6 +32,8 @@ int stem_mpi_sum_result(stem_result *res, MPI_Comm comm);
 /* In place: rank r of comm holds blocks [b, e) of stem_split_range(n_blocks, size, r) at
  * their places in buf; afterwards every rank holds all of them. */
 int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm);
+/* The same with rank r of comm holding blocks [first[r], first[r + 1]) (first: size + 1 entries). */
+int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm);
 /* Gather every rank's beams of the S-matrix ([beam][box]) on every rank of comm. */
 int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm);
 

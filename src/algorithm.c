@@ -1,40 +1,122 @@
 /* Multislice and PRISM as algorithms over an engine (algorithm.h). */
 #include "algorithm.h"
 
-#include "../mpi/comm.h"
+#include <string.h>
+
+#include "dispatcher.h"
 #include "phases.h"
 
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 {
-    stem_fft_free(b->S);
+    if (b->S_node.base) stem_shared_free(&b->S_node);
+    else stem_fft_free(b->S);
+    if (b->by_pixel_node.base) stem_shared_free(&b->by_pixel_node);
+    else stem_fft_free(b->by_pixel);
     stem_fft_free(b->local);
-    b->S = b->local = NULL;
+    memset(b, 0, sizeof *b);
 }
 
-static int prism_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
-                            const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf)
+/* A whole S-matrix buffer: in the node's shared memory, or this rank's own. */
+static int smatrix_buffer(const stem_mpi *m, size_t count, const char *what, stem_shared_buffer *node, stem_complex **out)
+{
+    if (*out) return STEM_OK;
+    if (m->share.active) {
+        STEM_TRY(stem_shared_alloc(&m->share, sizeof(stem_complex) * count, what, node));
+        *out = node->base;
+        return STEM_OK;
+    }
+    return (*out = stem_fft_alloc(count, what)) ? STEM_OK : STEM_ERR_MEMORY;
+}
+
+/* Every buffer this configuration needs; agreed over the group (node-shared ones are collective). */
+static int prism_buffers(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
+{
+    size_t count = (size_t)plan->crop_nx * plan->crop_ny * plan->n_beams;
+    int err = smatrix_buffer(m, count, "S-matrix", &buf->S_node, &buf->S);
+    if (!err && engine->output_beam_fastest)
+        err = smatrix_buffer(m, count, "S-matrix (beam fastest)", &buf->by_pixel_node, &buf->by_pixel);
+    size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
+    if (!err && plan->layout.group_size > 1 && !m->share.active && !buf->local &&
+        !(buf->local = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny * local_beams, "local S-matrix")))
+        err = STEM_ERR_MEMORY;
+    return stem_mpi_agree(err, m->group);
+}
+
+/* Where this rank computes its beams: in place in the whole S-matrix when it is
+ * alone or shares it with its node, else in its own buffer, gathered after. */
+static stem_complex *beams_destination(const stem_plan *plan, const stem_mpi *m, const stem_algorithm_buffers *buf)
+{
+    if (plan->layout.group_size == 1) return buf->S;
+    if (m->share.active) return buf->S + (size_t)plan->beam_begin * plan->crop_nx * plan->crop_ny;
+    return buf->local;
+}
+
+static int smatrix_exchange(const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
 {
     size_t box = (size_t)plan->crop_nx * plan->crop_ny;
-    size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
-    int shared = plan->layout.group_size > 1;
-    if (!buf->S) buf->S = stem_fft_alloc(box * plan->n_beams, "S-matrix");
-    if (shared && !buf->local) buf->local = stem_fft_alloc(box * local_beams, "local S-matrix");
-    /* one rank computes every beam straight into the whole S-matrix */
-    stem_complex *local = shared ? buf->local : buf->S;
-    int err = buf->S && local ? STEM_OK : STEM_ERR_MEMORY;
+    if (plan->layout.group_size == 1) return STEM_OK;
+    if (m->share.active) return stem_shared_allgather_blocks(&m->share, &buf->S_node, sizeof(stem_complex) * box, plan->n_beams);
+    return stem_mpi_gather_smatrix(plan, buf->local, buf->S, m->group);
+}
+
+typedef struct {
+    const stem_plan *plan;
+    const stem_complex *by_beam;
+    stem_complex *by_pixel;
+    size_t first, last; /* this rank's pixels [first, last) */
+} arrange_job;
+
+enum { ARRANGE_TILE = 64 }; /* pixels per work item (the transpose's tile) */
+
+static int arrange_work(void *ctx, int worker, long begin, long end)
+{
+    (void)worker;
+    arrange_job *job = ctx;
+    size_t b = job->first + (size_t)begin * ARRANGE_TILE, e = job->first + (size_t)end * ARRANGE_TILE;
+    stem_prism_arrange_pixels(job->plan, job->by_beam, job->by_pixel, b, e < job->last ? e : job->last);
+    return STEM_OK;
+}
+
+/* Beam-fastest arrangement, threaded; with node sharing each rank of the node a share of the pixels. */
+static int arrange_smatrix(const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
+{
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    long b = 0, e = (long)box;
+    if (m->share.active) stem_split_range((long)box, m->share.node_size, m->share.node_rank, &b, &e);
+    b -= b % ARRANGE_TILE; /* ranks' shares in whole tiles, so they meet exactly */
+    if (e != (long)box) e -= e % ARRANGE_TILE;
+    arrange_job job = {plan, buf->S, buf->by_pixel, (size_t)b, (size_t)e};
+    stem_work work = {&job, NULL, arrange_work, NULL};
+    long tiles = (e - b + ARRANGE_TILE - 1) / ARRANGE_TILE; /* the last may be short */
+    int err = tiles > 0 ? stem_dispatch(&work, tiles, 16, plan->threads, "S-matrix arrangement") : STEM_OK;
+    if (m->share.active) err = stem_mpi_agree(err, m->share.node);
+    if (!err && m->share.active) err = stem_shared_sync(&m->share, &buf->by_pixel_node);
+    return err;
+}
+
+static int prism_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
+                            const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf)
+{
     double t = stem_wall_time();
-    if (!err) err = engine->prism_smatrix(engine, plan, trans, local);
+    int err = prism_buffers(engine, plan, m, buf);
+    if (!err) err = engine->prism_smatrix(engine, plan, trans, beams_destination(plan, m, buf));
     t = stem_phase_add(STEM_PHASE_SMATRIX, t);
-    err = stem_mpi_agree(err, group); /* before the gather: all ranks have their beams */
+    err = stem_mpi_agree(err, m->group); /* before the exchange: all ranks have their beams */
     t = stem_phase_add(STEM_PHASE_WAIT, t);
-    if (!err && shared) err = stem_mpi_gather_smatrix(plan, local, buf->S, group);
+    if (!err) err = smatrix_exchange(plan, m, buf);
     t = stem_phase_add(STEM_PHASE_GATHER, t);
-    if (!err) err = engine->prism_output(engine, plan, buf->S, det, res); /* arranges, then the probes */
+    const stem_complex *S = buf->S;
+    if (!err && engine->output_beam_fastest) {
+        err = arrange_smatrix(plan, m, buf);
+        S = buf->by_pixel;
+    }
+    t = stem_phase_add(STEM_PHASE_ARRANGE, t);
+    if (!err) err = engine->prism_output(engine, plan, S, det, res);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }
 
-int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
+int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
                               const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers)
 {
     if (plan->algorithm == STEM_ALG_PRISM && plan->layout.group_size == 1 && engine->prism_resident) {
@@ -42,7 +124,7 @@ int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, 
         int err = engine->prism_resident(engine, plan, trans, det, res);
         if (err != STEM_NOT_APPLICABLE) return err;
     }
-    if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, group, trans, det, res, buffers);
+    if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, m, trans, det, res, buffers);
     double t = stem_wall_time();
     int err = engine->multislice(engine, plan, trans, det, res);
     stem_phase_add(STEM_PHASE_PROBES, t);

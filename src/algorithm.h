@@ -1,26 +1,30 @@
 /* Algorithms above the engines: one frozen-phonon configuration through the
  * algorithm the plan names. Multislice is one engine step; PRISM owns its
- * three: the S-matrix of this rank's beams, the gather over the rank group
- * (agreed first, so no rank waits in it alone) and the output step (which
- * arranges the S-matrix as it reads it). A one-rank group on an engine that
- * can keep the S-matrix in its own memory (the GPU) skips the host round trip. */
+ * steps: the S-matrix of this rank's beams, the exchange over the rank group
+ * (agreed first, so no rank waits in it alone), the beam-fastest arrangement
+ * where the engine reads it so (the CPU), and the output step. With node-shared
+ * memory (mpi/node_shared.h) the ranks of a node compute their beams in place
+ * into one S-matrix, only nodes exchange, and each rank arranges a share. A
+ * one-rank group on an engine that can keep the S-matrix in its own memory
+ * (the GPU) skips the host round trip. */
 #ifndef STEM_ALGORITHM_H
 #define STEM_ALGORITHM_H
 
-#include <mpi.h>
-
+#include "../mpi/comm.h"
 #include "engine.h"
 
-/* Host buffers kept from one configuration to the next (PRISM's gathered S-matrix
- * and this rank's beams of it): first-touch page faults once per run, not once
- * per configuration (they halved the gather's speed). Zero-initialise. */
+/* Host buffers kept from one configuration to the next (PRISM's whole S-matrix,
+ * this rank's beams of it, the beam-fastest copy): first-touch page faults once
+ * per run, not once per configuration (they halved the gather's speed), and
+ * node-shared windows created once. Zero-initialise. */
 typedef struct {
-    stem_complex *S, *local; /* local: only in groups of several ranks */
+    stem_complex *S, *local, *by_pixel; /* local: only in groups of several ranks without node sharing */
+    stem_shared_buffer S_node, by_pixel_node; /* node-shared: S and by_pixel point into them */
 } stem_algorithm_buffers;
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b);
 
-/* Collective over group (the ranks sharing this configuration). */
-int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, MPI_Comm group, const stem_complex *trans,
+/* Collective over m->group (the ranks sharing this configuration). */
+int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
                               const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers);
 
 #endif

@@ -77,12 +77,14 @@ typedef struct {
     int memory_mode;
     int fp_groups;
     int fft_planning;
+    int node_shared;         /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
     int gpu_prism_output;    /* stem_gpu_output_variant */
     int gpu_tile;            /* 0: automatic */
     int gpu_gemm;            /* stem_gpu_gemm */
     int gpu_prism_resident;  /* 1: auto, 0: off */
     int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
+    int ranks_per_node;      /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
     /* which keys were given explicitly (index into the key table) */
     unsigned char seen[160];
 } stem_config;

@@ -28,7 +28,9 @@ typedef struct stem_engine {
                       const stem_detector *det, stem_result *res);
     int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                          stem_complex *S_local);
-    /* S: the whole S-matrix as gathered, [beam][crop_ny][crop_nx]; the engine arranges it as its output step reads it */
+    int output_beam_fastest; /* prism_output reads S beam-fastest, [crop_ny][crop_nx][beam], arranged on the
+                                host by the algorithm (the CPU); 0: as gathered (the GPU arranges it itself) */
+    /* S: the whole S-matrix, [beam][crop_ny][crop_nx] or beam-fastest (output_beam_fastest) */
     int (*prism_output)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *S,
                         const stem_detector *det, stem_result *res);
     /* Optional (NULL on the CPU): a whole PRISM configuration of a one-rank group with

@@ -150,7 +150,8 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
     if (!err) err = load_inputs(cfg, kirkland, atoms, world, rank);
-    if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, cfg->frozen_phonons, cfg->fp_groups), world);
+    if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, cfg->frozen_phonons, cfg->fp_groups, cfg->node_shared,
+                                                              cfg->ranks_per_node), world);
     if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, atoms, &m->layout), world);
     if (!err && o->dry_run && rank == 0) {
         stem_plan_print(plan, stdout);

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -98,4 +99,13 @@ void stem_memory_limit_choose(double config_gib, int ranks_on_node, stem_memory_
         snprintf(out->source, sizeof out->source, "%.0f%% of this process's address-space limit RLIMIT_AS (ulimit -v), %.2f GiB",
                  100 * STEM_MEMORY_FRACTION, (double)rl.rlim_cur / GIB);
     }
+}
+
+double stem_shared_memory_room(char *dir, int dir_len)
+{
+    const char *d = getenv("OMPI_MCA_osc_sm_backing_directory");
+    snprintf(dir, (size_t)dir_len, "%s", d && *d ? d : "/dev/shm");
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0) return -1;
+    return (double)fs.f_bavail * fs.f_frsize;
 }

@@ -19,4 +19,9 @@ double stem_cgroup_memory_limit(const char *proc_cgroup, const char *root);
  * min(physical, cgroup) / ranks_on_node, and of RLIMIT_AS (per process). */
 void stem_memory_limit_choose(double config_gib, int ranks_on_node, stem_memory_limit *out);
 
+/* Free bytes where MPI places node-shared memory windows (Open MPI's
+ * osc_sm_backing_directory when set, else /dev/shm; the directory in dir), or -1
+ * when unknown. A full one kills a process with SIGBUS on first touch. */
+double stem_shared_memory_room(char *dir, int dir_len);
+
 #endif

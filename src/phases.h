@@ -16,7 +16,8 @@ typedef enum {
     STEM_PHASE_BROADCAST,    /* transmission functions to the group, waiting for the leader included */
     STEM_PHASE_SMATRIX,      /* PRISM: this rank's plane waves through the sample */
     STEM_PHASE_GATHER,       /* PRISM: the S-matrix gathered over the group (or copied to a rank's other GPUs) */
-    STEM_PHASE_PROBES,       /* multislice probes or the PRISM output step (S-matrix arrangement included) */
+    STEM_PHASE_ARRANGE,      /* PRISM: the S-matrix arranged beam-fastest for the CPU's output step */
+    STEM_PHASE_PROBES,       /* multislice probes or the PRISM output step */
     STEM_PHASE_WAIT,         /* agreements and safe points: waiting for slower ranks */
     STEM_PHASE_REDUCTION,    /* results summed over groups */
     STEM_PHASE_WRITE,        /* HDF5 output */

@@ -202,8 +202,12 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     double grid = (double)plan->nx * plan->ny;
     long local_probes = plan->probe_end - plan->probe_begin;
     double per_probe = stem_channel_bytes_per_probe(plan);
-    /* transmission functions of every slice, the model and one displaced copy */
-    plan->mem_potential = 8.0 * grid * plan->n_slices + 48.0 * plan->n_atoms * 2;
+    /* node-shared buffers count as their share (node_shared.h): the node's memory is what they fill */
+    double shared = plan->layout.shared_ranks > 1 ? plan->layout.shared_ranks : 1;
+    /* transmission functions of every slice (node-shared with the CPU engine, which
+     * leaves building them to the campaign), the model and one displaced copy */
+    plan->mem_potential = 8.0 * grid * plan->n_slices / (plan->opt.device == STEM_DEVICE_CPU ? shared : 1) +
+                          48.0 * plan->n_atoms * 2;
     /* a GPU run's group leaders build the next configuration while the GPU works (campaign.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
@@ -212,8 +216,17 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     plan->mem_smatrix = 0;
     if (plan->algorithm == STEM_ALG_PRISM) { /* gathered copy plus the beam-fastest copy, and this rank's beams */
         double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
-        plan->mem_smatrix = 2 * S + (plan->layout.group_size > 1 ? S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
+        if (shared > 1) /* the node's two copies; each rank computes its beams in place */
+            plan->mem_smatrix = 2 * S / shared;
+        else
+            plan->mem_smatrix = 2 * S + (plan->layout.group_size > 1 ? S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
     }
+    /* what the group's node-shared windows take on this node: every engine but the
+     * GPU may leave the transmission functions to the campaign (counted for the room check) */
+    plan->mem_node_shared = 0;
+    if (shared > 1)
+        plan->mem_node_shared = (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) +
+                                plan->mem_smatrix * shared;
     plan->mem_results = per_probe * local_probes;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
@@ -378,8 +391,27 @@ static const char *format_bytes(double b, char *out, size_t n)
     return out;
 }
 
+/* Node-shared windows live in a file system in memory (/dev/shm), often smaller than
+ * memory (containers: 64 MiB): refused here, before anything is allocated. */
+static int check_shared_room(const stem_plan *plan)
+{
+    const stem_layout *L = &plan->layout;
+    if (L->shared_ranks <= 1 || plan->mem_node_shared <= 0) return STEM_OK;
+    char dir[512], f[2][32];
+    double room = stem_shared_memory_room(dir, sizeof dir);
+    int groups = (L->ranks_on_node + L->shared_ranks - 1) / L->shared_ranks; /* groups with ranks on this node */
+    double need = plan->mem_node_shared * (groups > 0 ? groups : 1);
+    if (room < 0 || need <= room) return STEM_OK;
+    return STEM_FAIL(STEM_ERR_MEMORY,
+                     "node-shared memory (transmission functions and S-matrix of %d group(s) on this node) needs %s in %s, "
+                     "which has %s free: give it room (containers: --shm-size; Open MPI: --mca osc_sm_backing_directory "
+                     "DIR) or set [compute] node_shared = false (one copy per rank)",
+                     groups, format_bytes(need, f[0], 32), dir, format_bytes(room, f[1], 32));
+}
+
 int stem_plan_check_memory(const stem_plan *plan)
 {
+    STEM_TRY(check_shared_room(plan));
     if (plan->mem_total <= plan->mem_limit) return STEM_OK;
     char f[8][32];
     return STEM_FAIL(STEM_ERR_MEMORY,
@@ -417,6 +449,11 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);
+    if (L->shared_ranks > 1)
+        fprintf(out, "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on this node\n",
+                plan->algorithm == STEM_ALG_PRISM ? "S-matrix and " : "", L->shared_ranks, L->group);
+    else if (L->group_size > 1 && L->not_shared)
+        fprintf(out, "  node-shared        off: %s\n", L->not_shared);
     fprintf(out, "  memory per rank    %.3f GiB (transmission %.3f, lookup table %.3f, S-matrix %.3f, results %.3f, "
                  "detector %.3f, workspace %.3f)\n",
             plan->mem_total / GiB, plan->mem_potential / GiB, plan->mem_table / GiB, plan->mem_smatrix / GiB,

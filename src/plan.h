@@ -16,6 +16,8 @@ typedef struct {
     int n_groups, group, group_size, group_rank; /* frozen-phonon rank groups */
     int ranks_on_node;                            /* for default threads / memory */
     int local_rank;                               /* rank within the node (GPU assignment) */
+    int shared_ranks;                             /* ranks of this group sharing node memory (1: none) */
+    const char *not_shared;                       /* why node sharing is off (NULL: on) */
 } stem_layout;
 
 /* Probe aberrations as chi (probe.c) uses them. */
@@ -86,6 +88,7 @@ typedef struct {
     int threads, batch_size;
     /* memory (bytes, per rank) */
     double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;
+    double mem_node_shared; /* bytes of this group's node-shared windows on this node (0: none) */
     char mem_limit_source[256]; /* what set mem_limit (config, cgroup, rlimit, RAM) */
     int mem_limit_from_config;
     long n_atoms;

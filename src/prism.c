@@ -110,14 +110,20 @@ int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, s
     return err;
 }
 
-void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel)
+void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,
+                               size_t end)
 {
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
     const size_t tile = 64; /* cache-blocked transpose */
-    for (size_t p0 = 0; p0 < box; p0 += tile)
+    for (size_t p0 = begin; p0 < end; p0 += tile)
         for (size_t b0 = 0; b0 < nb; b0 += tile)
             for (size_t b = b0; b < b0 + tile && b < nb; b++)
-                for (size_t p = p0; p < p0 + tile && p < box; p++) by_pixel[p * nb + b] = by_beam[b * box + p];
+                for (size_t p = p0; p < p0 + tile && p < end; p++) by_pixel[p * nb + b] = by_beam[b * box + p];
+}
+
+void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel)
+{
+    stem_prism_arrange_pixels(plan, by_beam, by_pixel, 0, (size_t)plan->crop_nx * plan->crop_ny);
 }
 
 /* ---- output step ------------------------------------------------------- */

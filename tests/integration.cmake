@@ -53,6 +53,20 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   stemsim_mpi_case(mpi_source_size compare ${_small} ${_fp} --set probe.source_size=1.2 --set detector.save_dpc=true
                    --set scan.x_start=1 --set scan.x_end=5 --set scan.y_start=1 --set scan.y_end=3.4
                    --run 1 --run 3:compute.fp_groups=1 --run 3)
+  # Node-shared memory (one copy of the transmission functions and S-matrix per node,
+  # exchanged between nodes only) gives the same bits as private copies and one rank:
+  # real node, 2-rank "nodes" (debug.ranks_per_node: 2 + 2 and 2 + 1).
+  foreach(_alg multislice prism)
+    stemsim_mpi_case(mpi_node_shared_${_alg} compare ${_small} ${_fp} --set simulation.algorithm=${_alg}
+                     --set compute.fp_groups=1 --tol 0
+                     --run 1 --run 3 --run 3:compute.node_shared=false --run 4:debug.ranks_per_node=2
+                     --run 3:debug.ranks_per_node=2)
+    # two groups, each sharing its own windows (groups sum in another order than one rank: compared
+    # with the same two groups on private copies)
+    stemsim_mpi_case(mpi_node_shared_groups_${_alg} compare ${_small} ${_fp} --set simulation.algorithm=${_alg}
+                     --set compute.fp_groups=2 --tol 0
+                     --run 4:compute.node_shared=false --run 4 --run 4:debug.ranks_per_node=1)
+  endforeach()
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)

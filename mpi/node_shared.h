@@ -1,0 +1,49 @@
+/* Memory shared by the ranks of a group that run on the same node (MPI-3
+ * shared-memory windows). The transmission functions and PRISM's S-matrix are
+ * the same on every rank of a group: one copy per node instead of one per rank
+ * (16 ranks of a node: 1/16 of the memory), each rank writing its share in
+ * place, so exchanging them moves data only between nodes. */
+#ifndef STEM_NODE_SHARED_H
+#define STEM_NODE_SHARED_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct {
+    int active;        /* 0: every rank keeps its own copies (the exchanges go over the group) */
+    MPI_Comm node;     /* this group's ranks on this node */
+    MPI_Comm leaders;  /* node rank 0 of each node of the group; MPI_COMM_NULL on the others */
+    int node_rank, node_size;
+    int n_nodes;
+    int *node_first;   /* group rank of each node's first rank; [n_nodes] = group size (leaders only) */
+} stem_node_share;
+
+/* Collective over group. ranks_per_node > 0 pretends that nodes hold that many
+ * consecutive ranks (tests of the multi-node path on one machine); 0: the real
+ * nodes. Sharing needs each node's ranks to be consecutive in the group (mpirun's
+ * default mapping by slot or core); otherwise, or when enable is 0, it stays off
+ * and why is in *why (NULL: on). */
+int stem_node_share_setup(stem_node_share *s, MPI_Comm group, int enable, int ranks_per_node, const char **why);
+void stem_node_share_free(stem_node_share *s);
+
+typedef struct {
+    MPI_Win win;
+    void *base; /* the whole buffer, the same bytes on every rank of the node */
+    size_t bytes;
+} stem_shared_buffer;
+
+/* Collective over s->node: the node's first rank allocates bytes, every rank maps
+ * them. The failure of any rank is agreed over the node. MPI backs the buffer with
+ * a file in /dev/shm (Open MPI: osc_sm_backing_directory) and cannot always report
+ * a full one cleanly: the plan checks its room first (stem_plan_check_memory). */
+int stem_shared_alloc(const stem_node_share *s, size_t bytes, const char *what, stem_shared_buffer *buf);
+void stem_shared_free(stem_shared_buffer *buf);
+/* Collective over s->node: writes before it are seen by every rank of the node after it. */
+int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf);
+/* Collective over the group: rank r of the group has written blocks [b, e) of
+ * stem_split_range(n_blocks, group size, r) into buf; afterwards every rank sees
+ * all of them (only the nodes' first ranks exchange, each its node's blocks). */
+int stem_shared_allgather_blocks(const stem_node_share *s, const stem_shared_buffer *buf, size_t block_bytes,
+                                 long n_blocks);
+
+#endif
