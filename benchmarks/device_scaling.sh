@@ -4,6 +4,9 @@
 # 80 keV, 0.1 Angstrom pixels, CPU engine, one rank per core (bound), then one rank
 # with 16 threads. Builds nothing (build/ and .device/ carried):
 #   source .device/env.sh && bash benchmarks/device_scaling.sh [ms|prism|all] [RANKS...]
+# Environment: STEMSIM_BUILD (build directory, default build), SCALING_SET (extra
+# section.key=value settings, space separated) and SCALING_TAG (suffix of the case
+# names, e.g. _private for SCALING_SET=compute.node_shared=false).
 # ms:    multislice, 10 x 10 = 100 probes (x, y 40 .. 42 Angstrom, step 0.2)
 # prism: PRISM f = 8, 125 x 125 = 15 625 probes (the whole cell, step 0.8)
 # Writes $OUT/scaling_<case>.csv: case, ranks, threads, wall seconds (whole process),
@@ -13,15 +16,18 @@ source benchmarks/device_common.sh device_scaling
 mode=${1:-all}
 shift || true
 ranks_list=${*:-1 2 4 8 16}
-exe=$root/build/stemsim
+exe=$root/${STEMSIM_BUILD:-build}/stemsim
+tag=${SCALING_TAG:-}
+extra=()
+for kv in ${SCALING_SET:-}; do extra+=(--set "$kv"); done
 work=/tmp/dscal
 mkdir -p "$work"
 python3 benchmarks/gpu_make_amorphous_carbon.py "$work/aC.xyz" > /dev/null
-base=(benchmarks/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v)
+base=(benchmarks/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v "${extra[@]}")
 ms=(--set scan.x_end=42 --set scan.y_end=42)
 prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
        --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
-echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); /dev/shm $(df -h --output=avail /dev/shm | tail -1 | xargs) free; settings: ${SCALING_SET:-none}"
 
 # phases LOG WHO: "name=seconds;..." from the -v summary line of WHO (rank 0 | slowest rank)
 phases() { grep "^  $2:" "$1" | head -1 | sed -E "s/^  $2: *//; s/ ([0-9.]+)/=\1/g; s/, /;/g"; }
@@ -49,7 +55,7 @@ run_case() {
 }
 
 case $mode in
-  ms) run_case multislice "${ms[@]}" ;;
-  prism) run_case prism_f8 "${prism[@]}" ;;
-  all) run_case multislice "${ms[@]}"; run_case prism_f8 "${prism[@]}" ;;
+  ms) run_case "multislice$tag" "${ms[@]}" ;;
+  prism) run_case "prism_f8$tag" "${prism[@]}" ;;
+  all) run_case "multislice$tag" "${ms[@]}"; run_case "prism_f8$tag" "${prism[@]}" ;;
 esac
