@@ -157,7 +157,13 @@ static const key_spec key_table[] = {
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
      "FFTW planning of the CPU engine: estimate is reproducible bit for bit across runs and rank counts; "
-     "measure times algorithms (often 1.2-7x faster FFTs) but results may differ by ~1e-6 between runs"},
+     "measure: rank 0 times FFTW's algorithms for every transform the run needs (often 1.2-7x faster FFTs) and "
+     "every rank uses its choice (FFTW wisdom), so results stay bit-identical across rank counts but may differ by "
+     "~1e-7 between runs unless they share [compute] fft_wisdom"},
+    {"compute", "fft_wisdom", K_STRING, OFF(fft_wisdom), "", 0, 0, NULL, "path",
+     "with fft_planning = measure: FFTW wisdom file (relative to the working directory, like [output] file); "
+     "a cache: read when it exists, shapes it lacks measured by rank 0 and added (its entries are never changed; "
+     "replaced atomically), else created. Runs sharing it are bit-identical. Its hash is in the output's plan text"},
     {"compute", "node_shared", K_BOOL, OFF(node_shared), "true", 0, 0, NULL, "-",
      "the ranks of a group on one node keep one copy of the transmission functions and of the PRISM S-matrix "
      "in shared memory (MPI-3 windows; each rank writes its share in place, only nodes exchange); false: one "

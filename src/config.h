@@ -77,6 +77,7 @@ typedef struct {
     int memory_mode;
     int fp_groups;
     int fft_planning;
+    char fft_wisdom[STEM_PATH_MAX]; /* "": none */
     int node_shared;         /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
     int gpu_prism_output;    /* stem_gpu_output_variant */

@@ -37,6 +37,7 @@ static int cpu_engine(stem_engine *engine)
 {
     memset(engine, 0, sizeof *engine);
     engine->name = "cpu";
+    engine->uses_fftw = 1;
     engine->output_beam_fastest = 1;
     engine->describe = cpu_describe;
     engine->multislice = cpu_multislice;

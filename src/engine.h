@@ -28,6 +28,7 @@ typedef struct stem_engine {
                       const stem_detector *det, stem_result *res);
     int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                          stem_complex *S_local);
+    int uses_fftw; /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
     int output_beam_fastest; /* prism_output reads S beam-fastest, [crop_ny][crop_nx][beam], arranged on the
                                 host by the algorithm (the CPU); 0: as gathered (the GPU arranges it itself) */
     /* S: the whole S-matrix, [beam][crop_ny][crop_nx] or beam-fastest (output_beam_fastest) */

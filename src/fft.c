@@ -6,6 +6,7 @@
 
 /* FFTW's planner is not thread safe; execution of existing plans is. */
 static pthread_mutex_t stem_fft_planner_lock = PTHREAD_MUTEX_INITIALIZER;
+static int wisdom_imported; /* measured plans must come from the shared wisdom */
 
 stem_complex *stem_fft_alloc(size_t count, const char *what)
 {
@@ -16,7 +17,8 @@ stem_complex *stem_fft_alloc(size_t count, const char *what)
 
 void stem_fft_free(void *p) { fftwf_free(p); }
 
-int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure)
+/* wisdom_only: a measured plan must come from the imported wisdom (see stem_fft_wisdom_import). */
+static int create_plans(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure, int wisdom_only)
 {
     int n[2] = {ny, nx};
     /* FFTW_MEASURE chooses algorithms by timing them, so two runs or two ranks
@@ -30,8 +32,15 @@ int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf,
     fft->ny = ny;
     fft->batch = batch;
     pthread_mutex_lock(&stem_fft_planner_lock);
-    fft->forward = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_FORWARD, flags);
-    fft->inverse = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, flags);
+    unsigned first = measure && wisdom_only ? flags | FFTW_WISDOM_ONLY : flags;
+    fft->forward = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_FORWARD, first);
+    fft->inverse = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, first);
+    if (first != flags && (!fft->forward || !fft->inverse)) { /* a shape the shared wisdom lacks */
+        stem_warn("FFTW wisdom has no plan for %d transforms of %d x %d: measured on this rank (results may "
+                  "differ from other ranks at the 1e-7 level)", batch, nx, ny);
+        if (!fft->forward) fft->forward = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_FORWARD, flags);
+        if (!fft->inverse) fft->inverse = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, flags);
+    }
     pthread_mutex_unlock(&stem_fft_planner_lock);
     if (!fft->forward || !fft->inverse) {
         stem_fft_destroy(fft);
@@ -57,4 +66,38 @@ void stem_fft_destroy(stem_fft *fft)
     if (fft->inverse) fftwf_destroy_plan(fft->inverse);
     pthread_mutex_unlock(&stem_fft_planner_lock);
     fft->forward = fft->inverse = NULL;
+}
+
+int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure)
+{
+    return create_plans(fft, nx, ny, batch, buf, measure, wisdom_imported);
+}
+
+int stem_fft_measure(int nx, int ny, int batch)
+{
+    stem_complex *buf = stem_fft_alloc((size_t)nx * ny * batch, "FFT measurement buffer");
+    if (!buf) return STEM_ERR_MEMORY;
+    stem_fft fft = {0};
+    int err = create_plans(&fft, nx, ny, batch, buf, 1, 0); /* wisdom it has is reused; the rest measured */
+    stem_fft_destroy(&fft);
+    stem_fft_free(buf);
+    return err;
+}
+
+char *stem_fft_wisdom_export(void)
+{
+    pthread_mutex_lock(&stem_fft_planner_lock);
+    char *text = fftwf_export_wisdom_to_string();
+    pthread_mutex_unlock(&stem_fft_planner_lock);
+    if (!text) STEM_FAIL(STEM_ERR_INTERNAL, "FFTW could not export its wisdom");
+    return text;
+}
+
+int stem_fft_wisdom_import(const char *text)
+{
+    pthread_mutex_lock(&stem_fft_planner_lock);
+    int ok = fftwf_import_wisdom_from_string(text);
+    if (ok) wisdom_imported = 1;
+    pthread_mutex_unlock(&stem_fft_planner_lock);
+    return ok ? STEM_OK : STEM_FAIL(STEM_ERR_INPUT, "FFTW rejected the wisdom (not FFTW single-precision wisdom?)");
 }

@@ -21,4 +21,15 @@ void stem_fft_forward(const stem_fft *fft, stem_complex *buf);
 void stem_fft_inverse(const stem_fft *fft, stem_complex *buf); /* unnormalised */
 void stem_fft_destroy(stem_fft *fft);
 
+/* FFTW wisdom (what FFTW_MEASURE chose) shared by the ranks, so that every rank
+ * runs the same algorithms and a measured run stays bit-identical across rank
+ * counts. Measure: plan and discard batch transforms of nx x ny, the choice kept
+ * in the process's wisdom. */
+int stem_fft_measure(int nx, int ny, int batch);
+/* The process's wisdom as text (malloc'd; NULL: failure). */
+char *stem_fft_wisdom_export(void);
+/* Replace the process's wisdom with text; afterwards measured plans come from the
+ * wisdom only (a shape it lacks is measured again, with a warning). */
+int stem_fft_wisdom_import(const char *text);
+
 #endif

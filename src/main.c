@@ -11,6 +11,7 @@
 #include "../io/output.h"
 #include "../mpi/campaign.h"
 #include "../mpi/consistency.h"
+#include "../mpi/fft_wisdom.h"
 #include "config.h"
 #include "engine.h"
 #include "phases.h"
@@ -131,12 +132,14 @@ static void print_decomposition(const stem_plan *plan)
 static int compare_strings(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Everything stemsim reads: the output may be none of them. */
-static int list_inputs(const stem_config *cfg, stem_input_ref inputs[3])
+static int list_inputs(const stem_config *cfg, stem_input_ref inputs[4])
 {
     inputs[0] = (stem_input_ref){"config file", cfg->config_path};
     inputs[1] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
     inputs[2] = (stem_input_ref){"scattering-factor table (STEMSIM_KIRKLAND)", stem_kirkland_default_path()};
-    return 3;
+    if (!cfg->fft_wisdom[0]) return 3;
+    inputs[3] = (stem_input_ref){"FFTW wisdom file ([compute] fft_wisdom)", cfg->fft_wisdom};
+    return 4;
 }
 
 /* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
@@ -162,9 +165,11 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     /* once per run: the GPU engine chooses its devices and checks its memory here */
     if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
     if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
-    stem_input_ref inputs[3];
+    stem_input_ref inputs[4];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
+    /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
+    if (!err && !o->dry_run && engine->uses_fftw) err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan);
     if (!err && o->dry_run) stem_info("dry run: every check passed; a real run would start now");
     return err;
 }

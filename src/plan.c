@@ -449,6 +449,8 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);
+    fprintf(out, "  FFT planning       %s%s%s\n", plan->opt.fft_measure ? "measure" : "estimate",
+            plan->fft_wisdom[0] ? ", " : "", plan->fft_wisdom);
     if (L->shared_ranks > 1)
         fprintf(out, "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on this node\n",
                 plan->algorithm == STEM_ALG_PRISM ? "S-matrix and " : "", L->shared_ranks, L->group);

@@ -88,6 +88,7 @@ typedef struct {
     int threads, batch_size;
     /* memory (bytes, per rank) */
     double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;
+    char fft_wisdom[64];    /* measured FFTW plans: the shared wisdom's hash (mpi/fft_wisdom.c); "" otherwise */
     double mem_node_shared; /* bytes of this group's node-shared windows on this node (0: none) */
     char mem_limit_source[256]; /* what set mem_limit (config, cgroup, rlimit, RAM) */
     int mem_limit_from_config;

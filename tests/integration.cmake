@@ -67,6 +67,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                      --set compute.fp_groups=2 --tol 0
                      --run 4:compute.node_shared=false --run 4 --run 4:debug.ranks_per_node=1)
   endforeach()
+  # Measured FFTW plans shared through a wisdom file (created by the first run, read by
+  # the others): 1 rank, 3 ranks and 2 threads give the same bits.
+  foreach(_alg multislice prism)
+    stemsim_mpi_case(mpi_fft_wisdom_${_alg} compare ${_small} ${_fp} --set simulation.algorithm=${_alg}
+                     --set compute.fft_planning=measure --set compute.fft_wisdom=${_it_work}/mpi_fft_wisdom_${_alg}/fft.wisdom
+                     --set compute.fp_groups=1 --tol 0 --run 1 --run 3 --run 1:compute.threads=2)
+  endforeach()
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)
