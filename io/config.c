@@ -93,6 +93,13 @@ static const key_spec key_table[] = {
      "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
      "scan with it, wrapping where the scan covers the cell, mirrored at the scan's edges otherwise; 4D patterns "
      "are not changed"},
+    {"probe", "focal_spread", K_DOUBLE, OFF(focal_spread), "0", 0, 1e5, NULL, "Angstrom",
+     "standard deviation sigma of a Gaussian spread of defocus (temporal partial coherence; Cc times the relative "
+     "energy spread; abTEM's and Kirkland's 1/e focal_spread is sqrt(2) sigma): every output is the weighted mean over "
+     "focal_points defoci C10 + sqrt(2) sigma x_i (Gauss-Hermite); PRISM computes its S-matrix once for all of them"},
+    {"probe", "focal_points", K_INT, OFF(focal_points), "7", 1, 64, NULL, "-",
+     "Gauss-Hermite points over the focal spread (cost: that many output steps; exact for intensities polynomial "
+     "in defocus up to degree 2 n - 1)"},
     {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism", "-",
      "multislice or prism"},
     {"simulation", "pixel_size", K_DOUBLE, OFF(pixel_size), "0.1", 1e-3, 10, NULL, "Angstrom",

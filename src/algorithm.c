@@ -1,13 +1,17 @@
 /* Multislice and PRISM as algorithms over an engine (algorithm.h). */
 #include "algorithm.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "coherence.h"
 #include "dispatcher.h"
 #include "phases.h"
 
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 {
+    free(b->focal_plans);
+    stem_result_free(&b->focal_part);
     if (b->S_node.base) stem_shared_free(&b->S_node);
     else stem_fft_free(b->S);
     if (b->by_pixel_node.base) stem_shared_free(&b->by_pixel_node);
@@ -94,6 +98,57 @@ static int arrange_smatrix(const stem_plan *plan, const stem_mpi *m, stem_algori
     return err;
 }
 
+/* The focal plans (once per run): the plan with C10 moved to each quadrature point. */
+static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf)
+{
+    if (buf->n_focal) return STEM_OK;
+    double offset[STEM_MAX_FOCAL_POINTS];
+    int n = stem_focal_points(plan, offset, buf->focal_weight);
+    if (n == 1) {
+        buf->n_focal = 1;
+        return STEM_OK;
+    }
+    if (!(buf->focal_plans = stem_calloc((size_t)n, sizeof(stem_plan), "focal spread plans"))) return STEM_ERR_MEMORY;
+    for (int i = 0; i < n; i++) {
+        buf->focal_plans[i] = *plan; /* shares the plan's tables: read only */
+        buf->focal_plans[i].aberr.c[STEM_C10] += offset[i];
+    }
+    STEM_TRY(stem_result_alloc(plan, &buf->focal_part));
+    buf->n_focal = n;
+    return STEM_OK;
+}
+
+/* The probe step (step: multislice, or PRISM's output on S) once per defocus,
+ * weighted into res; a single call without a focal spread. */
+typedef int (*probe_step)(const stem_engine *engine, const stem_plan *plan, const stem_complex *input,
+                          const stem_detector *det, stem_result *res);
+
+static int over_focal_points(probe_step step, const stem_engine *engine, const stem_plan *plan,
+                             const stem_complex *input, const stem_detector *det, stem_result *res,
+                             stem_algorithm_buffers *buf)
+{
+    STEM_TRY(focal_setup(plan, buf));
+    if (buf->n_focal == 1) return step(engine, plan, input, det, res);
+    for (int i = 0; i < buf->n_focal; i++) {
+        stem_result_zero(&buf->focal_part);
+        STEM_TRY(step(engine, &buf->focal_plans[i], input, det, &buf->focal_part));
+        stem_result_add_scaled(res, &buf->focal_part, buf->focal_weight[i]);
+    }
+    return STEM_OK;
+}
+
+static int multislice_step(const stem_engine *engine, const stem_plan *plan, const stem_complex *trans,
+                           const stem_detector *det, stem_result *res)
+{
+    return engine->multislice(engine, plan, trans, det, res);
+}
+
+static int prism_output_step(const stem_engine *engine, const stem_plan *plan, const stem_complex *S,
+                             const stem_detector *det, stem_result *res)
+{
+    return engine->prism_output(engine, plan, S, det, res);
+}
+
 static int prism_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
                             const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf)
 {
@@ -111,7 +166,7 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, co
         S = buf->by_pixel;
     }
     t = stem_phase_add(STEM_PHASE_ARRANGE, t);
-    if (!err) err = engine->prism_output(engine, plan, S, det, res);
+    if (!err) err = over_focal_points(prism_output_step, engine, plan, S, det, res, buf);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }
@@ -119,14 +174,15 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, co
 int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
                               const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers)
 {
-    if (plan->algorithm == STEM_ALG_PRISM && plan->layout.group_size == 1 && engine->prism_resident) {
-        /* nothing to gather: the engine may keep the S-matrix where it made it */
+    int focal = plan->opt.focal_spread > 0 && plan->opt.focal_points > 1;
+    if (plan->algorithm == STEM_ALG_PRISM && plan->layout.group_size == 1 && engine->prism_resident && !focal) {
+        /* nothing to gather: the engine may keep the S-matrix where it made it (one output step only) */
         int err = engine->prism_resident(engine, plan, trans, det, res);
         if (err != STEM_NOT_APPLICABLE) return err;
     }
     if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, m, trans, det, res, buffers);
     double t = stem_wall_time();
-    int err = engine->multislice(engine, plan, trans, det, res);
+    int err = over_focal_points(multislice_step, engine, plan, trans, det, res, buffers);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }

@@ -6,11 +6,14 @@
  * memory (mpi/node_shared.h) the ranks of a node compute their beams in place
  * into one S-matrix, only nodes exchange, and each rank arranges a share. A
  * one-rank group on an engine that can keep the S-matrix in its own memory
- * (the GPU) skips the host round trip. */
+ * (the GPU) skips the host round trip. A focal spread repeats the probe steps
+ * (multislice, or PRISM's output step on the same S-matrix) once per defocus
+ * and adds their weighted results. */
 #ifndef STEM_ALGORITHM_H
 #define STEM_ALGORITHM_H
 
 #include "../mpi/comm.h"
+#include "coherence.h"
 #include "engine.h"
 
 /* Host buffers kept from one configuration to the next (PRISM's whole S-matrix,
@@ -20,6 +23,12 @@
 typedef struct {
     stem_complex *S, *local, *by_pixel; /* local: only in groups of several ranks without node sharing */
     stem_shared_buffer S_node, by_pixel_node; /* node-shared: S and by_pixel point into them */
+    /* focal spread (coherence.h): one plan per defocus (stable pointers, so an engine's
+     * kept state follows them), their weights, and one defocus's results */
+    int n_focal;
+    stem_plan *focal_plans;
+    double focal_weight[STEM_MAX_FOCAL_POINTS];
+    stem_result focal_part;
 } stem_algorithm_buffers;
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b);
 

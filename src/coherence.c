@@ -1,4 +1,4 @@
-/* Spatial partial coherence (coherence.h). */
+/* Spatial and temporal partial coherence (coherence.h). */
 #include "coherence.h"
 
 #include <math.h>
@@ -59,4 +59,84 @@ int stem_source_blur(const stem_plan *plan, double *data, long width)
     free(w);
     free(line);
     return STEM_OK;
+}
+
+/* Eigen-decomposition of the symmetric n x n matrix a (destroyed: its diagonal
+ * becomes the eigenvalues) by cyclic Jacobi rotations; v: the eigenvectors as
+ * columns. Small n (the quadrature's points): simplicity over speed. */
+static void jacobi_eigen(int n, double *a, double *v)
+{
+    for (int i = 0; i < n * n; i++) v[i] = i % (n + 1) ? 0 : 1;
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) off += a[p * n + q] * a[p * n + q];
+        if (off < 1e-30) return;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                double apq = a[p * n + q];
+                if (fabs(apq) < 1e-300) continue;
+                double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; k++) { /* a <- J^T a J: columns p, q, then rows p, q */
+                    double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = c * akp - s * akq;
+                    a[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; k++) {
+                    double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = c * apk - s * aqk;
+                    a[q * n + k] = s * apk + c * aqk;
+                }
+                for (int k = 0; k < n; k++) {
+                    double vkp = v[k * n + p], vkq = v[k * n + q];
+                    v[k * n + p] = c * vkp - s * vkq;
+                    v[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+}
+
+int stem_gauss_hermite(int n, double *x, double *w)
+{
+    if (n < 1 || n > STEM_MAX_FOCAL_POINTS) return STEM_FAIL(STEM_ERR_INTERNAL, "%d Gauss-Hermite points", n);
+    double *a = stem_calloc((size_t)n * n, sizeof(double), "Jacobi matrix");
+    double *v = stem_calloc((size_t)n * n, sizeof(double), "eigenvectors");
+    if (!a || !v) {
+        free(a);
+        free(v);
+        return STEM_ERR_MEMORY;
+    }
+    /* x H_k = H_{k+1}/2 + k H_{k-1}: orthonormalised, the off-diagonal is sqrt(k / 2) */
+    for (int k = 1; k < n; k++) a[(k - 1) * n + k] = a[k * n + k - 1] = sqrt(k / 2.0);
+    jacobi_eigen(n, a, v);
+    for (int i = 0; i < n; i++) {
+        x[i] = a[i * n + i];
+        w[i] = sqrt(M_PI) * v[i] * v[i]; /* v[0 * n + i]: first component of eigenvector i */
+    }
+    for (int i = 1; i < n; i++) /* ascending (insertion sort: n is small) */
+        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
+            double tx = x[j], tw = w[j];
+            x[j] = x[j - 1], w[j] = w[j - 1];
+            x[j - 1] = tx, w[j - 1] = tw;
+        }
+    free(a);
+    free(v);
+    return STEM_OK;
+}
+
+int stem_focal_points(const stem_plan *plan, double *offset, double *weight)
+{
+    int n = plan->opt.focal_spread > 0 ? plan->opt.focal_points : 1;
+    if (n <= 1 || stem_gauss_hermite(n, offset, weight) != STEM_OK) {
+        offset[0] = 0, weight[0] = 1;
+        return 1;
+    }
+    /* a Gaussian of standard deviation sigma: dC = sqrt(2) sigma x, weight w / sqrt(pi) */
+    for (int i = 0; i < n; i++) {
+        offset[i] *= sqrt(2.0) * plan->opt.focal_spread;
+        weight[i] /= sqrt(M_PI);
+    }
+    return n;
 }

@@ -17,4 +17,19 @@ int stem_scan_is_periodic(const stem_plan *plan, int axis);
  * kernel). Separable: along x, then along y. */
 int stem_source_blur(const stem_plan *plan, double *data, long width);
 
+/* Temporal partial coherence: a Gaussian spread of defocus of standard deviation
+ * sigma = [probe] focal_spread (chromatic aberration times the spread of beam
+ * energies, lens current noise) makes the image the incoherent, weighted mean of
+ * the images at defoci C10 + dC_i. The n points and weights of Gauss-Hermite
+ * quadrature, exact for a polynomial dependence on defocus up to degree 2n - 1. */
+#define STEM_MAX_FOCAL_POINTS 64
+/* x[i], w[i] (i < n <= STEM_MAX_FOCAL_POINTS) for the integral of exp(-x^2) f(x);
+ * x ascending, the weights sum to sqrt(pi). Golub-Welsch: the nodes are the
+ * eigenvalues of the Jacobi matrix of the Hermite polynomials, the weights
+ * sqrt(pi) times the squared first components of its eigenvectors. */
+int stem_gauss_hermite(int n, double *x, double *w);
+/* The plan's defocus offsets (Angstrom, added to C10) and weights (sum 1); returns
+ * their number (1 with offset 0 and weight 1 without a focal spread). */
+int stem_focal_points(const stem_plan *plan, double *offset, double *weight);
+
 #endif

@@ -123,3 +123,28 @@ void stem_result_finalise(stem_result *res, int n_configs)
         }
     }
 }
+
+void stem_result_zero(stem_result *res)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (res->data[ch])
+            memset(res->data[ch], 0, (size_t)(res->n_probes * res->width[ch]) *
+                                         (stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double)));
+}
+
+void stem_result_add_scaled(stem_result *res, const stem_result *part, double weight)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!res->data[ch] || !part->data[ch]) continue;
+        long n = res->n_probes * res->width[ch];
+        if (stem_channel_table[ch].is_float) {
+            float *v = res->data[ch];
+            const float *u = part->data[ch];
+            for (long i = 0; i < n; i++) v[i] += (float)weight * u[i];
+        } else {
+            double *v = res->data[ch];
+            const double *u = part->data[ch];
+            for (long i = 0; i < n; i++) v[i] += weight * u[i];
+        }
+    }
+}

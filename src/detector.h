@@ -37,5 +37,9 @@ void stem_result_free(stem_result *res);
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long local_probe);
 /* Divide the sums by the number of configurations; turn DPC sums into means. */
 void stem_result_finalise(stem_result *res, int n_configs);
+/* Every channel's sums set to zero. */
+void stem_result_zero(stem_result *res);
+/* res += weight * part, channel by channel (the same plan's results). */
+void stem_result_add_scaled(stem_result *res, const stem_result *part, double weight);
 
 #endif

@@ -228,6 +228,8 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
         plan->mem_node_shared = (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) +
                                 plan->mem_smatrix * shared;
     plan->mem_results = per_probe * local_probes;
+    if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) /* one defocus's results beside the sums */
+        plan->mem_results *= 2;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
             if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float)
@@ -296,6 +298,8 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_prism_resident = cfg->gpu_prism_resident;
     o->gpu_transmission = cfg->gpu_transmission;
     o->source_size = cfg->source_size;
+    o->focal_spread = cfg->focal_spread;
+    o->focal_points = cfg->focal_points;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
     for (int i = 0; i < STEM_N_ABERR; i++) {
@@ -449,6 +453,9 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);
+    if (plan->opt.focal_spread > 0)
+        fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite)\n", plan->opt.focal_spread,
+                plan->opt.focal_points);
     fprintf(out, "  FFT planning       %s%s%s\n", plan->opt.fft_measure ? "measure" : "estimate",
             plan->fft_wisdom[0] ? ", " : "", plan->fft_wisdom);
     if (L->shared_ranks > 1)

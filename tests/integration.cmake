@@ -74,6 +74,15 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                      --set compute.fft_planning=measure --set compute.fft_wisdom=${_it_work}/mpi_fft_wisdom_${_alg}/fft.wisdom
                      --set compute.fp_groups=1 --tol 0 --run 1 --run 3 --run 1:compute.threads=2)
   endforeach()
+  # Focal spread (temporal coherence): 1 rank = 3 ranks = 2 threads, and a vanishing
+  # spread equals the coherent probe.
+  foreach(_alg multislice prism)
+    stemsim_mpi_case(mpi_focal_spread_${_alg} compare ${_small} --set simulation.algorithm=${_alg}
+                     --set probe.defocus=-40 --set probe.cs=0.002 --set probe.focal_spread=50
+                     --run 1 --run 3 --run 1:compute.threads=2)
+    stemsim_mpi_case(focal_spread_coherent_limit_${_alg} compare ${_small} --set simulation.algorithm=${_alg}
+                     --set probe.defocus=-40 --set probe.cs=0.002 --run 1 --run 1:probe.focal_spread=1e-3)
+  endforeach()
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)

@@ -67,8 +67,56 @@ static void compare_with_direct(stem_plan p, int width, int wrap_x, int wrap_y, 
     free(a), free(b), free(in);
 }
 
+/* Gauss-Hermite points against the closed forms: n = 1 and 3 exactly, and for n
+ * points the moments int x^k exp(-x^2) dx = (k-1)!! sqrt(pi) / 2^(k/2) (even k
+ * <= 2n - 1, exact for the rule) and 0 (odd k). */
+static void check_gauss_hermite(void)
+{
+    double x[STEM_MAX_FOCAL_POINTS], w[STEM_MAX_FOCAL_POINTS], sp = sqrt(M_PI);
+    CHECK_INT_EQ(stem_gauss_hermite(1, x, w), STEM_OK);
+    CHECK_CLOSE(x[0], 0, 1e-15);
+    CHECK_CLOSE(w[0], sp, 1e-14);
+    CHECK_INT_EQ(stem_gauss_hermite(3, x, w), STEM_OK);
+    CHECK_CLOSE(x[0], -sqrt(1.5), 1e-13);
+    CHECK_CLOSE(x[1], 0, 1e-13);
+    CHECK_CLOSE(x[2], sqrt(1.5), 1e-13);
+    CHECK_CLOSE(w[0], sp / 6, 1e-13);
+    CHECK_CLOSE(w[1], 2 * sp / 3, 1e-13);
+    CHECK_CLOSE(w[2], sp / 6, 1e-13);
+    int sizes[] = {2, 5, 7, 12, 20, 40};
+    for (int t = 0; t < 6; t++) {
+        int n = sizes[t];
+        CHECK_INT_EQ(stem_gauss_hermite(n, x, w), STEM_OK);
+        for (int k = 0; k <= 2 * n - 1 && k <= 24; k++) {
+            double sum = 0, exact = 0, scale = 0; /* scale: the size of the terms, for the rounding */
+            for (int i = 0; i < n; i++) sum += w[i] * pow(x[i], k), scale += w[i] * pow(fabs(x[i]), k);
+            if (k % 2 == 0) {
+                exact = sp;
+                for (int j = k - 1; j > 0; j -= 2) exact *= j / 2.0;
+            }
+            CHECK_MSG(fabs(sum - exact) <= 1e-10 * scale, "n %d moment %d: %.15g vs %.15g", n, k, sum, exact);
+        }
+        for (int i = 1; i < n; i++) CHECK(x[i] > x[i - 1]);
+    }
+    CHECK(stem_gauss_hermite(0, x, w) != STEM_OK);
+    /* the plan's defoci: weights sum to 1, variance sigma^2, fourth moment 3 sigma^4 */
+    stem_plan p;
+    memset(&p, 0, sizeof p);
+    p.opt.focal_spread = 30, p.opt.focal_points = 7;
+    double off[STEM_MAX_FOCAL_POINTS], wt[STEM_MAX_FOCAL_POINTS], m0 = 0, m2 = 0, m4 = 0;
+    CHECK_INT_EQ(stem_focal_points(&p, off, wt), 7);
+    for (int i = 0; i < 7; i++) m0 += wt[i], m2 += wt[i] * off[i] * off[i], m4 += wt[i] * pow(off[i], 4);
+    CHECK_CLOSE(m0, 1, 1e-13);
+    CHECK_CLOSE(m2, 900, 1e-9);
+    CHECK_CLOSE(m4, 3 * 900.0 * 900, 1e-6);
+    p.opt.focal_spread = 0; /* none: one point, the coherent probe */
+    CHECK_INT_EQ(stem_focal_points(&p, off, wt), 1);
+    CHECK(off[0] == 0 && wt[0] == 1);
+}
+
 int main(void)
 {
+    check_gauss_hermite();
     /* 12 x 9 probes of 0.5 A over a 6 x 4.5 A cell: both axes periodic */
     stem_plan p = scan_plan(12, 9, 0.5, 6.0, 4.5, 1.3);
     CHECK(stem_scan_is_periodic(&p, 0) && stem_scan_is_periodic(&p, 1));

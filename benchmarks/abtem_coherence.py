@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""stemsim's temporal partial coherence ([probe] focal_spread) against abTEM's.
+
+stemsim averages the images over Gauss-Hermite defoci; abTEM (1.0.11) is given a
+defocus *ensemble*, abtem.distributions.gaussian (evenly spaced defoci with Gaussian
+weights over +-4 sigma, averaged over), an independent quadrature of the same integral.
+Same set-up as benchmarks/abtem_aberrations.py: silicon [100], 200 keV, 20 mrad,
+abTEM gets stemsim's slices, so only the probe differs. Cases (C10 and C30 chosen
+so that a defocus spread changes the images a lot):
+
+  spread          focal_spread = sigma with stemsim's default points (7) and with 11
+  coherent        sigma -> 0 (1e-3 Angstrom) must equal the coherent run (to 1e-6)
+  ignored         stemsim's coherent images against abTEM's spread ensemble: must differ
+
+Also prints stemsim's convergence in the number of points (3, 5, 7, 9 against 15).
+PASS when every matched case is within --tol (relative RMS of BF/ABF/ADF/HAADF) and the
+spread changes the images by more than 10 x --tol. abTEM runs only here:
+
+    /tmp/abtem-venv/bin/python benchmarks/abtem_coherence.py [--json out.json]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abtem_crosscheck as xc  # noqa: E402
+
+KEYS = ("BF", "ABF", "ADF", "HAADF")
+C10, C30 = -40.0, 2.0e4  # Angstrom: 40 Angstrom underfocus (stemsim's sign), Cs 2 um
+
+
+def abtem_scan(potential, sx, sy, sigma, samples):
+    import abtem
+
+    pos = np.array([(x, y) for y in sy for x in sx])
+    # abTEM's defocus is -C10
+    defocus = (abtem.distributions.gaussian(standard_deviation=sigma, num_samples=samples, center=-C10,
+                                            sampling_limit=4.0) if sigma > 0 else -C10)
+    probe = abtem.Probe(energy=200e3, semiangle_cutoff=20, soft=False, defocus=defocus, C30=C30)
+    probe.grid.match(potential)
+    det = abtem.FlexibleAnnularDetector(step_size=1)
+    with abtem.config.set({"antialias.taper": 0.0}):
+        m = probe.scan(potential, scan=abtem.CustomScan(pos), detectors=det, lazy=False)
+    arr = np.asarray(m.array)
+    arr = arr.reshape(len(sy), len(sx), -1) if arr.ndim == 2 else arr[..., 0].reshape(len(sy), len(sx), -1)
+    return arr.astype(np.float64)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stemsim", default=os.path.join(xc.REPO, "build", "stemsim"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--step", type=float, default=0.7)
+    ap.add_argument("--sigma", type=float, default=50.0, help="focal spread (standard deviation), Angstrom")
+    ap.add_argument("--samples", type=int, default=25, help="abTEM's defoci over +-4 sigma")
+    ap.add_argument("--tol", type=float, default=2e-3)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+
+    import abtem
+    import dask
+    from abtem.parametrizations import KirklandParametrization
+
+    abtem.config.set({"device": "cpu", "precision": "float32"})
+    dask.config.set(scheduler="threads", num_workers=args.threads)
+    work = tempfile.mkdtemp(prefix="abtem_coh_")
+    exe = os.path.abspath(args.stemsim)
+    xyz = os.path.join(xc.REPO, "data", "Si100_unitcell.xyz")
+    ucell, uZ, upos, uocc = xc.read_xyz(xyz)
+    tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
+    scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), args.step)
+    ini = os.path.join(work, "coh.ini")
+    xc.write_ini(ini, xyz, tiles, scan, pixel, dz, os.path.join(work, "coh.h5"))
+    plan = xc.stemsim_plan(exe, ini)
+    nx, ny, ns = plan["nx"], plan["ny"], plan["n_slices"]
+    cell, Z, pos, occ = xc.tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
+    vfunc = KirklandParametrization().projected_potential("Si")
+    V, _ = xc.stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
+    pot = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz, extent=(cell[0], cell[1]))
+
+    optics = [f"probe.C10={C10!r}", f"probe.C30={C30!r}"]
+    h5 = os.path.join(work, "coh.h5")
+    t0 = time.time()
+
+    def stemsim(sigma, points=None):
+        sets = optics + [f"probe.focal_spread={sigma!r}"] + ([f"probe.focal_points={points}"] if points else [])
+        return xc.run_stemsim(exe, ini, h5, args.threads, sets)
+
+    def rel(a, b):
+        return {k: xc.compare(a[k], b[k])["rel_rms"] for k in KEYS}
+
+    coherent = stemsim(0.0)
+    spread7, spread11 = stemsim(args.sigma), stemsim(args.sigma, 11)
+    sx, sy = spread7["scan_x"], spread7["scan_y"]
+    ab = xc.ring_images(abtem_scan(pot, sx, sy, args.sigma, args.samples))
+    ab_coherent = xc.ring_images(abtem_scan(pot, sx, sy, 0.0, 1))
+    rows = [
+        ("coherent: stemsim vs abTEM", rel(coherent["images"], ab_coherent), True),
+        (f"sigma {args.sigma:g}, 7 points vs abTEM {args.samples} defoci", rel(spread7["images"], ab), True),
+        (f"sigma {args.sigma:g}, 11 points vs abTEM {args.samples} defoci", rel(spread11["images"], ab), True),
+        ("stemsim coherent vs abTEM spread (must differ)", rel(coherent["images"], ab), False),
+    ]
+    tiny = stemsim(1e-3)
+    rows.append(("sigma 1e-3 vs coherent (stemsim, tol 1e-6)", rel(tiny["images"], coherent["images"]), None))
+    effect = max(rel(spread7["images"], coherent["images"]).values())
+
+    ok, results = True, {}
+    print("| case | " + " | ".join(f"{k} rel. RMS" for k in KEYS) + " | |")
+    print("|---|" + "---|" * len(KEYS) + "---|")
+    for label, r, match in rows:
+        worst = max(r.values())
+        good = worst <= 1e-6 if match is None else (worst <= args.tol if match else worst >= 10 * args.tol)
+        ok &= good
+        results[label] = r
+        print(f"| {label} | " + " | ".join(f"{r[k]:.2e}" for k in KEYS) + f" | {'ok' if good else 'FAIL'} |")
+    ok &= effect >= 10 * args.tol
+    print(f"\neffect of the spread on stemsim's images: {effect:.2e} (must exceed {10 * args.tol:.1e})")
+
+    print("\nconvergence in focal_points (stemsim against 15 points):")
+    ref = stemsim(args.sigma, 15)["images"]
+    conv = {}
+    for n in (1, 3, 5, 7, 9):
+        r = rel(stemsim(args.sigma, n)["images"], ref)
+        conv[n] = r
+        print(f"  {n:2d} points: " + ", ".join(f"{k} {r[k]:.1e}" for k in KEYS))
+    results["convergence"] = conv
+    print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; grid {nx} x {ny}, {ns} slices, "
+          f"{len(sx)} x {len(sy)} probes; C10 {C10}, C30 {C30}, sigma {args.sigma}")
+    print("abtem_coherence:", "PASS" if ok else "FAIL")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
