@@ -147,8 +147,10 @@ static const key_spec key_table[] = {
      "replace an existing output file (a regular file only); false: a file that appears meanwhile is never replaced"},
     {"compute", "threads", K_INT, OFF(threads), "0", 0, 4096, NULL, "-",
      "CPU worker threads per rank (0: all cores of the node divided by the ranks on it)"},
-    {"compute", "batch_size", K_INT, OFF(batch_size), "4", 1, 4096, NULL, "-",
-     "probes (or plane waves) per worker batch"},
+    {"compute", "batch_size", K_INT, OFF(batch_size), "1", 1, 4096, NULL, "-",
+     "probes (or plane waves) per CPU worker batch: 1 wastes nothing when a rank's share is not a multiple of it "
+     "(a short batch still runs whole, so that every probe meets the same FFT plan); the GPU engine sizes its "
+     "batches from its memory unless this is given"},
     {"compute", "max_memory", K_DOUBLE, OFF(max_memory_gib), "0", 0, 1e6, NULL, "GiB",
      "memory one rank may use (0: 80% of the smaller of physical memory and the cgroup limit (Slurm --mem, containers) "
      "divided by the ranks on the node, and at most 80% of RLIMIT_AS)"},
@@ -618,6 +620,7 @@ char *stem_config_to_ini(const stem_config *cfg)
             fprintf(m, "%s[%s]\n", i ? "\n" : "", section);
         }
         format_value(&key_table[i], cfg, v, sizeof v);
+        if (key_table[i].type == K_STRING && !v[0]) continue; /* an optional path not given */
         fprintf(m, "%s = %s\n", key_table[i].key, v); /* values never hold ';' (a comment) */
     }
     fprintf(m, "\n[images]\n");
@@ -633,7 +636,8 @@ void stem_config_print_reference(FILE *out)
     for (int i = 0; i < N_KEYS; i++) {
         const key_spec *k = &key_table[i];
         char def[64];
-        snprintf(def, sizeof def, "%s", k->def[0] ? k->def : "(required)");
+        /* the one string key without a default that must be given: [sample] xyz */
+        snprintf(def, sizeof def, "%s", k->def[0] ? k->def : k->offset == OFF(xyz) ? "(required)" : "(none)");
         if (k->type == K_ENUM) fprintf(out, "| %s | %s | %s | %s | %s (%s) |\n", k->section, k->key, k->unit, def, k->doc, k->choices);
         else fprintf(out, "| %s | %s | %s | %s | %s |\n", k->section, k->key, k->unit, def, k->doc);
     }
