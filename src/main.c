@@ -124,8 +124,14 @@ static void print_decomposition(const stem_plan *plan)
         stem_split_range(plan->n_beams, L->group_size, gr, &bb, &be);
         printf("  rank %4d  group %3d  probes [%ld, %ld) (%ld)  beams [%ld, %ld) (%ld)\n", r, g, pb, pe, pe - pb, bb, be, be - bb);
     }
-    printf("  bytes moved per group: transmission broadcast %.3f GiB, S-matrix gather %.3f GiB, result reduction %.3f GiB\n",
-           per_group * trans * (L->group_size - 1) / 1073741824.0, per_group * smat * (L->group_size - 1) / 1073741824.0,
+    /* node-shared windows: each node receives the other nodes' shares once (rank 0's node
+     * size taken for all); otherwise every rank receives all but its own */
+    int copies = L->group_size - 1;
+    if (L->shared_ranks > 1) copies = (L->group_size + L->shared_ranks - 1) / L->shared_ranks - 1;
+    int trans_copies = L->shared_ranks > 1 && plan->opt.device != STEM_DEVICE_CPU ? L->group_size - 1 : copies;
+    printf("  bytes moved per group%s: transmission functions %.3f GiB, S-matrix %.3f GiB, result reduction %.3f GiB\n",
+           L->shared_ranks > 1 ? " (between nodes: memory is shared inside one)" : "",
+           per_group * trans * trans_copies / 1073741824.0, per_group * smat * copies / 1073741824.0,
            (L->n_groups > 1 ? plan->mem_results : 0) / 1073741824.0);
 }
 
