@@ -1,6 +1,8 @@
 /* Node-shared buffers for the ranks of a group (node_shared.h). */
 #include "node_shared.h"
 
+
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +89,11 @@ int stem_shared_alloc(const stem_node_share *s, size_t bytes, const char *what, 
     memset(buf, 0, sizeof *buf);
     buf->win = MPI_WIN_NULL;
     void *mine = NULL;
-    MPI_Aint size = s->node_rank == 0 ? (MPI_Aint)(bytes ? bytes : 1) : 0;
+    /* MPI's segment starts wherever its header ends (Open MPI 4.1: 8 bytes into a line):
+     * one page more, and the buffer starts on the next page (aligned vector loads, and
+     * the S-matrix's rows on cache-line boundaries as in fftwf_malloc'd memory) */
+    const size_t align = 4096;
+    MPI_Aint size = s->node_rank == 0 ? (MPI_Aint)(bytes + align) : 0;
     int err = STEM_OK;
     if (MPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, s->node, &mine, &buf->win) != MPI_SUCCESS) {
         buf->win = MPI_WIN_NULL;
@@ -96,8 +102,10 @@ int stem_shared_alloc(const stem_node_share *s, size_t bytes, const char *what, 
     }
     MPI_Aint got = 0;
     int unit = 1;
-    if (!err && MPI_Win_shared_query(buf->win, 0, &got, &unit, &buf->base) != MPI_SUCCESS)
+    void *segment = NULL;
+    if (!err && MPI_Win_shared_query(buf->win, 0, &got, &unit, &segment) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Win_shared_query for %s failed", what);
+    if (!err) buf->base = (void *)(((uintptr_t)segment + align - 1) & ~(uintptr_t)(align - 1));
     if (!err && MPI_Win_lock_all(MPI_MODE_NOCHECK, buf->win) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Win_lock_all for %s failed", what);
     err = stem_mpi_agree(err, s->node);
