@@ -1,7 +1,6 @@
 /* Node-shared buffers for the ranks of a group (node_shared.h). */
 #include "node_shared.h"
 
-
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
