@@ -87,6 +87,13 @@ int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const 
  * space after the last slice's forward FFT; the last propagator is applied by the consumer. */
 int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
                   gpu_prop_worker *w);
+/* The single kernels of the steps above, launched on stream s; separate so that
+ * tests/gpu/kernel_check.cu checks each against its plain-C reference.
+ * gpu_probes_build's first step: the probes' coefficients on the aperture pixels
+ * of n waves (the other pixels are left as they are). */
+int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n, cudaStream_t s);
+/* waves[b][k] *= t[k] for b < batch (transmission function or propagator). */
+int gpu_mul_bcast(float2 *waves, const float2 *t, size_t grid, int batch, cudaStream_t s);
 /* S-matrix: cut the Fourier box (times the last propagator) out of n waves. */
 int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, cudaStream_t s);
 
@@ -183,6 +190,17 @@ typedef struct {
 
 int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op);
 void gpu_out_plan_free(gpu_out_plan *op);
+/* The output step's kernels for the P probes pr of tile tl, launched on stream s; separate
+ * so that tests/gpu/kernel_check.cu checks each against its plain-C reference.
+ * coef[p][b]: beam coefficients from beam_q[nb][3] (qx, qy, chi), normalised to sum |c|^2 = 1. */
+int gpu_beam_coefficients(float2 *coef, const gpu_probe *pr, const double *beam_q, int nb, int P, cudaStream_t s);
+/* win[p][wy][wx] cut from the tile product's output out[tl->h][P][tl->w]. */
+int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int P, const gpu_tile *tl, int wx, int wy,
+                       cudaStream_t s);
+/* [debug] gpu_prism_output = direct: win[p][j][i] = sum_b coef[p][b] src[pixel][b], src W x H pixels
+ * beam fastest with the tile region at (sx, sy), wrapping. */
+int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int sx, int sy, const gpu_probe *pr,
+                       const gpu_tile *tl, const float2 *coef, int P, int wx, int wy, cudaStream_t s);
 
 /* ---- engine entry points ------------------------------------------------ */
 
@@ -201,6 +219,9 @@ int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, cons
 int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev);
 int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *const *S_dev,
                                  const stem_detector *det, stem_result *res);
+/* by_pixel[p][b] = by_beam[b][p] on the current GPU (stem_prism_arrange), synchronised;
+ * not static so that tests/gpu/kernel_check.cu can check it. */
+int gpu_prism_arrange(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb);
 /* gpu_prism.cu: the engine's prism_resident step. */
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res);

@@ -64,6 +64,35 @@ static __global__ void k_direct(float2 *__restrict__ win, const float2 *__restri
     if (lane == 0) win[(size_t)p * wx * wy + warp] = make_float2(re, im);
 }
 
+/* ---- launchers ---------------------------------------------------------------- */
+
+int gpu_beam_coefficients(float2 *coef, const gpu_probe *pr, const double *beam_q, int nb, int P, cudaStream_t s)
+{
+    if (P <= 0 || nb <= 0) return STEM_OK;
+    k_coef<<<dim3(gpu_blocks(nb, 128), P), 128, 0, s>>>(coef, pr, beam_q, nb, (float)(1 / sqrt((double)nb)));
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
+int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int P, const gpu_tile *tl, int wx, int wy,
+                       cudaStream_t s)
+{
+    if (P <= 0) return STEM_OK;
+    k_gather<<<dim3(gpu_blocks((size_t)wx * wy, 256), P), 256, 0, s>>>(win, out, pr, P, tl->x0, tl->y0, tl->w, wx, wy);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
+int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int sx, int sy, const gpu_probe *pr,
+                       const gpu_tile *tl, const float2 *coef, int P, int wx, int wy, cudaStream_t s)
+{
+    if (P <= 0) return STEM_OK;
+    k_direct<<<dim3(gpu_blocks((size_t)wx * wy * 32, 256), P), 256, 0, s>>>(win, src, W, H, nb, sx, sy, pr, tl->x0, tl->y0,
+                                                                          coef, wx, wy);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
 /* ---- plan ------------------------------------------------------------------- */
 
 static double out_worker_bytes(const stem_plan *plan, int direct, double out_elems, int P, double unit_pixels)
@@ -358,21 +387,16 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
     int s = w->next;
     w->next ^= 1;
     STEM_TRY(out_flush(c, w, s, slot));
-    k_coef<<<dim3(gpu_blocks(nb, 128), P), 128, 0, w->stream>>>(w->coef, pr, c->beam_q[slot], nb,
-                                                                 (float)(1 / sqrt((double)nb)));
-    CUDA_LAUNCH();
+    STEM_TRY(gpu_beam_coefficients(w->coef, pr, c->beam_q[slot], nb, P, w->stream));
     double region = (double)tl->w * tl->h;
     if (c->op.direct) {
-        k_direct<<<dim3(gpu_blocks((size_t)win * 32, 256), P), 256, 0, w->stream>>>(w->win, src, W, H, nb, sx, sy, pr, tl->x0,
-                                                                                  tl->y0, w->coef, wx, wy);
-        CUDA_LAUNCH();
+        STEM_TRY(gpu_direct_windows(w->win, src, W, H, nb, sx, sy, pr, tl, w->coef, P, wx, wy, w->stream));
         w->flops += 8.0 * P * win * nb;
         w->s_bytes += 8.0 * P * win * nb;
         w->dram += 8.0 * region * nb;
     } else {
         STEM_TRY(tile_gemm(c, w, src, W, H, sx, sy, tl, P));
-        k_gather<<<dim3(gpu_blocks(win, 256), P), 256, 0, w->stream>>>(w->win, w->out, pr, P, tl->x0, tl->y0, tl->w, wx, wy);
-        CUDA_LAUNCH();
+        STEM_TRY(gpu_gather_windows(w->win, w->out, pr, P, tl, wx, wy, w->stream));
         w->s_bytes += 8.0 * region * nb;
         w->dram += 8.0 * region * nb + 8.0 * region * P + 8.0 * P * win;
     }

@@ -44,8 +44,8 @@ static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_b
     return STEM_OK;
 }
 
-/* by_pixel (on the first GPU) transposed from by_beam by k_arrange. */
-static int arrange_on_device(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb)
+/* by_pixel (on the current GPU) transposed from by_beam by k_arrange. */
+int gpu_prism_arrange(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb)
 {
     dim3 threads(ARR_TILE, 8), blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((nb + ARR_TILE - 1) / ARR_TILE));
     k_arrange<<<blocks, threads>>>(by_pixel, by_beam, box, (int)nb);
@@ -103,7 +103,7 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
     double t0 = stem_wall_time();
     if (!err) err = gpu_prism_smatrix_to_device(e, plan, trans, by_beam);
     if (!err) err = cudaSetDevice(d->ids[0]) == cudaSuccess ? STEM_OK : gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-    if (!err) err = arrange_on_device(by_pixel[0], by_beam, box, nb);
+    if (!err) err = gpu_prism_arrange(by_pixel[0], by_beam, box, nb);
     gpu_free(by_beam);
     double t1 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
     if (!err && d->n_gpus > 1) {
@@ -151,7 +151,7 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
     if (!err && cudaMemcpy(by_beam, S_by_beam, S_bytes, cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(S-matrix)", __FILE__, __LINE__, __func__);
-    if (!err) err = arrange_on_device(by_pixel[0], by_beam, box, nb);
+    if (!err) err = gpu_prism_arrange(by_pixel[0], by_beam, box, nb);
     gpu_free(by_beam);
     if (!err && d->n_gpus > 1) err = copy_to_other_gpus(d, by_pixel, S_bytes);
     if (!err)

@@ -304,13 +304,18 @@ int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_p
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     CUDA_CALL(cudaMemsetAsync(w->waves, 0, grid * pp->batch * sizeof(float2), w->stream));
-    if (n > 0 && sh->n_ap > 0) {
-        dim3 blocks(gpu_blocks(sh->n_ap, 256), n);
-        k_probes<<<blocks, 256, 0, w->stream>>>(w->waves, grid, sh->ap_index, sh->ap_q, sh->n_ap, sh->ap_scale, g0,
-                                                plan->scan_nx, plan->scan_x0, plan->scan_y0, plan->scan_step);
-        CUDA_LAUNCH();
-    }
+    STEM_TRY(gpu_probe_coefficients(plan, sh, w->waves, g0, n, w->stream));
     CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
+    return STEM_OK;
+}
+
+int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n, cudaStream_t s)
+{
+    if (n <= 0 || sh->n_ap <= 0) return STEM_OK;
+    dim3 blocks(gpu_blocks(sh->n_ap, 256), n);
+    k_probes<<<blocks, 256, 0, s>>>(waves, (size_t)plan->nx * plan->ny, sh->ap_index, sh->ap_q, sh->n_ap, sh->ap_scale, g0,
+                                    plan->scan_nx, plan->scan_x0, plan->scan_y0, plan->scan_step);
+    CUDA_LAUNCH();
     return STEM_OK;
 }
 
@@ -332,7 +337,6 @@ int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop
                   gpu_prop_worker *w)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
-    unsigned blocks = gpu_blocks(grid, 256);
     for (int s = 0; s < plan->n_slices; s++) {
         const float2 *t;
         int k = s & 1;
@@ -346,16 +350,21 @@ int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop
         } else {
             t = sh->trans + (size_t)s * grid;
         }
-        k_mul_bcast<<<blocks, 256, 0, w->stream>>>(w->waves, t, grid, pp->batch);
-        CUDA_LAUNCH();
+        STEM_TRY(gpu_mul_bcast(w->waves, t, grid, pp->batch, w->stream));
         if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[k], w->stream));
         CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_FORWARD));
         if (s + 1 < plan->n_slices) {
-            k_mul_bcast<<<blocks, 256, 0, w->stream>>>(w->waves, sh->prop, grid, pp->batch);
-            CUDA_LAUNCH();
+            STEM_TRY(gpu_mul_bcast(w->waves, sh->prop, grid, pp->batch, w->stream));
             CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
         }
     }
+    return STEM_OK;
+}
+
+int gpu_mul_bcast(float2 *waves, const float2 *t, size_t grid, int batch, cudaStream_t s)
+{
+    k_mul_bcast<<<gpu_blocks(grid, 256), 256, 0, s>>>(waves, t, grid, batch);
+    CUDA_LAUNCH();
     return STEM_OK;
 }
 
