@@ -4,7 +4,9 @@
 # transmission step GPU = CPU, each kernel against its plain-C reference, GPU
 # engine = CPU engine (multislice, PRISM; single-transfer and streaming), the
 # PRISM path that gathers through the host (debug.gpu_prism_resident = off) and
-# the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine.
+# the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine, these
+# three with a segmented detector (binned on the GPU) and 3 configurations; and a focal
+# spread (5 defoci) on the GPU = on the CPU.
 set -uo pipefail
 source benchmarks/device_common.sh device_gpu_checks
 status=0
@@ -15,7 +17,8 @@ bash tests/gpu/gpu_vs_cpu.sh build/stemsim tests/check_h5.py python3 benchmarks/
   { status=1; tail -20 "$out/gpu_vs_cpu.log"; }
 grep -E "^==|check_h5.py" "$out/gpu_vs_cpu.log"
 si=(benchmarks/gpu_check_si.ini -q --set scan.step=0.8 --set output.overwrite=true --set simulation.thermal=true
-    --set simulation.frozen_phonons=3)
+    --set simulation.frozen_phonons=3 --set detector.segments=4 --set detector.segment_inner=6
+    --set detector.segment_outer=40 --set detector.segment_rings=2 --set detector.segment_rotation=10)
 for alg in multislice prism; do
   build/stemsim "${si[@]}" --set simulation.algorithm=$alg --set compute.device=cpu --set output.file=/tmp/dgc/c.h5 || status=1
   for v in debug.gpu_prism_resident=off debug.gpu_transmission=off debug.gpu_transmission=auto; do
@@ -23,6 +26,13 @@ for alg in multislice prism; do
     echo "$alg, 3 configurations, $v: $(python3 tests/check_h5.py compare /tmp/dgc/g.h5 /tmp/dgc/c.h5 --tol 1e-4 | tail -1)"
     python3 tests/check_h5.py compare /tmp/dgc/g.h5 /tmp/dgc/c.h5 --tol 1e-4 | grep -q PASS || status=1
   done
+done
+for alg in multislice prism; do
+  fs=(--set simulation.algorithm=$alg --set probe.defocus=-40 --set probe.focal_spread=40 --set probe.focal_points=5)
+  build/stemsim "${si[@]}" "${fs[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/fc.h5 || status=1
+  build/stemsim "${si[@]}" "${fs[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/fg.h5 || status=1
+  echo "$alg, focal spread: $(python3 tests/check_h5.py compare /tmp/dgc/fg.h5 /tmp/dgc/fc.h5 --tol 1e-4 | tail -1)"
+  python3 tests/check_h5.py compare /tmp/dgc/fg.h5 /tmp/dgc/fc.h5 --tol 1e-4 | grep -q PASS || status=1
 done
 echo "device_gpu_checks: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

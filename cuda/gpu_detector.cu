@@ -12,7 +12,8 @@
 size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid)
 {
     size_t n = (size_t)plan->out_nx * plan->out_ny;
-    return n * (sizeof(int) + sizeof(uint32_t) + 2 * sizeof(float) + (gather_full_grid ? sizeof(int) : 0));
+    return n * (sizeof(int) + sizeof(uint32_t) + 2 * sizeof(float) + (gather_full_grid ? sizeof(int) : 0) +
+                (plan->seg_n ? sizeof(int) : 0));
 }
 
 size_t gpu_det_result_bytes(const stem_plan *plan, int n)
@@ -28,13 +29,15 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     g->n_images = plan->n_images;
     g->ox = plan->out_nx;
     g->oy = plan->out_ny;
+    g->n_seg = (int)stem_channel_width(plan, STEM_CH_SEGMENTS);
     g->stride = stem_channel_record_stride(plan);
     g->has_4d = stem_channel_width(plan, STEM_CH_CBED) > 0;
-    /* k_detect writes the record as [rings][images][total][com x, y]: the channel table must agree */
+    /* k_detect writes the record as [rings][images][total][com x, y][segments]: the channel table must agree */
     STEM_ASSERT(stem_channel_record_offset(plan, STEM_CH_IMAGES) == g->n_bins &&
                     stem_channel_record_offset(plan, STEM_CH_TOTAL) == g->n_bins + g->n_images &&
                     stem_channel_record_offset(plan, STEM_CH_COM) == g->n_bins + g->n_images + 1 &&
-                    g->stride == g->n_bins + g->n_images + 3,
+                    stem_channel_record_offset(plan, STEM_CH_SEGMENTS) == g->n_bins + g->n_images + 3 &&
+                    g->stride == g->n_bins + g->n_images + 3 + g->n_seg,
                 "GPU detector record layout differs from the channel table (stride %d)", g->stride);
     if (g->n_pix != g->ox * g->oy)
         return STEM_FAIL(STEM_ERR_INTERNAL, "detector has %d pixels, expected %d x %d", g->n_pix, g->ox, g->oy);
@@ -56,11 +59,13 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     if (!err) err = gpu_alloc_((void **)&g->mask, sizeof(uint32_t) * n, "detector masks", __FILE__, __LINE__, __func__);
     if (!err) err = gpu_alloc_((void **)&g->theta, sizeof(float) * 2 * n, "detector angles", __FILE__, __LINE__, __func__);
     if (!err && src) err = gpu_alloc_((void **)&g->src, sizeof(int) * n, "detector gather table", __FILE__, __LINE__, __func__);
+    if (!err && g->n_seg) err = gpu_alloc_((void **)&g->seg, sizeof(int) * n, "detector segments", __FILE__, __LINE__, __func__);
     cudaError_t e = cudaSuccess;
     if (!err) e = cudaMemcpy(g->bin, det->bin, sizeof(int) * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess) e = cudaMemcpy(g->mask, det->image_mask, sizeof(uint32_t) * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess) e = cudaMemcpy(g->theta, theta, sizeof(float) * 2 * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess && src) e = cudaMemcpy(g->src, src, sizeof(int) * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess && g->n_seg) e = cudaMemcpy(g->seg, det->segment, sizeof(int) * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess) e = cudaDeviceSynchronize();
     if (!err && e != cudaSuccess) err = gpu_fail_cuda(e, "cudaMemcpy(detector tables)", __FILE__, __LINE__, __func__);
     free(theta);
@@ -74,6 +79,7 @@ void gpu_det_free(gpu_det *g)
     gpu_free(g->mask);
     gpu_free(g->theta);
     gpu_free(g->src);
+    gpu_free(g->seg);
     memset(g, 0, sizeof *g);
 }
 
@@ -89,11 +95,11 @@ static __device__ __forceinline__ float warp_sum(float v)
 static __global__ void __launch_bounds__(DET_THREADS)
 k_detect(const float2 *__restrict__ waves, size_t wave_stride, const int *__restrict__ src,
          const float2 *__restrict__ prop, float scale, const int *__restrict__ bin, const uint32_t *__restrict__ mask,
-         const float2 *__restrict__ theta, int n_pix, int n_bins, int n_images, int ox, int oy, double *__restrict__ dres,
-         float *__restrict__ cbed)
+         const float2 *__restrict__ theta, const int *__restrict__ seg, int n_seg, int n_pix, int n_bins, int n_images,
+         int ox, int oy, double *__restrict__ dres, float *__restrict__ cbed)
 {
-    extern __shared__ float sh[]; /* [n_bins][n_images][total, cx, cy] */
-    int p = blockIdx.y, n_vals = n_bins + n_images + 3;
+    extern __shared__ float sh[]; /* [n_bins][n_images][total, cx, cy][segments] */
+    int p = blockIdx.y, n_vals = n_bins + n_images + 3 + n_seg;
     for (int i = threadIdx.x; i < n_vals; i += blockDim.x) sh[i] = 0.0f;
     __syncthreads();
     const float2 *w = waves + (size_t)p * wave_stride;
@@ -112,6 +118,7 @@ k_detect(const float2 *__restrict__ waves, size_t wave_stride, const int *__rest
         int b = bin[k];
         if (b < 0) continue;
         atomicAdd(&sh[b], I);
+        if (seg && seg[k] >= 0) atomicAdd(&sh[n_bins + n_images + 3 + seg[k]], I);
         float2 th = theta[k];
         tot += I;
         cx += I * th.x;
@@ -155,11 +162,11 @@ int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const
     size_t smem = sizeof(float) * g->stride;
     if (smem > 48 * 1024)
         return STEM_FAIL(STEM_ERR_CONFIG, "%d detector rings exceed the GPU detector's limit (%d); use a wider "
-                         "[detector] ring_width", g->n_bins, (int)(48 * 1024 / sizeof(float)) - g->n_images - 3);
+                         "[detector] ring_width", g->n_bins, (int)(48 * 1024 / sizeof(float)) - g->n_images - 3 - g->n_seg);
     dim3 blocks(chunks, n);
     k_detect<<<blocks, DET_THREADS, smem, s>>>(waves, wave_stride, g->src, prop, scale, g->bin, g->mask,
-                                               (const float2 *)g->theta, g->n_pix, g->n_bins, g->n_images, g->ox, g->oy,
-                                               dres, g->has_4d ? dcbed : NULL);
+                                               (const float2 *)g->theta, g->seg, g->n_seg, g->n_pix, g->n_bins,
+                                               g->n_images, g->ox, g->oy, dres, g->has_4d ? dcbed : NULL);
     CUDA_LAUNCH();
     return STEM_OK;
 }

@@ -101,9 +101,11 @@ int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 
 
 typedef struct {
     int n_pix, n_bins, n_images, ox, oy;
-    int stride;                     /* doubles per probe: rings, images, total, com x, com y */
+    int n_seg;                      /* segmented detector values per probe (0: none) */
+    int stride;                     /* doubles per probe: rings, images, total, com x, com y, segments */
     int has_4d;
     int *bin, *src;                 /* src: full-grid pixel of each detector pixel (multislice) or NULL */
+    int *seg;                       /* segment of each pixel, -1 none (NULL without segments) */
     uint32_t *mask;
     float *theta;                   /* [n_pix][2] */
 } gpu_det;

@@ -140,6 +140,17 @@ static const key_spec key_table[] = {
      "write full diffraction patterns /cbed (large)"},
     {"detector", "save_dpc", K_BOOL, OFF(save_dpc), "false", 0, 0, NULL, "-",
      "write the centre-of-mass DPC images /dpc_com_x, /dpc_com_y"},
+    {"detector", "segments", K_INT, OFF(segments), "0", 0, 64, NULL, "-",
+     "a segmented detector: each of segment_rings rings between segment_inner and segment_outer divided into this "
+     "many azimuthal segments (at least 2; 0: none), written as /segments with its DPC /dpc_segments_x, _y"},
+    {"detector", "segment_inner", K_DOUBLE, OFF(segment_inner), "0", 0, 1e4, NULL, "mrad",
+     "inner angle of the segmented detector"},
+    {"detector", "segment_outer", K_DOUBLE, OFF(segment_outer), "0", 0, 1e4, NULL, "mrad",
+     "outer angle of the segmented detector (exclusive; at most the largest simulated angle)"},
+    {"detector", "segment_rings", K_INT, OFF(segment_rings), "1", 1, 64, NULL, "-",
+     "rings of equal width the segmented detector is divided into radially"},
+    {"detector", "segment_rotation", K_DOUBLE, OFF(segment_rotation), "0", -360, 360, NULL, "deg",
+     "azimuth where segment 0 begins, from +x towards +y; segment s covers [rotation + s 360/N, rotation + (s+1) 360/N)"},
     {"output", "file", K_STRING, OFF(output_file), "stemsim_output.h5", 0, 0, NULL, "path",
      "HDF5 result, relative to the current directory; written to <file>.XXXXXX.incomplete (created exclusively) and "
      "renamed on success; never one of the inputs"},
@@ -476,6 +487,12 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->y_end < cfg->y_start)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
     if (cfg->n_images == 0) default_images(cfg);
+    if (cfg->segments == 1)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segments = 1: a segmented detector needs at least 2 segments "
+                         "(0: none)", source);
+    if (cfg->segments > 1 && cfg->segment_outer <= cfg->segment_inner)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
+                         source, cfg->segment_outer, cfg->segment_inner);
     if (cfg->thermal == 0 && cfg->frozen_phonons > 1)
         stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",
                   source, cfg->frozen_phonons);

@@ -29,6 +29,11 @@
  *                           qy_step_mrad, units, axes = "scan_y, scan_x, qy, qx"
  *   /dpc_com_x, /dpc_com_y  float64 [scan_ny][scan_nx] (save_dpc = true): centre
  *                           of mass of the diffraction pattern; units = "mrad"
+ *   /segments               float64 [scan_ny][scan_nx][segment_rings][segments] ([detector]
+ *                           segments > 0): intensity on each segment; attributes inner_mrad,
+ *                           outer_mrad, rotation_deg, units, axes
+ *   /dpc_segments_x, _y     float64 [scan_ny][scan_nx]: sum over segments of S_s u_s / sum of
+ *                           S_s, u_s the unit vector at segment s's centre azimuth (all rings)
  *   /total_intensity        float64 [scan_ny][scan_nx]: intensity inside the
  *                           simulated band limit (1 minus what the anti-aliasing
  *                           aperture removed); units as /images
@@ -47,6 +52,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -588,6 +594,52 @@ static int stem_output_dpc_both(const stem_output *o)
     return stem_output_dpc(o, 1);
 }
 
+/* The segmented detector's DPC along axis (0: x, 1: y) into the scratch column. */
+static void stem_output_segment_dpc(const stem_output *o, int axis)
+{
+    const stem_plan *plan = o->plan;
+    int n = plan->seg_n, w = n * plan->seg_rings;
+    for (hsize_t p = 0; p < o->count; p++) {
+        const double *S = o->res->segments + p * (hsize_t)w;
+        double sum = 0, dir = 0;
+        for (int k = 0; k < w; k++) {
+            double phi = plan->seg_rotation + 2 * M_PI * (k % n + 0.5) / n;
+            sum += S[k];
+            dir += S[k] * (axis ? sin(phi) : cos(phi));
+        }
+        o->scratch[p] = sum > 0 ? dir / sum : 0;
+    }
+}
+
+static int stem_output_segments(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    if (!plan->seg_n) return STEM_OK;
+    stem_output_attr attrs[] = {
+        {"inner_mrad", NULL, plan->seg_inner},
+        {"outer_mrad", NULL, plan->seg_outer},
+        {"rotation_deg", NULL, plan->seg_rotation * 180 / M_PI},
+        {"units", STEM_OUTPUT_INTENSITY, 0},
+        {"axes", "scan_y, scan_x, ring (equal widths from inner_mrad), segment (from rotation_deg, azimuth from +x "
+                 "towards +y)", 0},
+    };
+    stem_output_dataset d = {
+        .name = "/segments", .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE, .rank = 4,
+        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->seg_rings, (hsize_t)plan->seg_n},
+        .grid = 1, .data = o->count ? o->res->segments : NULL, .attrs = attrs, .n_attrs = 5};
+    STEM_TRY(stem_output_write_dataset(o, &d));
+    for (int axis = 0; axis < 2; axis++) {
+        if (o->count) stem_output_segment_dpc(o, axis);
+        stem_output_attr dattrs[] = {
+            {"units", "1", 0},
+            {"description", "DPC from the segmented detector: sum over segments of S_s u_s / sum of S_s, u_s the unit "
+                            "vector at the centre azimuth of segment s (all rings together)", 0},
+        };
+        STEM_TRY(stem_output_write_map(o, axis ? "/dpc_segments_y" : "/dpc_segments_x", dattrs, 2));
+    }
+    return STEM_OK;
+}
+
 static int stem_output_rings(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
@@ -726,6 +778,7 @@ static const stem_output_channel_writer stem_output_writers[STEM_N_CHANNELS] = {
     [STEM_CH_IMAGES] = stem_output_images,
     [STEM_CH_TOTAL] = stem_output_total,
     [STEM_CH_COM] = stem_output_dpc_both,
+    [STEM_CH_SEGMENTS] = stem_output_segments,
     [STEM_CH_CBED] = stem_output_cbed,
 };
 

@@ -6,6 +6,7 @@ const stem_channel stem_channel_table[STEM_N_CHANNELS] = {
     [STEM_CH_IMAGES] = {"images", 0, STEM_FINAL_MEAN, 1},
     [STEM_CH_TOTAL] = {"total_intensity", 0, STEM_FINAL_MEAN, 1},
     [STEM_CH_COM] = {"dpc_com", 0, STEM_FINAL_PER_TOTAL, 1},
+    [STEM_CH_SEGMENTS] = {"segments", 0, STEM_FINAL_MEAN, 1},
     [STEM_CH_CBED] = {"cbed", 1, STEM_FINAL_MEAN, 0},
 };
 
@@ -16,6 +17,7 @@ long stem_channel_width(const stem_plan *plan, int ch)
     case STEM_CH_IMAGES: return plan->n_images;
     case STEM_CH_TOTAL: return 1;
     case STEM_CH_COM: return 2; /* accumulated always: DPC needs no second pass */
+    case STEM_CH_SEGMENTS: return (long)plan->seg_n * plan->seg_rings;
     case STEM_CH_CBED: return plan->opt.save_4d ? (long)plan->out_nx * plan->out_ny : 0;
     default: return 0;
     }

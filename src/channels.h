@@ -10,12 +10,13 @@
 #include "plan.h"
 
 /* In table order; the GPU detector record holds the gpu_record channels in
- * this order ([rings][images][total][com x, y] per probe). */
+ * this order ([rings][images][total][com x, y][segments] per probe). */
 typedef enum {
     STEM_CH_RINGS = 0, /* intensity in annular rings of ring_width */
     STEM_CH_IMAGES,    /* intensity between each [images] pair of angles */
     STEM_CH_TOTAL,     /* intensity inside the band limit */
     STEM_CH_COM,       /* centre of mass of the pattern (mrad), x and y */
+    STEM_CH_SEGMENTS,  /* intensity on each segment of the segmented detector, [ring][segment] */
     STEM_CH_CBED,      /* the whole diffraction pattern (4D) */
     STEM_N_CHANNELS
 } stem_channel_id;

@@ -64,6 +64,8 @@ typedef struct {
     /* [detector] */
     double ring_width;       /* mrad */
     int save_3d, save_4d, save_dpc;
+    int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
+    double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
     /* [images] */
     int n_images;
     stem_image_range images[STEM_MAX_IMAGES];

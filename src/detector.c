@@ -5,6 +5,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Segmented detector: ring r of seg_rings equal rings in [inner, outer), segment s of
+ * seg_n equal sectors starting at seg_rotation (azimuth from +x towards +y). */
+static int segment_table(const stem_plan *plan, stem_detector *det)
+{
+    STEM_ALLOC(det->segment, det->n_pixels, "detector segments");
+    double width = (plan->seg_outer - plan->seg_inner) / plan->seg_rings;
+    for (int k = 0; k < det->n_pixels; k++) {
+        det->segment[k] = -1;
+        if (det->bin[k] < 0) continue; /* beyond the band limit, like every detector */
+        int i = k % plan->out_nx, j = k / plan->out_nx; /* theta as the rings compute it: the same edges */
+        double qx = stem_fft_index(i, plan->out_nx) * plan->out_dqx, qy = stem_fft_index(j, plan->out_ny) * plan->out_dqy;
+        double theta = hypot(qx, qy) * plan->lambda * 1e3;
+        if (theta < plan->seg_inner || theta >= plan->seg_outer) continue;
+        int r = (int)floor((theta - plan->seg_inner) / width);
+        double phi = fmod(atan2(qy, qx) - plan->seg_rotation, 2 * M_PI);
+        if (phi < 0) phi += 2 * M_PI;
+        int s = (int)floor(phi / (2 * M_PI) * plan->seg_n);
+        if (r > plan->seg_rings - 1) r = plan->seg_rings - 1; /* rounding at the edges */
+        if (s > plan->seg_n - 1) s = plan->seg_n - 1;
+        det->segment[k] = r * plan->seg_n + s;
+    }
+    return STEM_OK;
+}
+
 int stem_detector_build(const stem_plan *plan, stem_detector *det)
 {
     const stem_image_range *images = plan->images;
@@ -29,7 +53,7 @@ int stem_detector_build(const stem_plan *plan, stem_detector *det)
             for (int m = 0; m < plan->n_images; m++)
                 if (theta >= images[m].inner_mrad && theta < images[m].outer_mrad) det->image_mask[k] |= 1u << m;
         }
-    return STEM_OK;
+    return plan->seg_n ? segment_table(plan, det) : STEM_OK;
 }
 
 void stem_detector_free(stem_detector *det)
@@ -38,6 +62,7 @@ void stem_detector_free(stem_detector *det)
     free(det->image_mask);
     free(det->theta_x);
     free(det->theta_y);
+    free(det->segment);
     memset(det, 0, sizeof *det);
 }
 
@@ -54,7 +79,7 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         const stem_channel *c = &stem_channel_table[ch];
         res->width[ch] = stem_channel_width(plan, ch);
-        if (ch == STEM_CH_CBED && !res->has_4d) continue; /* the only channel that may be absent */
+        if (!res->width[ch]) continue; /* channels that may be absent: 4D patterns, segments */
         res->data[ch] = stem_calloc((size_t)(res->n_probes * res->width[ch]), c->is_float ? sizeof(float) : sizeof(double),
                                     c->name);
         if (!res->data[ch]) return STEM_ERR_MEMORY;
@@ -64,6 +89,8 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     res->total = res->data[STEM_CH_TOTAL];
     res->com = res->data[STEM_CH_COM];
     res->cbed = res->data[STEM_CH_CBED];
+    res->segments = res->data[STEM_CH_SEGMENTS];
+    res->n_segments = (int)res->width[STEM_CH_SEGMENTS];
     return STEM_OK;
 }
 
@@ -85,6 +112,7 @@ void stem_detect(const stem_detector *det, const float *intensity, stem_result *
         cx += v * det->theta_x[k];
         cy += v * det->theta_y[k];
         for (uint32_t m = det->image_mask[k]; m; m &= m - 1) images[__builtin_ctz(m)] += v;
+        if (res->segments && det->segment[k] >= 0) res->segments[p * res->n_segments + det->segment[k]] += v;
     }
     res->total[p] += total;
     res->com[2 * p] += cx;

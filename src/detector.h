@@ -11,6 +11,7 @@ typedef struct {
     int n_pixels;
     int *bin;              /* ring index, -1 beyond the simulated angle */
     uint32_t *image_mask;  /* bit i: pixel belongs to image i */
+    int *segment;          /* segmented detector: ring * segments + segment, -1 outside (NULL: none) */
     float *theta_x, *theta_y; /* mrad */
 } stem_detector;
 
@@ -26,6 +27,8 @@ typedef struct {
     double *images;        /* [probe][image] */
     double *com;           /* [probe][2]: centre of mass x, y in mrad (sums until finalised) */
     double *total;         /* [probe]: total detected intensity (used for DPC and checks) */
+    double *segments;      /* [probe][ring][segment] (NULL: no segmented detector) */
+    int n_segments;        /* values per probe in segments */
     float *cbed;           /* [probe][out_ny][out_nx], centred (fftshifted) */
 } stem_result;
 

@@ -342,6 +342,14 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->ring_width = cfg->ring_width;
     plan->n_bins = (int)ceil(plan->max_angle_mrad / cfg->ring_width);
     plan->n_images = cfg->n_images;
+    plan->seg_n = cfg->segments;
+    plan->seg_rings = cfg->segments ? cfg->segment_rings : 0;
+    plan->seg_inner = cfg->segment_inner;
+    plan->seg_outer = cfg->segment_outer;
+    plan->seg_rotation = cfg->segment_rotation * M_PI / 180;
+    if (plan->seg_n && cfg->segment_outer > plan->max_angle_mrad * 1.0001)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[detector] segment_outer = %g mrad is beyond the largest simulated angle %.1f mrad "
+                         "(reduce [simulation] pixel_size to reach it)", cfg->segment_outer, plan->max_angle_mrad);
     for (int i = 0; i < cfg->n_images; i++)
         if (cfg->images[i].inner_mrad >= plan->max_angle_mrad)
             return STEM_FAIL(STEM_ERR_CONFIG, "[images] %s starts at %g mrad, beyond the largest simulated angle %.1f mrad "

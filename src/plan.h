@@ -72,6 +72,8 @@ typedef struct {
     /* detector */
     int n_bins;
     double ring_width;       /* mrad */
+    int seg_n, seg_rings;    /* segmented detector: azimuthal segments (0: none), rings */
+    double seg_inner, seg_outer, seg_rotation; /* mrad, mrad, rad */
     double max_angle_mrad;   /* largest angle that is simulated */
     int n_images;
     stem_image_range images[STEM_MAX_IMAGES];

@@ -83,6 +83,14 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
     stemsim_mpi_case(focal_spread_coherent_limit_${_alg} compare ${_small} --set simulation.algorithm=${_alg}
                      --set probe.defocus=-40 --set probe.cs=0.002 --run 1 --run 1:probe.focal_spread=1e-3)
   endforeach()
+  # A segmented detector (2 rings x 4 segments on ring edges, rotated): 1 rank = 3 ranks
+  # = 2 threads, its segments sum to their rings (mpi_case.py), with DPC from segments.
+  foreach(_alg multislice prism)
+    stemsim_mpi_case(mpi_segments_${_alg} compare ${_small} --set simulation.algorithm=${_alg}
+                     --set probe.defocus=-40 --set probe.astigmatism=20 --set detector.segments=4
+                     --set detector.segment_inner=6 --set detector.segment_outer=40 --set detector.segment_rings=2
+                     --set detector.segment_rotation=10 --run 1 --run 3 --run 1:compute.threads=2)
+  endforeach()
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)

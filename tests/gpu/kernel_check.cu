@@ -481,7 +481,8 @@ int main(int argc, char **argv)
     // (3.5 Angstrom across) still fits the PRISM window of half the cell
     const char *ini = "[sample]\nxyz = inline\n[probe]\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
                       "[simulation]\npixel_size = 0.05\nalgorithm = prism\n"
-                      "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 1\nsave_4d = true\n";
+                      "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 1\nsave_4d = true\n"
+                      "segments = 4\nsegment_inner = 5\nsegment_outer = 40\nsegment_rings = 2\nsegment_rotation = 10\n";
     const char *ini_ms = "[sample]\nxyz = inline\n[probe]\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
                          "[simulation]\npixel_size = 0.05\nalgorithm = multislice\n";
     stem_config cfg, cfg_ms;

@@ -86,10 +86,27 @@ def check_total_channel(path):
         return f"total_intensity outside (0, 1]: [{total.min():.6f}, {total.max():.6f}]"
     with h5py.File(path, "r") as f:
         env = f.attrs.get("environment", None)
+        if "segments" in f:  # a segmented detector on ring edges: its segments sum to those rings
+            seg, a = f["segments"][()], f["segments"].attrs
+            w = f["rings"].attrs["ring_width_mrad"]
+            lo, hi = a["inner_mrad"] / w, a["outer_mrad"] / w
+            if abs(lo - round(lo)) < 1e-9 and abs(hi - round(hi)) < 1e-9:
+                ring_sum = f["rings"][()][..., int(round(lo)):int(round(hi))].sum(axis=-1)
+                if not np.allclose(seg.sum(axis=(2, 3)), ring_sum, rtol=1e-9, atol=1e-15):
+                    return f"segments differ from their rings by {np.abs(seg.sum(axis=(2, 3)) - ring_sum).max():.3g}"
     want = "STEMSIM_KIRKLAND=" + os.environ.get("STEMSIM_KIRKLAND", "")
     if env is None or (os.environ.get("STEMSIM_KIRKLAND") and want not in env.splitlines()):
         return f"the environment attribute does not record {want}: {env!r}"
     return ""
+
+
+def has_segments(path):
+    try:
+        import h5py
+    except ImportError:
+        return False
+    with h5py.File(path, "r") as f:
+        return "segments" in f
 
 
 def do_compare(args):
@@ -113,12 +130,15 @@ def do_compare(args):
         if bad:
             print("FAIL " + bad)
             return 1
-        print("ok   total_intensity: equals the sum of /rings per probe and lies in (0, 1]; environment recorded")
+        print("ok   total_intensity: equals the sum of /rings per probe and lies in (0, 1]; environment recorded"
+              + ("; segments sum to their rings" if has_segments(ref) else ""))
     for spec, out in outs[1:]:
         print(f"== {spec}  vs  {ref_spec}", flush=True)
-        # listing the datasets makes a missing one (2D images, 3D rings, 4D cbed, DPC) a failure
-        p = subprocess.run([sys.executable, args.check, "compare", out, ref, "--tol", str(args.tol),
-                            "--datasets", "images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity,axes"])
+        # listing the datasets makes a missing one (2D images, 3D rings, 4D cbed, DPC, segments) a failure
+        names = "images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity,axes"
+        if has_segments(ref):
+            names += ",segments,dpc_segments_x,dpc_segments_y"
+        p = subprocess.run([sys.executable, args.check, "compare", out, ref, "--tol", str(args.tol), "--datasets", names])
         if p.returncode == 77:
             return 77
         failed += p.returncode != 0
