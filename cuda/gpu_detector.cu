@@ -31,7 +31,8 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     g->oy = plan->out_ny;
     g->n_seg = (int)stem_channel_width(plan, STEM_CH_SEGMENTS);
     g->stride = stem_channel_record_stride(plan);
-    g->has_4d = stem_channel_width(plan, STEM_CH_CBED) > 0;
+    g->has_4d = stem_channel_width(plan, STEM_CH_CBED) > 0 || plan->opt.save_pacbed;
+    if (g->has_4d && !(g->pattern_bin = stem_pattern_bins_centred(plan, det))) return STEM_ERR_MEMORY;
     /* k_detect writes the record as [rings][images][total][com x, y][segments]: the channel table must agree */
     STEM_ASSERT(stem_channel_record_offset(plan, STEM_CH_IMAGES) == g->n_bins &&
                     stem_channel_record_offset(plan, STEM_CH_TOTAL) == g->n_bins + g->n_images &&
@@ -80,6 +81,7 @@ void gpu_det_free(gpu_det *g)
     gpu_free(g->theta);
     gpu_free(g->src);
     gpu_free(g->seg);
+    free(g->pattern_bin);
     memset(g, 0, sizeof *g);
 }
 
@@ -184,10 +186,15 @@ void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed
             for (long k = 0; k < w; k++) dst[k] += d[k];
             d += w;
         }
-        if (res->has_4d && hcbed) {
-            float *out = res->cbed + (size_t)p * g->n_pix;
+        if (g->has_4d && hcbed) { /* centred patterns: cropped and binned into the 4D output and PACBED */
+            float *out = res->has_4d ? res->cbed + (size_t)p * res->pattern_bins : NULL;
             const float *in = hcbed + (size_t)i * g->n_pix;
-            for (int k = 0; k < g->n_pix; k++) out[k] += in[k];
+            for (int k = 0; k < g->n_pix; k++) {
+                int b = g->pattern_bin[k];
+                if (b < 0) continue;
+                if (out) out[b] += in[k];
+                if (res->pacbed) res->pacbed[b] += in[k];
+            }
         }
     }
 }

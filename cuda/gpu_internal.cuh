@@ -103,7 +103,8 @@ typedef struct {
     int n_pix, n_bins, n_images, ox, oy;
     int n_seg;                      /* segmented detector values per probe (0: none) */
     int stride;                     /* doubles per probe: rings, images, total, com x, com y, segments */
-    int has_4d;
+    int has_4d;                     /* patterns come back to the host: 4D output or PACBED */
+    int *pattern_bin;               /* host: bin of the written pattern of each centred pixel, -1 none */
     int *bin, *src;                 /* src: full-grid pixel of each detector pixel (multislice) or NULL */
     int *seg;                       /* segment of each pixel, -1 none (NULL without segments) */
     uint32_t *mask;

@@ -32,7 +32,7 @@ static int ms_worker_create(ms_ctx *c, ms_worker *w)
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
     GPU_ALLOC(w->dres, sizeof(double) * stride * B, "detector sums");
     GPU_ALLOC_HOST(w->hres, sizeof(double) * stride * B, "detector sums");
-    if (plan->opt.save_4d) {
+    if (plan->opt.save_4d || plan->opt.save_pacbed) { /* patterns come back for both (cropped, binned, summed on the host) */
         GPU_ALLOC(w->dcbed, sizeof(float) * pix * B, "4D patterns");
         GPU_ALLOC_HOST(w->hcbed, sizeof(float) * pix * B, "4D patterns");
     }

@@ -308,7 +308,7 @@ static int out_worker_create(out_ctx *c, out_worker *w)
     for (int k = 0; k < 2; k++) {
         GPU_ALLOC(w->dres[k], sizeof(double) * stride * P, "detector sums");
         GPU_ALLOC_HOST(w->hres[k], sizeof(double) * stride * P, "detector sums");
-        if (plan->opt.save_4d) {
+        if (plan->opt.save_4d || plan->opt.save_pacbed) { /* patterns come back for both */
             GPU_ALLOC(w->dcbed[k], sizeof(float) * win * P, "4D patterns");
             GPU_ALLOC_HOST(w->hcbed[k], sizeof(float) * win * P, "4D patterns");
         }

@@ -138,6 +138,14 @@ static const key_spec key_table[] = {
     {"detector", "save_3d", K_BOOL, OFF(save_3d), "true", 0, 0, NULL, "-", "write the ring output /rings"},
     {"detector", "save_4d", K_BOOL, OFF(save_4d), "false", 0, 0, NULL, "-",
      "write full diffraction patterns /cbed (large)"},
+    {"detector", "cbed_max_angle", K_DOUBLE, OFF(cbed_max_angle), "0", 0, 1e4, NULL, "mrad",
+     "4D patterns and PACBED cropped to a centred square of this half-width (0: the whole band-limited pattern)"},
+    {"detector", "cbed_bin", K_INT, OFF(cbed_bin), "1", 1, 64, NULL, "-",
+     "4D patterns and PACBED binned by this factor along each axis after cropping (a remainder of fewer pixels "
+     "is dropped from both ends alike); /axes/cbed_qx_mrad, _qy_ give each bin's centre"},
+    {"detector", "save_pacbed", K_BOOL, OFF(save_pacbed), "false", 0, 0, NULL, "-",
+     "write /pacbed: the diffraction pattern averaged over every probe and configuration (position-averaged "
+     "CBED), without storing 4D patterns"},
     {"detector", "save_dpc", K_BOOL, OFF(save_dpc), "false", 0, 0, NULL, "-",
      "write the centre-of-mass DPC images /dpc_com_x, /dpc_com_y"},
     {"detector", "segments", K_INT, OFF(segments), "0", 0, 64, NULL, "-",

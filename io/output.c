@@ -23,10 +23,14 @@
  *                           intensity in annular rings [i*w, (i+1)*w) mrad;
  *                           attributes ring_width_mrad, units,
  *                           axes = "scan_y, scan_x, ring"
- *   /cbed                   float32 [scan_ny][scan_nx][out_ny][out_nx] (save_4d = true):
- *                           diffraction patterns, centred (zero angle at
- *                           [out_ny/2][out_nx/2]); attributes qx_step_mrad,
- *                           qy_step_mrad, units, axes = "scan_y, scan_x, qy, qx"
+ *   /cbed                   float32 [scan_ny][scan_nx][cbed_ny][cbed_nx] (save_4d = true):
+ *                           diffraction patterns, centred, cropped to [detector]
+ *                           cbed_max_angle and binned by cbed_bin (the whole
+ *                           out_ny x out_nx pattern, zero angle at [out_ny/2][out_nx/2],
+ *                           by default); attributes qx_step_mrad, qy_step_mrad (of a
+ *                           bin), cbed_bin, units, axes
+ *   /pacbed                 float64 [cbed_ny][cbed_nx] (save_pacbed = true): the pattern
+ *                           averaged over every probe and configuration
  *   /dpc_com_x, /dpc_com_y  float64 [scan_ny][scan_nx] (save_dpc = true): centre
  *                           of mass of the diffraction pattern; units = "mrad"
  *   /segments               float64 [scan_ny][scan_nx][segment_rings][segments] ([detector]
@@ -40,8 +44,8 @@
  *   /axes/scan_x            float64 [scan_nx], probe x positions, units = "Angstrom"
  *   /axes/scan_y            float64 [scan_ny], probe y positions, units = "Angstrom"
  *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
- *   /axes/cbed_qx_mrad      float64 [out_nx], (i - out_nx/2) * qx_step_mrad (with /cbed)
- *   /axes/cbed_qy_mrad      float64 [out_ny], (i - out_ny/2) * qy_step_mrad (with /cbed)
+ *   /axes/cbed_qx_mrad      float64 [cbed_nx], angle of each bin's centre (with /cbed, /pacbed)
+ *   /axes/cbed_qy_mrad      float64 [cbed_ny], likewise along y
  *
  * The file is written to the temporary that io/publish.c created exclusively
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
@@ -656,20 +660,41 @@ static int stem_output_rings(const stem_output *o)
     return stem_output_write_dataset(o, &d);
 }
 
+/* PACBED: rank 0 writes the mean pattern every rank holds after the reduction. */
+static int stem_output_pacbed(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    stem_output_attr attrs[] = {
+        {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
+        {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
+        {"units", STEM_OUTPUT_INTENSITY, 0},
+        {"axes", "qy, qx (as /axes/cbed_qy_mrad, /axes/cbed_qx_mrad)", 0},
+        {"description", "position-averaged CBED: the diffraction pattern averaged over every probe and "
+                        "configuration (a probe's pattern sums to its /total_intensity)", 0},
+    };
+    stem_output_dataset d = {
+        .name = "/pacbed", .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE, .rank = 2,
+        .dims = {(hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx}, .grid = 0,
+        .data = o->res ? o->res->pacbed : NULL, .attrs = attrs, .n_attrs = 5};
+    return stem_output_write_dataset(o, &d);
+}
+
 static int stem_output_cbed(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
+    if (plan->opt.save_pacbed) STEM_TRY(stem_output_pacbed(o));
     if (!o->has_4d) return STEM_OK;
     stem_output_attr attrs[] = {
-        {"qx_step_mrad", NULL, plan->out_dqx * plan->lambda * 1e3},
-        {"qy_step_mrad", NULL, plan->out_dqy * plan->lambda * 1e3},
+        {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
+        {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
         {"units", STEM_OUTPUT_INTENSITY, 0},
-        {"axes", "scan_y, scan_x, qy, qx", 0},
+        {"axes", "scan_y, scan_x, qy, qx (bin centres in /axes/cbed_qy_mrad, /axes/cbed_qx_mrad)", 0},
+        {"cbed_bin", NULL, plan->cbed_bin},
     };
     stem_output_dataset d = {
         .name = "/cbed", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
-        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->out_ny, (hsize_t)plan->out_nx},
-        .grid = 1, .data = o->count ? o->res->cbed : NULL, .attrs = attrs, .n_attrs = 4};
+        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx},
+        .grid = 1, .data = o->count ? o->res->cbed : NULL, .attrs = attrs, .n_attrs = 5};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -684,9 +709,12 @@ static int stem_output_axis(const stem_output *o, const char *name, int n, const
 }
 
 /* Centred detector axis: pixel i is (i - n/2) steps from zero angle. */
-static void stem_output_fill_centred(const stem_output *o, int n, double step)
+/* Angle of the centre of each of `bins` bins of the written pattern, bin i covering the
+ * centred detector pixels first + i b .. first + i b + b - 1 (zero angle at pixel n / 2). */
+static void stem_output_fill_bins(const stem_output *o, int n, int first, int bins, double step)
 {
-    for (int i = 0; i < n; i++) o->axis[i] = (i - n / 2) * step;
+    int b = o->plan->cbed_bin;
+    for (int i = 0; i < bins; i++) o->axis[i] = (first + i * b + (b - 1) / 2.0 - n / 2) * step;
 }
 
 static int stem_output_axes(const stem_output *o)
@@ -707,11 +735,11 @@ static int stem_output_axes(const stem_output *o)
         for (int i = 0; i < plan->n_bins; i++) o->axis[i] = i * plan->ring_width;
         STEM_TRY(stem_output_axis(o, "/axes/ring_inner_mrad", plan->n_bins, "mrad"));
     }
-    if (o->has_4d) {
-        stem_output_fill_centred(o, plan->out_nx, plan->out_dqx * plan->lambda * 1e3);
-        STEM_TRY(stem_output_axis(o, "/axes/cbed_qx_mrad", plan->out_nx, "mrad"));
-        stem_output_fill_centred(o, plan->out_ny, plan->out_dqy * plan->lambda * 1e3);
-        STEM_TRY(stem_output_axis(o, "/axes/cbed_qy_mrad", plan->out_ny, "mrad"));
+    if (o->has_4d || plan->opt.save_pacbed) {
+        stem_output_fill_bins(o, plan->out_nx, plan->cbed_x0, plan->cbed_nx, plan->out_dqx * plan->lambda * 1e3);
+        STEM_TRY(stem_output_axis(o, "/axes/cbed_qx_mrad", plan->cbed_nx, "mrad"));
+        stem_output_fill_bins(o, plan->out_ny, plan->cbed_y0, plan->cbed_ny, plan->out_dqy * plan->lambda * 1e3);
+        STEM_TRY(stem_output_axis(o, "/axes/cbed_qy_mrad", plan->cbed_ny, "mrad"));
     }
     return STEM_OK;
 }

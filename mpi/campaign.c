@@ -275,6 +275,10 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     t = stem_wall_time();
     STEM_TRY(stem_mpi_sum_result(res, m->cross));
     stem_result_finalise(res, plan->n_configs);
+    if (res->pacbed) { /* every rank's probes of every group's configurations: the mean pattern */
+        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->pacbed, res->pattern_bins, MPI_DOUBLE, MPI_SUM, m->world));
+        for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)plan->n_configs * plan->n_probes;
+    }
     if (plan->opt.source_size > 0) { /* only the first group's results are written */
         err = L->group == 0 ? blur_results(m, plan, res) : STEM_OK;
         STEM_TRY(stem_mpi_agree(err, m->world));

@@ -18,7 +18,7 @@ long stem_channel_width(const stem_plan *plan, int ch)
     case STEM_CH_TOTAL: return 1;
     case STEM_CH_COM: return 2; /* accumulated always: DPC needs no second pass */
     case STEM_CH_SEGMENTS: return (long)plan->seg_n * plan->seg_rings;
-    case STEM_CH_CBED: return plan->opt.save_4d ? (long)plan->out_nx * plan->out_ny : 0;
+    case STEM_CH_CBED: return plan->opt.save_4d ? (long)plan->cbed_nx * plan->cbed_ny : 0;
     default: return 0;
     }
 }

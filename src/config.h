@@ -64,6 +64,8 @@ typedef struct {
     /* [detector] */
     double ring_width;       /* mrad */
     int save_3d, save_4d, save_dpc;
+    double cbed_max_angle;   /* mrad, 0: no crop */
+    int cbed_bin, save_pacbed;
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
     /* [images] */

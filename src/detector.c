@@ -29,6 +29,30 @@ static int segment_table(const stem_plan *plan, stem_detector *det)
     return STEM_OK;
 }
 
+/* 4D patterns and PACBED: detector pixel (FFT order) -> bin of the written pattern. */
+static int pattern_table(const stem_plan *plan, stem_detector *det)
+{
+    int nx = plan->out_nx, b = plan->cbed_bin;
+    STEM_ALLOC(det->pattern_bin, det->n_pixels, "pattern bins");
+    det->pattern_bins = plan->cbed_nx * plan->cbed_ny;
+    for (int k = 0; k < det->n_pixels; k++) {
+        int ix = stem_centred_index(k % nx, nx) - plan->cbed_x0, iy = stem_centred_index(k / nx, plan->out_ny) - plan->cbed_y0;
+        int inside = ix >= 0 && iy >= 0 && ix < plan->cbed_nx * b && iy < plan->cbed_ny * b;
+        det->pattern_bin[k] = inside ? (iy / b) * plan->cbed_nx + ix / b : -1;
+    }
+    return STEM_OK;
+}
+
+int *stem_pattern_bins_centred(const stem_plan *plan, const stem_detector *det)
+{
+    int nx = plan->out_nx, ny = plan->out_ny;
+    int *c = stem_alloc(sizeof(int) * (size_t)det->n_pixels, "pattern bins (centred)");
+    if (!c) return NULL;
+    for (int k = 0; k < det->n_pixels; k++)
+        c[stem_centred_index(k / nx, ny) * nx + stem_centred_index(k % nx, nx)] = det->pattern_bin[k];
+    return c;
+}
+
 int stem_detector_build(const stem_plan *plan, stem_detector *det)
 {
     const stem_image_range *images = plan->images;
@@ -53,6 +77,7 @@ int stem_detector_build(const stem_plan *plan, stem_detector *det)
             for (int m = 0; m < plan->n_images; m++)
                 if (theta >= images[m].inner_mrad && theta < images[m].outer_mrad) det->image_mask[k] |= 1u << m;
         }
+    if (plan->opt.save_4d || plan->opt.save_pacbed) STEM_TRY(pattern_table(plan, det));
     return plan->seg_n ? segment_table(plan, det) : STEM_OK;
 }
 
@@ -63,6 +88,7 @@ void stem_detector_free(stem_detector *det)
     free(det->theta_x);
     free(det->theta_y);
     free(det->segment);
+    free(det->pattern_bin);
     memset(det, 0, sizeof *det);
 }
 
@@ -90,6 +116,9 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     res->com = res->data[STEM_CH_COM];
     res->cbed = res->data[STEM_CH_CBED];
     res->segments = res->data[STEM_CH_SEGMENTS];
+    res->pattern_bins = plan->cbed_nx * plan->cbed_ny;
+    if (plan->opt.save_pacbed && !(res->pacbed = stem_calloc((size_t)res->pattern_bins, sizeof(double), "PACBED")))
+        return STEM_ERR_MEMORY;
     res->n_segments = (int)res->width[STEM_CH_SEGMENTS];
     return STEM_OK;
 }
@@ -97,6 +126,7 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
 void stem_result_free(stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) free(res->data[ch]);
+    free(res->pacbed);
     memset(res, 0, sizeof *res);
 }
 
@@ -117,12 +147,14 @@ void stem_detect(const stem_detector *det, const float *intensity, stem_result *
     res->total[p] += total;
     res->com[2 * p] += cx;
     res->com[2 * p + 1] += cy;
-    if (res->has_4d) {
-        int nx = res->out_nx, ny = res->out_ny;
-        float *out = res->cbed + (size_t)p * nx * ny;
-        for (int j = 0; j < ny; j++)
-            for (int i = 0; i < nx; i++)
-                out[(size_t)stem_centred_index(j, ny) * nx + stem_centred_index(i, nx)] += intensity[(size_t)j * nx + i];
+    if (res->has_4d || res->pacbed) { /* cropped and binned (pattern_table) */
+        float *out = res->has_4d ? res->cbed + (size_t)p * res->pattern_bins : NULL;
+        for (int k = 0; k < det->n_pixels; k++) {
+            int b = det->pattern_bin[k];
+            if (b < 0) continue;
+            if (out) out[b] += intensity[k];
+            if (res->pacbed) res->pacbed[b] += intensity[k];
+        }
     }
 }
 
@@ -158,6 +190,7 @@ void stem_result_zero(stem_result *res)
         if (res->data[ch])
             memset(res->data[ch], 0, (size_t)(res->n_probes * res->width[ch]) *
                                          (stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double)));
+    if (res->pacbed) memset(res->pacbed, 0, sizeof(double) * (size_t)res->pattern_bins);
 }
 
 void stem_result_add_scaled(stem_result *res, const stem_result *part, double weight)
@@ -175,4 +208,6 @@ void stem_result_add_scaled(stem_result *res, const stem_result *part, double we
             for (long i = 0; i < n; i++) v[i] += weight * u[i];
         }
     }
+    if (res->pacbed && part->pacbed)
+        for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] += weight * part->pacbed[i];
 }

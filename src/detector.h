@@ -12,6 +12,9 @@ typedef struct {
     int *bin;              /* ring index, -1 beyond the simulated angle */
     uint32_t *image_mask;  /* bit i: pixel belongs to image i */
     int *segment;          /* segmented detector: ring * segments + segment, -1 outside (NULL: none) */
+    int *pattern_bin;      /* bin of the written (cropped, binned, centred) pattern, -1 cropped away
+                              (NULL without 4D patterns or PACBED) */
+    int pattern_bins;      /* cbed_nx * cbed_ny */
     float *theta_x, *theta_y; /* mrad */
 } stem_detector;
 
@@ -29,7 +32,9 @@ typedef struct {
     double *total;         /* [probe]: total detected intensity (used for DPC and checks) */
     double *segments;      /* [probe][ring][segment] (NULL: no segmented detector) */
     int n_segments;        /* values per probe in segments */
-    float *cbed;           /* [probe][out_ny][out_nx], centred (fftshifted) */
+    float *cbed;           /* [probe][cbed_ny][cbed_nx], centred (fftshifted), cropped and binned */
+    double *pacbed;        /* [cbed_ny][cbed_nx]: sum over this rank's probes (save_pacbed; not a channel) */
+    int pattern_bins;      /* cbed_nx * cbed_ny */
 } stem_result;
 
 int stem_detector_build(const stem_plan *plan, stem_detector *det);
@@ -38,6 +43,9 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res);
 void stem_result_free(stem_result *res);
 /* Add one probe's intensity (detector grid, FFT order) to the local probe slot. */
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long local_probe);
+/* The bin of the written pattern for each detector pixel in centred order (the GPU
+ * returns centred patterns); malloc'd, -1 where cropped away. */
+int *stem_pattern_bins_centred(const stem_plan *plan, const stem_detector *det);
 /* Divide the sums by the number of configurations; turn DPC sums into means. */
 void stem_result_finalise(stem_result *res, int n_configs);
 /* Every channel's sums set to zero. */

@@ -196,6 +196,38 @@ static int count_species(const stem_atoms *atoms)
     return n;
 }
 
+/* One axis of the written patterns: crop to |angle| <= max_mrad around the centre pixel
+ * n / 2 (0: none), then bins of b pixels, a remainder of fewer than b pixels dropped
+ * from both ends alike; *first: the first kept centred pixel. */
+static int pattern_axis(int n, double step_mrad, double max_mrad, int b, const char *axis, int *first, int *bins)
+{
+    int c = n / 2, lo = 0, hi = n - 1;
+    if (max_mrad > 0) {
+        int k = (int)floor(max_mrad / step_mrad + 1e-9);
+        lo = c - k > 0 ? c - k : 0;
+        hi = c + k < n - 1 ? c + k : n - 1;
+    }
+    *bins = (hi - lo + 1) / b;
+    *first = lo + (hi - lo + 1 - *bins * b) / 2; /* the remainder dropped from both ends alike */
+    if (*bins < 1)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[detector] cbed_bin = %d exceeds the %d pixels of the cropped pattern along %s "
+                         "(a larger cbed_max_angle or a smaller cbed_bin)", b, hi - lo + 1, axis);
+    return STEM_OK;
+}
+
+static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
+{
+    if (cfg->cbed_max_angle > plan->max_angle_mrad * 1.0001)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[detector] cbed_max_angle = %g mrad is beyond the largest simulated angle %.1f mrad",
+                         cfg->cbed_max_angle, plan->max_angle_mrad);
+    plan->cbed_bin = cfg->cbed_bin;
+    double mrad = plan->lambda * 1e3;
+    STEM_TRY(pattern_axis(plan->out_nx, plan->out_dqx * mrad, cfg->cbed_max_angle, cfg->cbed_bin, "x", &plan->cbed_x0,
+                          &plan->cbed_nx));
+    return pattern_axis(plan->out_ny, plan->out_dqy * mrad, cfg->cbed_max_angle, cfg->cbed_bin, "y", &plan->cbed_y0,
+                        &plan->cbed_ny);
+}
+
 /* Every large buffer of a run, per rank (campaign.c, detector.c, engines). */
 static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gib)
 {
@@ -282,6 +314,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_3d = cfg->save_3d;
     o->save_4d = cfg->save_4d;
     o->save_dpc = cfg->save_dpc;
+    o->save_pacbed = cfg->save_pacbed;
     o->fft_measure = cfg->fft_planning == STEM_FFT_MEASURE;
     o->device = cfg->device;
     o->gpus_per_rank = cfg->gpus_per_rank;
@@ -342,6 +375,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->ring_width = cfg->ring_width;
     plan->n_bins = (int)ceil(plan->max_angle_mrad / cfg->ring_width);
     plan->n_images = cfg->n_images;
+    STEM_TRY(choose_pattern_window(plan, cfg));
     plan->seg_n = cfg->segments;
     plan->seg_rings = cfg->segments ? cfg->segment_rings : 0;
     plan->seg_inner = cfg->segment_inner;

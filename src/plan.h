@@ -28,7 +28,7 @@ typedef struct {
 
 /* What the engines do, beyond the geometry: copied from the config. */
 typedef struct {
-    int save_3d, save_4d, save_dpc;
+    int save_3d, save_4d, save_dpc, save_pacbed;
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */
     int gpus_per_rank, streams_per_gpu, memory_mode;
@@ -73,6 +73,9 @@ typedef struct {
     int n_bins;
     double ring_width;       /* mrad */
     int seg_n, seg_rings;    /* segmented detector: azimuthal segments (0: none), rings */
+    /* 4D patterns and PACBED as written: cbed_nx x cbed_ny bins of cbed_bin^2 detector pixels,
+     * the first at centred detector pixel (cbed_x0, cbed_y0) (centre: out_nx/2, out_ny/2) */
+    int cbed_nx, cbed_ny, cbed_bin, cbed_x0, cbed_y0;
     double seg_inner, seg_outer, seg_rotation; /* mrad, mrad, rad */
     double max_angle_mrad;   /* largest angle that is simulated */
     int n_images;

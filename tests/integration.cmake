@@ -91,6 +91,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                      --set detector.segment_inner=6 --set detector.segment_outer=40 --set detector.segment_rings=2
                      --set detector.segment_rotation=10 --run 1 --run 3 --run 1:compute.threads=2)
   endforeach()
+  # 4D patterns cropped to 20 mrad and binned by 3, and PACBED: 1 rank = 3 ranks = 2 threads,
+  # with frozen phonons in one and three groups; PACBED = the mean of the 4D patterns (mpi_case.py).
+  foreach(_alg multislice prism)
+    stemsim_mpi_case(mpi_pacbed_${_alg} compare ${_small} ${_fp} --set simulation.algorithm=${_alg}
+                     --set detector.save_pacbed=true --set detector.cbed_max_angle=20 --set detector.cbed_bin=3
+                     --run 1 --run 3 --run 3:compute.fp_groups=1 --run 1:compute.threads=2)
+  endforeach()
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --run 1:compute.threads=1 --run 1:compute.threads=2 --run 2:compute.threads=2)

@@ -86,6 +86,10 @@ def check_total_channel(path):
         return f"total_intensity outside (0, 1]: [{total.min():.6f}, {total.max():.6f}]"
     with h5py.File(path, "r") as f:
         env = f.attrs.get("environment", None)
+        if "pacbed" in f and "cbed" in f:  # the mean pattern is the mean of the 4D patterns over the scan
+            pac, mean = f["pacbed"][()], f["cbed"][()].astype(np.float64).mean(axis=(0, 1))
+            if pac.shape != mean.shape or not np.allclose(pac, mean, rtol=1e-5, atol=1e-7 * np.abs(mean).max()):
+                return f"pacbed differs from the mean of /cbed over the scan (shapes {pac.shape}, {mean.shape})"
         if "segments" in f:  # a segmented detector on ring edges: its segments sum to those rings
             seg, a = f["segments"][()], f["segments"].attrs
             w = f["rings"].attrs["ring_width_mrad"]
@@ -100,13 +104,17 @@ def check_total_channel(path):
     return ""
 
 
-def has_segments(path):
+OPTIONAL = ("segments", "dpc_segments_x", "dpc_segments_y", "pacbed")
+
+
+def optional_datasets(path):
+    """The optional outputs this file has (compared whenever the reference has them)."""
     try:
         import h5py
     except ImportError:
-        return False
+        return []
     with h5py.File(path, "r") as f:
-        return "segments" in f
+        return [n for n in OPTIONAL if n in f]
 
 
 def do_compare(args):
@@ -131,13 +139,11 @@ def do_compare(args):
             print("FAIL " + bad)
             return 1
         print("ok   total_intensity: equals the sum of /rings per probe and lies in (0, 1]; environment recorded"
-              + ("; segments sum to their rings" if has_segments(ref) else ""))
+              + "".join(f"; {n} checked" for n in optional_datasets(ref) if n in ("segments", "pacbed")))
     for spec, out in outs[1:]:
         print(f"== {spec}  vs  {ref_spec}", flush=True)
         # listing the datasets makes a missing one (2D images, 3D rings, 4D cbed, DPC, segments) a failure
-        names = "images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity,axes"
-        if has_segments(ref):
-            names += ",segments,dpc_segments_x,dpc_segments_y"
+        names = ",".join(["images,rings,cbed,dpc_com_x,dpc_com_y,total_intensity,axes"] + optional_datasets(ref))
         p = subprocess.run([sys.executable, args.check, "compare", out, ref, "--tol", str(args.tol), "--datasets", names])
         if p.returncode == 77:
             return 77
