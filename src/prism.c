@@ -134,12 +134,23 @@ int stem_prism_window_origin(double x, double cell, int crop, int window)
     return centre - window / 2;
 }
 
+/* Probes of one scan row are taken in runs of up to OUTPUT_RUN: their windows overlap
+ * almost wholly, so each pixel's beams are read from the (large) S-matrix once per run
+ * and used for every window holding the pixel while they sit in the L1 cache; each
+ * window value is the same sum as for a probe alone, so results do not depend on runs. */
+enum { OUTPUT_RUN = 16 };
+
+typedef struct {
+    int cx, cy, wx, wy, nb; /* S-matrix box, window, beams */
+} plan_window;
+
 typedef struct {
     const stem_plan *plan;
     const stem_complex *S;
     const stem_detector *det;
     stem_result *res;
-    stem_complex **coef, **window;
+    size_t win_stride;           /* complex numbers from one window to the next (aligned like the first) */
+    stem_complex **coef, **window; /* per worker: [OUTPUT_RUN][n_beams], [OUTPUT_RUN][win_stride] */
     float **intensity;
     stem_fft *fft;
 } output_job;
@@ -149,8 +160,8 @@ static int output_setup(void *ctx, int w)
     output_job *job = ctx;
     const stem_plan *plan = job->plan;
     size_t win = (size_t)plan->out_nx * plan->out_ny;
-    job->coef[w] = stem_fft_alloc(plan->n_beams, "beam coefficients");
-    job->window[w] = stem_fft_alloc(win, "probe window");
+    job->coef[w] = stem_fft_alloc((size_t)OUTPUT_RUN * plan->n_beams, "beam coefficients");
+    job->window[w] = stem_fft_alloc(OUTPUT_RUN * job->win_stride, "probe windows");
     job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
     if (!job->coef[w] || !job->window[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
     return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w],
@@ -168,21 +179,57 @@ static void output_teardown(void *ctx, int w)
     job->intensity[w] = NULL;
 }
 
-/* Weighted sum over beams of the S-matrix window around the probe (periodic wrap). */
-static void gather_window(const stem_plan *plan, const stem_complex *S, const stem_complex *coef, double x, double y,
-                          stem_complex *window)
+/* The weighted sum over beams of one S-matrix pixel: the window value of one probe. */
+static inline stem_complex beam_sum(const stem_complex *coef, const stem_complex *s, int nb)
 {
-    int cx = plan->crop_nx, cy = plan->crop_ny, wx = plan->out_nx, wy = plan->out_ny, nb = plan->n_beams;
-    int ox = stem_prism_window_origin(x, plan->cell[0], cx, wx), oy = stem_prism_window_origin(y, plan->cell[1], cy, wy);
+    stem_complex sum = 0;
+    for (int b = 0; b < nb; b++) sum += coef[b] * s[b];
+    return sum;
+}
+
+/* The windows of n probes of one scan row (window origins ox[t], one oy), periodic wrap:
+ * row by row, each S-matrix pixel of the run's span read once. */
+static void gather_windows(const plan_window *pw, const stem_complex *S, const stem_complex *coef, const int *ox, int oy,
+                           int n, stem_complex *window, size_t win_stride)
+{
+    int cx = pw->cx, cy = pw->cy, wx = pw->wx, wy = pw->wy, nb = pw->nb;
+    int span = ox[n - 1] - ox[0] + wx; /* ox ascending along the row */
     for (int j = 0; j < wy; j++) {
         int gy = ((oy + j) % cy + cy) % cy;
-        for (int i = 0; i < wx; i++) {
-            int gx = ((ox + i) % cx + cx) % cx;
+        for (int u = 0, first = 0; u < span; u++) {
+            int gx = ((ox[0] + u) % cx + cx) % cx;
             const stem_complex *s = S + ((size_t)gy * cx + gx) * nb;
-            stem_complex sum = 0;
-            for (int b = 0; b < nb; b++) sum += coef[b] * s[b];
-            window[(size_t)j * wx + i] = sum;
+            while (first < n && ox[first] + wx <= ox[0] + u) first++; /* windows that ended */
+            for (int t = first; t < n && ox[t] <= ox[0] + u; t++)
+                window[t * win_stride + (size_t)j * wx + (ox[0] + u - ox[t])] = beam_sum(coef + (size_t)t * nb, s, nb);
         }
+    }
+}
+
+/* Coefficients, windows, FFT, |.|^2 and detection of the run [p, p + n) (one scan row). */
+static void output_run(output_job *job, int w, long p, int n)
+{
+    const stem_plan *plan = job->plan;
+    size_t win = (size_t)plan->out_nx * plan->out_ny;
+    float scale = 1.0f / ((float)win * (float)win);
+    plan_window pw = {plan->crop_nx, plan->crop_ny, plan->out_nx, plan->out_ny, plan->n_beams};
+    int ox[OUTPUT_RUN], oy = 0;
+    for (int t = 0; t < n; t++) {
+        double x, y;
+        stem_plan_probe_position(plan, plan->probe_begin + p + t, &x, &y);
+        stem_probe_beam_coefficients(plan, x, y, job->coef[w] + (size_t)t * plan->n_beams);
+        ox[t] = stem_prism_window_origin(x, plan->cell[0], plan->crop_nx, plan->out_nx);
+        oy = stem_prism_window_origin(y, plan->cell[1], plan->crop_ny, plan->out_ny);
+    }
+    gather_windows(&pw, job->S, job->coef[w], ox, oy, n, job->window[w], job->win_stride);
+    for (int t = 0; t < n; t++) {
+        stem_complex *window = job->window[w] + t * job->win_stride;
+        stem_fft_forward(&job->fft[w], window);
+        for (size_t k = 0; k < win; k++) {
+            stem_complex v = window[k];
+            job->intensity[w][k] = (crealf(v) * crealf(v) + cimagf(v) * cimagf(v)) * scale;
+        }
+        stem_detect(job->det, job->intensity[w], job->res, p + t);
     }
 }
 
@@ -190,19 +237,12 @@ static int output_work(void *ctx, int w, long begin, long end)
 {
     output_job *job = ctx;
     const stem_plan *plan = job->plan;
-    size_t win = (size_t)plan->out_nx * plan->out_ny;
-    float scale = 1.0f / ((float)win * (float)win);
-    for (long p = begin; p < end; p++) {
-        double x, y;
-        stem_plan_probe_position(plan, plan->probe_begin + p, &x, &y);
-        stem_probe_beam_coefficients(plan, x, y, job->coef[w]);
-        gather_window(plan, job->S, job->coef[w], x, y, job->window[w]);
-        stem_fft_forward(&job->fft[w], job->window[w]);
-        for (size_t k = 0; k < win; k++) {
-            stem_complex v = job->window[w][k];
-            job->intensity[w][k] = (crealf(v) * crealf(v) + cimagf(v) * cimagf(v)) * scale;
-        }
-        stem_detect(job->det, job->intensity[w], job->res, p);
+    for (long p = begin; p < end;) { /* runs end at the batch, at a scan row, and at OUTPUT_RUN */
+        long row_end = ((plan->probe_begin + p) / plan->scan_nx + 1) * plan->scan_nx - plan->probe_begin;
+        long e = end < row_end ? end : row_end;
+        int n = (int)(e - p < OUTPUT_RUN ? e - p : OUTPUT_RUN);
+        output_run(job, w, p, n);
+        p += n;
     }
     return STEM_OK;
 }
@@ -210,14 +250,16 @@ static int output_work(void *ctx, int w, long begin, long end)
 int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res)
 {
     int workers = plan->threads;
-    output_job job = {.plan = plan, .S = S, .det = det, .res = res};
+    /* windows one after another at FFTW's alignment of the first (64 bytes) */
+    output_job job = {.plan = plan, .S = S, .det = det, .res = res,
+                      .win_stride = ((size_t)plan->out_nx * plan->out_ny + 7) / 8 * 8};
     job.coef = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.window = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.intensity = stem_calloc(workers, sizeof(float *), "worker buffers");
     job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     int err = job.coef && job.window && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
     stem_work work = {&job, output_setup, output_work, output_teardown};
-    if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "PRISM output");
+    if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, OUTPUT_RUN, workers, "PRISM output");
     free(job.coef);
     free(job.window);
     free(job.intensity);
