@@ -186,15 +186,19 @@ void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed
             for (long k = 0; k < w; k++) dst[k] += d[k];
             d += w;
         }
-        if (g->has_4d && hcbed) { /* centred patterns: cropped and binned into the 4D output and PACBED */
-            float *out = res->has_4d ? res->cbed + (size_t)p * res->pattern_bins : NULL;
+        if (res->has_4d && hcbed) { /* centred patterns, cropped and binned */
+            float *out = res->cbed + (size_t)p * res->pattern_bins;
             const float *in = hcbed + (size_t)i * g->n_pix;
-            for (int k = 0; k < g->n_pix; k++) {
-                int b = g->pattern_bin[k];
-                if (b < 0) continue;
-                if (out) out[b] += in[k];
-                if (res->pacbed) res->pacbed[b] += in[k];
-            }
+            for (int k = 0; k < g->n_pix; k++)
+                if (g->pattern_bin[k] >= 0) out[g->pattern_bin[k]] += in[k];
         }
     }
+    if (!res->pacbed || !hcbed) return;
+    stem_result_pacbed_lock(res); /* worker threads share PACBED: this call's patterns added at once */
+    for (int i = 0; i < n; i++) {
+        const float *in = hcbed + (size_t)i * g->n_pix;
+        for (int k = 0; k < g->n_pix; k++)
+            if (g->pattern_bin[k] >= 0) res->pacbed[g->pattern_bin[k]] += in[k];
+    }
+    stem_result_pacbed_unlock(res);
 }

@@ -2,6 +2,7 @@
 #include "detector.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,8 +118,12 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     res->cbed = res->data[STEM_CH_CBED];
     res->segments = res->data[STEM_CH_SEGMENTS];
     res->pattern_bins = plan->cbed_nx * plan->cbed_ny;
-    if (plan->opt.save_pacbed && !(res->pacbed = stem_calloc((size_t)res->pattern_bins, sizeof(double), "PACBED")))
-        return STEM_ERR_MEMORY;
+    if (plan->opt.save_pacbed) {
+        res->pacbed = stem_calloc((size_t)res->pattern_bins, sizeof(double), "PACBED");
+        res->pacbed_lock = stem_alloc(sizeof(pthread_mutex_t), "PACBED lock");
+        if (!res->pacbed || !res->pacbed_lock) return STEM_ERR_MEMORY;
+        pthread_mutex_init(res->pacbed_lock, NULL);
+    }
     res->n_segments = (int)res->width[STEM_CH_SEGMENTS];
     return STEM_OK;
 }
@@ -127,8 +132,14 @@ void stem_result_free(stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) free(res->data[ch]);
     free(res->pacbed);
+    if (res->pacbed_lock) pthread_mutex_destroy(res->pacbed_lock);
+    free(res->pacbed_lock);
     memset(res, 0, sizeof *res);
 }
+
+void stem_result_pacbed_lock(stem_result *res) { pthread_mutex_lock(res->pacbed_lock); }
+
+void stem_result_pacbed_unlock(stem_result *res) { pthread_mutex_unlock(res->pacbed_lock); }
 
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long p)
 {
@@ -147,14 +158,16 @@ void stem_detect(const stem_detector *det, const float *intensity, stem_result *
     res->total[p] += total;
     res->com[2 * p] += cx;
     res->com[2 * p + 1] += cy;
-    if (res->has_4d || res->pacbed) { /* cropped and binned (pattern_table) */
-        float *out = res->has_4d ? res->cbed + (size_t)p * res->pattern_bins : NULL;
-        for (int k = 0; k < det->n_pixels; k++) {
-            int b = det->pattern_bin[k];
-            if (b < 0) continue;
-            if (out) out[b] += intensity[k];
-            if (res->pacbed) res->pacbed[b] += intensity[k];
-        }
+    if (res->has_4d) { /* cropped and binned (pattern_table) */
+        float *out = res->cbed + (size_t)p * res->pattern_bins;
+        for (int k = 0; k < det->n_pixels; k++)
+            if (det->pattern_bin[k] >= 0) out[det->pattern_bin[k]] += intensity[k];
+    }
+    if (res->pacbed) {
+        stem_result_pacbed_lock(res);
+        for (int k = 0; k < det->n_pixels; k++)
+            if (det->pattern_bin[k] >= 0) res->pacbed[det->pattern_bin[k]] += intensity[k];
+        stem_result_pacbed_unlock(res);
     }
 }
 

@@ -34,6 +34,7 @@ typedef struct {
     int n_segments;        /* values per probe in segments */
     float *cbed;           /* [probe][cbed_ny][cbed_nx], centred (fftshifted), cropped and binned */
     double *pacbed;        /* [cbed_ny][cbed_nx]: sum over this rank's probes (save_pacbed; not a channel) */
+    void *pacbed_lock;     /* pthread mutex: every worker thread adds its probes' patterns to pacbed */
     int pattern_bins;      /* cbed_nx * cbed_ny */
 } stem_result;
 
@@ -43,6 +44,10 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res);
 void stem_result_free(stem_result *res);
 /* Add one probe's intensity (detector grid, FFT order) to the local probe slot. */
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long local_probe);
+/* PACBED is shared by a rank's worker threads: add to it between these two calls. The
+ * order of their additions varies with timing (the sum's rounding, ~1e-16, with it). */
+void stem_result_pacbed_lock(stem_result *res);
+void stem_result_pacbed_unlock(stem_result *res);
 /* The bin of the written pattern for each detector pixel in centred order (the GPU
  * returns centred patterns); malloc'd, -1 where cropped away. */
 int *stem_pattern_bins_centred(const stem_plan *plan, const stem_detector *det);
