@@ -6,7 +6,8 @@
 # PRISM path that gathers through the host (debug.gpu_prism_resident = off) and
 # the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine, these
 # three with a segmented detector (binned on the GPU) and 3 configurations; and a focal
-# spread (5 defoci) with cropped, binned 4D patterns and PACBED on the GPU = on the CPU.
+# spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
+# GPU = on the CPU.
 set -uo pipefail
 source benchmarks/device_common.sh device_gpu_checks
 status=0
@@ -29,6 +30,7 @@ for alg in multislice prism; do
 done
 for alg in multislice prism; do
   fs=(--set simulation.algorithm=$alg --set probe.defocus=-40 --set probe.focal_spread=40 --set probe.focal_points=5
+      --set probe.soft_aperture=true
       --set detector.save_4d=true --set detector.save_pacbed=true --set detector.cbed_max_angle=30 --set detector.cbed_bin=2)
   build/stemsim "${si[@]}" "${fs[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/fc.h5 || status=1
   build/stemsim "${si[@]}" "${fs[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/fg.h5 || status=1

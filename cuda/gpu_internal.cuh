@@ -49,8 +49,7 @@ typedef struct {
     float2 *prop;                   /* propagator, 1/N folded in */
     int n_ap;                       /* probe aperture pixels (multislice) */
     int *ap_index;
-    double *ap_q;                   /* [n_ap][3]: qx, qy, chi */
-    float ap_scale;
+    double *ap_q;                   /* [n_ap][4]: qx, qy, chi, aperture weight / root of the sum of their squares */
     int *beam_k;                    /* [n_beams][2]: kx, ky (S-matrix) */
 } gpu_prop_shared;
 
@@ -195,7 +194,9 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
 void gpu_out_plan_free(gpu_out_plan *op);
 /* The output step's kernels for the P probes pr of tile tl, launched on stream s; separate
  * so that tests/gpu/kernel_check.cu checks each against its plain-C reference.
- * coef[p][b]: beam coefficients from beam_q[nb][3] (qx, qy, chi), normalised to sum |c|^2 = 1. */
+ * coef[p][b]: beam coefficients from beam_q[nb][4] (gpu_beam_table), normalised to sum |c|^2 = 1. */
+/* The beam table: qx, qy, chi and the aperture's weight over the root of the sum of their squares. */
+void gpu_beam_table(const stem_plan *plan, double *bq);
 int gpu_beam_coefficients(float2 *coef, const gpu_probe *pr, const double *beam_q, int nb, int P, cudaStream_t s);
 /* win[p][wy][wx] cut from the tile product's output out[tl->h][P][tl->w]. */
 int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int P, const gpu_tile *tl, int wx, int wy,

@@ -17,15 +17,16 @@
 
 /* ---- kernels ------------------------------------------------------------- */
 
-/* coef[p][b] = exp(-i chi(q_b)) exp(-2 pi i q_b . r_p) / sqrt(n_beams): every beam lies in the aperture. */
+/* coef[p][b] = A_b exp(-i chi(q_b)) exp(-2 pi i q_b . r_p), bq[b] = (qx, qy, chi, A_b) (gpu_beam_table). */
 static __global__ void k_coef(float2 *__restrict__ coef, const gpu_probe *__restrict__ pr, const double *__restrict__ bq,
-                              int nb, float scale)
+                              int nb)
 {
     int b = blockIdx.x * blockDim.x + threadIdx.x, p = blockIdx.y;
     if (b >= nb) return;
-    double phase = -bq[3 * b + 2] - 2 * M_PI * (bq[3 * b] * pr[p].x + bq[3 * b + 1] * pr[p].y), s, c;
+    double phase = -bq[4 * b + 2] - 2 * M_PI * (bq[4 * b] * pr[p].x + bq[4 * b + 1] * pr[p].y), s, c;
     sincos(phase, &s, &c);
-    coef[(size_t)p * nb + b] = make_float2((float)c * scale, (float)s * scale);
+    float a = (float)bq[4 * b + 3];
+    coef[(size_t)p * nb + b] = make_float2((float)c * a, (float)s * a);
 }
 
 /* win[p][j][i] from the product's output out[row][p][col] over the tile region. */
@@ -66,10 +67,25 @@ static __global__ void k_direct(float2 *__restrict__ win, const float2 *__restri
 
 /* ---- launchers ---------------------------------------------------------------- */
 
+void gpu_beam_table(const stem_plan *plan, double *bq)
+{
+    double norm = 0;
+    for (int b = 0; b < plan->n_beams; b++) {
+        double qx = plan->beam_kx[b] / plan->cell[0], qy = plan->beam_ky[b] / plan->cell[1];
+        double a = stem_probe_aperture(plan, qx, qy);
+        bq[4 * b] = qx;
+        bq[4 * b + 1] = qy;
+        bq[4 * b + 2] = stem_probe_chi(plan, qx, qy);
+        bq[4 * b + 3] = a;
+        norm += a * a;
+    }
+    for (int b = 0; b < plan->n_beams; b++) bq[4 * b + 3] /= sqrt(norm); /* hard edge: 1 / sqrt(n_beams) */
+}
+
 int gpu_beam_coefficients(float2 *coef, const gpu_probe *pr, const double *beam_q, int nb, int P, cudaStream_t s)
 {
     if (P <= 0 || nb <= 0) return STEM_OK;
-    k_coef<<<dim3(gpu_blocks(nb, 128), P), 128, 0, s>>>(coef, pr, beam_q, nb, (float)(1 / sqrt((double)nb)));
+    k_coef<<<dim3(gpu_blocks(nb, 128), P), 128, 0, s>>>(coef, pr, beam_q, nb);
     CUDA_LAUNCH();
     return STEM_OK;
 }
@@ -267,16 +283,11 @@ static int out_shared_create(out_ctx *c, int g)
         GPU_ALLOC(c->probes[g], sizeof(gpu_probe) * t->n_probes, "probe positions");
         CUDA_CALL(cudaMemcpy(c->probes[g], t->probe, sizeof(gpu_probe) * t->n_probes, cudaMemcpyHostToDevice));
     }
-    double *bq = (double *)stem_alloc(sizeof(double) * 3 * nb, "beam table");
+    double *bq = (double *)stem_alloc(sizeof(double) * 4 * nb, "beam table");
     if (!bq) return STEM_ERR_MEMORY;
-    for (int b = 0; b < nb; b++) {
-        double qx = plan->beam_kx[b] / plan->cell[0], qy = plan->beam_ky[b] / plan->cell[1];
-        bq[3 * b] = qx;
-        bq[3 * b + 1] = qy;
-        bq[3 * b + 2] = stem_probe_chi(plan, qx, qy);
-    }
-    int err = gpu_alloc_((void **)&c->beam_q[g], sizeof(double) * 3 * nb, "beam table", __FILE__, __LINE__, __func__);
-    if (!err && cudaMemcpy(c->beam_q[g], bq, sizeof(double) * 3 * nb, cudaMemcpyHostToDevice) != cudaSuccess)
+    gpu_beam_table(plan, bq);
+    int err = gpu_alloc_((void **)&c->beam_q[g], sizeof(double) * 4 * nb, "beam table", __FILE__, __LINE__, __func__);
+    if (!err && cudaMemcpy(c->beam_q[g], bq, sizeof(double) * 4 * nb, cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(beam table)", __FILE__, __LINE__, __func__);
     free(bq);
     STEM_TRY(err);

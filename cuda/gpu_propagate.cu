@@ -98,18 +98,20 @@ static __global__ void k_mul_bcast(float2 *__restrict__ w, const float2 *__restr
     }
 }
 
-/* Probe b at scan position g0 + b: exp(-i chi) exp(-2 pi i q.r) / sqrt(N_aperture) on the aperture pixels. */
+/* Probe b at scan position g0 + b: A exp(-i chi) exp(-2 pi i q.r) on the aperture pixels,
+ * q[e] = (qx, qy, chi, A) with A the aperture's weight over the root of the sum of their squares. */
 static __global__ void k_probes(float2 *__restrict__ w, size_t grid, const int *__restrict__ idx,
-                                const double *__restrict__ q, int n_ap, float scale, long g0, int scan_nx, double x0,
-                                double y0, double step)
+                                const double *__restrict__ q, int n_ap, long g0, int scan_nx, double x0, double y0,
+                                double step)
 {
     int e = blockIdx.x * blockDim.x + threadIdx.x, b = blockIdx.y;
     if (e >= n_ap) return;
     long g = g0 + b;
     double x = x0 + (double)(g % scan_nx) * step, y = y0 + (double)(g / scan_nx) * step;
-    double phase = -q[3 * e + 2] - 2 * M_PI * (q[3 * e] * x + q[3 * e + 1] * y), s, c;
+    double phase = -q[4 * e + 2] - 2 * M_PI * (q[4 * e] * x + q[4 * e + 1] * y), s, c;
     sincos(phase, &s, &c);
-    w[(size_t)b * grid + idx[e]] = make_float2((float)c * scale, (float)s * scale);
+    float a = (float)q[4 * e + 3];
+    w[(size_t)b * grid + idx[e]] = make_float2((float)c * a, (float)s * a);
 }
 
 /* Plane wave exp(2 pi i (kx x / Lx + ky y / Ly)), the phase reduced exactly in integers. */
@@ -172,16 +174,17 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
             err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(beam table)", __FILE__, __LINE__, __func__);
         free(k);
         STEM_TRY(err);
-    } else { /* the aperture pixels of the full grid, with chi in double precision */
-        double q_ap = plan->alpha / plan->lambda;
+    } else { /* the aperture pixels of the full grid (weight > 0), with chi and weight in double precision */
         int n = 0;
+        double norm = 0;
         for (int j = 0; j < ny; j++)
             for (int i = 0; i < nx; i++) {
-                double qx = stem_fft_index(i, nx) / plan->cell[0], qy = stem_fft_index(j, ny) / plan->cell[1];
-                if (!(qx * qx + qy * qy > q_ap * q_ap)) n++;
+                double a = stem_probe_aperture(plan, stem_fft_index(i, nx) / plan->cell[0], stem_fft_index(j, ny) / plan->cell[1]);
+                n += a > 0;
+                norm += a * a;
             }
         int *idx = (int *)stem_alloc(sizeof(int) * (n ? n : 1), "probe aperture");
-        double *q = (double *)stem_alloc(sizeof(double) * 3 * (n ? n : 1), "probe aperture");
+        double *q = (double *)stem_alloc(sizeof(double) * 4 * (n ? n : 1), "probe aperture");
         if (!idx || !q) {
             free(idx);
             free(q);
@@ -191,20 +194,21 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
         for (int j = 0; j < ny; j++)
             for (int i = 0; i < nx; i++) {
                 double qx = stem_fft_index(i, nx) / plan->cell[0], qy = stem_fft_index(j, ny) / plan->cell[1];
-                if (qx * qx + qy * qy > q_ap * q_ap) continue;
+                double a = stem_probe_aperture(plan, qx, qy);
+                if (a == 0) continue;
                 idx[n] = j * nx + i;
-                q[3 * n] = qx;
-                q[3 * n + 1] = qy;
-                q[3 * n + 2] = stem_probe_chi(plan, qx, qy);
+                q[4 * n] = qx;
+                q[4 * n + 1] = qy;
+                q[4 * n + 2] = stem_probe_chi(plan, qx, qy);
+                q[4 * n + 3] = a / sqrt(norm); /* hard edge: 1 / sqrt(n), norm being n exactly */
                 n++;
             }
         sh->n_ap = n;
-        sh->ap_scale = n > 0 ? (float)(1 / sqrt((double)n)) : 0.0f; /* |coefficient| = 1 on the aperture */
         err = gpu_alloc_((void **)&sh->ap_index, sizeof(int) * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
-        if (!err) err = gpu_alloc_((void **)&sh->ap_q, sizeof(double) * 3 * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
+        if (!err) err = gpu_alloc_((void **)&sh->ap_q, sizeof(double) * 4 * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
         if (!err && n && cudaMemcpy(sh->ap_index, idx, sizeof(int) * n, cudaMemcpyHostToDevice) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(aperture)", __FILE__, __LINE__, __func__);
-        if (!err && n && cudaMemcpy(sh->ap_q, q, sizeof(double) * 3 * n, cudaMemcpyHostToDevice) != cudaSuccess)
+        if (!err && n && cudaMemcpy(sh->ap_q, q, sizeof(double) * 4 * n, cudaMemcpyHostToDevice) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(aperture)", __FILE__, __LINE__, __func__);
         free(idx);
         free(q);
@@ -313,7 +317,7 @@ int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, flo
 {
     if (n <= 0 || sh->n_ap <= 0) return STEM_OK;
     dim3 blocks(gpu_blocks(sh->n_ap, 256), n);
-    k_probes<<<blocks, 256, 0, s>>>(waves, (size_t)plan->nx * plan->ny, sh->ap_index, sh->ap_q, sh->n_ap, sh->ap_scale, g0,
+    k_probes<<<blocks, 256, 0, s>>>(waves, (size_t)plan->nx * plan->ny, sh->ap_index, sh->ap_q, sh->n_ap, g0,
                                     plan->scan_nx, plan->scan_x0, plan->scan_y0, plan->scan_step);
     CUDA_LAUNCH();
     return STEM_OK;

@@ -93,6 +93,9 @@ static const key_spec key_table[] = {
      "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
      "scan with it, wrapping where the scan covers the cell, mirrored at the scan's edges otherwise; 4D patterns "
      "are not changed"},
+    {"probe", "soft_aperture", K_BOOL, OFF(soft_aperture), "false", 0, 0, NULL, "-",
+     "soften the aperture's edge over one pixel of the simulation grid (abTEM's soft aperture: weight "
+     "clip((alpha - theta) / d(phi) + 1/2, 0, 1), d the grid's angular step along the azimuth phi); false: hard edge"},
     {"probe", "focal_spread", K_DOUBLE, OFF(focal_spread), "0", 0, 1e5, NULL, "Angstrom",
      "standard deviation sigma of a Gaussian spread of defocus (temporal partial coherence; Cc times the relative "
      "energy spread; abTEM's and Kirkland's 1/e focal_spread is sqrt(2) sigma): every output is the weighted mean over "

@@ -38,6 +38,7 @@ typedef struct {
     double semiangle_mrad;
     double source_size;      /* FWHM of the Gaussian effective source, Angstrom (0: none) */
     double focal_spread;     /* standard deviation of the defocus spread, Angstrom (0: none) */
+    int soft_aperture;
     int focal_points;        /* Gauss-Hermite points */
     double aberr_c[STEM_N_ABERR];       /* C_nm, Angstrom (aberrations.h) */
     double aberr_phi_deg[STEM_N_ABERR]; /* phi_nm, degrees (unused for m = 0) */

@@ -10,6 +10,7 @@
 
 #include "channels.h"
 #include "memlimit.h"
+#include "probe.h"
 #include "physics.h"
 
 int stem_fft_good_size(int n)
@@ -154,7 +155,9 @@ static int check_prism_window(const stem_plan *plan, const stem_config *cfg)
 
 static int choose_beams(stem_plan *plan)
 {
-    double q_probe = plan->alpha / plan->lambda;
+    /* a soft edge reaches half a pixel (of the finer axis' step, at most) beyond alpha */
+    double soft = plan->opt.soft_aperture ? 0.5 / fmin(plan->cell[0], plan->cell[1]) : 0;
+    double q_probe = plan->alpha / plan->lambda + soft;
     int kx_max = (int)floor(q_probe * plan->cell[0]), ky_max = (int)floor(q_probe * plan->cell[1]);
     long cap = (long)(2 * kx_max / plan->fx + 1) * (2 * ky_max / plan->fy + 1);
     STEM_ALLOC(plan->beam_kx, cap, "beam list");
@@ -163,7 +166,7 @@ static int choose_beams(stem_plan *plan)
     for (int ky = -(ky_max / plan->fy) * plan->fy; ky <= ky_max; ky += plan->fy)
         for (int kx = -(kx_max / plan->fx) * plan->fx; kx <= kx_max; kx += plan->fx) {
             double qx = kx / plan->cell[0], qy = ky / plan->cell[1];
-            if (qx * qx + qy * qy <= q_probe * q_probe) {
+            if (stem_probe_aperture(plan, qx, qy) > 0) {
                 plan->beam_kx[n] = kx;
                 plan->beam_ky[n] = ky;
                 n++;
@@ -332,6 +335,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_transmission = cfg->gpu_transmission;
     o->source_size = cfg->source_size;
     o->focal_spread = cfg->focal_spread;
+    o->soft_aperture = cfg->soft_aperture;
     o->focal_points = cfg->focal_points;
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;

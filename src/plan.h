@@ -38,6 +38,7 @@ typedef struct {
     double potential_radius; /* Angstrom */
     double source_size;      /* FWHM of the effective source, Angstrom (coherence.h) */
     double focal_spread;     /* standard deviation of defocus, Angstrom (coherence.h); 0: coherent */
+    int soft_aperture;       /* the aperture's edge softened over one grid pixel (probe.c) */
     int focal_points;        /* Gauss-Hermite points over the focal spread */
     int supersampling;       /* even: see potential.c */
     int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission; /* [debug] kernel variants */

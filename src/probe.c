@@ -20,12 +20,26 @@ double stem_probe_chi(const stem_plan *plan, double qx, double qy)
     return 2 * M_PI / lambda * w;
 }
 
+double stem_probe_aperture(const stem_plan *plan, double qx, double qy)
+{
+    double q_ap = plan->alpha / plan->lambda, q2 = qx * qx + qy * qy;
+    if (!plan->opt.soft_aperture) return q2 > q_ap * q_ap ? 0 : 1;
+    if (q2 == 0) return 1;
+    /* abTEM's soft edge: the angle's distance inside the edge in units of the grid's
+     * angular step along this azimuth, plus one half, clipped to [0, 1] */
+    double theta = plan->lambda * sqrt(q2), phi = atan2(qy, qx);
+    double dx = plan->lambda / plan->cell[0], dy = plan->lambda / plan->cell[1];
+    double d = sqrt(cos(phi) * cos(phi) * dx * dx + sin(phi) * sin(phi) * dy * dy);
+    double a = (plan->alpha - theta) / d + 0.5;
+    return a < 0 ? 0 : a > 1 ? 1 : a;
+}
+
 stem_complex stem_probe_coefficient(const stem_plan *plan, double qx, double qy, double x, double y)
 {
-    double q_ap = plan->alpha / plan->lambda;
-    if (qx * qx + qy * qy > q_ap * q_ap) return 0;
+    double a = stem_probe_aperture(plan, qx, qy);
+    if (a == 0) return 0;
     double phase = -stem_probe_chi(plan, qx, qy) - 2 * M_PI * (qx * x + qy * y);
-    return (stem_complex)(cos(phase) + I * sin(phase));
+    return (stem_complex)(a * cos(phase) + I * (a * sin(phase)));
 }
 
 void stem_probe_fourier(const stem_plan *plan, double x, double y, stem_complex *out)

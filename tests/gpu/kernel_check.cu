@@ -328,12 +328,8 @@ static int check_output(const stem_plan *plan, int T, int reps, cudaStream_t s)
     const gpu_probe *pr = tiling.probe + tl.p0;
     int P = (int)(tl.p1 - tl.p0);
     // inputs: the engine's beam table (q, chi as gpu_output.cu builds it), a random S-matrix beam fastest
-    std::vector<double> bq(3 * nb);
-    for (int b = 0; b < nb; b++) {
-        bq[3 * b] = plan->beam_kx[b] / plan->cell[0];
-        bq[3 * b + 1] = plan->beam_ky[b] / plan->cell[1];
-        bq[3 * b + 2] = stem_probe_chi(plan, bq[3 * b], bq[3 * b + 1]);
-    }
+    std::vector<double> bq(4 * nb);
+    gpu_beam_table(plan, bq.data());
     std::mt19937 rng(17);
     std::normal_distribution<float> gauss(0.0f, 1.0f);
     std::vector<float2> S((size_t)cx * cy * nb);
@@ -479,11 +475,11 @@ int main(int argc, char **argv)
     std::printf("|---|---|---|---|---|---|\n");
     // aberrations so that chi (up to about 2 rad) enters the probe and beam coefficients; the probe
     // (3.5 Angstrom across) still fits the PRISM window of half the cell
-    const char *ini = "[sample]\nxyz = inline\n[probe]\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
+    const char *ini = "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
                       "[simulation]\npixel_size = 0.05\nalgorithm = prism\n"
                       "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 1\nsave_4d = true\n"
                       "segments = 4\nsegment_inner = 5\nsegment_outer = 40\nsegment_rings = 2\nsegment_rotation = 10\n";
-    const char *ini_ms = "[sample]\nxyz = inline\n[probe]\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
+    const char *ini_ms = "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
                          "[simulation]\npixel_size = 0.05\nalgorithm = multislice\n";
     stem_config cfg, cfg_ms;
     stem_atoms atoms, atoms_ms;
