@@ -100,6 +100,11 @@ static const key_spec key_table[] = {
      "standard deviation sigma of a Gaussian spread of defocus (temporal partial coherence; Cc times the relative "
      "energy spread; abTEM's and Kirkland's 1/e focal_spread is sqrt(2) sigma): every output is the weighted mean over "
      "focal_points defoci C10 + sqrt(2) sigma x_i (Gauss-Hermite); PRISM computes its S-matrix once for all of them"},
+    {"probe", "Cc", K_DOUBLE, OFF(cc), "0", 0, 1e12, NULL, "Angstrom",
+     "chromatic aberration (1 mm = 1e7 Angstrom): with energy_spread, sets focal_spread = Cc sigma_E / E* (E* the "
+     "relativistically corrected energy, sigma_E = energy_spread / 2.355); not together with focal_spread"},
+    {"probe", "energy_spread", K_DOUBLE, OFF(energy_spread), "0", 0, 1e3, NULL, "eV",
+     "full width at half maximum of the beam's energy spread (with Cc)"},
     {"probe", "focal_points", K_INT, OFF(focal_points), "7", 1, 64, NULL, "-",
      "Gauss-Hermite points over the focal spread (cost: that many output steps; exact for intensities polynomial "
      "in defocus up to degree 2 n - 1)"},
@@ -498,6 +503,13 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->y_end < cfg->y_start)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
     if (cfg->n_images == 0) default_images(cfg);
+    int cc = stem_config_given(cfg, "probe", "Cc"), de = stem_config_given(cfg, "probe", "energy_spread");
+    if ((cc || de) && stem_config_given(cfg, "probe", "focal_spread"))
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] focal_spread and Cc/energy_spread describe the same spread: give one",
+                         source);
+    if (cc != de)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] %s needs %s as well", source, cc ? "Cc" : "energy_spread",
+                         cc ? "energy_spread" : "Cc");
     if (cfg->segments == 1)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segments = 1: a segmented detector needs at least 2 segments "
                          "(0: none)", source);

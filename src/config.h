@@ -39,6 +39,7 @@ typedef struct {
     double source_size;      /* FWHM of the Gaussian effective source, Angstrom (0: none) */
     double focal_spread;     /* standard deviation of the defocus spread, Angstrom (0: none) */
     int soft_aperture;
+    double cc, energy_spread; /* Angstrom, eV FWHM: a focal spread from chromatic aberration */
     int focal_points;        /* Gauss-Hermite points */
     double aberr_c[STEM_N_ABERR];       /* C_nm, Angstrom (aberrations.h) */
     double aberr_phi_deg[STEM_N_ABERR]; /* phi_nm, degrees (unused for m = 0) */

@@ -32,6 +32,13 @@ double stem_interaction_constant(double energy_kev)
            (2 * electron_rest_kev + energy_kev);
 }
 
+double stem_chromatic_focal_spread(double cc_angstrom, double fwhm_ev, double energy_kev)
+{
+    double sigma_ev = fwhm_ev / (2 * sqrt(2 * log(2)));
+    double e_star_ev = energy_kev * 1e3 * (1 + energy_kev / (2 * electron_rest_kev)) / (1 + energy_kev / electron_rest_kev);
+    return cc_angstrom * sigma_ev / e_star_ev;
+}
+
 const char *stem_kirkland_default_path(void)
 {
     const char *env = getenv("STEMSIM_KIRKLAND");

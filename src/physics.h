@@ -8,6 +8,10 @@
 double stem_wavelength(double energy_kev);
 /* Interaction constant sigma in rad / (V Angstrom). */
 double stem_interaction_constant(double energy_kev);
+/* Standard deviation of defocus (Angstrom) from chromatic aberration Cc (Angstrom) and an
+ * energy spread of full width at half maximum fwhm_ev: Cc sigma_E / E*, with the
+ * relativistic E* = E (1 + E / 2 E0) / (1 + E / E0) (Reimer). */
+double stem_chromatic_focal_spread(double cc_angstrom, double fwhm_ev, double energy_kev);
 
 typedef struct {
     double a[3], b[3], c[3], d[3]; /* Kirkland Lorentzian (a,b) and Gaussian (c,d) terms */

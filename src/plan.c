@@ -334,7 +334,9 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_prism_resident = cfg->gpu_prism_resident;
     o->gpu_transmission = cfg->gpu_transmission;
     o->source_size = cfg->source_size;
-    o->focal_spread = cfg->focal_spread;
+    o->focal_spread = cfg->cc > 0 && cfg->energy_spread > 0
+                          ? stem_chromatic_focal_spread(cfg->cc, cfg->energy_spread, cfg->energy_kev)
+                          : cfg->focal_spread;
     o->soft_aperture = cfg->soft_aperture;
     o->focal_points = cfg->focal_points;
     plan->energy_kev = cfg->energy_kev;

@@ -110,8 +110,20 @@ static void test_projected_potential(stem_kirkland *k)
     }
 }
 
+/* Cc 1 mm, 0.8 eV FWHM at 300 keV: E* = 300 keV x 1.293540 / 1.587086 = 244.513 keV,
+ * sigma_E = 0.8 / 2.354820 = 0.339729 eV, sigma = 1e7 Angstrom x 0.339729 / 244513 = 13.894 Angstrom
+ * (worked by hand); at 200 keV, Cc 1.2 mm, 0.6 eV: E* = 200 x 1.195695 / 1.391390 = 171.871 keV,
+ * sigma_E = 0.254796 eV, 17.790 Angstrom. */
+static void test_chromatic_focal_spread(void)
+{
+    CHECK_CLOSE(stem_chromatic_focal_spread(1e7, 0.8, 300), 13.894, 2e-3);
+    CHECK_CLOSE(stem_chromatic_focal_spread(1.2e7, 0.6, 200), 17.790, 2e-3);
+    CHECK_CLOSE(stem_chromatic_focal_spread(0, 0.6, 200), 0, 0);
+}
+
 int main(void)
 {
+    test_chromatic_focal_spread();
     stem_kirkland k[STEM_MAX_Z + 1];
     test_wavelength();
     test_interaction_constant();
