@@ -24,7 +24,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -84,25 +83,9 @@ def main():
     args = ap.parse_args()
 
     import abtem
-    import dask
-    from abtem.parametrizations import KirklandParametrization
 
-    abtem.config.set({"device": "cpu", "precision": "float32"})
-    dask.config.set(scheduler="threads", num_workers=args.threads)
-    work = tempfile.mkdtemp(prefix="abtem_ab_")
-    exe = os.path.abspath(args.stemsim)
-    xyz = os.path.join(xc.REPO, "data", "Si100_unitcell.xyz")
-    ucell, uZ, upos, uocc = xc.read_xyz(xyz)
-    tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
-    scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), args.step)
-    ini = os.path.join(work, "ab.ini")
-    xc.write_ini(ini, xyz, tiles, scan, pixel, dz, os.path.join(work, "ab.h5"))
-    plan = xc.stemsim_plan(exe, ini)
-    nx, ny, ns = plan["nx"], plan["ny"], plan["n_slices"]
-    cell, Z, pos, occ = xc.tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
-    vfunc = KirklandParametrization().projected_potential("Si")
-    V, _ = xc.stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
-    pot = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz, extent=(cell[0], cell[1]))
+    case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_ab_")
+    pot = case.potential
 
     cases = []
     wanted = args.cases.split(",")
@@ -117,12 +100,11 @@ def main():
     t0 = time.time()
     # the aberration-free images: each case's effect must be far above the tolerance,
     # or a matched case would also pass with the aberration ignored
-    plain = xc.run_stemsim(exe, ini, os.path.join(work, "plain.h5"), args.threads)["images"]
+    plain = case.stemsim()["images"]
     print("| case | should match | " + " | ".join(f"{k} rel. RMS" for k in KEYS) + " | effect on the images | |")
     print("|---|---|" + "---|" * len(KEYS) + "---|---|")
     for label, terms, mirror, match in cases:
-        h5 = os.path.join(work, "ab.h5")
-        st = xc.run_stemsim(exe, ini, h5, args.threads, stemsim_sets(terms, mirror))
+        st = case.stemsim(stemsim_sets(terms, mirror))
         rings = abtem_scan(pot, st["scan_x"], st["scan_y"], abtem_kwargs(terms))
         ai = xc.ring_images(rings)
         rel = {k: xc.compare(st["images"][k], ai[k])["rel_rms"] for k in KEYS}
@@ -134,7 +116,7 @@ def main():
         print(f"| {label} | {'yes' if match else 'no'} | " + " | ".join(f"{rel[k]:.2e}" for k in KEYS) +
               f" | {effect:.2e} | {'ok' if good else 'FAIL'} |", flush=True)
     print(f"\n{len(cases)} cases in {time.time() - t0:.0f} s; abTEM {abtem.__version__}; "
-          f"grid {nx} x {ny}, {ns} slices, {len(st['scan_x'])} x {len(st['scan_y'])} probes")
+          f"{case.grid}, {len(st['scan_x'])} x {len(st['scan_y'])} probes")
     print("abtem_aberrations:", "PASS" if ok else "FAIL")
     if args.json:
         with open(args.json, "w") as f:

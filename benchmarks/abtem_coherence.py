@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -63,33 +62,16 @@ def main():
     args = ap.parse_args()
 
     import abtem
-    import dask
-    from abtem.parametrizations import KirklandParametrization
 
-    abtem.config.set({"device": "cpu", "precision": "float32"})
-    dask.config.set(scheduler="threads", num_workers=args.threads)
-    work = tempfile.mkdtemp(prefix="abtem_coh_")
-    exe = os.path.abspath(args.stemsim)
-    xyz = os.path.join(xc.REPO, "data", "Si100_unitcell.xyz")
-    ucell, uZ, upos, uocc = xc.read_xyz(xyz)
-    tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
-    scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), args.step)
-    ini = os.path.join(work, "coh.ini")
-    xc.write_ini(ini, xyz, tiles, scan, pixel, dz, os.path.join(work, "coh.h5"))
-    plan = xc.stemsim_plan(exe, ini)
-    nx, ny, ns = plan["nx"], plan["ny"], plan["n_slices"]
-    cell, Z, pos, occ = xc.tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
-    vfunc = KirklandParametrization().projected_potential("Si")
-    V, _ = xc.stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
-    pot = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz, extent=(cell[0], cell[1]))
+    case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_coh_")
+    pot = case.potential
 
     optics = [f"probe.C10={C10!r}", f"probe.C30={C30!r}"]
-    h5 = os.path.join(work, "coh.h5")
     t0 = time.time()
 
     def stemsim(sigma, points=None):
         sets = optics + [f"probe.focal_spread={sigma!r}"] + ([f"probe.focal_points={points}"] if points else [])
-        return xc.run_stemsim(exe, ini, h5, args.threads, sets)
+        return case.stemsim(sets)
 
     def rel(a, b):
         return {k: xc.compare(a[k], b[k])["rel_rms"] for k in KEYS}
@@ -129,7 +111,7 @@ def main():
         conv[n] = r
         print(f"  {n:2d} points: " + ", ".join(f"{k} {r[k]:.1e}" for k in KEYS))
     results["convergence"] = conv
-    print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; grid {nx} x {ny}, {ns} slices, "
+    print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; {case.grid}, "
           f"{len(sx)} x {len(sy)} probes; C10 {C10}, C30 {C30}, sigma {args.sigma}")
     print("abtem_coherence:", "PASS" if ok else "FAIL")
     if args.json:

@@ -488,6 +488,47 @@ def integrated_potential(vfunc, cutoff):
 # ----------------------------------------------------------------------------
 
 
+
+# ----------------------------------------------------------------------------
+# the option checks' shared case (abtem_aberrations.py, abtem_coherence.py,
+# abtem_segments.py, abtem_soft_aperture.py)
+# ----------------------------------------------------------------------------
+
+
+class SiliconCase:
+    """Silicon [100] 4 x 4 x 4 cells, 1.3575 Angstrom slices, stemsim's grid at 0.06 Angstrom,
+    one unit cell scanned at `step`: stemsim's config (ini, h5), its plan, and abTEM's
+    PotentialArray of stemsim's own slices ("potential C"), so that only the probe or the
+    detector differs between the codes. Sets abTEM to the CPU, float32, `threads` workers."""
+
+    def __init__(self, stemsim, threads, step, prefix):
+        import abtem
+        import dask
+        from abtem.parametrizations import KirklandParametrization
+
+        abtem.config.set({"device": "cpu", "precision": "float32"})
+        dask.config.set(scheduler="threads", num_workers=threads)
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.exe, self.threads = os.path.abspath(stemsim), threads
+        xyz = os.path.join(REPO, "data", "Si100_unitcell.xyz")
+        ucell, uZ, upos, uocc = read_xyz(xyz)
+        tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
+        scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), step)
+        self.ini, self.h5 = os.path.join(self.work, "case.ini"), os.path.join(self.work, "case.h5")
+        write_ini(self.ini, xyz, tiles, scan, pixel, dz, self.h5)
+        self.plan = stemsim_plan(self.exe, self.ini)
+        nx, ny, ns = self.plan["nx"], self.plan["ny"], self.plan["n_slices"]
+        cell, Z, pos, occ = tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
+        vfunc = KirklandParametrization().projected_potential("Si")
+        V, _ = stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
+        self.potential = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz,
+                                              extent=(cell[0], cell[1]))
+        self.grid = f"grid {nx} x {ny}, {ns} slices"
+
+    def stemsim(self, sets=()):
+        """One stemsim run of the case with extra section.key=value settings (run_stemsim's dict)."""
+        return run_stemsim(self.exe, self.ini, self.h5, self.threads, sets)
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stemsim", default=os.path.join(REPO, "build", "stemsim"))

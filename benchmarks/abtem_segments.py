@@ -19,7 +19,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -69,37 +68,20 @@ def main():
     args = ap.parse_args()
 
     import abtem
-    import dask
     import h5py
-    from abtem.parametrizations import KirklandParametrization
 
-    abtem.config.set({"device": "cpu", "precision": "float32"})
-    dask.config.set(scheduler="threads", num_workers=args.threads)
-    work = tempfile.mkdtemp(prefix="abtem_seg_")
-    exe = os.path.abspath(args.stemsim)
-    xyz = os.path.join(xc.REPO, "data", "Si100_unitcell.xyz")
-    ucell, uZ, upos, uocc = xc.read_xyz(xyz)
-    tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
-    scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), args.step)
-    ini = os.path.join(work, "seg.ini")
-    xc.write_ini(ini, xyz, tiles, scan, pixel, dz, os.path.join(work, "seg.h5"))
-    plan = xc.stemsim_plan(exe, ini)
-    nx, ny, ns = plan["nx"], plan["ny"], plan["n_slices"]
-    cell, Z, pos, occ = xc.tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
-    vfunc = KirklandParametrization().projected_potential("Si")
-    V, _ = xc.stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
-    pot = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz, extent=(cell[0], cell[1]))
+    case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_seg_")
+    pot = case.potential
 
     ok, results, t0 = True, {}, time.time()
     print("| case | segments: worst rel. RMS | DPC x | DPC y | spread between segments | |")
     print("|---|---|---|---|---|---|")
     for label, rings, segs, inner, outer, rot, sign in CASES:
-        h5 = os.path.join(work, "seg.h5")
         sets = [f"probe.{k}={v!r}" for k, v in OPTICS.items()] + [
             f"detector.segments={segs}", f"detector.segment_rings={rings}", f"detector.segment_inner={inner!r}",
             f"detector.segment_outer={outer!r}", f"detector.segment_rotation={sign * rot!r}"]
-        st = xc.run_stemsim(exe, ini, h5, args.threads, sets)
-        with h5py.File(h5, "r") as f:
+        st = case.stemsim(sets)
+        with h5py.File(case.h5, "r") as f:
             S = f["segments"][()]
             dx, dy = f["dpc_segments_x"][()], f["dpc_segments_y"][()]
         A = abtem_segments(pot, st["scan_x"], st["scan_y"], rings, segs, inner, outer, rot)
@@ -112,7 +94,7 @@ def main():
         ok &= good
         results[label] = {"segments": worst, "dpc_x": ex, "dpc_y": ey, "spread": spread}
         print(f"| {label} | {worst:.2e} | {ex:.2e} | {ey:.2e} | {spread:.2f} | {'ok' if good else 'FAIL'} |", flush=True)
-    print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; grid {nx} x {ny}, {ns} slices, "
+    print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; {case.grid}, "
           f"{len(st['scan_x'])} x {len(st['scan_y'])} probes; optics {OPTICS}")
     print("abtem_segments:", "PASS" if ok else "FAIL")
     if args.json:

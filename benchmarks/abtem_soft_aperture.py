@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -49,31 +48,14 @@ def main():
     args = ap.parse_args()
 
     import abtem
-    import dask
-    from abtem.parametrizations import KirklandParametrization
 
-    abtem.config.set({"device": "cpu", "precision": "float32"})
-    dask.config.set(scheduler="threads", num_workers=args.threads)
-    work = tempfile.mkdtemp(prefix="abtem_soft_")
-    exe = os.path.abspath(args.stemsim)
-    xyz = os.path.join(xc.REPO, "data", "Si100_unitcell.xyz")
-    ucell, uZ, upos, uocc = xc.read_xyz(xyz)
-    tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
-    scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), args.step)
-    ini = os.path.join(work, "soft.ini")
-    xc.write_ini(ini, xyz, tiles, scan, pixel, dz, os.path.join(work, "soft.h5"))
-    plan = xc.stemsim_plan(exe, ini)
-    nx, ny, ns = plan["nx"], plan["ny"], plan["n_slices"]
-    cell, Z, pos, occ = xc.tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
-    vfunc = KirklandParametrization().projected_potential("Si")
-    V, _ = xc.stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
-    pot = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz, extent=(cell[0], cell[1]))
-    h5 = os.path.join(work, "soft.h5")
+    case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_soft_")
+    pot = case.potential
     t0 = time.time()
 
     def stemsim(soft):
         sets = [f"probe.C10={C10!r}", f"probe.C30={C30!r}", f"probe.soft_aperture={'true' if soft else 'false'}"]
-        return xc.run_stemsim(exe, ini, h5, args.threads, sets)
+        return case.stemsim(sets)
 
     def rel(a, b):
         return {k: xc.compare(a[k], b[k])["rel_rms"] for k in KEYS}
@@ -93,7 +75,7 @@ def main():
     matched, crossed = max(rows[0][1].values()), max(rows[2][1].values())
     ok = matched <= args.tol and matched < crossed / 3
     print(f"\nworst matched {matched:.2e}, worst crossed {crossed:.2e}; {time.time() - t0:.0f} s; abTEM "
-          f"{abtem.__version__}; grid {nx} x {ny}, {ns} slices, {len(sx)} x {len(sy)} probes")
+          f"{abtem.__version__}; {case.grid}, {len(sx)} x {len(sy)} probes")
     print("abtem_soft_aperture:", "PASS" if ok else "FAIL")
     if args.json:
         with open(args.json, "w") as f:
