@@ -148,6 +148,25 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[4])
     return 4;
 }
 
+/* Node-shared memory is the default; where /dev/shm is too small for it on any node (a
+ * container's 64 MiB) the run keeps one copy per rank instead, with a warning, unless the
+ * user asked for sharing ([compute] node_shared given): then the plan check refuses. */
+static int shared_memory_or_private(const stem_config *cfg, const stem_atoms *atoms, stem_mpi *m, stem_plan *plan,
+                                    MPI_Comm world)
+{
+    int fits = stem_plan_shared_fits(plan);
+    STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, world));
+    if (fits || stem_config_given(cfg, "compute", "node_shared")) return STEM_OK;
+    if (m->layout.world_rank == 0)
+        stem_warn("node-shared memory does not fit /dev/shm on some node: one copy per rank instead "
+                  "(give it room, e.g. docker --shm-size, to share; [compute] node_shared = false silences this)");
+    stem_node_share_free(&m->share);
+    m->layout.shared_ranks = 1;
+    m->layout.not_shared = "too little room in /dev/shm";
+    stem_plan_free(plan);
+    return stem_plan_build(plan, cfg, atoms, &m->layout);
+}
+
 /* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
  * every step agreed, so a failure on any rank ends every rank here with one
  * message (see stem_log_release_held). */
@@ -162,6 +181,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, cfg->frozen_phonons, cfg->fp_groups, cfg->node_shared,
                                                               cfg->ranks_per_node), world);
     if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, atoms, &m->layout), world);
+    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, atoms, m, plan, world), world);
     if (!err && o->dry_run && rank == 0) {
         stem_plan_print(plan, stdout);
         print_decomposition(plan);

@@ -445,15 +445,32 @@ static const char *format_bytes(double b, char *out, size_t n)
 
 /* Node-shared windows live in a file system in memory (/dev/shm), often smaller than
  * memory (containers: 64 MiB): refused here, before anything is allocated. */
-static int check_shared_room(const stem_plan *plan)
+/* Bytes the node-shared windows need on this node and the room they have (-1: unknown). */
+static double shared_need(const stem_plan *plan, double *room, char *dir, int dir_len, int *groups)
 {
     const stem_layout *L = &plan->layout;
-    if (L->shared_ranks <= 1 || plan->mem_node_shared <= 0) return STEM_OK;
+    *room = stem_shared_memory_room(dir, dir_len);
+    *groups = (L->ranks_on_node + L->shared_ranks - 1) / L->shared_ranks; /* groups with ranks on this node */
+    return plan->mem_node_shared * (*groups > 0 ? *groups : 1);
+}
+
+int stem_plan_shared_fits(const stem_plan *plan)
+{
+    if (plan->layout.shared_ranks <= 1 || plan->mem_node_shared <= 0) return 1;
+    char dir[512];
+    double room;
+    int groups;
+    double need = shared_need(plan, &room, dir, sizeof dir, &groups);
+    return room < 0 || need <= room;
+}
+
+static int check_shared_room(const stem_plan *plan)
+{
+    if (stem_plan_shared_fits(plan)) return STEM_OK;
     char dir[512], f[2][32];
-    double room = stem_shared_memory_room(dir, sizeof dir);
-    int groups = (L->ranks_on_node + L->shared_ranks - 1) / L->shared_ranks; /* groups with ranks on this node */
-    double need = plan->mem_node_shared * (groups > 0 ? groups : 1);
-    if (room < 0 || need <= room) return STEM_OK;
+    double room;
+    int groups;
+    double need = shared_need(plan, &room, dir, sizeof dir, &groups);
     return STEM_FAIL(STEM_ERR_MEMORY,
                      "node-shared memory (transmission functions and S-matrix of %d group(s) on this node) needs %s in %s, "
                      "which has %s free: give it room (containers: --shm-size; Open MPI: --mca osc_sm_backing_directory "

@@ -127,6 +127,8 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
 /* Refuse plans that exceed the memory allowed, naming the figure needed,
  * what set the limit and advice for the largest part. */
 int stem_plan_check_memory(const stem_plan *plan);
+/* Whether the node-shared windows fit where MPI puts them (/dev/shm); 1 without sharing. */
+int stem_plan_shared_fits(const stem_plan *plan);
 void stem_plan_print(const stem_plan *plan, FILE *out);
 char *stem_plan_to_text(const stem_plan *plan);
 void stem_plan_free(stem_plan *plan);
