@@ -503,8 +503,9 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->y_end < cfg->y_start)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
     if (cfg->n_images == 0) default_images(cfg);
-    int cc = stem_config_given(cfg, "probe", "Cc"), de = stem_config_given(cfg, "probe", "energy_spread");
-    if ((cc || de) && stem_config_given(cfg, "probe", "focal_spread"))
+    /* by value, not by key given: the effective config (written back and read again) holds all three */
+    int cc = cfg->cc > 0, de = cfg->energy_spread > 0;
+    if ((cc || de) && cfg->focal_spread > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] focal_spread and Cc/energy_spread describe the same spread: give one",
                          source);
     if (cc != de)
