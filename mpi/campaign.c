@@ -99,21 +99,6 @@ static int transmission_for_config(const stem_mpi *m, const stem_engine *engine,
     return err;
 }
 
-/* The transmission functions of one configuration: in the node's shared memory
- * when the ranks of the group build them together (the CPU), else this rank's
- * own (an engine that builds them, the GPU, hands them to the group's ranks). */
-static int transmission_buffer(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan, stem_complex **trans,
-                               stem_shared_buffer *trans_node)
-{
-    size_t count = (size_t)plan->nx * plan->ny * plan->n_slices;
-    if (m->share.active && !engine->transmission) {
-        STEM_TRY(stem_shared_alloc(&m->share, sizeof(stem_complex) * count, "transmission functions", trans_node));
-        *trans = trans_node->base;
-        return STEM_OK;
-    }
-    return (*trans = stem_fft_alloc(count, "transmission functions")) ? STEM_OK : STEM_ERR_MEMORY;
-}
-
 /* Ahead: while an engine that leaves the host's cores idle (the GPU) runs
  * configuration c, the group leader builds its next one on a helper thread
  * into a second buffer. The same functions, only sooner. */
@@ -231,7 +216,12 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     int err = injected_failure(m, "campaign");
     if (!err) err = stem_detector_build(plan, &det);
     err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
-    if (!err) err = transmission_buffer(m, engine, plan, &trans, &trans_node);
+    /* in the node's shared memory when the group's ranks build them together (the CPU);
+     * an engine that builds them itself (the GPU) hands each rank its own copy */
+    if (!err)
+        err = stem_node_buffer_alloc(&m->share, m->share.active && !engine->transmission,
+                                     (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions", &trans_node,
+                                     &trans);
     double t = stem_wall_time();
     err = lookup_table_shared(m, plan, atoms, kirkland, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
@@ -268,8 +258,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_algorithm_buffers_free(&buffers);
     err = safe_point(m, err);
     stem_potential_table_free(&table);
-    if (trans_node.base) stem_shared_free(&trans_node);
-    else stem_fft_free(trans);
+    stem_node_buffer_free(&trans_node, trans);
     stem_detector_free(&det);
     if (err) return err;
     t = stem_wall_time();

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/fft.h"
 #include "../src/plan.h"
 #include "comm.h"
 
@@ -126,6 +127,21 @@ void stem_shared_free(stem_shared_buffer *buf)
     }
     memset(buf, 0, sizeof *buf);
     buf->win = MPI_WIN_NULL;
+}
+
+int stem_node_buffer_alloc(const stem_node_share *s, int shared, size_t count, const char *what,
+                           stem_shared_buffer *node, stem_complex **out)
+{
+    if (!shared) return (*out = stem_fft_alloc(count, what)) ? STEM_OK : STEM_ERR_MEMORY;
+    STEM_TRY(stem_shared_alloc(s, sizeof(stem_complex) * count, what, node));
+    *out = node->base;
+    return STEM_OK;
+}
+
+void stem_node_buffer_free(stem_shared_buffer *node, stem_complex *p)
+{
+    if (node->base) stem_shared_free(node);
+    else stem_fft_free(p);
 }
 
 int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf)

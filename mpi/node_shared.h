@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "../src/stem.h"
+
 typedef struct {
     int active;        /* 0: every rank keeps its own copies (the exchanges go over the group) */
     MPI_Comm node;     /* this group's ranks on this node */
@@ -38,6 +40,12 @@ typedef struct {
  * a full one cleanly: the plan checks its room first (stem_plan_check_memory). */
 int stem_shared_alloc(const stem_node_share *s, size_t bytes, const char *what, stem_shared_buffer *buf);
 void stem_shared_free(stem_shared_buffer *buf);
+/* A buffer of count complex numbers: in the node's shared memory when shared (then
+ * collective over s->node, *out pointing into node), else this rank's own (FFTW-aligned). */
+int stem_node_buffer_alloc(const stem_node_share *s, int shared, size_t count, const char *what,
+                           stem_shared_buffer *node, stem_complex **out);
+/* Frees what stem_node_buffer_alloc gave (shared: collective over the node). */
+void stem_node_buffer_free(stem_shared_buffer *node, stem_complex *p);
 /* Collective over s->node: writes before it are seen by every rank of the node after it. */
 int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf);
 /* Collective over the group: rank r of the group has written blocks [b, e) of

@@ -12,33 +12,21 @@ void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 {
     free(b->focal_plans);
     stem_result_free(&b->focal_part);
-    if (b->S_node.base) stem_shared_free(&b->S_node);
-    else stem_fft_free(b->S);
-    if (b->by_pixel_node.base) stem_shared_free(&b->by_pixel_node);
-    else stem_fft_free(b->by_pixel);
+    stem_node_buffer_free(&b->S_node, b->S);
+    stem_node_buffer_free(&b->by_pixel_node, b->by_pixel);
     stem_fft_free(b->local);
     memset(b, 0, sizeof *b);
-}
-
-/* A whole S-matrix buffer: in the node's shared memory, or this rank's own. */
-static int smatrix_buffer(const stem_mpi *m, size_t count, const char *what, stem_shared_buffer *node, stem_complex **out)
-{
-    if (*out) return STEM_OK;
-    if (m->share.active) {
-        STEM_TRY(stem_shared_alloc(&m->share, sizeof(stem_complex) * count, what, node));
-        *out = node->base;
-        return STEM_OK;
-    }
-    return (*out = stem_fft_alloc(count, what)) ? STEM_OK : STEM_ERR_MEMORY;
 }
 
 /* Every buffer this configuration needs; agreed over the group (node-shared ones are collective). */
 static int prism_buffers(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
 {
     size_t count = (size_t)plan->crop_nx * plan->crop_ny * plan->n_beams;
-    int err = smatrix_buffer(m, count, "S-matrix", &buf->S_node, &buf->S);
-    if (!err && engine->output_beam_fastest)
-        err = smatrix_buffer(m, count, "S-matrix (beam fastest)", &buf->by_pixel_node, &buf->by_pixel);
+    /* kept from one configuration to the next: allocated once (collectively when shared) */
+    int err = buf->S ? STEM_OK : stem_node_buffer_alloc(&m->share, m->share.active, count, "S-matrix", &buf->S_node, &buf->S);
+    if (!err && engine->output_beam_fastest && !buf->by_pixel)
+        err = stem_node_buffer_alloc(&m->share, m->share.active, count, "S-matrix (beam fastest)", &buf->by_pixel_node,
+                                     &buf->by_pixel);
     size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
     if (!err && plan->layout.group_size > 1 && !m->share.active && !buf->local &&
         !(buf->local = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny * local_beams, "local S-matrix")))
