@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../io/input_file.h"
 #include "../src/fft.h"
 
 static int compare_lines(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -44,29 +45,6 @@ static int measure_shapes(const stem_plan *plan)
     return STEM_OK;
 }
 
-static int read_text(const char *path, char **out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return STEM_FAIL(STEM_ERR_INPUT, "cannot open the FFTW wisdom file %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *text = stem_alloc(cap, "FFTW wisdom");
-    while (text && (n += fread(text + n, 1, cap - n - 1, f)) == cap - 1) {
-        char *more = realloc(text, cap *= 2);
-        if (!more) free(text);
-        text = more;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!text) return STEM_FAIL(STEM_ERR_MEMORY, "cannot hold the FFTW wisdom file %s", path);
-    if (bad) {
-        free(text);
-        return STEM_FAIL(STEM_ERR_INPUT, "cannot read the FFTW wisdom file %s", path);
-    }
-    text[n] = 0;
-    *out = text;
-    return STEM_OK;
-}
-
 /* Written beside it, then renamed over it: a reader sees the old or the new file,
  * never a part. The file is FFTW's cache: it only ever gains shapes. */
 static int write_file(const char *path, const char *text)
@@ -93,7 +71,10 @@ static int leader_wisdom(const char *path, const stem_plan *plan, char **text, c
 {
     int from_file = path[0] && access(path, F_OK) == 0;
     char *file_text = NULL;
-    int err = from_file ? read_text(path, &file_text) : STEM_OK;
+    size_t file_len = 0;
+    int err = from_file ? stem_input_read_all(path, "FFTW wisdom file ([compute] fft_wisdom)", STEM_ERR_INPUT, &file_text,
+                                              &file_len)
+                        : STEM_OK;
     if (!err && from_file && stem_fft_wisdom_import(file_text))
         err = STEM_FAIL(STEM_ERR_INPUT, "[compute] fft_wisdom = %s is not FFTW wisdom of this FFTW", path);
     if (!err) err = measure_shapes(plan); /* plans the wisdom has are reused, the rest measured */
