@@ -195,7 +195,10 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
-    if (!err && !o->dry_run && engine->uses_fftw) err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan);
+    if (!err && !o->dry_run && engine->uses_fftw) {
+        err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan); /* agreed: every rank or none */
+        if (err) stem_output_target_discard(target);          /* the temporary file exists by now */
+    }
     if (!err && o->dry_run) stem_info("dry run: every check passed; a real run would start now");
     return err;
 }
