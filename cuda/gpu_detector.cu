@@ -186,19 +186,7 @@ void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed
             for (long k = 0; k < w; k++) dst[k] += d[k];
             d += w;
         }
-        if (res->has_4d && hcbed) { /* centred patterns, cropped and binned */
-            float *out = res->cbed + (size_t)p * res->pattern_bins;
-            const float *in = hcbed + (size_t)i * g->n_pix;
-            for (int k = 0; k < g->n_pix; k++)
-                if (g->pattern_bin[k] >= 0) out[g->pattern_bin[k]] += in[k];
-        }
+        if (hcbed && g->has_4d) /* centred patterns, cropped and binned */
+            stem_result_add_pattern(res, p, g->pattern_bin, hcbed + (size_t)i * g->n_pix, g->n_pix);
     }
-    if (!res->pacbed || !hcbed) return;
-    stem_result_pacbed_lock(res); /* worker threads share PACBED: this call's patterns added at once */
-    for (int i = 0; i < n; i++) {
-        const float *in = hcbed + (size_t)i * g->n_pix;
-        for (int k = 0; k < g->n_pix; k++)
-            if (g->pattern_bin[k] >= 0) res->pacbed[g->pattern_bin[k]] += in[k];
-    }
-    stem_result_pacbed_unlock(res);
 }

@@ -137,9 +137,19 @@ void stem_result_free(stem_result *res)
     memset(res, 0, sizeof *res);
 }
 
-void stem_result_pacbed_lock(stem_result *res) { pthread_mutex_lock(res->pacbed_lock); }
-
-void stem_result_pacbed_unlock(stem_result *res) { pthread_mutex_unlock(res->pacbed_lock); }
+void stem_result_add_pattern(stem_result *res, long p, const int *bin, const float *intensity, int n_pixels)
+{
+    if (res->has_4d) {
+        float *out = res->cbed + (size_t)p * res->pattern_bins;
+        for (int k = 0; k < n_pixels; k++)
+            if (bin[k] >= 0) out[bin[k]] += intensity[k];
+    }
+    if (!res->pacbed) return;
+    pthread_mutex_lock(res->pacbed_lock);
+    for (int k = 0; k < n_pixels; k++)
+        if (bin[k] >= 0) res->pacbed[bin[k]] += intensity[k];
+    pthread_mutex_unlock(res->pacbed_lock);
+}
 
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long p)
 {
@@ -158,17 +168,7 @@ void stem_detect(const stem_detector *det, const float *intensity, stem_result *
     res->total[p] += total;
     res->com[2 * p] += cx;
     res->com[2 * p + 1] += cy;
-    if (res->has_4d) { /* cropped and binned (pattern_table) */
-        float *out = res->cbed + (size_t)p * res->pattern_bins;
-        for (int k = 0; k < det->n_pixels; k++)
-            if (det->pattern_bin[k] >= 0) out[det->pattern_bin[k]] += intensity[k];
-    }
-    if (res->pacbed) {
-        stem_result_pacbed_lock(res);
-        for (int k = 0; k < det->n_pixels; k++)
-            if (det->pattern_bin[k] >= 0) res->pacbed[det->pattern_bin[k]] += intensity[k];
-        stem_result_pacbed_unlock(res);
-    }
+    stem_result_add_pattern(res, p, det->pattern_bin, intensity, det->n_pixels); /* cropped, binned */
 }
 
 /* Intensity-weighted sums first (they need the summed total), then means. */

@@ -44,10 +44,11 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res);
 void stem_result_free(stem_result *res);
 /* Add one probe's intensity (detector grid, FFT order) to the local probe slot. */
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long local_probe);
-/* PACBED is shared by a rank's worker threads: add to it between these two calls. The
- * order of their additions varies with timing (the sum's rounding, ~1e-16, with it). */
-void stem_result_pacbed_lock(stem_result *res);
-void stem_result_pacbed_unlock(stem_result *res);
+/* One probe's pattern (n_pixels intensities; bin[k]: the written pattern's bin of pixel k,
+ * -1 cropped away) added to the 4D slot of local probe p and to PACBED, whichever are kept.
+ * Thread safe: PACBED, shared by a rank's worker threads, is added under its lock, in an
+ * order that varies with timing (the sum's rounding, ~1e-16, with it). */
+void stem_result_add_pattern(stem_result *res, long p, const int *bin, const float *intensity, int n_pixels);
 /* The bin of the written pattern for each detector pixel in centred order (the GPU
  * returns centred patterns); malloc'd, -1 where cropped away. */
 int *stem_pattern_bins_centred(const stem_plan *plan, const stem_detector *det);
