@@ -6,28 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Segmented detector: ring r of seg_rings equal rings in [inner, outer), segment s of
- * seg_n equal sectors starting at seg_rotation (azimuth from +x towards +y). */
-static int segment_table(const stem_plan *plan, stem_detector *det)
+/* Segmented detector: the segment of angle theta (mrad) at (qx, qy), -1 outside: ring r of
+ * seg_rings equal rings in [inner, outer), sector s of seg_n equal sectors starting at
+ * seg_rotation (azimuth from +x towards +y); index r * seg_n + s. */
+static int segment_of(const stem_plan *plan, double theta, double qx, double qy)
 {
-    STEM_ALLOC(det->segment, det->n_pixels, "detector segments");
-    double width = (plan->seg_outer - plan->seg_inner) / plan->seg_rings;
-    for (int k = 0; k < det->n_pixels; k++) {
-        det->segment[k] = -1;
-        if (det->bin[k] < 0) continue; /* beyond the band limit, like every detector */
-        int i = k % plan->out_nx, j = k / plan->out_nx; /* theta as the rings compute it: the same edges */
-        double qx = stem_fft_index(i, plan->out_nx) * plan->out_dqx, qy = stem_fft_index(j, plan->out_ny) * plan->out_dqy;
-        double theta = hypot(qx, qy) * plan->lambda * 1e3;
-        if (theta < plan->seg_inner || theta >= plan->seg_outer) continue;
-        int r = (int)floor((theta - plan->seg_inner) / width);
-        double phi = fmod(atan2(qy, qx) - plan->seg_rotation, 2 * M_PI);
-        if (phi < 0) phi += 2 * M_PI;
-        int s = (int)floor(phi / (2 * M_PI) * plan->seg_n);
-        if (r > plan->seg_rings - 1) r = plan->seg_rings - 1; /* rounding at the edges */
-        if (s > plan->seg_n - 1) s = plan->seg_n - 1;
-        det->segment[k] = r * plan->seg_n + s;
-    }
-    return STEM_OK;
+    if (theta < plan->seg_inner || theta >= plan->seg_outer) return -1;
+    int r = (int)floor((theta - plan->seg_inner) / ((plan->seg_outer - plan->seg_inner) / plan->seg_rings));
+    double phi = fmod(atan2(qy, qx) - plan->seg_rotation, 2 * M_PI);
+    if (phi < 0) phi += 2 * M_PI;
+    int s = (int)floor(phi / (2 * M_PI) * plan->seg_n);
+    if (r > plan->seg_rings - 1) r = plan->seg_rings - 1; /* rounding at the edges */
+    if (s > plan->seg_n - 1) s = plan->seg_n - 1;
+    return r * plan->seg_n + s;
 }
 
 /* 4D patterns and PACBED: detector pixel (FFT order) -> bin of the written pattern. */
@@ -64,6 +55,7 @@ int stem_detector_build(const stem_plan *plan, stem_detector *det)
     STEM_ALLOC(det->image_mask, det->n_pixels, "detector masks");
     STEM_ALLOC(det->theta_x, det->n_pixels, "detector angles");
     STEM_ALLOC(det->theta_y, det->n_pixels, "detector angles");
+    if (plan->seg_n) STEM_ALLOC(det->segment, det->n_pixels, "detector segments");
     for (int j = 0; j < ny; j++)
         for (int i = 0; i < nx; i++) {
             int k = j * nx + i;
@@ -72,14 +64,15 @@ int stem_detector_build(const stem_plan *plan, stem_detector *det)
             det->theta_x[k] = (float)(qx * plan->lambda * 1e3);
             det->theta_y[k] = (float)(qy * plan->lambda * 1e3);
             det->bin[k] = -1;
+            if (det->segment) det->segment[k] = -1;
             if (q > plan->q_limit) continue; /* removed by the band limit */
+            if (det->segment) det->segment[k] = segment_of(plan, theta, qx, qy); /* the rings' angle: the same edges */
             int bin = (int)floor(theta / plan->ring_width);
             det->bin[k] = bin < plan->n_bins ? bin : plan->n_bins - 1;
             for (int m = 0; m < plan->n_images; m++)
                 if (theta >= images[m].inner_mrad && theta < images[m].outer_mrad) det->image_mask[k] |= 1u << m;
         }
-    if (plan->opt.save_4d || plan->opt.save_pacbed) STEM_TRY(pattern_table(plan, det));
-    return plan->seg_n ? segment_table(plan, det) : STEM_OK;
+    return plan->opt.save_4d || plan->opt.save_pacbed ? pattern_table(plan, det) : STEM_OK;
 }
 
 void stem_detector_free(stem_detector *det)
