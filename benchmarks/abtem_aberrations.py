@@ -19,14 +19,10 @@ its own virtual environment:
     python3 -m venv /tmp/abtem-venv && /tmp/abtem-venv/bin/pip install abtem==1.0.11 h5py
     /tmp/abtem-venv/bin/python benchmarks/abtem_aberrations.py [--json out.json]
 """
-import argparse
-import json
 import math
 import os
 import sys
 import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import abtem_crosscheck as xc  # noqa: E402  (shared set-up: model, potential C, stemsim runs)
@@ -59,33 +55,13 @@ def abtem_kwargs(terms):
     return kw
 
 
-def abtem_scan(potential, sx, sy, aberrations):
-    import abtem
-
-    pos = np.array([(x, y) for y in sy for x in sx])
-    probe = abtem.Probe(energy=200e3, semiangle_cutoff=20, soft=False, **aberrations)
-    probe.grid.match(potential)
-    det = abtem.FlexibleAnnularDetector(step_size=1)
-    with abtem.config.set({"antialias.taper": 0.0}):
-        m = probe.scan(potential, scan=abtem.CustomScan(pos), detectors=det, lazy=False)
-    arr = np.asarray(m.array)[..., 0]
-    return arr.reshape(len(sy), len(sx), -1).astype(np.float64)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stemsim", default=os.path.join(xc.REPO, "build", "stemsim"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--step", type=float, default=0.7, help="scan step over one unit cell, Angstrom")
-    ap.add_argument("--tol", type=float, default=1e-3, help="largest relative RMS of a matched case")
-    ap.add_argument("--cases", default="all,mirror,each")
-    ap.add_argument("--json", default=None)
+    ap = xc.option_check_args(__doc__, 1e-3, cases=(str, "all,mirror,each", "comma-separated: all, mirror, each"))
     args = ap.parse_args()
 
     import abtem
 
     case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_ab_")
-    pot = case.potential
 
     cases = []
     wanted = args.cases.split(",")
@@ -105,7 +81,7 @@ def main():
     print("|---|---|" + "---|" * len(KEYS) + "---|---|")
     for label, terms, mirror, match in cases:
         st = case.stemsim(stemsim_sets(terms, mirror))
-        rings = abtem_scan(pot, st["scan_x"], st["scan_y"], abtem_kwargs(terms))
+        rings = case.abtem_scan(st["scan_x"], st["scan_y"], **abtem_kwargs(terms))
         ai = xc.ring_images(rings)
         rel = {k: xc.compare(st["images"][k], ai[k])["rel_rms"] for k in KEYS}
         worst = max(rel.values())
@@ -117,11 +93,7 @@ def main():
               f" | {effect:.2e} | {'ok' if good else 'FAIL'} |", flush=True)
     print(f"\n{len(cases)} cases in {time.time() - t0:.0f} s; abTEM {abtem.__version__}; "
           f"{case.grid}, {len(st['scan_x'])} x {len(st['scan_y'])} probes")
-    print("abtem_aberrations:", "PASS" if ok else "FAIL")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0 if ok else 1
+    return xc.option_check_done("abtem_aberrations", ok, results, args.json)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,9 @@ spread changes the images by more than 10 x --tol. abTEM runs only here:
 
     /tmp/abtem-venv/bin/python benchmarks/abtem_coherence.py [--json out.json]
 """
-import argparse
-import json
 import os
 import sys
 import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import abtem_crosscheck as xc  # noqa: E402
@@ -33,38 +29,23 @@ KEYS = ("BF", "ABF", "ADF", "HAADF")
 C10, C30 = -40.0, 2.0e4  # Angstrom: 40 Angstrom underfocus (stemsim's sign), Cs 2 um
 
 
-def abtem_scan(potential, sx, sy, sigma, samples):
+def abtem_defocus(sigma, samples):
+    """abTEM's defocus (-C10) for a spread sigma: an ensemble over +-4 sigma, or one value."""
     import abtem
 
-    pos = np.array([(x, y) for y in sy for x in sx])
-    # abTEM's defocus is -C10
-    defocus = (abtem.distributions.gaussian(standard_deviation=sigma, num_samples=samples, center=-C10,
-                                            sampling_limit=4.0) if sigma > 0 else -C10)
-    probe = abtem.Probe(energy=200e3, semiangle_cutoff=20, soft=False, defocus=defocus, C30=C30)
-    probe.grid.match(potential)
-    det = abtem.FlexibleAnnularDetector(step_size=1)
-    with abtem.config.set({"antialias.taper": 0.0}):
-        m = probe.scan(potential, scan=abtem.CustomScan(pos), detectors=det, lazy=False)
-    arr = np.asarray(m.array)
-    arr = arr.reshape(len(sy), len(sx), -1) if arr.ndim == 2 else arr[..., 0].reshape(len(sy), len(sx), -1)
-    return arr.astype(np.float64)
+    if sigma <= 0:
+        return -C10
+    return abtem.distributions.gaussian(standard_deviation=sigma, num_samples=samples, center=-C10, sampling_limit=4.0)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stemsim", default=os.path.join(xc.REPO, "build", "stemsim"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--step", type=float, default=0.7)
-    ap.add_argument("--sigma", type=float, default=50.0, help="focal spread (standard deviation), Angstrom")
-    ap.add_argument("--samples", type=int, default=25, help="abTEM's defoci over +-4 sigma")
-    ap.add_argument("--tol", type=float, default=2e-3)
-    ap.add_argument("--json", default=None)
+    ap = xc.option_check_args(__doc__, 2e-3, sigma=(float, 50.0, "focal spread (standard deviation), Angstrom"),
+                              samples=(int, 25, "abTEM's defoci over +-4 sigma"))
     args = ap.parse_args()
 
     import abtem
 
     case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_coh_")
-    pot = case.potential
 
     optics = [f"probe.C10={C10!r}", f"probe.C30={C30!r}"]
     t0 = time.time()
@@ -79,8 +60,8 @@ def main():
     coherent = stemsim(0.0)
     spread7, spread11 = stemsim(args.sigma), stemsim(args.sigma, 11)
     sx, sy = spread7["scan_x"], spread7["scan_y"]
-    ab = xc.ring_images(abtem_scan(pot, sx, sy, args.sigma, args.samples))
-    ab_coherent = xc.ring_images(abtem_scan(pot, sx, sy, 0.0, 1))
+    ab = xc.ring_images(case.abtem_scan(sx, sy, defocus=abtem_defocus(args.sigma, args.samples), C30=C30))
+    ab_coherent = xc.ring_images(case.abtem_scan(sx, sy, defocus=abtem_defocus(0.0, 1), C30=C30))
     rows = [
         ("coherent: stemsim vs abTEM", rel(coherent["images"], ab_coherent), True),
         (f"sigma {args.sigma:g}, 7 points vs abTEM {args.samples} defoci", rel(spread7["images"], ab), True),
@@ -113,11 +94,7 @@ def main():
     results["convergence"] = conv
     print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; {case.grid}, "
           f"{len(sx)} x {len(sy)} probes; C10 {C10}, C30 {C30}, sigma {args.sigma}")
-    print("abtem_coherence:", "PASS" if ok else "FAIL")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0 if ok else 1
+    return xc.option_check_done("abtem_coherence", ok, results, args.json)
 
 
 if __name__ == "__main__":

@@ -529,6 +529,44 @@ class SiliconCase:
         """One stemsim run of the case with extra section.key=value settings (run_stemsim's dict)."""
         return run_stemsim(self.exe, self.ini, self.h5, self.threads, sets)
 
+    def abtem_scan(self, sx, sy, detector=None, soft=False, **probe):
+        """abTEM's probe (200 keV, 20 mrad, hard or soft edge; probe: aberrations, a defocus
+        distribution, ...) scanned over stemsim's positions through the case's potential,
+        without abTEM's taper: the detector's values as [len(sy)][len(sx)][...] (default
+        detector: 1 mrad rings, as stemsim's /rings)."""
+        import abtem
+
+        pos = np.array([(x, y) for y in sy for x in sx])
+        p = abtem.Probe(energy=200e3, semiangle_cutoff=20, soft=soft, **probe)
+        p.grid.match(self.potential)
+        det = detector if detector is not None else abtem.FlexibleAnnularDetector(step_size=1)
+        with abtem.config.set({"antialias.taper": 0.0}):
+            m = p.scan(self.potential, scan=abtem.CustomScan(pos), detectors=det, lazy=False)
+        return np.asarray(m.array, dtype=np.float64).reshape(len(sy), len(sx), -1)
+
+
+def option_check_args(doc, tol, **extra):
+    """The option checks' command line: --stemsim, --threads, --step, --tol, --json, and
+    extra name=(type, default, help) options."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stemsim", default=os.path.join(REPO, "build", "stemsim"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--step", type=float, default=0.7, help="scan step over one unit cell, Angstrom")
+    ap.add_argument("--tol", type=float, default=tol, help="largest relative RMS of a matched case")
+    ap.add_argument("--json", default=None)
+    for name, (kind, default, text) in extra.items():
+        ap.add_argument("--" + name, type=kind, default=default, help=text)
+    return ap
+
+
+def option_check_done(name, ok, results, json_path):
+    """Prints PASS/FAIL, writes the results as JSON when asked; the exit status."""
+    print(f"{name}:", "PASS" if ok else "FAIL")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if ok else 1
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stemsim", default=os.path.join(REPO, "build", "stemsim"))

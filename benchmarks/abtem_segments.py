@@ -14,8 +14,6 @@ Prints the relative RMS of every segment's image and of the DPC-from-segments ma
 PASS when the matched cases are within --tol and the mirrored one is not. abTEM runs
 only here:  /tmp/abtem-venv/bin/python benchmarks/abtem_segments.py [--json out.json]
 """
-import argparse
-import json
 import math
 import os
 import sys
@@ -34,18 +32,13 @@ CASES = [  # (label, rings, segments, inner, outer, rotation deg, stemsim's rota
 ]
 
 
-def abtem_segments(potential, sx, sy, rings, segs, inner, outer, rot_deg):
+def abtem_segments(case, sx, sy, rings, segs, inner, outer, rot_deg):
     import abtem
 
-    pos = np.array([(x, y) for y in sy for x in sx])
     kw = {k: (math.radians(v) if k.startswith("phi") else v) for k, v in OPTICS.items()}
-    probe = abtem.Probe(energy=200e3, semiangle_cutoff=20, soft=False, **kw)
-    probe.grid.match(potential)
     det = abtem.SegmentedDetector(nbins_radial=rings, nbins_azimuthal=segs, inner=inner, outer=outer,
                                   rotation=math.radians(rot_deg))
-    with abtem.config.set({"antialias.taper": 0.0}):
-        m = probe.scan(potential, scan=abtem.CustomScan(pos), detectors=det, lazy=False)
-    return np.asarray(m.array, dtype=np.float64).reshape(len(sy), len(sx), rings, segs)
+    return case.abtem_scan(sx, sy, detector=det, **kw).reshape(len(sy), len(sx), rings, segs)
 
 
 def dpc(S, segs, rot_deg):
@@ -59,19 +52,13 @@ def rel_rms(a, b):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stemsim", default=os.path.join(xc.REPO, "build", "stemsim"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--step", type=float, default=0.7)
-    ap.add_argument("--tol", type=float, default=2e-3)
-    ap.add_argument("--json", default=None)
+    ap = xc.option_check_args(__doc__, 2e-3)
     args = ap.parse_args()
 
     import abtem
     import h5py
 
     case = xc.SiliconCase(args.stemsim, args.threads, args.step, "abtem_seg_")
-    pot = case.potential
 
     ok, results, t0 = True, {}, time.time()
     print("| case | segments: worst rel. RMS | DPC x | DPC y | spread between segments | |")
@@ -84,7 +71,7 @@ def main():
         with h5py.File(case.h5, "r") as f:
             S = f["segments"][()]
             dx, dy = f["dpc_segments_x"][()], f["dpc_segments_y"][()]
-        A = abtem_segments(pot, st["scan_x"], st["scan_y"], rings, segs, inner, outer, rot)
+        A = abtem_segments(case, st["scan_x"], st["scan_y"], rings, segs, inner, outer, rot)
         worst = max(rel_rms(S[..., r, s], A[..., r, s]) for r in range(rings) for s in range(segs))
         ax, ay = dpc(A, segs, rot)
         ex = float(np.sqrt(np.mean((dx - ax) ** 2)) / max(np.abs(ax).max(), 1e-12))
@@ -96,11 +83,7 @@ def main():
         print(f"| {label} | {worst:.2e} | {ex:.2e} | {ey:.2e} | {spread:.2f} | {'ok' if good else 'FAIL'} |", flush=True)
     print(f"\n{time.time() - t0:.0f} s; abTEM {abtem.__version__}; {case.grid}, "
           f"{len(st['scan_x'])} x {len(st['scan_y'])} probes; optics {OPTICS}")
-    print("abtem_segments:", "PASS" if ok else "FAIL")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0 if ok else 1
+    return xc.option_check_done("abtem_segments", ok, results, args.json)
 
 
 if __name__ == "__main__":
