@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "../src/config.h"
+#include "../src/series.h"
 #include "input_file.h"
 
 typedef enum { K_DOUBLE, K_INT, K_LONG, K_BOOL, K_STRING, K_ENUM } key_type;
@@ -172,6 +173,21 @@ static const key_spec key_table[] = {
      "renamed on success; never one of the inputs"},
     {"output", "overwrite", K_BOOL, OFF(overwrite), "false", 0, 0, NULL, "-",
      "replace an existing output file (a regular file only); false: a file that appears meanwhile is never replaced"},
+    {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
+     "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
+     "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "
+     "campaigns); --restart starts over"},
+    {"output", "checkpoint_dir", K_STRING, OFF(checkpoint_dir), "", 0, 0, NULL, "path",
+     "the checkpoint directory (default <file>.checkpoint); on the same shared file system as the output: every "
+     "rank writing probes reads it back at the end; removed once the output is published"},
+    {"series", "tilt_x", K_STRING, OFF(series_tilt_x), "", 0, 0, NULL, "deg",
+     "tilt series about x: a list 'a b c' or an inclusive range start:step:stop (-60:3:60 is 41 tilts); each tilt "
+     "rotates the model as [sample] tilt_x does (not together with it)"},
+    {"series", "tilt_y", K_STRING, OFF(series_tilt_y), "", 0, 0, NULL, "deg",
+     "tilt series about y, like tilt_x; with both, every (tilt_x, tilt_y) pair"},
+    {"series", "defocus", K_STRING, OFF(series_defocus), "", 0, 0, NULL, "Angstrom",
+     "defocus series: C10 of each point (same sign as [probe] C10, which it replaces); PRISM computes the S-matrix "
+     "once per tilt and configuration for all of them"},
     {"compute", "threads", K_INT, OFF(threads), "0", 0, 4096, NULL, "-",
      "CPU worker threads per rank (0: all cores of the node divided by the ranks on it)"},
     {"compute", "batch_size", K_INT, OFF(batch_size), "1", 1, 4096, NULL, "-",
@@ -486,6 +502,23 @@ static int merge_aliases(stem_config *cfg, const char *source)
     return STEM_OK;
 }
 
+/* [series] values parse, and no point is given twice (a series key and the single-run key it replaces). */
+static int validate_series(const stem_config *cfg, const char *source)
+{
+    const struct { const char *text, *section, *key; double single; } pair[] = {
+        {cfg->series_tilt_x, "sample", "tilt_x", cfg->tilt_x},
+        {cfg->series_tilt_y, "sample", "tilt_y", cfg->tilt_y},
+        {cfg->series_defocus, "probe", "C10", cfg->aberr_c[STEM_C10]}};
+    for (int i = 0; i < 3; i++)
+        if (pair[i].text[0] && pair[i].single != 0)
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: [series] %s and [%s] %s (or its older name) both set it: give one",
+                             source, i == 2 ? "defocus" : pair[i].key, pair[i].section, pair[i].key);
+    stem_series s;
+    STEM_TRY(stem_series_build(cfg, &s));
+    stem_series_free(&s);
+    return STEM_OK;
+}
+
 /* Checks that involve several keys. */
 static int validate(stem_config *cfg, const char *source)
 {
@@ -517,6 +550,7 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->segments > 1 && cfg->segment_outer <= cfg->segment_inner)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
                          source, cfg->segment_outer, cfg->segment_inner);
+    STEM_TRY(validate_series(cfg, source));
     if (cfg->thermal == 0 && cfg->frozen_phonons > 1)
         stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",
                   source, cfg->frozen_phonons);

@@ -47,6 +47,14 @@
  *   /axes/cbed_qx_mrad      float64 [cbed_nx], angle of each bin's centre (with /cbed, /pacbed)
  *   /axes/cbed_qy_mrad      float64 [cbed_ny], likewise along y
  *
+ * A series campaign ([series], mpi/series_campaign.h) puts leading axes in front of every
+ * dataset above except those under /axes: one per [series] key given, in the order tilt_x, tilt_y,
+ * defocus (e.g. /images/HAADF float64 [n_tilt_x][scan_ny][scan_nx] for a tilt series: a
+ * stack ready for a tomography code); each such dataset has the attribute series_axes
+ * ("tilt_x, defocus"), and the axes' values are in
+ *   /axes/tilt_x, /axes/tilt_y  float64, degrees (units = "deg")
+ *   /axes/defocus               float64, C10 in Angstrom (units = "Angstrom")
+ *
  * The file is written to the temporary that io/publish.c created exclusively
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
  * after every rank closed it, so a file under its final name is complete. */
@@ -85,6 +93,7 @@ typedef struct {
     const void *data;
     const stem_output_attr *attrs;
     int n_attrs;
+    int fixed;  /* the same for every series point (an axis): no leading series axes */
 } stem_output_dataset;
 
 /* Everything one collective write needs; handles are closed in one place. */
@@ -102,6 +111,10 @@ typedef struct {
     double *scratch;          /* count values: one image column, one DPC axis */
     double *axis;             /* longest axis */
     char *config_text, *plan_text, *env_text; /* rank 0's texts, on every rank */
+    const stem_output_series *series; /* NULL: one point, no leading axes */
+    int n_lead;                /* leading series axes of every per-point dataset */
+    hsize_t lead[STEM_OUTPUT_MAX_LEAD], at[STEM_OUTPUT_MAX_LEAD]; /* their lengths; the point being written */
+    int point;
 } stem_output;
 
 /* ------------------------------------------------------ collective glue */
@@ -160,12 +173,14 @@ static int stem_output_check_plan(const stem_output *o)
 }
 
 /* Length of the longest 1D axis (scan, rings, detector). */
-static int stem_output_longest_axis(const stem_plan *plan)
+static int stem_output_longest_axis(const stem_plan *plan, const stem_output_series *series)
 {
     const int n[5] = {plan->scan_nx, plan->scan_ny, plan->n_bins, plan->out_nx, plan->out_ny};
     int m = 1;
     for (int i = 0; i < 5; i++)
         if (n[i] > m) m = n[i];
+    for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
+        if (series->lead_n[a] > m) m = series->lead_n[a];
     return m;
 }
 
@@ -181,7 +196,7 @@ static int stem_output_prepare(stem_output *o)
     }
     o->scratch = stem_alloc((o->count ? o->count : 1) * sizeof(double), "output packing buffer");
     if (!o->scratch) return STEM_ERR_MEMORY;
-    o->axis = stem_alloc((size_t)stem_output_longest_axis(plan) * sizeof(double), "output axis buffer");
+    o->axis = stem_alloc((size_t)stem_output_longest_axis(plan, o->series) * sizeof(double), "output axis buffer");
     return o->axis ? STEM_OK : STEM_ERR_MEMORY;
 }
 
@@ -425,19 +440,36 @@ static int stem_output_probe_blocks(hsize_t begin, hsize_t count, hsize_t nx, st
 /* Select this rank's probes as the union of their blocks. HDF5 visits a
  * selection in row-major order, which is probe order, so the probe-major
  * memory buffer lines up. */
-static int stem_output_select_probes(const stem_output *o, hid_t space, const stem_output_dataset *d)
+static int stem_output_select_probes(const stem_output *o, hid_t space, const stem_output_dataset *d, int lead)
 {
     if (o->count == 0) return H5Sselect_none(space) < 0 ? STEM_ERR_IO : STEM_OK;
     stem_output_block b[3];
     int n = stem_output_probe_blocks(o->begin, o->count, d->dims[1], b);
     for (int i = 0; i < n; i++) {
-        hsize_t start[4] = {b[i].y, b[i].x, 0, 0};
-        hsize_t count[4] = {b[i].ny, b[i].nx, 0, 0};
-        for (int k = 2; k < d->rank; k++) count[k] = d->dims[k];
+        hsize_t start[STEM_OUTPUT_MAX_LEAD + 4] = {0}, count[STEM_OUTPUT_MAX_LEAD + 4] = {0};
+        for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
+        start[lead] = b[i].y, start[lead + 1] = b[i].x;
+        count[lead] = b[i].ny, count[lead + 1] = b[i].nx;
+        for (int k = 2; k < d->rank; k++) count[lead + k] = d->dims[k];
         if (H5Sselect_hyperslab(space, i ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count, NULL) < 0)
             return STEM_ERR_IO;
     }
     return STEM_OK;
+}
+
+/* Rank 0's whole small dataset at the current series point. */
+static int stem_output_select_point(const stem_output *o, hid_t space, const stem_output_dataset *d, int lead)
+{
+    hsize_t start[STEM_OUTPUT_MAX_LEAD + 4] = {0}, count[STEM_OUTPUT_MAX_LEAD + 4] = {0};
+    for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
+    for (int k = 0; k < d->rank; k++) count[lead + k] = d->dims[k];
+    return H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
+}
+
+/* Leading series axes of d (0: none). */
+static int stem_output_lead(const stem_output *o, const stem_output_dataset *d)
+{
+    return d->fixed ? 0 : o->n_lead;
 }
 
 /* File and memory selections of this rank's part of a dataset. */
@@ -456,29 +488,45 @@ static int stem_output_select(const stem_output *o, const stem_output_dataset *d
     }
     *mspace = H5Screate_simple(mrank, mdims, NULL);
     if (*mspace < 0) return STEM_ERR_IO;
+    int lead = stem_output_lead(o, d);
     if (d->grid) {
         if (o->count == 0 && H5Sselect_none(*mspace) < 0) return STEM_ERR_IO;
-        return stem_output_select_probes(o, fspace, d);
+        return stem_output_select_probes(o, fspace, d, lead);
     }
     /* small datasets: rank 0 writes, the others join with empty selections */
     if (o->rank != 0 && (H5Sselect_none(fspace) < 0 || H5Sselect_none(*mspace) < 0)) return STEM_ERR_IO;
-    return STEM_OK;
+    return o->rank == 0 && lead ? stem_output_select_point(o, fspace, d, lead) : STEM_OK;
 }
 
-/* Create a contiguous dataset, write this rank's part collectively, add attributes. */
+/* The "series_axes" attribute of a per-point dataset of a series. */
+static int stem_output_series_attr(const stem_output *o, hid_t dset, const char *name)
+{
+    char axes[128] = "";
+    for (int a = 0, k = 0; a < STEM_OUTPUT_MAX_LEAD && o->series; a++)
+        if (o->series->lead_name[a])
+            snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", k++ ? ", " : "", o->series->lead_name[a]);
+    return stem_output_attr_string(o, dset, name, "series_axes", axes);
+}
+
+/* Create a contiguous dataset (at the first series point; open it at the
+ * others), write this rank's part collectively, add attributes. */
 static int stem_output_write_dataset(const stem_output *o, const stem_output_dataset *d)
 {
-    int rc = STEM_OK;
+    int rc = STEM_OK, lead = stem_output_lead(o, d), first = !lead || o->point == 0;
     hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID, dset = H5I_INVALID_HID;
     double dummy = 0; /* H5Dwrite wants a buffer even for an empty selection */
-    fspace = H5Screate_simple(d->rank, d->dims, NULL);
+    hsize_t dims[STEM_OUTPUT_MAX_LEAD + 4];
+    memcpy(dims, o->lead, sizeof(hsize_t) * (size_t)lead);
+    memcpy(dims + lead, d->dims, sizeof(hsize_t) * (size_t)d->rank);
+    fspace = H5Screate_simple(d->rank + lead, dims, NULL);
     if (fspace < 0) {
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Screate_simple failed for %s", o->path, d->name);
         goto done;
     }
-    dset = H5Dcreate2(o->file, d->name, d->file_type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    dset = first ? H5Dcreate2(o->file, d->name, d->file_type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                 : H5Dopen2(o->file, d->name, H5P_DEFAULT);
     if (dset < 0) {
-        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create dataset %s", o->path, d->name);
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot %s dataset %s", o->path, first ? "create" : "open", d->name);
         goto done;
     }
     if (stem_output_select(o, d, fspace, &mspace) != STEM_OK) {
@@ -491,7 +539,8 @@ static int stem_output_write_dataset(const stem_output *o, const stem_output_dat
                        d->name);
         goto done;
     }
-    rc = stem_output_attrs(o, dset, d->name, d->attrs, d->n_attrs);
+    if (first) rc = stem_output_attrs(o, dset, d->name, d->attrs, d->n_attrs);
+    if (first && lead && !rc) rc = stem_output_series_attr(o, dset, d->name);
 done:
     if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", o->path, d->name);
@@ -704,7 +753,7 @@ static int stem_output_axis(const stem_output *o, const char *name, int n, const
     stem_output_attr attrs[] = {{"units", units, 0}};
     stem_output_dataset d = {.name = name, .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE,
                              .rank = 1, .dims = {(hsize_t)n}, .grid = 0, .data = o->axis,
-                             .attrs = attrs, .n_attrs = 1};
+                             .attrs = attrs, .n_attrs = 1, .fixed = 1};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -734,6 +783,13 @@ static int stem_output_axes(const stem_output *o)
     if (plan->n_bins > 0) {
         for (int i = 0; i < plan->n_bins; i++) o->axis[i] = i * plan->ring_width;
         STEM_TRY(stem_output_axis(o, "/axes/ring_inner_mrad", plan->n_bins, "mrad"));
+    }
+    for (int a = 0; o->series && a < STEM_OUTPUT_MAX_LEAD; a++) {
+        if (!o->series->lead_name[a]) continue;
+        char name[64];
+        snprintf(name, sizeof name, "/axes/%s", o->series->lead_name[a]);
+        memcpy(o->axis, o->series->lead_values[a], sizeof(double) * (size_t)o->series->lead_n[a]);
+        STEM_TRY(stem_output_axis(o, name, o->series->lead_n[a], o->series->lead_units[a]));
     }
     if (o->has_4d || plan->opt.save_pacbed) {
         stem_output_fill_bins(o, plan->out_nx, plan->cbed_x0, plan->cbed_nx, plan->out_dqx * plan->lambda * 1e3);
@@ -810,23 +866,40 @@ static const stem_output_channel_writer stem_output_writers[STEM_N_CHANNELS] = {
     [STEM_CH_CBED] = stem_output_cbed,
 };
 
+/* Series point p: its result loaded, its place on the leading axes. */
+static int stem_output_load_point(stem_output *o, int p)
+{
+    o->point = p;
+    for (int k = o->n_lead - 1, rest = p; k >= 0; k--) {
+        o->at[k] = (hsize_t)rest % o->lead[k];
+        rest /= (int)o->lead[k];
+    }
+    return o->series->load(o->series->ctx, p, (stem_result *)o->res);
+}
+
 /* All content steps; every one ends with all ranks agreeing on its status. */
 static int stem_output_content(stem_output *o)
 {
-    int rc = STEM_OK;
+    int rc = STEM_OK, points = o->series ? o->series->n_points : 1;
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_root_attrs(o));
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_groups(o));
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
+    for (int p = 0; p < points && !rc; p++) {
+        if (o->series) rc = stem_output_load_point(o, p); /* agreed by the loader */
+        for (int ch = 0; ch < STEM_N_CHANNELS; ch++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
+    }
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_axes(o));
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_mark_complete(o));
     return rc;
 }
 
-int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts)
+int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
+                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series)
 {
     stem_output o;
     int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
+    o.series = series;
+    for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
+        if (series->lead_name[a]) o.lead[o.n_lead++] = (hsize_t)series->lead_n[a];
     rc = stem_output_agree(comm, rc);
     STEM_OUTPUT_STEP(rc, comm, stem_output_prepare(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_check_coverage(&o));
@@ -847,4 +920,10 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
         stem_output_target_discard(target);
     stem_output_free(&o);
     return rc;
+}
+
+int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
+                      int writes_probes, const stem_output_texts *texts)
+{
+    return stem_output_write_series(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL);
 }

@@ -27,7 +27,27 @@ typedef struct {
     const char *environment;  /* STEMSIM_* variables that were set ("" if none) */
 } stem_output_texts;
 
+/* A series campaign's output: every per-point dataset gains leading axes (those with a
+ * name, in order; lengths multiply to n_points, points numbered row-major over them),
+ * their values written to /axes/<name>; load fills res (this rank's probes, and on
+ * rank 0 res->pacbed) with point p's finished result before its datasets are written,
+ * on every rank (ranks that write no probes get res == NULL); it returns an agreed-on
+ * status, collective over comm. */
+#define STEM_OUTPUT_MAX_LEAD 3
+typedef struct {
+    int n_points;
+    const char *lead_name[STEM_OUTPUT_MAX_LEAD];   /* NULL: no such axis */
+    const char *lead_units[STEM_OUTPUT_MAX_LEAD];
+    int lead_n[STEM_OUTPUT_MAX_LEAD];
+    const double *lead_values[STEM_OUTPUT_MAX_LEAD];
+    int (*load)(void *ctx, int point, stem_result *res);
+    void *ctx;
+} stem_output_series;
+
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
                       int writes_probes, const stem_output_texts *texts);
+/* The same for a series: res is the buffer series->load fills point by point. */
+int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
+                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series);
 
 #endif

@@ -79,7 +79,7 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
  * configuration c from the lookup table (built once per run) unless it was
  * built ahead (prebuilt); the group agrees that leader and receivers are
  * ready, then receives it. On the CPU the group shares the work. */
-static int transmission_for_config(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
+int stem_campaign_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                                    const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                                    stem_complex *trans, const stem_shared_buffer *trans_node)
 {
@@ -142,7 +142,7 @@ static int build_ahead_finish(build_ahead *b)
  * rank of the group building a share of its kernels, then exchanged: every
  * rank of the group needs it to build its slices. err: a failure before it,
  * agreed here with the group. */
-static int lookup_table_shared(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
                                const stem_kirkland *kirkland, int err, stem_potential_table *table)
 {
     const stem_layout *L = &m->layout;
@@ -183,7 +183,7 @@ static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, 
     return stem_mpi_agree(err, m->group); /* every rank goes on to the next channel, or none */
 }
 
-static int blur_results(const stem_mpi *m, const stem_plan *plan, stem_result *res)
+int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float) continue;
@@ -223,7 +223,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions", &trans_node,
                                      &trans);
     double t = stem_wall_time();
-    err = lookup_table_shared(m, plan, atoms, kirkland, err, &table);
+    err = stem_campaign_lookup_table(m, plan, atoms, kirkland, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure
@@ -242,7 +242,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        err = transmission_for_config(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
+        err = stem_campaign_transmission(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
         if (err) continue;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
         err = stem_algorithm_run_config(engine, plan, m, trans, &det, res, &buffers);
@@ -269,7 +269,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)plan->n_configs * plan->n_probes;
     }
     if (plan->opt.source_size > 0) { /* only the first group's results are written */
-        err = L->group == 0 ? blur_results(m, plan, res) : STEM_OK;
+        err = L->group == 0 ? stem_campaign_blur(m, plan, res) : STEM_OK;
         STEM_TRY(stem_mpi_agree(err, m->world));
     }
     stem_phase_add(STEM_PHASE_REDUCTION, t);

@@ -13,4 +13,15 @@
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
                       const stem_kirkland *kirkland, stem_result *res);
 
+/* Steps the series campaign (series_campaign.h) shares, collective over m->group. */
+/* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group. */
+int stem_campaign_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
+                               const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
+                               stem_complex *trans, const stem_shared_buffer *trans_node);
+/* The potential lookup table, built in shares over the group; err: a failure before it, agreed here. */
+int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                               const stem_kirkland *kirkland, int err, stem_potential_table *table);
+/* The source-size blur of every real-space channel of res (this rank's probes). */
+int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *res);
+
 #endif

@@ -6,6 +6,21 @@
 
 #include "comm.h"
 
+unsigned long long stem_hash_model(const stem_atoms *atoms)
+{
+    unsigned long long h = stem_hash_bytes(STEM_HASH_SEED, &atoms->n, sizeof atoms->n);
+    h = stem_hash_bytes(h, atoms->cell, sizeof atoms->cell);
+    h = stem_hash_bytes(h, atoms->Z, (size_t)atoms->n * sizeof *atoms->Z);
+    const double *cols[5] = {atoms->x, atoms->y, atoms->z, atoms->occupancy, atoms->sigma};
+    for (int i = 0; i < 5; i++) h = stem_hash_bytes(h, cols[i], (size_t)atoms->n * sizeof(double));
+    return h;
+}
+
+unsigned long long stem_hash_table(const stem_kirkland *kirkland)
+{
+    return stem_hash_bytes(STEM_HASH_SEED, kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1));
+}
+
 unsigned long long stem_hash_bytes(unsigned long long h, const void *data, size_t n)
 {
     const unsigned char *p = data;
@@ -102,12 +117,7 @@ int stem_check_same_inputs(const stem_atoms *atoms, const stem_kirkland *kirklan
 {
     int rank;
     STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
-    unsigned long long h = stem_hash_bytes(STEM_HASH_SEED, &atoms->n, sizeof atoms->n);
-    h = stem_hash_bytes(h, atoms->cell, sizeof atoms->cell);
-    h = stem_hash_bytes(h, atoms->Z, (size_t)atoms->n * sizeof *atoms->Z);
-    const double *cols[5] = {atoms->x, atoms->y, atoms->z, atoms->occupancy, atoms->sigma};
-    for (int i = 0; i < 5; i++) h = stem_hash_bytes(h, cols[i], (size_t)atoms->n * sizeof(double));
-    const unsigned long long hashes[2] = {h, stem_hash_bytes(STEM_HASH_SEED, kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1))};
+    const unsigned long long hashes[2] = {stem_hash_model(atoms), stem_hash_table(kirkland)};
     const char *what[2] = {"XYZ model", "scattering-factor table"};
     for (int k = 0; k < 2; k++) {
         int same = 0, differs = 0;

@@ -21,5 +21,8 @@ int stem_check_same_inputs(const stem_atoms *atoms, const stem_kirkland *kirklan
 /* 64-bit FNV-1a, continued from h (start with STEM_HASH_SEED). */
 #define STEM_HASH_SEED 1469598103934665603ULL
 unsigned long long stem_hash_bytes(unsigned long long h, const void *data, size_t n);
+/* The model's and the table's hashes (what stem_check_same_inputs compares). */
+unsigned long long stem_hash_model(const stem_atoms *atoms);
+unsigned long long stem_hash_table(const stem_kirkland *kirkland);
 
 #endif

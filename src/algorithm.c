@@ -10,7 +10,8 @@
 
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 {
-    free(b->focal_plans);
+    for (int i = 0; i < b->n_focal_sets; i++) free(b->focal[i].plans);
+    free(b->focal);
     stem_result_free(&b->focal_part);
     stem_node_buffer_free(&b->S_node, b->S);
     stem_node_buffer_free(&b->by_pixel_node, b->by_pixel);
@@ -86,23 +87,34 @@ static int arrange_smatrix(const stem_plan *plan, const stem_mpi *m, stem_algori
     return err;
 }
 
-/* The focal plans (once per run): the plan with C10 moved to each quadrature point. */
-static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf)
+/* The focal plans of slot i (once per run for each plan the slot is used with):
+ * the plan with C10 moved to each quadrature point. */
+static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf, int slot, stem_focal_set **out)
 {
-    if (buf->n_focal) return STEM_OK;
+    if (slot >= buf->n_focal_sets) {
+        stem_focal_set *more = realloc(buf->focal, sizeof *more * (size_t)(slot + 1));
+        if (!more) return STEM_FAIL(STEM_ERR_MEMORY, "out of memory for the focal spread plans");
+        memset(more + buf->n_focal_sets, 0, sizeof *more * (size_t)(slot + 1 - buf->n_focal_sets));
+        buf->focal = more;
+        buf->n_focal_sets = slot + 1;
+    }
+    stem_focal_set *set = *out = &buf->focal[slot];
+    if (set->base == plan) return STEM_OK;
     double offset[STEM_MAX_FOCAL_POINTS];
-    int n = stem_focal_points(plan, offset, buf->focal_weight);
-    if (n == 1) {
-        buf->n_focal = 1;
-        return STEM_OK;
-    }
-    if (!(buf->focal_plans = stem_calloc((size_t)n, sizeof(stem_plan), "focal spread plans"))) return STEM_ERR_MEMORY;
+    int n = stem_focal_points(plan, offset, set->weight);
+    free(set->plans);
+    set->plans = NULL;
+    set->base = plan;
+    set->n = 1;
+    if (n == 1) return STEM_OK;
+    if (!(set->plans = stem_calloc((size_t)n, sizeof(stem_plan), "focal spread plans"))) return STEM_ERR_MEMORY;
     for (int i = 0; i < n; i++) {
-        buf->focal_plans[i] = *plan; /* shares the plan's tables: read only */
-        buf->focal_plans[i].aberr.c[STEM_C10] += offset[i];
+        set->plans[i] = *plan; /* shares the plan's tables: read only */
+        set->plans[i].aberr.c[STEM_C10] += offset[i];
     }
-    STEM_TRY(stem_result_alloc(plan, &buf->focal_part));
-    buf->n_focal = n;
+    if (!buf->focal_part_ready) STEM_TRY(stem_result_alloc(plan, &buf->focal_part));
+    buf->focal_part_ready = 1;
+    set->n = n;
     return STEM_OK;
 }
 
@@ -113,14 +125,15 @@ typedef int (*probe_step)(const stem_engine *engine, const stem_plan *plan, cons
 
 static int over_focal_points(probe_step step, const stem_engine *engine, const stem_plan *plan,
                              const stem_complex *input, const stem_detector *det, stem_result *res,
-                             stem_algorithm_buffers *buf)
+                             stem_algorithm_buffers *buf, int slot)
 {
-    STEM_TRY(focal_setup(plan, buf));
-    if (buf->n_focal == 1) return step(engine, plan, input, det, res);
-    for (int i = 0; i < buf->n_focal; i++) {
+    stem_focal_set *set;
+    STEM_TRY(focal_setup(plan, buf, slot, &set));
+    if (set->n == 1) return step(engine, plan, input, det, res);
+    for (int i = 0; i < set->n; i++) {
         stem_result_zero(&buf->focal_part);
-        STEM_TRY(step(engine, &buf->focal_plans[i], input, det, &buf->focal_part));
-        stem_result_add_scaled(res, &buf->focal_part, buf->focal_weight[i]);
+        STEM_TRY(step(engine, &set->plans[i], input, det, &buf->focal_part));
+        stem_result_add_scaled(res, &buf->focal_part, set->weight[i]);
     }
     return STEM_OK;
 }
@@ -137,8 +150,10 @@ static int prism_output_step(const stem_engine *engine, const stem_plan *plan, c
     return engine->prism_output(engine, plan, S, det, res);
 }
 
-static int prism_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
-                            const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf)
+/* The S-matrix of this configuration, whole on every rank of the group, in the
+ * layout the engine's output step reads. */
+static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
+                         stem_algorithm_buffers *buf, const stem_complex **S)
 {
     double t = stem_wall_time();
     int err = prism_buffers(engine, plan, m, buf);
@@ -148,13 +163,35 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, co
     t = stem_phase_add(STEM_PHASE_WAIT, t);
     if (!err) err = smatrix_exchange(plan, m, buf);
     t = stem_phase_add(STEM_PHASE_GATHER, t);
-    const stem_complex *S = buf->S;
+    *S = buf->S;
     if (!err && engine->output_beam_fastest) {
         err = arrange_smatrix(plan, m, buf);
-        S = buf->by_pixel;
+        *S = buf->by_pixel;
     }
-    t = stem_phase_add(STEM_PHASE_ARRANGE, t);
-    if (!err) err = over_focal_points(prism_output_step, engine, plan, S, det, res, buf);
+    stem_phase_add(STEM_PHASE_ARRANGE, t);
+    return err;
+}
+
+int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_mpi *m,
+                              const stem_complex *trans, const stem_detector *det, stem_result *res,
+                              stem_algorithm_buffers *buffers)
+{
+    int focal = plans[0].opt.focal_spread > 0 && plans[0].opt.focal_points > 1;
+    if (n == 1 && plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident &&
+        !focal) {
+        /* nothing to gather: the engine may keep the S-matrix where it made it (one output step only) */
+        int err = engine->prism_resident(engine, &plans[0], trans, det, &res[0]);
+        if (err != STEM_NOT_APPLICABLE) return err;
+    }
+    const stem_complex *input = trans;
+    probe_step step = multislice_step;
+    if (plans[0].algorithm == STEM_ALG_PRISM) {
+        STEM_TRY(prism_smatrix(engine, &plans[0], m, trans, buffers, &input)); /* the same for every defocus */
+        step = prism_output_step;
+    }
+    double t = stem_wall_time();
+    int err = STEM_OK;
+    for (int i = 0; i < n && !err; i++) err = over_focal_points(step, engine, &plans[i], input, det, &res[i], buffers, i);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }
@@ -162,15 +199,5 @@ static int prism_run_config(const stem_engine *engine, const stem_plan *plan, co
 int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
                               const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers)
 {
-    int focal = plan->opt.focal_spread > 0 && plan->opt.focal_points > 1;
-    if (plan->algorithm == STEM_ALG_PRISM && plan->layout.group_size == 1 && engine->prism_resident && !focal) {
-        /* nothing to gather: the engine may keep the S-matrix where it made it (one output step only) */
-        int err = engine->prism_resident(engine, plan, trans, det, res);
-        if (err != STEM_NOT_APPLICABLE) return err;
-    }
-    if (plan->algorithm == STEM_ALG_PRISM) return prism_run_config(engine, plan, m, trans, det, res, buffers);
-    double t = stem_wall_time();
-    int err = over_focal_points(multislice_step, engine, plan, trans, det, res, buffers);
-    stem_phase_add(STEM_PHASE_PROBES, t);
-    return err;
+    return stem_algorithm_run_points(engine, plan, 1, m, trans, det, res, buffers);
 }

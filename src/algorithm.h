@@ -16,6 +16,13 @@
 #include "coherence.h"
 #include "engine.h"
 
+typedef struct {
+    const stem_plan *base; /* the plan they were made from */
+    int n;                 /* 1: no focal spread */
+    stem_plan *plans;
+    double weight[STEM_MAX_FOCAL_POINTS];
+} stem_focal_set;
+
 /* Host buffers kept from one configuration to the next (PRISM's whole S-matrix,
  * this rank's beams of it, the beam-fastest copy): first-touch page faults once
  * per run, not once per configuration (they halved the gather's speed), and
@@ -23,17 +30,24 @@
 typedef struct {
     stem_complex *S, *local, *by_pixel; /* local: only in groups of several ranks without node sharing */
     stem_shared_buffer S_node, by_pixel_node; /* node-shared: S and by_pixel point into them */
-    /* focal spread (coherence.h): one plan per defocus (stable pointers, so an engine's
-     * kept state follows them), their weights, and one defocus's results */
-    int n_focal;
-    stem_plan *focal_plans;
-    double focal_weight[STEM_MAX_FOCAL_POINTS];
+    /* focal spread (coherence.h): for each plan of a series' points (slot), one plan per
+     * defocus (stable pointers, so an engine's kept state follows them) and their weights;
+     * one defocus's results */
+    stem_focal_set *focal;
+    int n_focal_sets;
     stem_result focal_part;
+    int focal_part_ready;
 } stem_algorithm_buffers;
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b);
 
 /* Collective over m->group (the ranks sharing this configuration). */
 int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
                               const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers);
+
+/* n points of a series sharing this configuration's transmission functions (they differ
+ * only in defocus): res[i] gets plans[i]'s result; PRISM computes the S-matrix once. */
+int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_mpi *m,
+                              const stem_complex *trans, const stem_detector *det, stem_result *res,
+                              stem_algorithm_buffers *buffers);
 
 #endif

@@ -86,6 +86,25 @@ int stem_atoms_prepare(stem_atoms *atoms, const stem_config *cfg)
     return STEM_OK;
 }
 
+int stem_atoms_tile(stem_atoms *atoms, const stem_config *cfg)
+{
+    return tile(atoms, cfg->tile_x, cfg->tile_y, cfg->tile_z);
+}
+
+int stem_atoms_rotated(const stem_atoms *in, double rotation_z, double tilt_x, double tilt_y, stem_atoms *out)
+{
+    STEM_TRY(stem_atoms_alloc(out, in->n));
+    memcpy(out->cell, in->cell, sizeof out->cell);
+    memcpy(out->Z, in->Z, in->n * sizeof(int));
+    memcpy(out->x, in->x, in->n * sizeof(double));
+    memcpy(out->y, in->y, in->n * sizeof(double));
+    memcpy(out->z, in->z, in->n * sizeof(double));
+    memcpy(out->occupancy, in->occupancy, in->n * sizeof(double));
+    memcpy(out->sigma, in->sigma, in->n * sizeof(double));
+    rotate(out, rotation_z, tilt_x, tilt_y);
+    return STEM_OK;
+}
+
 int stem_atoms_displace(const stem_atoms *in, long seed, int config_index, int thermal, stem_atoms *out)
 {
     out->cell[0] = in->cell[0];

@@ -21,6 +21,10 @@ int stem_atoms_alloc(stem_atoms *atoms, long n);
 void stem_atoms_free(stem_atoms *atoms);
 /* Tile and rotate as the config says (src/atoms.c). */
 int stem_atoms_prepare(stem_atoms *atoms, const stem_config *cfg);
+/* The two halves of stem_atoms_prepare, for a tilt series: tiling in place, then a
+ * rotated copy (rotation about z, then the tilts, about the cell centre) per tilt. */
+int stem_atoms_tile(stem_atoms *atoms, const stem_config *cfg);
+int stem_atoms_rotated(const stem_atoms *in, double rotation_z, double tilt_x, double tilt_y, stem_atoms *out);
 /* Copy of the model displaced for configuration `config_index`; random
  * numbers depend only on (seed, config_index, atom index). */
 int stem_atoms_displace(const stem_atoms *in, long seed, int config_index, int thermal, stem_atoms *out);

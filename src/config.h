@@ -19,6 +19,7 @@ typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } 
 typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
+typedef enum { STEM_CHECKPOINT_AUTO = 0, STEM_CHECKPOINT_ON = 1, STEM_CHECKPOINT_OFF = 2 } stem_checkpoint_mode;
 typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1 } stem_gpu_gemm;
 
 typedef struct {
@@ -76,6 +77,10 @@ typedef struct {
     /* [output] */
     char output_file[STEM_PATH_MAX];
     int overwrite;
+    int checkpoint;          /* stem_checkpoint_mode */
+    char checkpoint_dir[STEM_PATH_MAX]; /* "": <output_file>.checkpoint */
+    /* [series]: value lists as given ("": not a series over that axis; series.h parses them) */
+    char series_tilt_x[STEM_PATH_MAX], series_tilt_y[STEM_PATH_MAX], series_defocus[STEM_PATH_MAX];
     /* [compute] */
     int threads;
     int batch_size;

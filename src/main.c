@@ -12,17 +12,19 @@
 #include "../mpi/campaign.h"
 #include "../mpi/consistency.h"
 #include "../mpi/fft_wisdom.h"
+#include "../mpi/series_campaign.h"
 #include "config.h"
 #include "engine.h"
 #include "phases.h"
 #include "plan.h"
+#include "series.h"
 #include "signals.h"
 
 typedef struct {
     const char *config_path;
     char **overrides;
     int n_overrides;
-    int dry_run, quiet, verbose, help, version, help_config;
+    int dry_run, quiet, verbose, help, version, help_config, restart;
 } cli_options;
 
 static void usage(FILE *out)
@@ -36,11 +38,13 @@ static void usage(FILE *out)
             "  -n, --dry-run                print the derived plan and the work split, then exit\n"
             "  -q, --quiet                  no progress output\n"
             "  -v, --verbose                more output\n"
+            "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
             "      --help-config            print every config key with unit and default\n"
             "  -h, --help                   this help\n"
             "  -V, --version                print the version\n\n"
             "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
-            "            7 MPI, 8 GPU, 9 internal error, 128+N stopped by signal N\n"
+            "            7 MPI, 8 GPU, 9 internal error, 75 a checkpointed campaign stopped by a\n"
+            "            signal (run the same command again to continue), 128+N stopped by signal N\n"
             "            (130 SIGINT, 138 SIGUSR1, 143 SIGTERM)\n");
 }
 
@@ -51,7 +55,8 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
         {"set", required_argument, NULL, 's'},   {"dry-run", no_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, 'V'},
-        {"help-config", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
+        {"help-config", no_argument, NULL, 'C'}, {"restart", no_argument, NULL, 'R'},
+        {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     o->overrides = calloc(argc, sizeof(char *));
     if (!o->overrides) return STEM_ERR_MEMORY;
@@ -66,6 +71,7 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
         case 'h': o->help = 1; break;
         case 'V': o->version = 1; break;
         case 'C': o->help_config = 1; break;
+        case 'R': o->restart = 1; break;
         default:
             if (rank == 0) usage(stderr);
             return STEM_ERR_USAGE;
@@ -94,14 +100,15 @@ static void resolve_model_path(stem_config *cfg)
 }
 
 /* Rank 0 reads the table and the model; everyone receives them and checks
- * it holds what rank 0 holds. */
+ * it holds what rank 0 holds. A campaign rotates the model per tilt itself:
+ * it is only tiled here. */
 static int load_inputs(const stem_config *cfg, stem_kirkland *kirkland, stem_atoms *atoms, MPI_Comm world, int rank)
 {
     int err = STEM_OK;
     if (rank == 0) {
         err = stem_kirkland_load(stem_kirkland_default_path(), kirkland);
         if (!err) err = stem_xyz_read(cfg->xyz, atoms);
-        if (!err) err = stem_atoms_prepare(atoms, cfg);
+        if (!err) err = stem_series_campaign_wanted(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
     }
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_mpi_bcast(kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1), 0, world), world);
@@ -170,21 +177,56 @@ static int shared_memory_or_private(const stem_config *cfg, const stem_atoms *at
 /* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
  * every step agreed, so a failure on any rank ends every rank here with one
  * message (see stem_log_release_held). */
-static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_kirkland *kirkland,
-                 stem_atoms *atoms, stem_mpi *m, stem_plan *plan, stem_engine *engine, stem_output_target *target)
+/* A campaign's series, and the model at its thickest tilt for the plan (whose
+ * memory then covers every tilt); other runs: the model as loaded. */
+static int campaign_inputs(const stem_config *cfg, const stem_atoms *atoms, stem_series *series, stem_atoms *thickest)
 {
+    if (!stem_series_campaign_wanted(cfg)) {
+        if (stem_series_active(cfg))
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: a [series] campaign keeps its finished units in its checkpoint: "
+                             "[output] checkpoint = false is for single runs only", cfg->config_path);
+        return STEM_OK;
+    }
+    STEM_TRY(stem_series_build(cfg, series));
+    return stem_series_thickest(atoms, cfg, series, thickest);
+}
+
+static void print_campaign(const stem_config *cfg, const stem_series *s, const stem_plan *plan)
+{
+    char dir[STEM_PATH_MAX];
+    stem_series_checkpoint_dir(cfg, dir, sizeof dir);
+    printf("campaign (checkpointed):\n");
+    for (int a = 0; a < STEM_SERIES_N_AXES; a++)
+        if (s->given[a])
+            printf("  %-8s %d values from %g to %g %s\n", stem_series_axis_name[a], s->n[a], s->v[a][0],
+                   s->v[a][s->n[a] - 1], stem_series_axis_units[a]);
+    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d defoc%s)\n", s->n_tilts,
+           plan->n_configs, s->n_tilts * plan->n_configs, s->n[STEM_SERIES_DEFOCUS],
+           s->n[STEM_SERIES_DEFOCUS] == 1 ? "us" : "i");
+    printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
+}
+
+static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_kirkland *kirkland,
+                 stem_atoms *atoms, stem_series *series, stem_mpi *m, stem_plan *plan, stem_engine *engine,
+                 stem_output_target *target)
+{
+    stem_atoms thickest = {0};
     int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
     if (!err) resolve_model_path(cfg);
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
     if (!err) err = load_inputs(cfg, kirkland, atoms, world, rank);
+    if (!err) err = stem_mpi_agree(campaign_inputs(cfg, atoms, series, &thickest), world);
+    const stem_atoms *model = thickest.n ? &thickest : atoms; /* what the plan is built from */
     if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, cfg->frozen_phonons, cfg->fp_groups, cfg->node_shared,
                                                               cfg->ranks_per_node), world);
-    if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, atoms, &m->layout), world);
-    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, atoms, m, plan, world), world);
+    if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, model, &m->layout), world);
+    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, m, plan, world), world);
+    stem_atoms_free(&thickest);
     if (!err && o->dry_run && rank == 0) {
         stem_plan_print(plan, stdout);
         print_decomposition(plan);
+        if (series->n_points) print_campaign(cfg, series, plan);
     }
     /* a dry run checks all a real run checks, and exits with its code */
     if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
@@ -231,16 +273,34 @@ static char *environment_text(void)
     return buf;
 }
 
+/* A checkpointed campaign: the units, then the output from the checkpoint. */
+static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_kirkland *kirkland,
+                              const stem_atoms *atoms, const stem_series *series, const stem_mpi *m,
+                              const stem_plan *plan, const stem_engine *engine, const stem_output_target *target)
+{
+    double t0 = stem_wall_time();
+    char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
+    stem_output_texts texts = {ini, text, env};
+    int err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
+    err = stem_mpi_agree(err, m->world);
+    stem_signal_keeps_checkpoint(1);
+    stem_series_job job = {m, cfg, series, plan, engine, atoms, kirkland, target, &texts, o->restart};
+    if (!err) err = stem_series_campaign_run(&job);
+    if (err) stem_output_target_discard(target);
+    stem_phases_log_summary(m->world, stem_wall_time() - t0);
+    if (!err) stem_info("wrote %s in %.2f s", cfg->output_file, stem_wall_time() - t0);
+    free(ini);
+    free(text);
+    free(env);
+    return err;
+}
+
 /* The campaign and the output, after a successful setup. */
 static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkland, const stem_atoms *atoms,
                              const stem_mpi *m, const stem_plan *plan, const stem_engine *engine,
                              const stem_output_target *target)
 {
     stem_result res = {0};
-    if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(plan, stdout);
-    char *env = environment_text();
-    if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
-    free(env);
     double t0 = stem_wall_time();
     /* agreed: a rank without room must not leave the others waiting in the campaign */
     int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
@@ -276,12 +336,23 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
     stem_config cfg;
     stem_kirkland kirkland[STEM_MAX_Z + 1];
     stem_atoms atoms = {0};
+    stem_series series = {0};
     stem_mpi m = {0};
     stem_plan plan = {0};
     stem_engine engine = {0};
     stem_output_target target = {0};
-    int err = setup(o, world, rank, &cfg, kirkland, &atoms, &m, &plan, &engine, &target);
-    if (!err && !o->dry_run) err = compute_and_write(&cfg, kirkland, &atoms, &m, &plan, &engine, &target);
+    int err = setup(o, world, rank, &cfg, kirkland, &atoms, &series, &m, &plan, &engine, &target);
+    if (!err && !o->dry_run) {
+        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
+        char *env = environment_text();
+        if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
+        free(env);
+        if (series.n_points)
+            err = campaign_and_write(o, &cfg, kirkland, &atoms, &series, &m, &plan, &engine, &target);
+        else
+            err = compute_and_write(&cfg, kirkland, &atoms, &m, &plan, &engine, &target);
+    }
+    stem_series_free(&series);
     stem_engine_destroy(&engine);
     stem_plan_free(&plan);
     stem_mpi_free(&m);

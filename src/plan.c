@@ -348,6 +348,13 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     memcpy(plan->images, cfg->images, sizeof plan->images);
 }
 
+void stem_plan_set_thickness(stem_plan *plan, double cell_z)
+{
+    plan->cell[2] = cell_z;
+    plan->n_slices = (int)ceil(plan->cell[2] / plan->dz - 1e-9);
+    if (plan->n_slices < 1) plan->n_slices = 1;
+}
+
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout)
 {
     memset(plan, 0, sizeof *plan);
@@ -371,8 +378,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
     STEM_TRY(check_optics(plan));
     plan->dz = cfg->slice_thickness;
-    plan->n_slices = (int)ceil(plan->cell[2] / plan->dz - 1e-9);
-    if (plan->n_slices < 1) plan->n_slices = 1;
+    stem_plan_set_thickness(plan, plan->cell[2]);
     choose_crop(plan->nx, plan->cell[0], plan->q_limit, plan->fx, &plan->crop_nx, &plan->out_nx);
     choose_crop(plan->ny, plan->cell[1], plan->q_limit, plan->fy, &plan->crop_ny, &plan->out_ny);
     plan->out_dqx = plan->fx / plan->cell[0];

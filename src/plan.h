@@ -123,6 +123,8 @@ int stem_plan_kernel_radius(double cutoff, double pixel);
  * 1.22 lambda/alpha plus twice the largest geometric ray displacement of
  * the aberrations inside the aperture. */
 double stem_plan_probe_diameter(const stem_plan *plan);
+/* The sample's thickness (cell z, Angstrom) and the slices that cover it (dz set). */
+void stem_plan_set_thickness(stem_plan *plan, double cell_z);
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
 /* Refuse plans that exceed the memory allowed, naming the figure needed,
  * what set the limit and advice for the largest part. */

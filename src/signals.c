@@ -9,6 +9,7 @@
 
 static volatile sig_atomic_t stem_signal_caught = 0;
 static volatile sig_atomic_t stem_signal_done = 0;
+static volatile sig_atomic_t stem_signal_checkpoint = 0; /* a campaign keeps its finished units */
 static int stem_signal_rank = 0;
 /* Written only with the signals held, read by the handler. */
 static char stem_signal_path[STEM_PATH_MAX + 64];
@@ -55,7 +56,9 @@ static void stem_signal_handler(int sig)
     /* "received", not "stopped by the user": MPI_Abort of a failed rank also arrives as SIGTERM */
     if (stem_signal_rank == 0)
         stem_signal_say("stemsim: received ", stem_signal_name(sig),
-                        ": stopping at the next safe point; no result will be written\n");
+                        stem_signal_checkpoint ? ": stopping at the next safe point; finished units stay in the "
+                                                 "checkpoint\n"
+                                               : ": stopping at the next safe point; no result will be written\n");
     alarm(STEM_SIGNAL_GRACE_S);
 }
 
@@ -88,6 +91,8 @@ int stem_signal_install(int rank)
 }
 
 int stem_signal_pending(void) { return stem_signal_caught; }
+
+void stem_signal_keeps_checkpoint(int on) { stem_signal_checkpoint = on; }
 
 int stem_signal_status(int sig) { return 128 + sig; }
 

@@ -20,6 +20,8 @@
 int stem_signal_install(int rank);
 /* The signal that asked us to stop, 0 if none (any thread, lock-free). */
 int stem_signal_pending(void);
+/* A checkpointed campaign: the handler's line says finished units are kept. */
+void stem_signal_keeps_checkpoint(int on);
 /* Exit status for a stop by signal: 128 + signal number, as shells report it. */
 int stem_signal_status(int sig);
 /* Path removed by the handler if a signal arrives (NULL: none). The string is

@@ -19,7 +19,9 @@ typedef enum {
     STEM_ERR_IO = 6,       /* output file cannot be written */
     STEM_ERR_MPI = 7,      /* MPI failure */
     STEM_ERR_GPU = 8,      /* CUDA / cuFFT failure */
-    STEM_ERR_INTERNAL = 9  /* a bug: please report */
+    STEM_ERR_INTERNAL = 9, /* a bug: please report */
+    STEM_STOPPED_CHECKPOINTED = 75 /* stopped by a signal with its finished units in the checkpoint:
+                                      run the same command again to continue (EX_TEMPFAIL) */
 } stem_status;
 
 #ifdef __cplusplus

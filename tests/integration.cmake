@@ -161,3 +161,19 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
     endforeach()
   endforeach()
 endif()
+
+# Campaign tests (tests/integration/campaign.py, LABELS campaign): [series] points equal
+# single runs, kills and signals resume bit for bit, damaged or foreign checkpoints are
+# refused, rank counts agree; multislice and PRISM.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  foreach(_alg multislice prism)
+    foreach(_s equals_single kill_resume signals damaged changed_key ranks)
+      add_test(NAME campaign_${_s}_${_alg}
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py ${_s} --algorithm ${_alg}
+                       --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                       --config ${_it_dir}/small.ini --workdir ${_it_work}/campaign)
+      set_tests_properties(campaign_${_s}_${_alg} PROPERTIES LABELS "campaign" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                           SKIP_RETURN_CODE 77 TIMEOUT 300)
+    endforeach()
+  endforeach()
+endif()

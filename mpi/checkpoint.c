@@ -1,0 +1,275 @@
+/* Campaign checkpoints on disk (checkpoint.h). */
+#include "checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../io/input_file.h"
+#include "../src/signals.h"
+#include "comm.h"
+#include "consistency.h"
+
+#define MANIFEST_HEAD "stemsim checkpoint 1\n"
+#define UNIT_FORMAT 1u
+
+typedef struct {
+    char magic[8];
+    uint32_t format, unit;
+    uint64_t identity, bytes, checksum;
+    uint64_t reserved;
+} unit_header;
+_Static_assert(sizeof(unit_header) == 48, "unit header layout");
+
+static void unit_path(const stem_checkpoint *ck, int unit, const char *suffix, char *out, size_t n)
+{
+    snprintf(out, n, "%s/unit_%07d%s", ck->dir, unit, suffix);
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_at(int fd, void *buf, size_t n, off_t at)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n > (1u << 30) ? (1u << 30) : n, at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+        at += r;
+    }
+    return 0;
+}
+
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Write path atomically: path.tmp, fsync, rename, directory fsync. kill_after: test hook. */
+static int write_atomic(const char *dir, const char *path, const void *a, size_t na, const void *b, size_t nb,
+                        int kill_halfway)
+{
+    char tmp[STEM_PATH_MAX + 64];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create %s: %s", tmp, strerror(errno));
+    int ok = write_all(fd, a, na) == 0;
+    if (ok && kill_halfway) { /* test hook: a job killed in the middle of a checkpoint write */
+        ok = write_all(fd, b, nb / 2) == 0;
+        fsync(fd);
+        raise(SIGKILL);
+    }
+    ok = ok && write_all(fd, b, nb) == 0 && fsync(fd) == 0;
+    int err = errno;
+    if (close(fd) != 0 && ok) ok = 0, err = errno;
+    if (!ok) {
+        unlink(tmp);
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", tmp, strerror(err));
+    }
+    if (rename(tmp, path) != 0) {
+        err = errno;
+        unlink(tmp);
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(err));
+    }
+    if (sync_dir(dir) != 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot fsync directory %s: %s", dir, strerror(errno));
+    return STEM_OK;
+}
+
+/* The first line where two identity texts differ, for the refusal. */
+static void first_difference(const char *was, const char *now, char *out, size_t n)
+{
+    while (*was || *now) {
+        size_t lw = strcspn(was, "\n"), ln = strcspn(now, "\n");
+        if (lw != ln || strncmp(was, now, lw)) {
+            snprintf(out, n, "checkpoint has '%.*s', this run '%.*s'", (int)(lw > 200 ? 200 : lw), was,
+                     (int)(ln > 200 ? 200 : ln), now);
+            return;
+        }
+        was += lw + (was[lw] == '\n');
+        now += ln + (now[ln] == '\n');
+    }
+    snprintf(out, n, "(no line differs)");
+}
+
+static int manifest_text(const stem_checkpoint *ck, const char *identity, char **out)
+{
+    size_t n = strlen(identity) + 128;
+    if (!(*out = stem_alloc(n, "checkpoint manifest"))) return STEM_ERR_MEMORY;
+    snprintf(*out, n, MANIFEST_HEAD "units = %d\nunit_bytes = %zu\n%s", ck->n_units, ck->unit_bytes, identity);
+    return STEM_OK;
+}
+
+/* A new checkpoint's manifest, or an existing one that must match. */
+static int check_manifest(const stem_checkpoint *ck, const char *identity, int *resumed)
+{
+    char path[STEM_PATH_MAX + 32], *mine, *theirs = NULL;
+    size_t len;
+    snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    STEM_TRY(manifest_text(ck, identity, &mine));
+    struct stat st;
+    int err = STEM_OK;
+    *resumed = stat(path, &st) == 0;
+    if (!*resumed) {
+        err = write_atomic(ck->dir, path, mine, strlen(mine), "", 0, 0);
+    } else if (!(err = stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &theirs, &len)) &&
+               strcmp(theirs, mine)) {
+        char diff[512];
+        first_difference(theirs, mine, diff, sizeof diff);
+        err = STEM_FAIL(STEM_ERR_CONFIG,
+                        "checkpoint %s belongs to a different campaign (%s): the config (outside [output]), the model, "
+                        "the scattering table or the stemsim version changed. Run with --restart to discard it, or "
+                        "set [output] checkpoint_dir elsewhere", ck->dir, diff);
+    }
+    free(mine);
+    free(theirs);
+    return err;
+}
+
+/* Unit file: whole, ours, and its payload what its checksum says. */
+static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
+    unit_header h;
+    struct stat st;
+    int err = STEM_OK;
+    if (fstat(fd, &st) || read_at(fd, &h, sizeof h, 0) || memcmp(h.magic, "STEMUNIT", 8) || h.format != UNIT_FORMAT ||
+        h.unit != (uint32_t)unit || h.identity != ck->identity || h.bytes != ck->unit_bytes ||
+        (uint64_t)st.st_size != sizeof h + h.bytes)
+        err = STEM_ERR_IO;
+    unsigned long long sum = STEM_HASH_SEED;
+    char *buf = err ? NULL : stem_alloc(1 << 20, "checkpoint check buffer");
+    for (size_t at = 0; !err && buf && at < ck->unit_bytes; at += 1 << 20) {
+        size_t n = ck->unit_bytes - at < (1 << 20) ? ck->unit_bytes - at : (1 << 20);
+        if (read_at(fd, buf, n, (off_t)(sizeof h + at))) err = STEM_ERR_IO;
+        else sum = stem_hash_bytes(sum, buf, n);
+    }
+    if (!err && !buf && ck->unit_bytes) err = STEM_ERR_MEMORY;
+    if (!err && sum != h.checksum) err = STEM_ERR_IO;
+    free(buf);
+    close(fd);
+    if (err == STEM_ERR_IO)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is damaged or not this campaign's (header, size or checksum); "
+                         "delete it to compute that unit again, or run with --restart", path);
+    return err;
+}
+
+/* Rank 0: the directory ready, its manifest checked, its finished units listed. */
+static int open_on_root(stem_checkpoint *ck, const char *identity, int restart)
+{
+    if (restart) {
+        DIR *d = opendir(ck->dir);
+        for (struct dirent *e; d && (e = readdir(d));) { /* only what a checkpoint holds */
+            if (strncmp(e->d_name, "unit_", 5) && strcmp(e->d_name, "manifest") && strcmp(e->d_name, "manifest.tmp")) continue;
+            char p[STEM_PATH_MAX + 300];
+            snprintf(p, sizeof p, "%s/%s", ck->dir, e->d_name);
+            if (unlink(p)) {
+                closedir(d);
+                return STEM_FAIL(STEM_ERR_IO, "--restart: cannot remove %s: %s", p, strerror(errno));
+            }
+        }
+        if (d) closedir(d);
+    }
+    if (mkdir(ck->dir, 0755) && errno != EEXIST)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create directory %s: %s", ck->dir, strerror(errno));
+    struct stat st;
+    if (stat(ck->dir, &st) || !S_ISDIR(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a directory", ck->dir);
+    int resumed;
+    STEM_TRY(check_manifest(ck, identity, &resumed));
+    for (int u = 0; u < ck->n_units; u++) {
+        char path[STEM_PATH_MAX + 32];
+        unit_path(ck, u, ".tmp", path, sizeof path);
+        unlink(path); /* a write a killed job left half done */
+        unit_path(ck, u, "", path, sizeof path);
+        if (access(path, F_OK)) continue;
+        STEM_TRY(check_unit(ck, u, path));
+        ck->done[u] = 1;
+        ck->n_done++;
+    }
+    return STEM_OK;
+}
+
+int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity, int n_units,
+                         size_t unit_bytes, int restart)
+{
+    int rank;
+    memset(ck, 0, sizeof *ck);
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    snprintf(ck->dir, sizeof ck->dir, "%s", dir);
+    ck->identity = stem_hash_bytes(STEM_HASH_SEED, identity, strlen(identity));
+    ck->n_units = n_units;
+    ck->unit_bytes = unit_bytes;
+    ck->done = stem_calloc((size_t)n_units, 1, "checkpoint map");
+    int err = ck->done ? STEM_OK : STEM_ERR_MEMORY;
+    err = stem_mpi_agree(err, comm);
+    if (!err && rank == 0) err = open_on_root(ck, identity, restart);
+    err = stem_mpi_agree(err, comm);
+    if (!err) err = stem_mpi_bcast(ck->done, (size_t)n_units, 0, comm);
+    if (!err) STEM_MPI_CALL(MPI_Bcast(&ck->n_done, 1, MPI_INT, 0, comm));
+    return err;
+}
+
+int stem_checkpoint_store(const stem_checkpoint *ck, int unit, const void *payload)
+{
+    unit_header h = {.format = UNIT_FORMAT, .unit = (uint32_t)unit, .identity = ck->identity, .bytes = ck->unit_bytes};
+    memcpy(h.magic, "STEMUNIT", 8);
+    h.checksum = stem_hash_bytes(STEM_HASH_SEED, payload, ck->unit_bytes);
+    char path[STEM_PATH_MAX + 32];
+    unit_path(ck, unit, "", path, sizeof path);
+    const char *hook = getenv("STEMSIM_TEST_KILL_IN_CHECKPOINT"); /* test hook: the unit whose write is killed */
+    return write_atomic(ck->dir, path, &h, sizeof h, payload, ck->unit_bytes, hook && atoi(hook) == unit);
+}
+
+int stem_checkpoint_load(const stem_checkpoint *ck, int unit, size_t offset, void *buf, size_t bytes)
+{
+    char path[STEM_PATH_MAX + 32];
+    unit_path(ck, unit, "", path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
+    int bad = read_at(fd, buf, bytes, (off_t)(sizeof(unit_header) + offset));
+    close(fd);
+    return bad ? STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %zu bytes of %s", bytes, path) : STEM_OK;
+}
+
+int stem_checkpoint_remove(const stem_checkpoint *ck)
+{
+    char path[STEM_PATH_MAX + 32];
+    for (int u = 0; u < ck->n_units; u++) {
+        unit_path(ck, u, "", path, sizeof path);
+        if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    }
+    snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    if (rmdir(ck->dir)) stem_warn("checkpoint directory %s left in place: %s", ck->dir, strerror(errno));
+    return STEM_OK;
+}
+
+void stem_checkpoint_free(stem_checkpoint *ck)
+{
+    free(ck->done);
+    ck->done = NULL;
+}

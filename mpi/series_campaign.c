@@ -1,0 +1,559 @@
+/* Checkpointed series campaigns (series_campaign.h). */
+#include "series_campaign.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/algorithm.h"
+#include "../src/channels.h"
+#include "../src/phases.h"
+#include "../src/signals.h"
+#include "campaign.h"
+#include "checkpoint.h"
+#include "consistency.h"
+
+/* Where each channel of one point sits in a unit's payload (whole scan,
+ * probe-major as in stem_result), then its PACBED; a unit holds its points in
+ * defocus order. */
+typedef struct {
+    long width[STEM_N_CHANNELS];
+    size_t elt[STEM_N_CHANNELS], offset[STEM_N_CHANNELS];
+    size_t pacbed_offset, point_bytes;
+} unit_layout;
+
+typedef struct {
+    const stem_series_job *job;
+    int n_configs, n_defoci, n_units;
+    stem_plan *plans;       /* [n_points]: the plan at each point's thickness and defocus (stable pointers) */
+    unit_layout layout;
+    stem_checkpoint ck;
+    MPI_Win win;            /* rank 0's counters: [0] units handed out, [1] units finished */
+    int *counter;
+    /* the group's working state */
+    stem_detector det;
+    stem_potential_table table;
+    stem_complex *trans;
+    stem_shared_buffer trans_node;
+    stem_algorithm_buffers buffers;
+    stem_result *res;       /* [n_defoci] */
+    int tilt;               /* the tilt whose rotated model `tilted` is (-1: none) */
+    stem_atoms tilted;
+    char *payload;          /* group leader: one unit */
+    double start, busy;     /* campaign start; this rank's time in its units */
+    int finished_at_start;
+    /* the final read-back */
+    stem_result out;
+    void *scratch;
+} campaign;
+
+int stem_series_campaign_wanted(const stem_config *cfg)
+{
+    return cfg->checkpoint == STEM_CHECKPOINT_ON || (cfg->checkpoint == STEM_CHECKPOINT_AUTO && stem_series_active(cfg));
+}
+
+void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n)
+{
+    if (cfg->checkpoint_dir[0]) snprintf(out, n, "%s", cfg->checkpoint_dir);
+    else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n) out[n - 1] = 0; /* a path this long fails to open */
+}
+
+static void tilt_values(const stem_series *s, int t, double *tx, double *ty)
+{
+    double df;
+    stem_series_values(s, t * s->n[STEM_SERIES_DEFOCUS], tx, ty, &df);
+}
+
+int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, const stem_series *s, stem_atoms *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int t = 0; t < s->n_tilts; t++) {
+        double tx, ty;
+        stem_atoms a = {0};
+        tilt_values(s, t, &tx, &ty);
+        STEM_TRY(stem_atoms_rotated(tiled, cfg->rotation_z, tx, ty, &a));
+        if (t == 0 || a.cell[2] > out->cell[2]) {
+            stem_atoms_free(out);
+            *out = a;
+        } else {
+            stem_atoms_free(&a);
+        }
+    }
+    return STEM_OK;
+}
+
+static void layout_build(const stem_plan *plan, unit_layout *L)
+{
+    size_t at = 0;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        L->width[ch] = stem_channel_width(plan, ch);
+        L->elt[ch] = stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double);
+        L->offset[ch] = at;
+        at += (size_t)plan->n_probes * (size_t)L->width[ch] * L->elt[ch];
+    }
+    L->pacbed_offset = at;
+    if (plan->opt.save_pacbed) at += sizeof(double) * (size_t)plan->cbed_nx * plan->cbed_ny;
+    L->point_bytes = at;
+}
+
+/* Every point's plan: the base plan at its tilt's thickness, with its defocus. */
+static int point_plans(campaign *cp)
+{
+    const stem_series_job *job = cp->job;
+    const stem_series *s = job->series;
+    STEM_ALLOC(cp->plans, s->n_points, "series point plans");
+    for (int t = 0; t < s->n_tilts; t++) {
+        double tx, ty;
+        stem_atoms a = {0};
+        tilt_values(s, t, &tx, &ty);
+        STEM_TRY(stem_atoms_rotated(job->atoms, job->cfg->rotation_z, tx, ty, &a));
+        for (int d = 0; d < cp->n_defoci; d++) {
+            stem_plan *p = &cp->plans[t * cp->n_defoci + d];
+            double df;
+            *p = *job->plan; /* shares its tables: read only */
+            stem_plan_set_thickness(p, a.cell[2]);
+            stem_series_values(s, t * cp->n_defoci + d, &tx, &ty, &df);
+            p->aberr.c[STEM_C10] = df;
+        }
+        stem_atoms_free(&a);
+    }
+    return STEM_OK;
+}
+
+/* What determines the numbers: version, model, table and the config outside [output]
+ * and the [compute] keys that only place the work (threads, groups, memory). */
+static char *identity_text(const stem_series_job *job)
+{
+    static const char *placement[] = {"threads =", "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node ="};
+    unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->kirkland);
+    char *ini = stem_config_to_ini(job->cfg), *buf = NULL;
+    size_t size = 0;
+    FILE *f = ini ? open_memstream(&buf, &size) : NULL;
+    if (!f) {
+        free(ini);
+        return NULL;
+    }
+    fprintf(f, "stemsim version = %s\nmodel (tiled) = %ld atoms, hash %016llx\nscattering table hash = %016llx\n",
+            STEM_VERSION, job->atoms->n, model, table);
+    int skip = 0;
+    for (char *line = strtok(ini, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '[') skip = !strcmp(line, "[output]");
+        int placed = 0;
+        for (size_t k = 0; k < sizeof placement / sizeof *placement; k++)
+            placed |= !strncmp(line, placement[k], strlen(placement[k]));
+        if (!skip && !placed) fprintf(f, "%s\n", line);
+    }
+    fclose(f);
+    free(ini);
+    return buf;
+}
+
+/* ------------------------------------------------------------ scheduling */
+
+static int counters_create(campaign *cp, MPI_Comm world, int rank)
+{
+    STEM_MPI_CALL(MPI_Win_allocate(rank == 0 ? 2 * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, world, &cp->counter,
+                                   &cp->win));
+    if (rank == 0) {
+        STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, cp->win));
+        cp->counter[0] = 0;
+        cp->counter[1] = cp->ck.n_done;
+        STEM_MPI_CALL(MPI_Win_unlock(0, cp->win));
+    }
+    STEM_MPI_CALL(MPI_Barrier(world));
+    return STEM_OK;
+}
+
+/* Atomically: counter[which] += 1, returning its old value (a group leader). */
+static int counter_take(campaign *cp, int which, int *old)
+{
+    int one = 1;
+    STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, cp->win));
+    STEM_MPI_CALL(MPI_Fetch_and_op(&one, old, MPI_INT, 0, which, MPI_SUM, cp->win));
+    STEM_MPI_CALL(MPI_Win_unlock(0, cp->win));
+    return STEM_OK;
+}
+
+/* The next unit for this group (k-th of the units still to do; >= n when none). */
+static int next_unit(campaign *cp, int *k)
+{
+    const stem_mpi *m = cp->job->m;
+    int err = m->layout.group_rank == 0 ? counter_take(cp, 0, k) : STEM_OK;
+    STEM_TRY(stem_mpi_agree(err, m->group));
+    STEM_MPI_CALL(MPI_Bcast(k, 1, MPI_INT, 0, m->group));
+    return STEM_OK;
+}
+
+/* Whether any rank of the group was asked to stop. */
+static int group_stopping(const stem_mpi *m)
+{
+    int sig = stem_signal_pending(), any = sig;
+    if (MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->group) != MPI_SUCCESS) return 1;
+    return any;
+}
+
+/* ------------------------------------------------------------ one unit */
+
+static int tilt_model(campaign *cp, int t)
+{
+    if (cp->tilt == t) return STEM_OK;
+    double tx, ty;
+    stem_atoms_free(&cp->tilted);
+    cp->tilt = -1;
+    tilt_values(cp->job->series, t, &tx, &ty);
+    STEM_TRY(stem_atoms_rotated(cp->job->atoms, cp->job->cfg->rotation_z, tx, ty, &cp->tilted));
+    cp->tilt = t;
+    return STEM_OK;
+}
+
+static int compute_unit(campaign *cp, int u)
+{
+    const stem_series_job *job = cp->job;
+    int t = u / cp->n_configs, c = u % cp->n_configs;
+    int err = stem_mpi_agree(tilt_model(cp, t), job->m->group);
+    const stem_plan *plans = &cp->plans[t * cp->n_defoci];
+    if (!err)
+        err = stem_campaign_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
+                                         &cp->trans_node);
+    for (int d = 0; d < cp->n_defoci && !err; d++) stem_result_zero(&cp->res[d]);
+    if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_defoci, job->m, cp->trans, &cp->det, cp->res,
+                                              &cp->buffers);
+    return stem_mpi_agree(err, job->m->group);
+}
+
+/* Channel ch of point d: every rank's probes into the leader's payload. */
+static int gather_channel(campaign *cp, int d, int ch)
+{
+    const stem_mpi *m = cp->job->m;
+    const stem_plan *plan = cp->job->plan;
+    int size = m->layout.group_size, err = STEM_OK;
+    MPI_Datatype probe;
+    STEM_MPI_CALL(MPI_Type_contiguous((int)cp->layout.width[ch], stem_channel_table[ch].is_float ? MPI_FLOAT : MPI_DOUBLE,
+                                      &probe));
+    STEM_MPI_CALL(MPI_Type_commit(&probe));
+    int *counts = stem_calloc((size_t)size, sizeof(int), "gather counts");
+    int *displs = stem_calloc((size_t)size, sizeof(int), "gather counts");
+    if (!counts || !displs) err = STEM_ERR_MEMORY;
+    for (int r = 0; r < size && !err; r++) {
+        long b, e;
+        stem_split_range(plan->n_probes, size, r, &b, &e);
+        counts[r] = (int)(e - b);
+        displs[r] = (int)b;
+    }
+    err = stem_mpi_agree(err, m->group);
+    char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
+    if (!err && MPI_Gatherv(cp->res[d].data[ch], counts ? counts[m->layout.group_rank] : 0, probe, into, counts, displs,
+                            probe, 0, m->group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit to its group leader failed");
+    MPI_Type_free(&probe);
+    free(counts);
+    free(displs);
+    return err;
+}
+
+/* The unit's points gathered to the group leader, which stores them; agreed over the group. */
+static int store_unit(campaign *cp, int u)
+{
+    const stem_mpi *m = cp->job->m;
+    const stem_plan *plan = cp->job->plan;
+    int err = STEM_OK, leader = m->layout.group_rank == 0;
+    for (int d = 0; d < cp->n_defoci && !err; d++) {
+        for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
+            if (cp->layout.width[ch]) err = gather_channel(cp, d, ch);
+        if (!err && plan->opt.save_pacbed) {
+            void *into = leader ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset : NULL;
+            if (MPI_Reduce(cp->res[d].pacbed, into, cp->res[d].pattern_bins, MPI_DOUBLE, MPI_SUM, 0, m->group) != MPI_SUCCESS)
+                err = STEM_FAIL(STEM_ERR_MPI, "MPI_Reduce of a finished unit's PACBED failed");
+        }
+    }
+    double t = stem_wall_time();
+    if (!err && leader) err = stem_checkpoint_store(&cp->ck, u, cp->payload);
+    stem_phase_add(STEM_PHASE_WRITE, t);
+    return stem_mpi_agree(err, m->group);
+}
+
+/* Rank 0, after each unit its group finished: how far the campaign is. */
+static void report_unit(campaign *cp, int u, double took, int finished)
+{
+    const stem_series *s = cp->job->series;
+    int t = u / cp->n_configs, c = u % cp->n_configs;
+    double tx, ty, now = stem_wall_time();
+    tilt_values(s, t, &tx, &ty);
+    int here = finished - cp->finished_at_start;
+    double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
+    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d defoc%s) in %.2f s; "
+              "campaign ETA %.0f s", finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->n_defoci,
+              cp->n_defoci == 1 ? "us" : "i", took, eta);
+}
+
+/* Test hooks (the kill and resume tests): STEMSIM_TEST_KILL_AFTER_UNITS=k kills the job
+ * (SIGKILL on a group leader) as a unit is about to be stored while k are already in the
+ * checkpoint; STEMSIM_TEST_UNIT_DELAY=s waits s seconds after each unit (time to signal). */
+static int test_kill_before_store(campaign *cp)
+{
+    const char *k = getenv("STEMSIM_TEST_KILL_AFTER_UNITS");
+    if (!k || cp->job->m->layout.group_rank) return STEM_OK;
+    int finished = 0, none = 0;
+    STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, cp->win));
+    STEM_MPI_CALL(MPI_Fetch_and_op(&none, &finished, MPI_INT, 0, 1, MPI_NO_OP, cp->win));
+    STEM_MPI_CALL(MPI_Win_unlock(0, cp->win));
+    if (finished >= atoi(k)) raise(SIGKILL);
+    return STEM_OK;
+}
+
+static void test_unit_delay(void)
+{
+    const char *d = getenv("STEMSIM_TEST_UNIT_DELAY");
+    if (d) usleep((useconds_t)(atof(d) * 1e6));
+}
+
+/* The group takes units until none is left, a rank fails, or a signal arrives. */
+static int run_units(campaign *cp, const int *todo, int n_todo)
+{
+    const stem_mpi *m = cp->job->m;
+    int err = STEM_OK;
+    for (;;) {
+        int k = n_todo;
+        if (group_stopping(m)) break;
+        if ((err = next_unit(cp, &k)) || k >= n_todo) break;
+        double t = stem_wall_time();
+        err = compute_unit(cp, todo[k]);
+        /* a signal may have cut the unit short (workers stop taking work): never stored */
+        if (err || group_stopping(m)) break;
+        if ((err = test_kill_before_store(cp))) break;
+        if ((err = store_unit(cp, todo[k]))) break;
+        int finished = 0;
+        if (m->layout.group_rank == 0 && (err = counter_take(cp, 1, &finished))) break;
+        cp->busy += stem_wall_time() - t;
+        report_unit(cp, todo[k], stem_wall_time() - t, finished + 1);
+        stem_phases_log_config(todo[k], cp->n_units);
+        test_unit_delay();
+    }
+    return err;
+}
+
+/* ------------------------------------------------------------ set-up and tear-down */
+
+static int group_state(campaign *cp)
+{
+    const stem_series_job *job = cp->job;
+    const stem_mpi *m = job->m;
+    const stem_plan *plan = job->plan;
+    cp->tilt = -1;
+    cp->trans_node.win = MPI_WIN_NULL;
+    int err = stem_detector_build(plan, &cp->det);
+    if (!err && !(cp->res = stem_calloc((size_t)cp->n_defoci, sizeof(stem_result), "unit results"))) err = STEM_ERR_MEMORY;
+    for (int d = 0; d < cp->n_defoci && !err; d++) err = stem_result_alloc(plan, &cp->res[d]);
+    if (!err && m->layout.group_rank == 0 &&
+        !(cp->payload = stem_alloc(cp->ck.unit_bytes ? cp->ck.unit_bytes : 1, "one unit's result (checkpoint)")))
+        err = STEM_ERR_MEMORY;
+    err = stem_mpi_agree(err, m->group);
+    if (!err)
+        err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
+                                     (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
+                                     &cp->trans_node, &cp->trans);
+    double t = stem_wall_time();
+    err = stem_campaign_lookup_table(m, plan, job->atoms, job->kirkland, err, &cp->table);
+    stem_phase_add(STEM_PHASE_TABLE, t);
+    return err;
+}
+
+static void group_state_free(campaign *cp)
+{
+    stem_algorithm_buffers_free(&cp->buffers);
+    stem_potential_table_free(&cp->table);
+    stem_node_buffer_free(&cp->trans_node, cp->trans);
+    cp->trans = NULL;
+    for (int d = 0; cp->res && d < cp->n_defoci; d++) stem_result_free(&cp->res[d]);
+    free(cp->res);
+    cp->res = NULL;
+    stem_detector_free(&cp->det);
+    stem_atoms_free(&cp->tilted);
+    free(cp->payload);
+    cp->payload = NULL;
+}
+
+/* ------------------------------------------------------------ the output */
+
+/* Channel ch of point p, this rank's probes, summed over the configurations in order. */
+static int sum_channel(campaign *cp, int p, int ch, stem_result *res)
+{
+    const stem_plan *plan = cp->job->plan;
+    const unit_layout *L = &cp->layout;
+    int t = p / cp->n_defoci, d = p % cp->n_defoci;
+    size_t n = (size_t)res->n_probes * (size_t)L->width[ch];
+    size_t at = (size_t)d * L->point_bytes + L->offset[ch] + (size_t)plan->probe_begin * L->width[ch] * L->elt[ch];
+    for (int c = 0; c < cp->n_configs; c++) {
+        STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, cp->scratch, n * L->elt[ch]));
+        if (stem_channel_table[ch].is_float) {
+            float *v = res->data[ch];
+            const float *u = cp->scratch;
+            for (size_t i = 0; i < n; i++) v[i] += u[i];
+        } else {
+            double *v = res->data[ch];
+            const double *u = cp->scratch;
+            for (size_t i = 0; i < n; i++) v[i] += u[i];
+        }
+    }
+    return STEM_OK;
+}
+
+static int sum_pacbed(campaign *cp, int p, stem_result *res)
+{
+    const stem_plan *plan = cp->job->plan;
+    int t = p / cp->n_defoci, d = p % cp->n_defoci;
+    size_t at = (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset;
+    double *u = cp->scratch;
+    for (int c = 0; c < cp->n_configs; c++) {
+        STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, u, sizeof(double) * (size_t)res->pattern_bins));
+        for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] += u[i];
+    }
+    for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)cp->n_configs * plan->n_probes;
+    return STEM_OK;
+}
+
+/* The output's loader (stem_output_series): point p's mean over configurations. */
+static int load_point(void *ctx, int p, stem_result *res)
+{
+    campaign *cp = ctx;
+    const stem_mpi *m = cp->job->m;
+    int err = STEM_OK;
+    if (res) {
+        stem_result_zero(res);
+        for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
+            if (cp->layout.width[ch] && res->n_probes) err = sum_channel(cp, p, ch, res);
+        if (!err && res->pacbed && m->layout.world_rank == 0) err = sum_pacbed(cp, p, res);
+        if (!err) stem_result_finalise(res, cp->n_configs);
+    }
+    err = stem_mpi_agree(err, m->world);
+    if (!err && cp->job->plan->opt.source_size > 0) { /* only the first group's ranks write */
+        err = m->layout.group == 0 ? stem_campaign_blur(m, &cp->plans[p], res) : STEM_OK;
+        err = stem_mpi_agree(err, m->world);
+    }
+    return err;
+}
+
+static int write_output(campaign *cp)
+{
+    const stem_series_job *job = cp->job;
+    const stem_mpi *m = job->m;
+    const stem_plan *plan = job->plan;
+    const stem_series *s = job->series;
+    int writes = m->layout.group == 0, err = STEM_OK;
+    size_t scratch = sizeof(double) * (size_t)(plan->opt.save_pacbed ? plan->cbed_nx * plan->cbed_ny : 1);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        size_t b = (size_t)(plan->probe_end - plan->probe_begin) * cp->layout.width[ch] * cp->layout.elt[ch];
+        if (b > scratch) scratch = b;
+    }
+    if (writes) err = stem_result_alloc(plan, &cp->out);
+    if (!err && !(cp->scratch = stem_alloc(scratch, "checkpoint read buffer"))) err = STEM_ERR_MEMORY;
+    STEM_TRY(stem_mpi_agree(err, m->world));
+    stem_output_series desc = {.n_points = s->n_points, .load = load_point, .ctx = cp};
+    for (int a = 0; a < STEM_SERIES_N_AXES; a++) {
+        if (!s->given[a]) continue;
+        desc.lead_name[a] = stem_series_axis_name[a];
+        desc.lead_units[a] = stem_series_axis_units[a];
+        desc.lead_n[a] = s->n[a];
+        desc.lead_values[a] = s->v[a];
+    }
+    double t = stem_wall_time();
+    err = stem_output_write_series(m->world, job->target, plan, writes ? &cp->out : NULL, writes, job->texts, &desc);
+    stem_phase_add(STEM_PHASE_WRITE, t);
+    return err;
+}
+
+/* Rank 0: how evenly the groups were loaded (from their leaders' times in units). */
+static void report_balance(const campaign *cp)
+{
+    const stem_mpi *m = cp->job->m;
+    double wall = stem_wall_time() - cp->start, mine[2], lo, hi;
+    int leader = m->layout.group_rank == 0;
+    mine[0] = leader ? cp->busy : 1e300;
+    mine[1] = leader ? cp->busy : 0;
+    if (MPI_Reduce(&mine[0], &lo, 1, MPI_DOUBLE, MPI_MIN, 0, m->world) != MPI_SUCCESS ||
+        MPI_Reduce(&mine[1], &hi, 1, MPI_DOUBLE, MPI_MAX, 0, m->world) != MPI_SUCCESS)
+        return;
+    double sum = 0, busy = leader ? cp->busy : 0;
+    if (MPI_Reduce(&busy, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, m->world) != MPI_SUCCESS) return;
+    int groups = m->layout.n_groups;
+    if (wall > 0 && groups > 1)
+        stem_info("load balance: %d groups busy in units %.2f to %.2f s of %.2f s (idle %.1f%% of group time)", groups,
+                  lo, hi, wall, 100 * (1 - sum / (groups * wall)));
+}
+
+/* The units not yet in the checkpoint, in order (tilt-major: a group's next unit
+ * usually shares its tilt's model). */
+static int *units_to_do(const campaign *cp, int *n)
+{
+    int *todo = stem_calloc((size_t)cp->n_units + 1, sizeof(int), "unit list");
+    *n = 0;
+    for (int u = 0; todo && u < cp->n_units; u++)
+        if (!cp->ck.done[u]) todo[(*n)++] = u;
+    return todo;
+}
+
+static void announce(const campaign *cp, const char *dir)
+{
+    const stem_series *s = cp->job->series;
+    stem_info("campaign: %d series point%s (%d tilt%s x %d defoc%s) x %d configuration%s = %d units of (tilt, "
+              "configuration); checkpoint %s", s->n_points, s->n_points == 1 ? "" : "s", s->n_tilts,
+              s->n_tilts == 1 ? "" : "s", cp->n_defoci, cp->n_defoci == 1 ? "us" : "i", cp->n_configs,
+              cp->n_configs == 1 ? "" : "s", cp->n_units, dir);
+    if (cp->ck.n_done)
+        stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
+}
+
+int stem_series_campaign_run(const stem_series_job *job)
+{
+    const stem_mpi *m = job->m;
+    campaign cp = {.job = job, .win = MPI_WIN_NULL};
+    cp.n_configs = job->plan->n_configs;
+    cp.n_defoci = job->series->n[STEM_SERIES_DEFOCUS];
+    cp.n_units = job->series->n_tilts * cp.n_configs;
+    layout_build(job->plan, &cp.layout);
+    char dir[STEM_PATH_MAX];
+    stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
+    char *identity = identity_text(job);
+    int err = stem_mpi_agree(identity ? point_plans(&cp) : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
+                             m->world);
+    if (!err)
+        err = stem_checkpoint_open(&cp.ck, m->world, dir, identity, cp.n_units,
+                                   (size_t)cp.n_defoci * cp.layout.point_bytes, job->restart);
+    free(identity);
+    if (!err) announce(&cp, dir);
+    if (!err) err = stem_mpi_agree(counters_create(&cp, m->world, m->layout.world_rank), m->world);
+    int n_todo = 0, *todo = err ? NULL : units_to_do(&cp, &n_todo);
+    if (!err && !todo) err = STEM_ERR_MEMORY;
+    err = stem_mpi_agree(err, m->world);
+    cp.start = stem_wall_time();
+    cp.finished_at_start = cp.ck.n_done;
+    if (!err && n_todo) {
+        err = group_state(&cp);
+        if (!err) err = run_units(&cp, todo, n_todo);
+        group_state_free(&cp);
+    }
+    free(todo);
+    /* every group has left its loop: the whole job agrees on how it ends */
+    int sig = stem_signal_pending(), stopped = sig;
+    MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
+    err = stem_mpi_agree(err, m->world);
+    if (!err && !stopped && n_todo) report_balance(&cp);
+    if (cp.win != MPI_WIN_NULL) MPI_Win_free(&cp.win);
+    if (stopped) {
+        stem_info("stopped by signal %d: the checkpoint %s keeps every finished unit; run the same command again "
+                  "to continue (exit %d)", stopped, dir, STEM_STOPPED_CHECKPOINTED);
+        err = STEM_STOPPED_CHECKPOINTED;
+    } else if (err) {
+        if (cp.ck.done) stem_info("the checkpoint %s keeps every unit finished before the failure", dir);
+    } else {
+        err = write_output(&cp);
+        if (!err && m->layout.world_rank == 0) stem_checkpoint_remove(&cp.ck);
+    }
+    stem_result_free(&cp.out);
+    free(cp.scratch);
+    free(cp.plans);
+    stem_checkpoint_free(&cp.ck);
+    return err;
+}

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Campaign tests (ctest label `campaign`): [series] campaigns with checkpoints.
+One scenario per call:
+
+  campaign.py SCENARIO --stemsim BIN --mpiexec BIN [--mpi-flag F ...]
+              --config small.ini --workdir DIR [--algorithm multislice|prism]
+
+Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 ranks):
+  equals_single  the campaign's every point equals the same point run alone with
+                 the single-run keys ([sample] tilt_x, [probe] C10) to 1e-6; the
+                 output has the leading axes and their values
+  kill_resume    the job killed (SIGKILL) after 0, 1 and 4 of 6 units, then run
+                 again: "resuming", and the file equals the uninterrupted run bit
+                 for bit; the same after a kill in the middle of a checkpoint write
+  signals        SIGTERM, then SIGUSR1, to every rank mid-campaign (as Slurm's --signal and
+                 preemption deliver them): exit 75, a valid partial checkpoint, the
+                 rerun resumes and equals the uninterrupted run bit for bit
+  damaged        a unit file with a flipped byte: refused by name (exit 6), nothing
+                 deleted; after removing that file the run completes and is exact
+  changed_key    a key changed between runs is refused naming it (exit 3);
+                 --restart starts over and completes
+  ranks          1 rank and 3 ranks give the 2-rank result to 1e-6
+Exit: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+A = None
+WORST = [0.0]  # the largest relative difference a tolerance compare saw (logged)
+TILTS = [0.0, 4.0, 8.0]
+DEFOCI = [-30.0, 30.0]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def command(ranks, config, extra):
+    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
+    return base + [config] + extra
+
+
+def run(ranks, config, extra=(), env=None, timeout=300):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    p = subprocess.run(command(ranks, config, list(extra)), cwd=A.workdir, env=full_env, capture_output=True,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def write_config(name, series=True, extra=""):
+    """The small case with frozen phonons, and the series unless series=False."""
+    text = open(A.config).read()
+    here = os.path.dirname(os.path.abspath(A.config))
+    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
+    text = text.replace("defocus = 0\n", "")
+    text = text.replace("frozen_phonons = 1", "frozen_phonons = 2").replace("thermal = false", "thermal = true")
+    text = text.replace("algorithm = multislice", "algorithm = " + A.algorithm)
+    text = text.replace("file = small.h5", "file = %s.h5" % name)
+    if series:
+        text += "\n[series]\ntilt_x = 0:4:8\ndefocus = %s\n" % " ".join("%g" % d for d in DEFOCI)
+    text += extra
+    path = os.path.join(A.workdir, name + ".ini")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def datasets(path):
+    import h5py
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                out[name] = obj[()]
+        f.visititems(visit)
+        out["@complete"] = f.attrs.get("complete")
+    return out
+
+
+def compare(a, b, what, tol=0.0):
+    import numpy as np
+    bad = 0
+    for k in sorted(set(a) | set(b)):
+        if k not in a or k not in b:
+            log("FAIL %s: dataset %s only in one file" % (what, k))
+            bad += 1
+            continue
+        x, y = np.asarray(a[k], dtype=float), np.asarray(b[k], dtype=float)
+        if x.shape != y.shape:
+            log("FAIL %s: %s shapes %s vs %s" % (what, k, x.shape, y.shape))
+            bad += 1
+            continue
+        if tol == 0.0:
+            if not np.array_equal(x, y):
+                log("FAIL %s: %s differs (max |diff| %.3g), expected bit-identical" % (what, k, np.max(np.abs(x - y))))
+                bad += 1
+        else:
+            scale = max(np.max(np.abs(y)), 1e-300)
+            err = np.max(np.abs(x - y)) / scale if x.size else 0.0
+            WORST[0] = max(WORST[0], err)
+            if not err <= tol:
+                log("FAIL %s: %s relative max difference %.3g > %.1g" % (what, k, err, tol))
+                bad += 1
+    return bad
+
+
+def fresh(name):
+    for p in (name + ".h5", name + ".h5.checkpoint"):
+        full = os.path.join(A.workdir, p)
+        if os.path.isdir(full):
+            shutil.rmtree(full)
+        elif os.path.exists(full):
+            os.remove(full)
+
+
+def reference(name="reference"):
+    """The uninterrupted 2-rank campaign (computed once per workdir and algorithm)."""
+    path = os.path.join(A.workdir, name + ".h5")
+    if not os.path.exists(path):
+        fresh(name)
+        cfg = write_config(name)
+        rc, out = run(2, cfg)
+        if rc != 0:
+            log(out)
+            raise SystemExit("FAIL the uninterrupted campaign exited %d" % rc)
+    return datasets(path)
+
+
+def scenario_equals_single():
+    import numpy as np
+    ref = reference()
+    bad = 0
+    if list(ref["axes/tilt_x"]) != TILTS or list(ref["axes/defocus"]) != DEFOCI:
+        log("FAIL axes: tilt_x %s defocus %s" % (ref["axes/tilt_x"], ref["axes/defocus"]))
+        bad += 1
+    for i, tilt in enumerate(TILTS):
+        for j, df in enumerate(DEFOCI):
+            name = "single_%d_%d" % (i, j)
+            fresh(name)
+            cfg = write_config(name, series=False)
+            rc, out = run(2, cfg, ["--set", "sample.tilt_x=%g" % tilt, "--set", "probe.C10=%g" % df])
+            if rc != 0:
+                log(out)
+                return 1
+            single = datasets(os.path.join(A.workdir, name + ".h5"))
+            point = {k: (v[i, j] if not k.startswith("axes/") and k != "@complete" else v) for k, v in ref.items()
+                     if k not in ("axes/tilt_x", "axes/defocus")}
+            bad += compare(point, single, "point (tilt %g, defocus %g)" % (tilt, df), tol=1e-6)
+    if ref["images/HAADF"].shape[:2] != (3, 2):
+        log("FAIL /images/HAADF shape %s, expected (3, 2, ny, nx)" % (ref["images/HAADF"].shape,))
+        bad += 1
+    # the points differ from each other: a campaign that repeated one point would fail above
+    if np.array_equal(ref["images/BF"][0, 0], ref["images/BF"][2, 1]):
+        log("FAIL different points gave the same BF image")
+        bad += 1
+    return 1 if bad else 0
+
+
+def scenario_kill_resume():
+    ref = reference()
+    bad = 0
+    for tag, env in (("after0", {"STEMSIM_TEST_KILL_AFTER_UNITS": "0"}),
+                     ("after1", {"STEMSIM_TEST_KILL_AFTER_UNITS": "1"}),
+                     ("after4", {"STEMSIM_TEST_KILL_AFTER_UNITS": "4"}),
+                     ("inwrite", {"STEMSIM_TEST_KILL_IN_CHECKPOINT": "3"})):
+        name = "kill_" + tag
+        fresh(name)
+        cfg = write_config(name)
+        rc, out = run(2, cfg, env=env)
+        if rc == 0 or os.path.exists(os.path.join(A.workdir, name + ".h5")):
+            log("FAIL %s: the killed run exited %d or left an output" % (tag, rc))
+            bad += 1
+            continue
+        units = [f for f in os.listdir(os.path.join(A.workdir, name + ".h5.checkpoint")) if f.startswith("unit_")]
+        log("%s: killed with exit %d, checkpoint holds %s" % (tag, rc, sorted(units)))
+        rc, out = run(2, cfg, ["--set", "output.overwrite=false"])
+        if rc != 0:
+            log(out)
+            log("FAIL %s: the rerun exited %d" % (tag, rc))
+            bad += 1
+            continue
+        done = len([u for u in units if not u.endswith(".tmp")])
+        if done and "resuming: %d of 6 units done" % done not in out:
+            log(out)
+            log("FAIL %s: the rerun did not say it resumed %d units" % (tag, done))
+            bad += 1
+        bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, tag)
+        if os.path.exists(os.path.join(A.workdir, name + ".h5.checkpoint")):
+            log("FAIL %s: the checkpoint was not removed after the output was published" % tag)
+            bad += 1
+    return 1 if bad else 0
+
+
+def rank_pids(parent):
+    """stemsim processes started by mpiexec (its children)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % entry).read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if comm == "stemsim" and int(rest[1]) == parent:
+            pids.append(int(entry))
+    return pids
+
+
+def scenario_signals():
+    ref = reference()
+    bad = 0
+    for sig in (signal.SIGTERM, signal.SIGUSR1):
+        name = "signal_" + sig.name
+        fresh(name)
+        cfg = write_config(name)
+        env = dict(os.environ, STEMSIM_TEST_UNIT_DELAY="1")
+        p = subprocess.Popen(command(2, cfg, []), cwd=A.workdir, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if os.path.isdir(ckpt) and any(f.startswith("unit_") and not f.endswith(".tmp") for f in os.listdir(ckpt)):
+                break
+            time.sleep(0.05)
+        for pid in rank_pids(p.pid):
+            os.kill(pid, sig)
+        out = p.communicate(timeout=120)[0]
+        units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_"))
+        log("%s: exit %d, checkpoint holds %s" % (sig.name, p.returncode, units))
+        if p.returncode != 75 or "run the same command again" not in out:
+            log(out)
+            log("FAIL %s: exit %d, expected 75 (stopped, checkpoint kept)" % (sig.name, p.returncode))
+            bad += 1
+        if not units or len(units) >= 6 or any(u.endswith(".tmp") for u in units):
+            log("FAIL %s: expected a partial checkpoint of whole units" % sig.name)
+            bad += 1
+        rc, out = run(2, cfg)
+        if rc != 0 or "resuming: %d of 6 units done" % len(units) not in out:
+            log(out)
+            log("FAIL %s: the rerun exited %d or did not say it resumed" % (sig.name, rc))
+            bad += 1
+            continue
+        bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, sig.name)
+    return 1 if bad else 0
+
+
+def scenario_damaged():
+    ref = reference()
+    name = "damaged"
+    fresh(name)
+    cfg = write_config(name)
+    run(2, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "3"})
+    ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+    units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_") and not f.endswith(".tmp"))
+    if not units:
+        log("FAIL damaged: no unit was stored before the kill")
+        return 1
+    victim = os.path.join(ckpt, units[0])
+    with open(victim, "r+b") as f:
+        f.seek(100)
+        b = f.read(1)
+        f.seek(100)
+        f.write(bytes([b[0] ^ 0xFF]))
+    before = sorted(os.listdir(ckpt))
+    rc, out = run(2, cfg)
+    bad = 0
+    if rc != 6 or units[0] not in out or "damaged" not in out:
+        log(out)
+        log("FAIL damaged: exit %d, expected 6 naming %s" % (rc, units[0]))
+        bad += 1
+    if sorted(os.listdir(ckpt)) != before:
+        log("FAIL damaged: the refusal changed the checkpoint")
+        bad += 1
+    os.remove(victim)
+    rc, out = run(2, cfg)
+    if rc != 0:
+        log(out)
+        log("FAIL damaged: after removing the damaged unit the run exited %d" % rc)
+        return 1
+    bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "damaged")
+    return 1 if bad else 0
+
+
+def scenario_changed_key():
+    name = "changed"
+    fresh(name)
+    cfg = write_config(name)
+    run(2, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "2"})
+    rc, out = run(2, cfg, ["--set", "probe.semiangle=21"])
+    bad = 0
+    if rc != 3 or "semiangle" not in out or "--restart" not in out:
+        log(out)
+        log("FAIL changed key: exit %d, expected 3 naming semiangle and --restart" % rc)
+        bad += 1
+    rc, out = run(2, cfg, ["--set", "compute.threads=2"])  # placement only: resumes
+    if rc != 0 or "resuming" not in out:
+        log(out)
+        log("FAIL changed threads: exit %d, expected a resumed run" % rc)
+        bad += 1
+    fresh(name)
+    run(2, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "2"})
+    rc, out = run(2, cfg, ["--set", "probe.semiangle=21", "--restart"])
+    if rc != 0 or "resuming" in out:
+        log(out)
+        log("FAIL --restart: exit %d" % rc)
+        bad += 1
+    return 1 if bad else 0
+
+
+def scenario_ranks():
+    ref = reference()
+    bad = 0
+    for ranks in (1, 3):
+        name = "ranks%d" % ranks
+        fresh(name)
+        rc, out = run(ranks, write_config(name))
+        if rc != 0:
+            log(out)
+            return 1
+        bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "%d ranks" % ranks, tol=1e-6)
+    return 1 if bad else 0
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario")
+    ap.add_argument("--stemsim", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--mpi-flag", action="append", default=[])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--algorithm", default="multislice")
+    A = ap.parse_args()
+    try:
+        import h5py  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError:
+        log("SKIP h5py/numpy not available")
+        return 77
+    A.workdir = os.path.join(os.path.abspath(A.workdir), A.algorithm + "_" + A.scenario)
+    os.makedirs(A.workdir, exist_ok=True)
+    rc = globals()["scenario_" + A.scenario]()
+    if WORST[0]:
+        log("largest relative difference in a compare with tolerance: %.3g" % WORST[0])
+    log("PASS" if rc == 0 else "FAILED")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
