@@ -33,7 +33,7 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, in
     if (L->world_size % L->n_groups)
         return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d does not divide the %d ranks", L->n_groups, L->world_size);
     if (L->n_groups > n_configs)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d exceeds the %d frozen-phonon configurations", L->n_groups, n_configs);
+        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d exceeds the %d units of work (frozen-phonon configurations; times tilts in a [series] campaign)", L->n_groups, n_configs);
     L->group_size = L->world_size / L->n_groups;
     L->group = L->world_rank / L->group_size;
     L->group_rank = L->world_rank % L->group_size;

@@ -218,8 +218,10 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = load_inputs(cfg, kirkland, atoms, world, rank);
     if (!err) err = stem_mpi_agree(campaign_inputs(cfg, atoms, series, &thickest), world);
     const stem_atoms *model = thickest.n ? &thickest : atoms; /* what the plan is built from */
-    if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, cfg->frozen_phonons, cfg->fp_groups, cfg->node_shared,
-                                                              cfg->ranks_per_node), world);
+    /* what groups share out: configurations, or a campaign's units (tilts x configurations) */
+    int work_items = series->n_points ? series->n_tilts * cfg->frozen_phonons : cfg->frozen_phonons;
+    if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared,
+                                                  cfg->ranks_per_node), world);
     if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, model, &m->layout), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, m, plan, world), world);
     stem_atoms_free(&thickest);

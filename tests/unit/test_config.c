@@ -9,6 +9,7 @@
 #include "atoms.h"
 #include "check.h"
 #include "config.h"
+#include "series.h"
 
 /* Parse `text`; return the status and the captured message (malloc'd). */
 static int parse(const char *text, stem_config *cfg, char **msg)
@@ -266,11 +267,60 @@ static void test_xyz(void)
     remove(path);
 }
 
+/* [series] values: lists, inclusive ranges without drift, the point order. */
+static void test_series(void)
+{
+    double *v;
+    int n;
+    CHECK(stem_series_parse("-60:3:60", "t", &v, &n) == STEM_OK);
+    CHECK(n == 41);
+    if (n == 41) {
+        CHECK(v[0] == -60 && v[20] == 0 && v[40] == 60);
+    }
+    free(v);
+    CHECK(stem_series_parse("0:0.1:1", "t", &v, &n) == STEM_OK); /* 10 steps of an inexact 0.1: still inclusive */
+    CHECK(n == 11);
+    if (n == 11) CHECK_CLOSE(v[10], 1.0, 1e-12);
+    free(v);
+    CHECK(stem_series_parse("0:4:10", "t", &v, &n) == STEM_OK); /* stop not on the grid: the last value before it */
+    CHECK(n == 3 && v[2] == 8);
+    free(v);
+    CHECK(stem_series_parse("5:-5:-5", "t", &v, &n) == STEM_OK);
+    CHECK(n == 3 && v[0] == 5 && v[2] == -5);
+    free(v);
+    CHECK(stem_series_parse(" -2 0  2.5 ", "t", &v, &n) == STEM_OK);
+    CHECK(n == 3 && v[0] == -2 && v[1] == 0 && v[2] == 2.5);
+    free(v);
+    CHECK(stem_series_parse("1:0:5", "t", &v, &n) == STEM_ERR_CONFIG);
+    CHECK(stem_series_parse("1:1", "t", &v, &n) == STEM_ERR_CONFIG);
+    CHECK(stem_series_parse("0x10 2", "t", &v, &n) == STEM_ERR_CONFIG);
+    stem_config cfg;
+    char *msg = NULL;
+    CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ntilt_x = 0 10\ntilt_y = -5:5:5\ndefocus = -20 20\n", &cfg, &msg) ==
+          STEM_OK);
+    free(msg);
+    stem_series s;
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(s.n_points == 12 && s.n_tilts == 6 && stem_series_active(&cfg));
+    double tx, ty, df;
+    stem_series_values(&s, 7, &tx, &ty, &df); /* row-major, defocus fastest: (1, 0, 1) */
+    CHECK(tx == 10 && ty == -5 && df == 20 && stem_series_tilt_of(&s, 7) == 3);
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\ntilt_x = 7\n[probe]\nC10 = -3\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK); /* no [series]: one point holding the single-run values */
+    CHECK(s.n_points == 1 && !stem_series_active(&cfg));
+    stem_series_values(&s, 0, &tx, &ty, &df);
+    CHECK(tx == 7 && ty == 0 && df == -3);
+    stem_series_free(&s);
+}
+
 int main(void)
 {
     test_values_and_defaults();
     test_errors();
     test_overrides();
     test_xyz();
+    test_series();
     return check_exit("test_config");
 }
