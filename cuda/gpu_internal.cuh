@@ -82,10 +82,11 @@ int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_p
 /* Plane waves of beams [b0, b0 + n) into the batch, in real space. */
 int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,
                           int b0, int n);
-/* Every slice: transmission, FFT, propagator, inverse FFT. On return the batch is in Fourier
- * space after the last slice's forward FFT; the last propagator is applied by the consumer. */
+/* Slices [from, to): transmission, FFT, propagator, inverse FFT. On return the batch is in
+ * Fourier space after slice to - 1's forward FFT; the last propagator is applied by the
+ * consumer. from > 0 continues from where a call ending at `from` left the batch. */
 int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
-                  gpu_prop_worker *w);
+                  gpu_prop_worker *w, int from, int to);
 /* The single kernels of the steps above, launched on stream s; separate so that
  * tests/gpu/kernel_check.cu checks each against its plain-C reference.
  * gpu_probes_build's first step: the probes' coefficients on the aperture pixels

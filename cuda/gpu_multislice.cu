@@ -66,14 +66,18 @@ static int ms_work(void *ctx, int wi, long begin, long end)
     size_t grid = (size_t)plan->nx * plan->ny;
     const gpu_det *det = &c->det[slot];
     STEM_TRY(gpu_probes_build(plan, &c->pp, &c->sh[slot], &w->pw, plan->probe_begin + begin, n));
-    STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw));
-    /* the last propagator is applied only to the detector's pixels, inside the binning kernel */
-    STEM_TRY(gpu_det_run(det, w->pw.waves, grid, c->sh[slot].prop, 1.0f, n, w->dres, w->dcbed, c->dev.sm_count, s));
-    CUDA_CALL(cudaMemcpyAsync(w->hres, w->dres, sizeof(double) * det->stride * n, cudaMemcpyDeviceToHost, s));
-    if (det->has_4d)
-        CUDA_CALL(cudaMemcpyAsync(w->hcbed, w->dcbed, sizeof(float) * det->n_pix * n, cudaMemcpyDeviceToHost, s));
-    CUDA_CALL(cudaStreamSynchronize(s));
-    gpu_det_accumulate(det, w->hres, w->hcbed, n, NULL, begin, c->res);
+    for (int k = 0, above = 0; k < stem_plan_n_planes(plan); k++) { /* each detection plane, deepest last */
+        int below = stem_plan_plane_slices(plan, k);
+        STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, above, below));
+        /* the last propagator is applied only to the detector's pixels, inside the binning kernel */
+        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, c->sh[slot].prop, 1.0f, n, w->dres, w->dcbed, c->dev.sm_count, s));
+        CUDA_CALL(cudaMemcpyAsync(w->hres, w->dres, sizeof(double) * det->stride * n, cudaMemcpyDeviceToHost, s));
+        if (det->has_4d)
+            CUDA_CALL(cudaMemcpyAsync(w->hcbed, w->dcbed, sizeof(float) * det->n_pix * n, cudaMemcpyDeviceToHost, s));
+        CUDA_CALL(cudaStreamSynchronize(s));
+        gpu_det_accumulate(det, w->hres, w->hcbed, n, NULL, begin, &c->res[k]);
+        above = below;
+    }
     return STEM_OK;
 }
 

@@ -338,10 +338,14 @@ int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const 
 }
 
 int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
-                  gpu_prop_worker *w)
+                  gpu_prop_worker *w, int from, int to)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
-    for (int s = 0; s < plan->n_slices; s++) {
+    if (from > 0) { /* the propagator the consumer applied only to its own pixels, then back to real space */
+        STEM_TRY(gpu_mul_bcast(w->waves, sh->prop, grid, pp->batch, w->stream));
+        CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
+    }
+    for (int s = from; s < to; s++) {
         const float2 *t;
         int k = s & 1;
         if (pp->streaming) { /* slice s on the copy stream while the previous slice computes */
@@ -357,7 +361,7 @@ int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop
         STEM_TRY(gpu_mul_bcast(w->waves, t, grid, pp->batch, w->stream));
         if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[k], w->stream));
         CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_FORWARD));
-        if (s + 1 < plan->n_slices) {
+        if (s + 1 < to) {
             STEM_TRY(gpu_mul_bcast(w->waves, sh->prop, grid, pp->batch, w->stream));
             CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
         }

@@ -65,7 +65,7 @@ static int sm_work(void *ctx, int wi, long begin, long end)
     cudaStream_t s = w->pw.stream;
     size_t box = (size_t)plan->crop_nx * plan->crop_ny;
     STEM_TRY(gpu_plane_waves_build(plan, &c->pp, &c->sh[slot], &w->pw, plan->beam_begin + (int)begin, n));
-    STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw));
+    STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, 0, plan->n_slices));
     STEM_TRY(gpu_crop_box(plan, &c->sh[slot], w->pw.waves, w->box, n, s));
     CUFFT_CALL(cufftExecC2C(w->fft_box, w->box, w->box, CUFFT_INVERSE));
     if (c->S_dev) { /* device to device (peer to peer from the rank's other GPUs): the output step reads it there */

@@ -180,6 +180,12 @@ static const key_spec key_table[] = {
     {"output", "checkpoint_dir", K_STRING, OFF(checkpoint_dir), "", 0, 0, NULL, "path",
      "the checkpoint directory (default <file>.checkpoint); on the same shared file system as the output: every "
      "rank writing probes reads it back at the end; removed once the output is published"},
+    {"output", "depths", K_STRING, OFF(depths), "", 0, 0, NULL, "Angstrom",
+     "thickness series (multislice): every output channel recorded at each of these depths below the entrance surface "
+     "(a list 'a b c' or a range start:step:stop, increasing), each rounded to the nearest slice boundary (reported); "
+     "the output gains a depth axis after the [series] axes; the waves stop at the deepest one; runs as a campaign"},
+    {"output", "depth_every", K_INT, OFF(depth_every), "0", 0, 100000, NULL, "slices",
+     "thickness series every this many slices (and at the exit surface), instead of depths; 0: off"},
     {"series", "tilt_x", K_STRING, OFF(series_tilt_x), "", 0, 0, NULL, "deg",
      "tilt series about x: a list 'a b c' or an inclusive range start:step:stop (-60:3:60 is 41 tilts); each tilt "
      "rotates the model as [sample] tilt_x does (not together with it)"},
@@ -513,6 +519,11 @@ static int validate_series(const stem_config *cfg, const char *source)
         if (pair[i].text[0] && pair[i].single != 0)
             return STEM_FAIL(STEM_ERR_CONFIG, "%s: [series] %s and [%s] %s (or its older name) both set it: give one",
                              source, i == 2 ? "defocus" : pair[i].key, pair[i].section, pair[i].key);
+    if (cfg->depths[0] && cfg->depth_every > 0)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every both choose the depths: give one", source);
+    if ((cfg->depths[0] || cfg->depth_every > 0) && cfg->algorithm != STEM_ALG_MULTISLICE)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every need algorithm = multislice (PRISM would "
+                         "hold one S-matrix per depth)", source);
     stem_series s;
     STEM_TRY(stem_series_build(cfg, &s));
     stem_series_free(&s);

@@ -33,7 +33,7 @@ typedef struct {
  * rank 0 res->pacbed) with point p's finished result before its datasets are written,
  * on every rank (ranks that write no probes get res == NULL); it returns an agreed-on
  * status, collective over comm. */
-#define STEM_OUTPUT_MAX_LEAD 3
+#define STEM_OUTPUT_MAX_LEAD 4
 typedef struct {
     int n_points;
     const char *lead_name[STEM_OUTPUT_MAX_LEAD];   /* NULL: no such axis */

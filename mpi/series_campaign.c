@@ -16,8 +16,8 @@
 #include "consistency.h"
 
 /* Where each channel of one point sits in a unit's payload (whole scan,
- * probe-major as in stem_result), then its PACBED; a unit holds its points in
- * defocus order. */
+ * probe-major as in stem_result), then its PACBED; a unit holds its tilt's
+ * points in series order (defocus, then depth fastest). */
 typedef struct {
     long width[STEM_N_CHANNELS];
     size_t elt[STEM_N_CHANNELS], offset[STEM_N_CHANNELS];
@@ -27,7 +27,8 @@ typedef struct {
 typedef struct {
     const stem_series_job *job;
     int n_configs, n_defoci, n_units;
-    stem_plan *plans;       /* [n_points]: the plan at each point's thickness and defocus (stable pointers) */
+    int n_planes, per_tilt; /* detection planes (depths, at least 1); points per unit (defoci x planes) */
+    stem_plan *plans;       /* [n_tilts x n_defoci]: the plan at each tilt's thickness and defocus (stable pointers) */
     unit_layout layout;
     stem_checkpoint ck;
     MPI_Win win;            /* rank 0's counters: [0] units handed out, [1] units finished */
@@ -38,7 +39,7 @@ typedef struct {
     stem_complex *trans;
     stem_shared_buffer trans_node;
     stem_algorithm_buffers buffers;
-    stem_result *res;       /* [n_defoci] */
+    stem_result *res;       /* [per_tilt] */
     int tilt;               /* the tilt whose rotated model `tilted` is (-1: none) */
     stem_atoms tilted;
     char *payload;          /* group leader: one unit */
@@ -60,20 +61,18 @@ void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n)
     else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n) out[n - 1] = 0; /* a path this long fails to open */
 }
 
-static void tilt_values(const stem_series *s, int t, double *tx, double *ty)
-{
-    double df;
-    stem_series_values(s, t * s->n[STEM_SERIES_DEFOCUS], tx, ty, &df);
-}
+static void tilt_values(const stem_series *s, int t, double *tx, double *ty) { stem_series_tilt_values(s, t, tx, ty); }
 
-int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, const stem_series *s, stem_atoms *out)
+int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_series *s, stem_atoms *out)
 {
     memset(out, 0, sizeof *out);
+    double thinnest = 0;
     for (int t = 0; t < s->n_tilts; t++) {
         double tx, ty;
         stem_atoms a = {0};
         tilt_values(s, t, &tx, &ty);
         STEM_TRY(stem_atoms_rotated(tiled, cfg->rotation_z, tx, ty, &a));
+        if (t == 0 || a.cell[2] < thinnest) thinnest = a.cell[2];
         if (t == 0 || a.cell[2] > out->cell[2]) {
             stem_atoms_free(out);
             *out = a;
@@ -81,7 +80,9 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, const 
             stem_atoms_free(&a);
         }
     }
-    return STEM_OK;
+    /* as stem_plan_set_thickness slices it: the depths every tilt reaches */
+    int slices = (int)ceil(thinnest / cfg->slice_thickness - 1e-9);
+    return stem_series_resolve_depths(s, cfg, slices < 1 ? 1 : slices);
 }
 
 static void layout_build(const stem_plan *plan, unit_layout *L)
@@ -103,7 +104,7 @@ static int point_plans(campaign *cp)
 {
     const stem_series_job *job = cp->job;
     const stem_series *s = job->series;
-    STEM_ALLOC(cp->plans, s->n_points, "series point plans");
+    STEM_ALLOC(cp->plans, (size_t)s->n_tilts * cp->n_defoci, "series point plans");
     for (int t = 0; t < s->n_tilts; t++) {
         double tx, ty;
         stem_atoms a = {0};
@@ -114,8 +115,10 @@ static int point_plans(campaign *cp)
             double df;
             *p = *job->plan; /* shares its tables: read only */
             stem_plan_set_thickness(p, a.cell[2]);
-            stem_series_values(s, t * cp->n_defoci + d, &tx, &ty, &df);
+            stem_series_values(s, t * cp->per_tilt + d * cp->n_planes, &tx, &ty, &df);
             p->aberr.c[STEM_C10] = df;
+            p->n_depths = s->depth_slice ? s->n[STEM_SERIES_DEPTH] : 0;
+            for (int k = 0; k < p->n_depths; k++) p->depth_slice[k] = s->depth_slice[k];
         }
         stem_atoms_free(&a);
     }
@@ -137,6 +140,10 @@ static char *identity_text(const stem_series_job *job)
     }
     fprintf(f, "stemsim version = %s\nmodel (tiled) = %ld atoms, hash %016llx\nscattering table hash = %016llx\n",
             STEM_VERSION, job->atoms->n, model, table);
+    fprintf(f, "detection planes (slices) =");
+    for (int k = 0; job->series->depth_slice && k < job->series->n[STEM_SERIES_DEPTH]; k++)
+        fprintf(f, " %d", job->series->depth_slice[k]);
+    fprintf(f, "%s\n", job->series->depth_slice ? "" : " exit");
     int skip = 0;
     for (char *line = strtok(ini, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '[') skip = !strcmp(line, "[output]");
@@ -217,7 +224,7 @@ static int compute_unit(campaign *cp, int u)
     if (!err)
         err = stem_campaign_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
                                          &cp->trans_node);
-    for (int d = 0; d < cp->n_defoci && !err; d++) stem_result_zero(&cp->res[d]);
+    for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
     if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_defoci, job->m, cp->trans, &cp->det, cp->res,
                                               &cp->buffers);
     return stem_mpi_agree(err, job->m->group);
@@ -259,7 +266,7 @@ static int store_unit(campaign *cp, int u)
     const stem_mpi *m = cp->job->m;
     const stem_plan *plan = cp->job->plan;
     int err = STEM_OK, leader = m->layout.group_rank == 0;
-    for (int d = 0; d < cp->n_defoci && !err; d++) {
+    for (int d = 0; d < cp->per_tilt && !err; d++) {
         for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
             if (cp->layout.width[ch]) err = gather_channel(cp, d, ch);
         if (!err && plan->opt.save_pacbed) {
@@ -283,9 +290,9 @@ static void report_unit(campaign *cp, int u, double took, int finished)
     tilt_values(s, t, &tx, &ty);
     int here = finished - cp->finished_at_start;
     double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
-    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d defoc%s) in %.2f s; "
+    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d defoc%s x %d depth%s) in %.2f s; "
               "campaign ETA %.0f s", finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->n_defoci,
-              cp->n_defoci == 1 ? "us" : "i", took, eta);
+              cp->n_defoci == 1 ? "us" : "i", cp->n_planes, cp->n_planes == 1 ? "" : "s", took, eta);
 }
 
 /* Test hooks (the kill and resume tests): STEMSIM_TEST_KILL_AFTER_UNITS=k kills the job
@@ -344,8 +351,8 @@ static int group_state(campaign *cp)
     cp->tilt = -1;
     cp->trans_node.win = MPI_WIN_NULL;
     int err = stem_detector_build(plan, &cp->det);
-    if (!err && !(cp->res = stem_calloc((size_t)cp->n_defoci, sizeof(stem_result), "unit results"))) err = STEM_ERR_MEMORY;
-    for (int d = 0; d < cp->n_defoci && !err; d++) err = stem_result_alloc(plan, &cp->res[d]);
+    if (!err && !(cp->res = stem_calloc((size_t)cp->per_tilt, sizeof(stem_result), "unit results"))) err = STEM_ERR_MEMORY;
+    for (int j = 0; j < cp->per_tilt && !err; j++) err = stem_result_alloc(plan, &cp->res[j]);
     if (!err && m->layout.group_rank == 0 &&
         !(cp->payload = stem_alloc(cp->ck.unit_bytes ? cp->ck.unit_bytes : 1, "one unit's result (checkpoint)")))
         err = STEM_ERR_MEMORY;
@@ -366,7 +373,7 @@ static void group_state_free(campaign *cp)
     stem_potential_table_free(&cp->table);
     stem_node_buffer_free(&cp->trans_node, cp->trans);
     cp->trans = NULL;
-    for (int d = 0; cp->res && d < cp->n_defoci; d++) stem_result_free(&cp->res[d]);
+    for (int j = 0; cp->res && j < cp->per_tilt; j++) stem_result_free(&cp->res[j]);
     free(cp->res);
     cp->res = NULL;
     stem_detector_free(&cp->det);
@@ -382,7 +389,7 @@ static int sum_channel(campaign *cp, int p, int ch, stem_result *res)
 {
     const stem_plan *plan = cp->job->plan;
     const unit_layout *L = &cp->layout;
-    int t = p / cp->n_defoci, d = p % cp->n_defoci;
+    int t = p / cp->per_tilt, d = p % cp->per_tilt;
     size_t n = (size_t)res->n_probes * (size_t)L->width[ch];
     size_t at = (size_t)d * L->point_bytes + L->offset[ch] + (size_t)plan->probe_begin * L->width[ch] * L->elt[ch];
     for (int c = 0; c < cp->n_configs; c++) {
@@ -403,7 +410,7 @@ static int sum_channel(campaign *cp, int p, int ch, stem_result *res)
 static int sum_pacbed(campaign *cp, int p, stem_result *res)
 {
     const stem_plan *plan = cp->job->plan;
-    int t = p / cp->n_defoci, d = p % cp->n_defoci;
+    int t = p / cp->per_tilt, d = p % cp->per_tilt;
     size_t at = (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset;
     double *u = cp->scratch;
     for (int c = 0; c < cp->n_configs; c++) {
@@ -429,7 +436,7 @@ static int load_point(void *ctx, int p, stem_result *res)
     }
     err = stem_mpi_agree(err, m->world);
     if (!err && cp->job->plan->opt.source_size > 0) { /* only the first group's ranks write */
-        err = m->layout.group == 0 ? stem_campaign_blur(m, &cp->plans[p], res) : STEM_OK;
+        err = m->layout.group == 0 ? stem_campaign_blur(m, &cp->plans[p / cp->n_planes], res) : STEM_OK;
         err = stem_mpi_agree(err, m->world);
     }
     return err;
@@ -497,10 +504,10 @@ static int *units_to_do(const campaign *cp, int *n)
 static void announce(const campaign *cp, const char *dir)
 {
     const stem_series *s = cp->job->series;
-    stem_info("campaign: %d series point%s (%d tilt%s x %d defoc%s) x %d configuration%s = %d units of (tilt, "
-              "configuration); checkpoint %s", s->n_points, s->n_points == 1 ? "" : "s", s->n_tilts,
-              s->n_tilts == 1 ? "" : "s", cp->n_defoci, cp->n_defoci == 1 ? "us" : "i", cp->n_configs,
-              cp->n_configs == 1 ? "" : "s", cp->n_units, dir);
+    stem_info("campaign: %d series point%s (%d tilt%s x %d defoc%s x %d depth%s) x %d configuration%s = %d units of "
+              "(tilt, configuration); checkpoint %s", s->n_points, s->n_points == 1 ? "" : "s", s->n_tilts,
+              s->n_tilts == 1 ? "" : "s", cp->n_defoci, cp->n_defoci == 1 ? "us" : "i", cp->n_planes,
+              cp->n_planes == 1 ? "" : "s", cp->n_configs, cp->n_configs == 1 ? "" : "s", cp->n_units, dir);
     if (cp->ck.n_done)
         stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
 }
@@ -511,6 +518,8 @@ int stem_series_campaign_run(const stem_series_job *job)
     campaign cp = {.job = job, .win = MPI_WIN_NULL};
     cp.n_configs = job->plan->n_configs;
     cp.n_defoci = job->series->n[STEM_SERIES_DEFOCUS];
+    cp.n_planes = job->series->n[STEM_SERIES_DEPTH];
+    cp.per_tilt = stem_series_per_tilt(job->series);
     cp.n_units = job->series->n_tilts * cp.n_configs;
     layout_build(job->plan, &cp.layout);
     char dir[STEM_PATH_MAX];
@@ -520,7 +529,7 @@ int stem_series_campaign_run(const stem_series_job *job)
                              m->world);
     if (!err)
         err = stem_checkpoint_open(&cp.ck, m->world, dir, identity, cp.n_units,
-                                   (size_t)cp.n_defoci * cp.layout.point_bytes, job->restart);
+                                   (size_t)cp.per_tilt * cp.layout.point_bytes, job->restart);
     free(identity);
     if (!err) announce(&cp, dir);
     if (!err) err = stem_mpi_agree(counters_create(&cp, m->world, m->layout.world_rank), m->world);

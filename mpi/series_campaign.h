@@ -36,8 +36,9 @@ typedef struct {
 int stem_series_campaign_wanted(const stem_config *cfg);
 /* The checkpoint directory of the config. */
 void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n);
-/* The model rotated to the series' thickest tilt (the plan's memory is the largest). */
-int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, const stem_series *s, stem_atoms *out);
+/* The model rotated to the series' thickest tilt (the plan's memory is the largest); the
+ * depths resolved on the thinnest tilt's slices (the depths every tilt reaches). */
+int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_series *s, stem_atoms *out);
 /* Collective over job->m->world: the campaign, then the output (published) and the
  * checkpoint removed. STEM_STOPPED_CHECKPOINTED when a signal stopped it. */
 int stem_series_campaign_run(const stem_series_job *job);

@@ -12,7 +12,8 @@ void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 {
     for (int i = 0; i < b->n_focal_sets; i++) free(b->focal[i].plans);
     free(b->focal);
-    stem_result_free(&b->focal_part);
+    for (int k = 0; k < b->n_focal_parts; k++) stem_result_free(&b->focal_part[k]);
+    free(b->focal_part);
     stem_node_buffer_free(&b->S_node, b->S);
     stem_node_buffer_free(&b->by_pixel_node, b->by_pixel);
     stem_fft_free(b->local);
@@ -112,14 +113,18 @@ static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf, int s
         set->plans[i] = *plan; /* shares the plan's tables: read only */
         set->plans[i].aberr.c[STEM_C10] += offset[i];
     }
-    if (!buf->focal_part_ready) STEM_TRY(stem_result_alloc(plan, &buf->focal_part));
-    buf->focal_part_ready = 1;
+    if (!buf->focal_part) {
+        int planes = stem_plan_n_planes(plan);
+        STEM_ALLOC(buf->focal_part, planes, "focal spread results");
+        for (; buf->n_focal_parts < planes; buf->n_focal_parts++)
+            STEM_TRY(stem_result_alloc(plan, &buf->focal_part[buf->n_focal_parts]));
+    }
     set->n = n;
     return STEM_OK;
 }
 
 /* The probe step (step: multislice, or PRISM's output on S) once per defocus,
- * weighted into res; a single call without a focal spread. */
+ * weighted into res (one per detection plane); a single call without a focal spread. */
 typedef int (*probe_step)(const stem_engine *engine, const stem_plan *plan, const stem_complex *input,
                           const stem_detector *det, stem_result *res);
 
@@ -130,10 +135,11 @@ static int over_focal_points(probe_step step, const stem_engine *engine, const s
     stem_focal_set *set;
     STEM_TRY(focal_setup(plan, buf, slot, &set));
     if (set->n == 1) return step(engine, plan, input, det, res);
+    int planes = stem_plan_n_planes(plan);
     for (int i = 0; i < set->n; i++) {
-        stem_result_zero(&buf->focal_part);
-        STEM_TRY(step(engine, &set->plans[i], input, det, &buf->focal_part));
-        stem_result_add_scaled(res, &buf->focal_part, set->weight[i]);
+        for (int k = 0; k < planes; k++) stem_result_zero(&buf->focal_part[k]);
+        STEM_TRY(step(engine, &set->plans[i], input, det, buf->focal_part));
+        for (int k = 0; k < planes; k++) stem_result_add_scaled(&res[k], &buf->focal_part[k], set->weight[i]);
     }
     return STEM_OK;
 }
@@ -191,7 +197,9 @@ int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans,
     }
     double t = stem_wall_time();
     int err = STEM_OK;
-    for (int i = 0; i < n && !err; i++) err = over_focal_points(step, engine, &plans[i], input, det, &res[i], buffers, i);
+    int planes = stem_plan_n_planes(&plans[0]);
+    for (int i = 0; i < n && !err; i++)
+        err = over_focal_points(step, engine, &plans[i], input, det, &res[(size_t)i * planes], buffers, i);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }

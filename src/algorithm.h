@@ -32,11 +32,11 @@ typedef struct {
     stem_shared_buffer S_node, by_pixel_node; /* node-shared: S and by_pixel point into them */
     /* focal spread (coherence.h): for each plan of a series' points (slot), one plan per
      * defocus (stable pointers, so an engine's kept state follows them) and their weights;
-     * one defocus's results */
+     * one defocus's results (one per detection plane) */
     stem_focal_set *focal;
     int n_focal_sets;
-    stem_result focal_part;
-    int focal_part_ready;
+    stem_result *focal_part;
+    int n_focal_parts;
 } stem_algorithm_buffers;
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b);
 
@@ -45,7 +45,8 @@ int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, 
                               const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers);
 
 /* n points of a series sharing this configuration's transmission functions (they differ
- * only in defocus): res[i] gets plans[i]'s result; PRISM computes the S-matrix once. */
+ * only in defocus): res[i * P + k] gets plans[i]'s result at detection plane k (P =
+ * stem_plan_n_planes, the same for every plan); PRISM computes the S-matrix once. */
 int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_mpi *m,
                               const stem_complex *trans, const stem_detector *det, stem_result *res,
                               stem_algorithm_buffers *buffers);

@@ -11,6 +11,7 @@
 
 #define STEM_PATH_MAX 1024
 #define STEM_MAX_IMAGES 16
+#define STEM_MAX_DEPTHS 1000 /* detection planes of one run ([output] depths) */
 #define STEM_IMAGE_NAME_MAX 32
 
 typedef enum { STEM_ALG_MULTISLICE = 0, STEM_ALG_PRISM = 1 } stem_algorithm;
@@ -79,6 +80,8 @@ typedef struct {
     int overwrite;
     int checkpoint;          /* stem_checkpoint_mode */
     char checkpoint_dir[STEM_PATH_MAX]; /* "": <output_file>.checkpoint */
+    char depths[STEM_PATH_MAX];  /* detection planes, Angstrom, as given ("": the exit surface only; series.h) */
+    int depth_every;             /* detection planes every this many slices (0: off) */
     /* [series]: value lists as given ("": not a series over that axis; series.h parses them) */
     char series_tilt_x[STEM_PATH_MAX], series_tilt_y[STEM_PATH_MAX], series_defocus[STEM_PATH_MAX];
     /* [compute] */

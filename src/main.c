@@ -183,8 +183,8 @@ static int campaign_inputs(const stem_config *cfg, const stem_atoms *atoms, stem
 {
     if (!stem_series_campaign_wanted(cfg)) {
         if (stem_series_active(cfg))
-            return STEM_FAIL(STEM_ERR_CONFIG, "%s: a [series] campaign keeps its finished units in its checkpoint: "
-                             "[output] checkpoint = false is for single runs only", cfg->config_path);
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: a [series] or depths campaign keeps its finished units in its "
+                             "checkpoint: [output] checkpoint = false is for single runs only", cfg->config_path);
         return STEM_OK;
     }
     STEM_TRY(stem_series_build(cfg, series));
@@ -200,9 +200,14 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
         if (s->given[a])
             printf("  %-8s %d values from %g to %g %s\n", stem_series_axis_name[a], s->n[a], s->v[a][0],
                    s->v[a][s->n[a] - 1], stem_series_axis_units[a]);
-    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d defoc%s)\n", s->n_tilts,
-           plan->n_configs, s->n_tilts * plan->n_configs, s->n[STEM_SERIES_DEFOCUS],
-           s->n[STEM_SERIES_DEFOCUS] == 1 ? "us" : "i");
+    if (s->depth_slice) {
+        printf("  depth slices");
+        for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) printf(" %d", s->depth_slice[k]);
+        printf(" (of %.3f Angstrom)\n", plan->dz);
+    }
+    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d point%s: defoci x depths)\n",
+           s->n_tilts, plan->n_configs, s->n_tilts * plan->n_configs, stem_series_per_tilt(s),
+           stem_series_per_tilt(s) == 1 ? "" : "s");
     printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
 }
 
@@ -224,6 +229,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                                   cfg->ranks_per_node), world);
     if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, model, &m->layout), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, m, plan, world), world);
+    if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
     stem_atoms_free(&thickest);
     if (!err && o->dry_run && rank == 0) {
         stem_plan_print(plan, stdout);

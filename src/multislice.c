@@ -24,10 +24,11 @@ int stem_propagator_build(const stem_plan *plan, stem_complex *prop)
 }
 
 void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans, const stem_complex *prop,
-                               const stem_fft *fft, stem_complex *waves, int batch)
+                               const stem_fft *fft, stem_complex *waves, int batch, int from, int to)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
-    for (int s = 0; s < plan->n_slices; s++) {
+    if (from > 0) stem_fft_inverse(fft, waves); /* back to real space below the last detection plane */
+    for (int s = from; s < to; s++) {
         const stem_complex *t = trans + s * grid;
         for (int b = 0; b < batch; b++) {
             stem_complex *w = waves + b * grid;
@@ -38,7 +39,7 @@ void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans,
             stem_complex *w = waves + b * grid;
             for (size_t k = 0; k < grid; k++) w[k] *= prop[k];
         }
-        if (s + 1 < plan->n_slices) stem_fft_inverse(fft, waves);
+        if (s + 1 < to) stem_fft_inverse(fft, waves);
     }
 }
 
@@ -104,10 +105,14 @@ static int ms_work(void *ctx, int w, long begin, long end)
         }
     }
     stem_fft_inverse(&job->fft[w], waves);
-    stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch);
-    for (int b = 0; b < n; b++) {
-        stem_multislice_intensity(plan, waves + b * grid, job->intensity[w]);
-        stem_detect(job->det, job->intensity[w], job->res, begin + b);
+    for (int k = 0, above = 0; k < stem_plan_n_planes(plan); k++) {
+        int below = stem_plan_plane_slices(plan, k);
+        stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch, above, below);
+        for (int b = 0; b < n; b++) {
+            stem_multislice_intensity(plan, waves + b * grid, job->intensity[w]);
+            stem_detect(job->det, job->intensity[w], &job->res[k], begin + b);
+        }
+        above = below;
     }
     return STEM_OK;
 }

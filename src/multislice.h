@@ -8,14 +8,16 @@
 /* Fresnel propagator exp(-i pi lambda dz q^2), zero beyond the band limit,
  * with the 1/N of the FFT round trip folded in. */
 int stem_propagator_build(const stem_plan *plan, stem_complex *prop);
-/* Propagate `batch` real-space waves through every slice. On return the waves
- * hold the band-limited exit waves in Fourier space, normalised so that a unit
- * probe gives sum |Psi(q)|^2 = 1. */
+/* Propagate `batch` waves through slices [from, to). The waves come in real
+ * space when from = 0, else as this function left them after slice from - 1;
+ * on return they hold the band-limited waves below slice to - 1 in Fourier
+ * space, normalised so that a unit probe gives sum |Psi(q)|^2 = 1. */
 void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans, const stem_complex *prop,
-                               const stem_fft *fft, stem_complex *waves, int batch);
+                               const stem_fft *fft, stem_complex *waves, int batch, int from, int to);
 /* |Psi|^2 of a full-grid Fourier wave cut to the detector grid (f = 1). */
 void stem_multislice_intensity(const stem_plan *plan, const stem_complex *wave, float *intensity);
-/* Simulate this rank's probes [probe_begin, probe_end) for one configuration. */
+/* Simulate this rank's probes [probe_begin, probe_end) for one configuration:
+ * res[k] for each detection plane k (stem_plan_n_planes). */
 int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res);
 
 #endif

@@ -420,6 +420,15 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     return STEM_OK;
 }
 
+void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
+{
+    double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
+    double more = (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
+    if (plan->layout.group_rank == 0) more += points_per_unit * per_probe * plan->n_probes; /* the stored unit */
+    plan->mem_results += more;
+    plan->mem_total += more;
+}
+
 /* What helps when one part of the estimate is too large. */
 static const char *memory_advice(const stem_plan *plan)
 {

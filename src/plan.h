@@ -61,6 +61,10 @@ typedef struct {
     double cell[3];
     int n_slices;
     double dz;
+    /* detection planes (thickness series): results after slices depth_slice[0..n_depths), ascending;
+     * n_depths 0: at the exit surface only. The waves stop at the deepest plane. */
+    int n_depths;
+    int depth_slice[STEM_MAX_DEPTHS];
     double q_limit;  /* anti-aliasing band limit, 1/Angstrom (2/3 of Nyquist) */
     /* PRISM interpolation factors (1 for multislice) */
     int fx, fy;
@@ -103,6 +107,14 @@ typedef struct {
     long n_atoms;
 } stem_plan;
 
+/* Results one probe step makes: one per detection plane (at least the exit). */
+static inline int stem_plan_n_planes(const stem_plan *plan) { return plan->n_depths > 0 ? plan->n_depths : 1; }
+/* Slices the waves pass before detection plane k. */
+static inline int stem_plan_plane_slices(const stem_plan *plan, int k)
+{
+    return plan->n_depths > 0 ? plan->depth_slice[k] : plan->n_slices;
+}
+
 /* Probe index p -> scan position in Angstrom (row-major, x fastest). */
 void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y);
 
@@ -126,6 +138,9 @@ double stem_plan_probe_diameter(const stem_plan *plan);
 /* The sample's thickness (cell z, Angstrom) and the slices that cover it (dz set). */
 void stem_plan_set_thickness(stem_plan *plan, double cell_z);
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
+/* A campaign unit holds points_per_unit results (its defoci x depths) on each rank
+ * and the whole unit on its group leader (mpi/series_campaign.c): counted in mem_results. */
+void stem_plan_count_campaign(stem_plan *plan, int points_per_unit);
 /* Refuse plans that exceed the memory allowed, naming the figure needed,
  * what set the limit and advice for the largest part. */
 int stem_plan_check_memory(const stem_plan *plan);

@@ -79,7 +79,7 @@ static int smatrix_work(void *ctx, int w, long begin, long end)
             memset(waves + b * grid, 0, grid * sizeof(stem_complex));
         }
     }
-    stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch);
+    stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch, 0, plan->n_slices);
     for (int b = 0; b < n; b++) {
         crop_to_box(plan, waves + b * grid, job->box[w], &job->fft_box[w]);
         memcpy(job->S_local + (begin + b) * box, job->box[w], box * sizeof(stem_complex));

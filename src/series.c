@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x", "tilt_y", "defocus"};
-const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "Angstrom"};
+const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x", "tilt_y", "defocus", "depth"};
+const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "Angstrom", "Angstrom"};
 
 /* One finite decimal number filling the whole token. */
 static int number(const char *tok, double *v)
@@ -87,31 +87,45 @@ int stem_series_parse(const char *text, const char *what, double **values, int *
 
 static const char *series_text(const stem_config *cfg, int axis)
 {
-    const char *t[STEM_SERIES_N_AXES] = {cfg->series_tilt_x, cfg->series_tilt_y, cfg->series_defocus};
+    const char *t[STEM_SERIES_N_AXES] = {cfg->series_tilt_x, cfg->series_tilt_y, cfg->series_defocus, cfg->depths};
     return t[axis];
 }
+
+static const char *series_section(int axis) { return axis == STEM_SERIES_DEPTH ? "output" : "series"; }
+static const char *series_key(int axis) { return axis == STEM_SERIES_DEPTH ? "depths" : stem_series_axis_name[axis]; }
 
 int stem_series_active(const stem_config *cfg)
 {
     for (int a = 0; a < STEM_SERIES_N_AXES; a++)
         if (series_text(cfg, a)[0]) return 1;
-    return 0;
+    return cfg->depth_every > 0;
 }
 
 void stem_series_free(stem_series *s)
 {
     for (int a = 0; a < STEM_SERIES_N_AXES; a++) free(s->v[a]);
+    free(s->depth_slice);
     memset(s, 0, sizeof *s);
+}
+
+static int count_points(stem_series *s)
+{
+    double points = 1;
+    for (int a = 0; a < STEM_SERIES_N_AXES; a++) points *= s->n[a];
+    if (points > 1e7) return STEM_FAIL(STEM_ERR_CONFIG, "[series] and depths: %.0f points, at most 10^7", points);
+    s->n_points = (int)points;
+    s->n_tilts = s->n[STEM_SERIES_TILT_X] * s->n[STEM_SERIES_TILT_Y];
+    return STEM_OK;
 }
 
 int stem_series_build(const stem_config *cfg, stem_series *s)
 {
     memset(s, 0, sizeof *s);
-    const double single[STEM_SERIES_N_AXES] = {cfg->tilt_x, cfg->tilt_y, cfg->aberr_c[STEM_C10]};
-    double points = 1;
+    /* the exit surface stands for "no depth axis" until depths are resolved */
+    const double single[STEM_SERIES_N_AXES] = {cfg->tilt_x, cfg->tilt_y, cfg->aberr_c[STEM_C10], 0};
     for (int a = 0; a < STEM_SERIES_N_AXES; a++) {
         char what[64];
-        snprintf(what, sizeof what, "[series] %s", stem_series_axis_name[a]);
+        snprintf(what, sizeof what, "[%s] %s", series_section(a), series_key(a));
         int err = STEM_OK;
         if (series_text(cfg, a)[0]) {
             s->given[a] = 1;
@@ -125,28 +139,87 @@ int stem_series_build(const stem_config *cfg, stem_series *s)
         for (int i = 0; !err && a < STEM_SERIES_DEFOCUS && i < s->n[a]; i++)
             if (fabs(s->v[a][i]) > 180)
                 err = STEM_FAIL(STEM_ERR_CONFIG, "%s: %g degrees is outside [-180, 180]", what, s->v[a][i]);
+        for (int i = 0; !err && a == STEM_SERIES_DEPTH && s->given[a] && i < s->n[a]; i++)
+            if (s->v[a][i] <= 0)
+                err = STEM_FAIL(STEM_ERR_CONFIG, "%s: %g Angstrom: a depth must lie below the entrance surface (> 0)", what,
+                                s->v[a][i]);
         if (err) {
             stem_series_free(s);
             return err;
         }
-        points *= s->n[a];
     }
-    if (points > 1e7) {
-        stem_series_free(s);
-        return STEM_FAIL(STEM_ERR_CONFIG, "[series]: %.0f points, at most 10^7", points);
-    }
-    s->n_points = (int)points;
-    s->n_tilts = s->n[STEM_SERIES_TILT_X] * s->n[STEM_SERIES_TILT_Y];
+    s->given[STEM_SERIES_DEPTH] |= cfg->depth_every > 0; /* values once the slices are known */
+    int err = count_points(s);
+    if (err) stem_series_free(s);
+    return err;
+}
+
+/* depth_every = N: slices N, 2N, ... and the last slice. */
+static int depths_every(stem_series *s, int every, int slices)
+{
+    int n = (slices + every - 1) / every;
+    if (n > STEM_MAX_DEPTHS)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[output] depth_every = %d: %d depths, at most %d", every, n, STEM_MAX_DEPTHS);
+    free(s->v[STEM_SERIES_DEPTH]);
+    STEM_ALLOC(s->v[STEM_SERIES_DEPTH], n, "depths");
+    STEM_ALLOC(s->depth_slice, n, "depths");
+    for (int k = 0; k < n; k++) s->depth_slice[k] = k + 1 < n ? (k + 1) * every : slices;
+    s->n[STEM_SERIES_DEPTH] = n;
     return STEM_OK;
 }
 
-int stem_series_tilt_of(const stem_series *s, int p) { return p / s->n[STEM_SERIES_DEFOCUS]; }
+/* Given depths: the nearest slice boundary each (at least one slice). */
+static int depths_rounded(stem_series *s, double dz, int slices)
+{
+    int n = s->n[STEM_SERIES_DEPTH];
+    if (n > STEM_MAX_DEPTHS) return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %d depths, at most %d", n, STEM_MAX_DEPTHS);
+    STEM_ALLOC(s->depth_slice, n, "depths");
+    for (int k = 0; k < n; k++) {
+        double d = s->v[STEM_SERIES_DEPTH][k];
+        long slice = lround(d / dz);
+        if (slice < 1) slice = 1;
+        if (slice > slices)
+            return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %g Angstrom is below the exit surface: the sample%s has %d "
+                             "slices of %g Angstrom (%g Angstrom)", d, s->n_tilts > 1 ? " at its thinnest tilt" : "",
+                             slices, dz, slices * dz);
+        if (k > 0 && slice <= s->depth_slice[k - 1])
+            return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %g Angstrom %s %g Angstrom (slices of %g Angstrom): give "
+                             "depths in increasing order, at least one slice apart", d,
+                             slice == s->depth_slice[k - 1] ? "falls on the same slice as" : "comes after",
+                             s->v[STEM_SERIES_DEPTH][k - 1], dz);
+        s->depth_slice[k] = (int)slice;
+    }
+    return STEM_OK;
+}
+
+int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, int slices)
+{
+    if (!s->given[STEM_SERIES_DEPTH] || s->depth_slice) return STEM_OK;
+    double dz = cfg->slice_thickness;
+    STEM_TRY(cfg->depth_every > 0 ? depths_every(s, cfg->depth_every, slices) : depths_rounded(s, dz, slices));
+    for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) {
+        double was = s->v[STEM_SERIES_DEPTH][k], now = s->depth_slice[k] * dz;
+        if (cfg->depth_every == 0 && fabs(was - now) > 1e-9 * dz)
+            stem_info("depth %g Angstrom rounded to %g Angstrom (slice %d of %g Angstrom)", was, now, s->depth_slice[k], dz);
+        s->v[STEM_SERIES_DEPTH][k] = now;
+    }
+    return count_points(s);
+}
+
+int stem_series_per_tilt(const stem_series *s) { return s->n[STEM_SERIES_DEFOCUS] * s->n[STEM_SERIES_DEPTH]; }
+
+int stem_series_tilt_of(const stem_series *s, int p) { return p / stem_series_per_tilt(s); }
+
+void stem_series_tilt_values(const stem_series *s, int t, double *tilt_x, double *tilt_y)
+{
+    int ny = s->n[STEM_SERIES_TILT_Y];
+    *tilt_y = s->v[STEM_SERIES_TILT_Y][t % ny];
+    *tilt_x = s->v[STEM_SERIES_TILT_X][t / ny];
+}
 
 void stem_series_values(const stem_series *s, int p, double *tilt_x, double *tilt_y, double *defocus)
 {
-    int nd = s->n[STEM_SERIES_DEFOCUS], ny = s->n[STEM_SERIES_TILT_Y];
-    int t = p / nd;
-    *defocus = s->v[STEM_SERIES_DEFOCUS][p % nd];
-    *tilt_y = s->v[STEM_SERIES_TILT_Y][t % ny];
-    *tilt_x = s->v[STEM_SERIES_TILT_X][t / ny];
+    int per = stem_series_per_tilt(s), nz = s->n[STEM_SERIES_DEPTH];
+    stem_series_tilt_values(s, p / per, tilt_x, tilt_y);
+    *defocus = s->v[STEM_SERIES_DEFOCUS][p % per / nz];
 }

@@ -1,8 +1,9 @@
 /* Series campaigns ([series] in config.ini): tilt_x, tilt_y and defocus,
- * each a list of values or an inclusive range, forming their outer product.
- * A series point is one (tilt_x, tilt_y, defocus); points are numbered
- * row-major over the three axes, defocus fastest, which is also the order of
- * the output's leading axes (only the axes given appear there). */
+ * each a list of values or an inclusive range, and the depths of [output]
+ * depths / depth_every, forming their outer product. A series point is one
+ * (tilt_x, tilt_y, defocus, depth); points are numbered row-major over the
+ * four axes, depth fastest, which is also the order of the output's leading
+ * axes (only the axes given appear there). */
 #ifndef STEM_SERIES_H
 #define STEM_SERIES_H
 
@@ -10,29 +11,45 @@
 
 #define STEM_SERIES_MAX_VALUES 10000 /* per axis */
 
-typedef enum { STEM_SERIES_TILT_X = 0, STEM_SERIES_TILT_Y, STEM_SERIES_DEFOCUS, STEM_SERIES_N_AXES } stem_series_axis;
+typedef enum {
+    STEM_SERIES_TILT_X = 0,
+    STEM_SERIES_TILT_Y,
+    STEM_SERIES_DEFOCUS,
+    STEM_SERIES_DEPTH,
+    STEM_SERIES_N_AXES
+} stem_series_axis;
 
 typedef struct {
     int given[STEM_SERIES_N_AXES]; /* the key was in [series] */
     int n[STEM_SERIES_N_AXES];     /* values per axis (1 when not given: the single run's value) */
-    double *v[STEM_SERIES_N_AXES]; /* degrees, degrees, Angstrom */
+    double *v[STEM_SERIES_N_AXES]; /* degrees, degrees, Angstrom, Angstrom (depths: once resolved, k * dz) */
+    int *depth_slice;              /* depths resolved: slices above each detection plane (ascending); NULL: the exit only */
     int n_points, n_tilts;         /* all points; distinct (tilt_x, tilt_y) pairs */
 } stem_series;
 
-extern const char *const stem_series_axis_name[STEM_SERIES_N_AXES];  /* "tilt_x", "tilt_y", "defocus" */
-extern const char *const stem_series_axis_units[STEM_SERIES_N_AXES]; /* "deg", "deg", "Angstrom" */
+extern const char *const stem_series_axis_name[STEM_SERIES_N_AXES];  /* "tilt_x", "tilt_y", "defocus", "depth" */
+extern const char *const stem_series_axis_units[STEM_SERIES_N_AXES]; /* "deg", "deg", "Angstrom", "Angstrom" */
 
 /* "a b c" (a list) or "start:step:stop" (inclusive: stop is the last value when
  * (stop - start) / step is a whole number to 1e-9, else the last value before it).
  * *values is malloc'd. what names the key in messages. */
 int stem_series_parse(const char *text, const char *what, double **values, int *n);
 /* The series the config asks for; a config without [series] gives one point
- * holding [sample] tilt_x, tilt_y and [probe] C10. */
+ * holding [sample] tilt_x, tilt_y and [probe] C10. Depths are as given until
+ * stem_series_resolve_depths has placed them on slices. */
 int stem_series_build(const stem_config *cfg, stem_series *s);
+/* Depths onto slice boundaries: each given depth to the nearest multiple of the
+ * slice thickness dz (at least one slice), or every depth_every slices; all must
+ * lie within `slices` (the thinnest tilt's slice count), ascending and distinct
+ * once rounded. Logs each rounding. Nothing to do without depths. */
+int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, int slices);
+/* [series] keys or depths are given: the run is a campaign. */
 int stem_series_active(const stem_config *cfg);
 void stem_series_free(stem_series *s);
-/* Point p's tilt index (points sharing it differ only in defocus) and values. */
+/* Points per tilt (defoci x depths), and point p's tilt index and values. */
+int stem_series_per_tilt(const stem_series *s);
 int stem_series_tilt_of(const stem_series *s, int p);
+void stem_series_tilt_values(const stem_series *s, int t, double *tilt_x, double *tilt_y);
 void stem_series_values(const stem_series *s, int p, double *tilt_x, double *tilt_y, double *defocus);
 
 #endif

@@ -17,6 +17,7 @@ set(STEMSIM_UNIT_TESTS
   geometry        # tiling and tilt-series rotations against hand-written rotation matrices
   safety          # config syntax, non-blocking inputs, bad tables, duplicate atoms, memory estimate, cgroups, PRISM window
   coherence       # source-size blur against a direct 2D convolution, periodic and mirrored edges
+  depths          # detection planes inside the sample vs separately built thinner samples
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)

@@ -20,6 +20,10 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
   changed_key    a key changed between runs is refused naming it (exit 3);
                  --restart starts over and completes
   ranks          1 rank and 3 ranks give the 2-rank result to 1e-6
+  depths         (multislice) [output] depths with a defocus series: the point at each
+                 depth equals a single run of a sample cut at that depth (tile_z = 1, 2)
+                 to 1e-6; with tilts and configurations, a run killed after 1 unit
+                 resumes and equals the uninterrupted one bit for bit
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -325,6 +329,74 @@ def scenario_ranks():
             log(out)
             return 1
         bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "%d ranks" % ranks, tol=1e-6)
+    return 1 if bad else 0
+
+
+def scenario_depths():
+    import numpy as np
+    if A.algorithm != "multislice":
+        log("depths need multislice: PRISM is refused with exit 3")
+        name = "depths_prism"
+        fresh(name)
+        rc, out = run(1, write_config(name), ["--set", "output.depths=2.715"])
+        if rc != 3 or "multislice" not in out:
+            log(out)
+            log("FAIL PRISM with depths: exit %d, expected 3 naming multislice" % rc)
+            return 1
+        return 0
+    bad = 0
+    depths = [5.43, 10.86, 16.29]  # 2, 4 and 6 slices of 2.715: one, two and three unit cells
+    name = "depths"
+    fresh(name)
+    cfg = write_config(name, series=False, extra="\n[series]\ndefocus = %s\n" % " ".join("%g" % d for d in DEFOCI))
+    cold = ["--set", "simulation.thermal=false", "--set", "simulation.frozen_phonons=1"]
+    rc, out = run(2, cfg, cold + ["--set", "sample.tile_z=3", "--set", "output.depths=%s" % " ".join(map(str, depths))])
+    if rc != 0:
+        log(out)
+        return 1
+    ref = datasets(os.path.join(A.workdir, name + ".h5"))
+    if not np.allclose(ref["axes/depth"], depths, rtol=1e-12) or ref["images/HAADF"].shape[:2] != (2, 3):
+        log("FAIL depth axis %s, HAADF shape %s (expected 2 defoci x 3 depths)" % (ref["axes/depth"],
+                                                                                   ref["images/HAADF"].shape))
+        bad += 1
+    for j, df in enumerate(DEFOCI):
+        for k in range(3):
+            single = "depth_single_%d_%d" % (j, k)
+            fresh(single)
+            rc, out = run(2, write_config(single, series=False),
+                          cold + ["--set", "sample.tile_z=%d" % (k + 1), "--set", "probe.C10=%g" % df])
+            if rc != 0:
+                log(out)
+                return 1
+            point = {key: (v[j, k] if not key.startswith("axes/") and key != "@complete" else v)
+                     for key, v in ref.items() if key not in ("axes/defocus", "axes/depth")}
+            bad += compare(point, datasets(os.path.join(A.workdir, single + ".h5")),
+                           "depth %g (defocus %g) vs a %d-cell sample" % (depths[k], df, k + 1), tol=1e-6)
+    if np.array_equal(ref["images/HAADF"][0, 0], ref["images/HAADF"][0, 2]):
+        log("FAIL the first and last depths gave the same HAADF image")
+        bad += 1
+    # with tilts and configurations: kill after 1 of 6 units, resume, compare with the uninterrupted run
+    hot = ["--set", "sample.tile_z=3", "--set", "output.depth_every=1"]
+    full, killed = "depths_full", "depths_killed"
+    for n in (full, killed):
+        fresh(n)
+    rc, out = run(2, write_config(full), hot)
+    if rc != 0:
+        log(out)
+        return 1
+    rc, out = run(2, write_config(killed), hot, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
+    # both groups may pass the kill check before either has counted its unit: 1 or 2 stored
+    ckdir = os.path.join(A.workdir, killed + ".h5.checkpoint")
+    done = len([u for u in os.listdir(ckdir) if u.startswith("unit_") and not u.endswith(".tmp")]) \
+        if os.path.isdir(ckdir) else 0
+    rc2, out2 = run(2, write_config(killed), hot)
+    if rc == 0 or rc2 != 0 or not done or "resuming: %d of 6 units done" % done not in out2:
+        log(out + out2)
+        log("FAIL depths kill/resume: exits %d then %d" % (rc, rc2))
+        return 1
+    a, b = datasets(os.path.join(A.workdir, killed + ".h5")), datasets(os.path.join(A.workdir, full + ".h5"))
+    bad += compare(a, b, "depths resumed")
+    log("depth_every = 1 with 3 tilts: depths %s, HAADF %s" % (b["axes/depth"], b["images/HAADF"].shape))
     return 1 if bad else 0
 
 

@@ -268,6 +268,56 @@ static void test_xyz(void)
 }
 
 /* [series] values: lists, inclusive ranges without drift, the point order. */
+/* [output] depths and depth_every: rounding to slices, the depth axis fastest, refusals. */
+static void test_depths(void)
+{
+    stem_config cfg;
+    stem_series s;
+    char *msg = NULL;
+    CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = -20 20\n[output]\ndepths = 2 4.1 8\n"
+                "[simulation]\nslice_thickness = 2\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_active(&cfg));
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 4) == STEM_OK); /* 4.1 -> slice 2 (4 Angstrom), 8 -> 4 */
+    CHECK(s.n_points == 6 && s.n[STEM_SERIES_DEPTH] == 3 && stem_series_per_tilt(&s) == 6);
+    CHECK(s.depth_slice && s.depth_slice[0] == 1 && s.depth_slice[1] == 2 && s.depth_slice[2] == 4);
+    CHECK(s.v[STEM_SERIES_DEPTH][1] == 4 && s.v[STEM_SERIES_DEPTH][2] == 8);
+    double tx, ty, df;
+    stem_series_values(&s, 4, &tx, &ty, &df); /* depth fastest: point 4 is defocus 20, depth 4 */
+    CHECK(df == 20 && stem_series_tilt_of(&s, 4) == 0);
+    stem_series_free(&s);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 3) == STEM_ERR_CONFIG); /* 8 Angstrom is below 3 slices of 2 */
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepth_every = 3\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_active(&cfg) && stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 10) == STEM_OK); /* 3, 6, 9 and the exit surface, 10 */
+    CHECK(s.n[STEM_SERIES_DEPTH] == 4 && s.depth_slice[2] == 9 && s.depth_slice[3] == 10 && s.n_points == 4);
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 5 3\n[simulation]\nslice_thickness = 1\n", &cfg, &msg) ==
+          STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 10) == STEM_ERR_CONFIG); /* not increasing */
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 2 2.2\n[simulation]\nslice_thickness = 1\n", &cfg, &msg) ==
+          STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 10) == STEM_ERR_CONFIG); /* the same slice twice */
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 0 2\n", &cfg, &msg) == STEM_ERR_CONFIG);
+    free(msg);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 2\ndepth_every = 2\n", &cfg, &msg) == STEM_ERR_CONFIG);
+    free(msg);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = prism\n[output]\ndepths = 2\n", &cfg, &msg) ==
+          STEM_ERR_CONFIG);
+    CHECK(msg && strstr(msg, "multislice"));
+    free(msg);
+}
+
 static void test_series(void)
 {
     double *v;
@@ -313,6 +363,7 @@ static void test_series(void)
     stem_series_values(&s, 0, &tx, &ty, &df);
     CHECK(tx == 7 && ty == 0 && df == -3);
     stem_series_free(&s);
+    test_depths();
 }
 
 int main(void)

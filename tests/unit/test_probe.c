@@ -220,7 +220,7 @@ static void test_vacuum_propagation(void)
     REQUIRE(stem_fft_create(&fft, p->nx, p->ny, 1, w, 0) == STEM_OK);
     stem_probe_fourier(p, 4.4, 3.3, w);
     stem_fft_inverse(&fft, w);
-    stem_multislice_propagate(p, trans, prop, &fft, w, 1);
+    stem_multislice_propagate(p, trans, prop, &fft, w, 1, 0, p->n_slices);
     stem_probe_fourier(&b.plan, 4.4, 3.3, ref);
     double worst = 0, peak = 0;
     for (size_t k = 0; k < grid; k++) {
