@@ -7,7 +7,7 @@
 # the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine, these
 # three with a segmented detector (binned on the GPU) and 3 configurations; and a focal
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
-# GPU = on the CPU.
+# GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU.
 set -uo pipefail
 source benchmarks/device_common.sh device_gpu_checks
 status=0
@@ -36,6 +36,17 @@ for alg in multislice prism; do
   build/stemsim "${si[@]}" "${fs[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/fg.h5 || status=1
   echo "$alg, focal spread: $(python3 tests/check_h5.py compare /tmp/dgc/fg.h5 /tmp/dgc/fc.h5 --tol 1e-4 | tail -1)"
   python3 tests/check_h5.py compare /tmp/dgc/fg.h5 /tmp/dgc/fc.h5 --tol 1e-4 | grep -q PASS || status=1
+done
+# a campaign on the GPU (2 tilts x 2 defoci x 2 depths x 2 configurations, multislice and
+# PRISM without depths) = the same campaign on the CPU
+for alg in multislice prism; do
+  camp=(--set simulation.algorithm=$alg --set series.tilt_x="0 6" --set series.defocus="-30 30" --set probe.defocus=0
+        --set simulation.frozen_phonons=2 --set detector.segments=0)
+  [ $alg = multislice ] && camp+=(--set output.depths="2.715 5.43")
+  build/stemsim "${si[@]}" "${camp[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/cc.h5 || status=1
+  build/stemsim "${si[@]}" "${camp[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cg.h5 || status=1
+  echo "$alg campaign: $(python3 tests/check_h5.py compare /tmp/dgc/cg.h5 /tmp/dgc/cc.h5 --tol 1e-4 | tail -1)"
+  python3 tests/check_h5.py compare /tmp/dgc/cg.h5 /tmp/dgc/cc.h5 --tol 1e-4 | grep -q PASS || status=1
 done
 echo "device_gpu_checks: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status
