@@ -7,7 +7,8 @@
 # the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine, these
 # three with a segmented detector (binned on the GPU) and 3 configurations; and a focal
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
-# GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU.
+# GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU; probe
+# positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU.
 set -uo pipefail
 source benchmarks/device_common.sh device_gpu_checks
 status=0
@@ -47,6 +48,20 @@ for alg in multislice prism; do
   build/stemsim "${si[@]}" "${camp[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cg.h5 || status=1
   echo "$alg campaign: $(python3 tests/check_h5.py compare /tmp/dgc/cg.h5 /tmp/dgc/cc.h5 --tol 1e-4 | tail -1)"
   python3 tests/check_h5.py compare /tmp/dgc/cg.h5 /tmp/dgc/cc.h5 --tol 1e-4 | grep -q PASS || status=1
+done
+# probe positions from a file (40 random positions in the 21.72 Angstrom cell) and a tilted
+# beam with a displaced aperture: GPU = CPU, multislice and PRISM
+python3 -c "import random; random.seed(3); print('\n'.join('%.6f %.6f' % (random.uniform(0, 21.72), random.uniform(0, 21.72)) for _ in range(40)))" > /tmp/dgc/probes.txt
+# the grid's keys go (positions replace them); the model path made absolute
+sed -E '/^(units|x_start|x_end|y_start|y_end|step) *=/d; s#^xyz = \.\./#xyz = '"$root"'/#' benchmarks/gpu_check_si.ini > /tmp/dgc/pos.ini
+for alg in multislice prism; do
+  pos=(/tmp/dgc/pos.ini -q --set output.overwrite=true --set simulation.algorithm=$alg
+       --set scan.positions=/tmp/dgc/probes.txt --set probe.beam_tilt_x=5 --set probe.beam_tilt_y=-3
+       --set probe.aperture_shift_x=1 --set detector.save_4d=true)
+  build/stemsim "${pos[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/pc.h5 || status=1
+  build/stemsim "${pos[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/pg.h5 || status=1
+  echo "$alg, positions file and beam tilt: $(python3 tests/check_h5.py compare /tmp/dgc/pg.h5 /tmp/dgc/pc.h5 --tol 1e-4 | tail -1)"
+  python3 tests/check_h5.py compare /tmp/dgc/pg.h5 /tmp/dgc/pc.h5 --tol 1e-4 | grep -q PASS || status=1
 done
 echo "device_gpu_checks: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

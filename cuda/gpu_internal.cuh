@@ -50,6 +50,7 @@ typedef struct {
     int n_ap;                       /* probe aperture pixels (multislice) */
     int *ap_index;
     double *ap_q;                   /* [n_ap][4]: qx, qy, chi, aperture weight / root of the sum of their squares */
+    double *probe_xy;               /* [scan] positions: [n_probes][2] (NULL: the scan grid) */
     int *beam_k;                    /* [n_beams][2]: kx, ky (S-matrix) */
 } gpu_prop_shared;
 

@@ -141,6 +141,7 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->opt.memory_mode, chosen = -1, T = T0, U = 1;
     int tx, ty;
     if (plan->opt.gpu_tile > 0) T = T0 = plan->opt.gpu_tile; /* [debug] gpu_tile: benchmarking */
+    if (plan->positions) T = T0 = 1; /* tiles and units of several probes assume a grid's neighbours */
     double need_single = 0, need_stream = 0;
     for (T = T0; T >= 1 && chosen < 0 && mode != STEM_MEMMODE_STREAMING; T = T > 1 ? T / 2 : 0) {
         tx = T < plan->scan_nx ? T : plan->scan_nx;
@@ -158,7 +159,7 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
             tx = T < plan->scan_nx ? T : plan->scan_nx;
             ty = T < plan->scan_ny ? T : plan->scan_ny;
             double out = gpu_tile_out_bytes(plan, T) / 8;
-            for (U = (int)((max_u + T - 1) / T); U >= 1; U = U > 1 ? (U * 3) / 4 : 0) {
+            for (U = plan->positions ? 1 : (int)((max_u + T - 1) / T); U >= 1; U = U > 1 ? (U * 3) / 4 : 0) {
                 if (U > 1 && unit_count(plan, T, U) < d->workers) continue; /* keep every stream busy */
                 double need = shared + d->streams * out_worker_bytes(plan, op->direct, out, tx * ty, gpu_unit_pixels(plan, T, U));
                 if (U == 1 && T == T0) need_stream = need;

@@ -102,12 +102,12 @@ static __global__ void k_mul_bcast(float2 *__restrict__ w, const float2 *__restr
  * q[e] = (qx, qy, chi, A) with A the aperture's weight over the root of the sum of their squares. */
 static __global__ void k_probes(float2 *__restrict__ w, size_t grid, const int *__restrict__ idx,
                                 const double *__restrict__ q, int n_ap, long g0, int scan_nx, double x0, double y0,
-                                double step)
+                                double step, const double *__restrict__ xy)
 {
     int e = blockIdx.x * blockDim.x + threadIdx.x, b = blockIdx.y;
     if (e >= n_ap) return;
     long g = g0 + b;
-    double x = x0 + (double)(g % scan_nx) * step, y = y0 + (double)(g / scan_nx) * step;
+    double x = xy ? xy[2 * g] : x0 + (double)(g % scan_nx) * step, y = xy ? xy[2 * g + 1] : y0 + (double)(g / scan_nx) * step;
     double phase = -q[4 * e + 2] - 2 * M_PI * (q[4 * e] * x + q[4 * e + 1] * y), s, c;
     sincos(phase, &s, &c);
     float a = (float)q[4 * e + 3];
@@ -204,7 +204,13 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
                 n++;
             }
         sh->n_ap = n;
-        err = gpu_alloc_((void **)&sh->ap_index, sizeof(int) * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
+        if (plan->positions) { /* every probe's position: 16 bytes each */
+            size_t bytes = sizeof(double) * 2 * (size_t)plan->n_probes;
+            err = gpu_alloc_((void **)&sh->probe_xy, bytes, "probe positions", __FILE__, __LINE__, __func__);
+            if (!err && cudaMemcpy(sh->probe_xy, plan->positions, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+                err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(probe positions)", __FILE__, __LINE__, __func__);
+        }
+        if (!err) err = gpu_alloc_((void **)&sh->ap_index, sizeof(int) * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
         if (!err) err = gpu_alloc_((void **)&sh->ap_q, sizeof(double) * 4 * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
         if (!err && n && cudaMemcpy(sh->ap_index, idx, sizeof(int) * n, cudaMemcpyHostToDevice) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(aperture)", __FILE__, __LINE__, __func__);
@@ -253,6 +259,7 @@ void gpu_prop_shared_free(gpu_prop_shared *sh)
     gpu_free(sh->prop);
     gpu_free(sh->ap_index);
     gpu_free(sh->ap_q);
+    gpu_free(sh->probe_xy);
     gpu_free(sh->beam_k);
     memset(sh, 0, sizeof *sh);
 }
@@ -318,7 +325,7 @@ int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, flo
     if (n <= 0 || sh->n_ap <= 0) return STEM_OK;
     dim3 blocks(gpu_blocks(sh->n_ap, 256), n);
     k_probes<<<blocks, 256, 0, s>>>(waves, (size_t)plan->nx * plan->ny, sh->ap_index, sh->ap_q, sh->n_ap, g0,
-                                    plan->scan_nx, plan->scan_x0, plan->scan_y0, plan->scan_step);
+                                    plan->scan_nx, plan->scan_x0, plan->scan_y0, plan->scan_step, sh->probe_xy);
     CUDA_LAUNCH();
     return STEM_OK;
 }

@@ -97,6 +97,16 @@ static const key_spec key_table[] = {
     {"probe", "soft_aperture", K_BOOL, OFF(soft_aperture), "false", 0, 0, NULL, "-",
      "soften the aperture's edge over one pixel of the simulation grid (abTEM's soft aperture: weight "
      "clip((alpha - theta) / d(phi) + 1/2, 0, 1), d the grid's angular step along the azimuth phi); false: hard edge"},
+    {"probe", "beam_tilt_x", K_DOUBLE, OFF(beam_tilt_mrad[0]), "0", -1000, 1000, NULL, "mrad",
+     "beam (probe) tilt along x: aperture and aberration function centred on this angle in the diffraction plane "
+     "(Prismatic's probe tilt); detectors stay centred on the optical axis, so the bright field moves with it"},
+    {"probe", "beam_tilt_y", K_DOUBLE, OFF(beam_tilt_mrad[1]), "0", -1000, 1000, NULL, "mrad",
+     "beam (probe) tilt along y, like beam_tilt_x"},
+    {"probe", "aperture_shift_x", K_DOUBLE, OFF(aperture_shift_mrad[0]), "0", -1000, 1000, NULL, "mrad",
+     "a misaligned aperture: displaced by this much along x from the beam's axis (the aberrations stay centred on "
+     "the beam)"},
+    {"probe", "aperture_shift_y", K_DOUBLE, OFF(aperture_shift_mrad[1]), "0", -1000, 1000, NULL, "mrad",
+     "aperture displacement along y, like aperture_shift_x"},
     {"probe", "focal_spread", K_DOUBLE, OFF(focal_spread), "0", 0, 1e5, NULL, "Angstrom",
      "standard deviation sigma of a Gaussian spread of defocus (temporal partial coherence; Cc times the relative "
      "energy spread; abTEM's and Kirkland's 1/e focal_spread is sqrt(2) sigma): every output is the weighted mean over "
@@ -142,6 +152,10 @@ static const key_spec key_table[] = {
     {"scan", "y_end", K_DOUBLE, OFF(y_end), "1", -1e6, 1e6, NULL, "units",
      "scan window end along y (exclusive; default: whole cell)"},
     {"scan", "step", K_DOUBLE, OFF(step), "0.2", 1e-4, 1e4, NULL, "Angstrom", "probe step"},
+    {"scan", "positions", K_STRING, OFF(positions), "", 0, 0, NULL, "path",
+     "probe positions instead of the grid: a text file of 'x y' lines in Angstrom inside the cell ('#' comments); "
+     "relative to the config file; the outputs then have one probe axis (in file order) instead of scan_y x scan_x, "
+     "and /axes/probe_x, /axes/probe_y"},
     {"detector", "ring_width", K_DOUBLE, OFF(ring_width), "1", 0.01, 1000, NULL, "mrad",
      "width of the annular rings of the 3D output"},
     {"detector", "save_3d", K_BOOL, OFF(save_3d), "true", 0, 0, NULL, "-", "write the ring output /rings"},
@@ -561,6 +575,16 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->segments > 1 && cfg->segment_outer <= cfg->segment_inner)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
                          source, cfg->segment_outer, cfg->segment_inner);
+    if (cfg->positions[0]) {
+        static const char *grid_keys[] = {"units", "x_start", "x_end", "y_start", "y_end", "step"};
+        for (size_t i = 0; i < sizeof grid_keys / sizeof *grid_keys; i++)
+            if (stem_config_given(cfg, "scan", grid_keys[i]))
+                return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions and [scan] %s both place the probes: give one",
+                                 source, grid_keys[i]);
+        if (cfg->source_size > 0)
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs the images over a scan grid: not with "
+                             "[scan] positions", source);
+    }
     STEM_TRY(validate_series(cfg, source));
     if (cfg->thermal == 0 && cfg->frozen_phonons > 1)
         stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",

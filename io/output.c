@@ -43,6 +43,8 @@
  *                           aperture removed); units as /images
  *   /axes/scan_x            float64 [scan_nx], probe x positions, units = "Angstrom"
  *   /axes/scan_y            float64 [scan_ny], probe y positions, units = "Angstrom"
+ *   /axes/probe_x, probe_y  float64 [n_probes] instead, with [scan] positions (one probe axis
+ *                           in place of [scan_ny][scan_nx] in every probe dataset)
  *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
  *   /axes/cbed_qx_mrad      float64 [cbed_nx], angle of each bin's centre (with /cbed, /pacbed)
  *   /axes/cbed_qy_mrad      float64 [cbed_ny], likewise along y
@@ -82,8 +84,9 @@ typedef struct {
 } stem_output_attr;
 
 /* One dataset. grid != 0: the shape starts with [scan_ny][scan_nx] and each
- * rank writes its own probes from data (probe-major); grid == 0: a small
- * dataset that rank 0 writes whole. */
+ * rank writes its own probes from data (probe-major); with [scan] positions
+ * those two become one probe axis (grid == 2, see stem_output_probe_axis);
+ * grid == 0: a small dataset that rank 0 writes whole. */
 typedef struct {
     const char *name;
     hid_t file_type, mem_type;
@@ -405,7 +408,12 @@ static int stem_output_attrs(const stem_output *o, hid_t loc, const char *where,
                              int n)
 {
     for (int i = 0; i < n; i++) {
-        if (a[i].text)
+        static const char grid_axes[] = "scan_y, scan_x";
+        if (a[i].text && o->plan->positions && !strncmp(a[i].text, grid_axes, strlen(grid_axes))) {
+            char probe_axis[256]; /* [scan] positions: the grid's two axes are one probe axis */
+            snprintf(probe_axis, sizeof probe_axis, "probe%s", a[i].text + strlen(grid_axes));
+            STEM_TRY(stem_output_attr_string(o, loc, where, a[i].name, probe_axis));
+        } else if (a[i].text)
             STEM_TRY(stem_output_attr_string(o, loc, where, a[i].name, a[i].text));
         else
             STEM_TRY(stem_output_attr_double(o, loc, where, a[i].name, a[i].value));
@@ -443,6 +451,14 @@ static int stem_output_probe_blocks(hsize_t begin, hsize_t count, hsize_t nx, st
 static int stem_output_select_probes(const stem_output *o, hid_t space, const stem_output_dataset *d, int lead)
 {
     if (o->count == 0) return H5Sselect_none(space) < 0 ? STEM_ERR_IO : STEM_OK;
+    if (d->grid == 2) { /* one probe axis: this rank's probes are one block */
+        hsize_t start[STEM_OUTPUT_MAX_LEAD + 4] = {0}, count[STEM_OUTPUT_MAX_LEAD + 4] = {0};
+        for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
+        start[lead] = o->begin;
+        count[lead] = o->count;
+        for (int k = 1; k < d->rank; k++) count[lead + k] = d->dims[k];
+        return H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
+    }
     stem_output_block b[3];
     int n = stem_output_probe_blocks(o->begin, o->count, d->dims[1], b);
     for (int i = 0; i < n; i++) {
@@ -479,9 +495,10 @@ static int stem_output_select(const stem_output *o, const stem_output_dataset *d
     int mrank;
     if (d->grid) {
         /* memory: [local probes][trailing dims...] */
-        mrank = d->rank - 1;
+        int first = d->grid == 2 ? 1 : 2; /* the first trailing dimension */
+        mrank = d->rank - first + 1;
         mdims[0] = o->count;
-        for (int k = 2; k < d->rank; k++) mdims[k - 1] = d->dims[k];
+        for (int k = first; k < d->rank; k++) mdims[k - first + 1] = d->dims[k];
     } else {
         mrank = d->rank;
         memcpy(mdims, d->dims, sizeof mdims);
@@ -508,10 +525,24 @@ static int stem_output_series_attr(const stem_output *o, hid_t dset, const char 
     return stem_output_attr_string(o, dset, name, "series_axes", axes);
 }
 
+/* With [scan] positions a grid dataset's [1][n_probes] becomes one probe axis [n_probes]. */
+static stem_output_dataset stem_output_probe_axis(const stem_output *o, const stem_output_dataset *d)
+{
+    stem_output_dataset p = *d;
+    if (!d->grid || !o->plan->positions) return p;
+    p.grid = 2;
+    p.rank = d->rank - 1;
+    p.dims[0] = (hsize_t)o->plan->n_probes;
+    for (int k = 1; k < p.rank; k++) p.dims[k] = d->dims[k + 1];
+    return p;
+}
+
 /* Create a contiguous dataset (at the first series point; open it at the
  * others), write this rank's part collectively, add attributes. */
-static int stem_output_write_dataset(const stem_output *o, const stem_output_dataset *d)
+static int stem_output_write_dataset(const stem_output *o, const stem_output_dataset *given)
 {
+    stem_output_dataset shaped = stem_output_probe_axis(o, given);
+    const stem_output_dataset *d = &shaped;
     int rc = STEM_OK, lead = stem_output_lead(o, d), first = !lead || o->point == 0;
     hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID, dset = H5I_INVALID_HID;
     double dummy = 0; /* H5Dwrite wants a buffer even for an empty selection */
@@ -770,16 +801,23 @@ static int stem_output_axes(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
     double x, y;
-    for (int i = 0; i < plan->scan_nx; i++) {
-        stem_plan_probe_position(plan, i, &x, &y);
-        o->axis[i] = x;
+    if (plan->positions) { /* the probe axis: each probe's position */
+        for (long p = 0; p < plan->n_probes; p++) o->axis[p] = plan->positions[2 * p];
+        STEM_TRY(stem_output_axis(o, "/axes/probe_x", (int)plan->n_probes, "Angstrom"));
+        for (long p = 0; p < plan->n_probes; p++) o->axis[p] = plan->positions[2 * p + 1];
+        STEM_TRY(stem_output_axis(o, "/axes/probe_y", (int)plan->n_probes, "Angstrom"));
+    } else {
+        for (int i = 0; i < plan->scan_nx; i++) {
+            stem_plan_probe_position(plan, i, &x, &y);
+            o->axis[i] = x;
+        }
+        STEM_TRY(stem_output_axis(o, "/axes/scan_x", plan->scan_nx, "Angstrom"));
+        for (int i = 0; i < plan->scan_ny; i++) {
+            stem_plan_probe_position(plan, (long)i * plan->scan_nx, &x, &y);
+            o->axis[i] = y;
+        }
+        STEM_TRY(stem_output_axis(o, "/axes/scan_y", plan->scan_ny, "Angstrom"));
     }
-    STEM_TRY(stem_output_axis(o, "/axes/scan_x", plan->scan_nx, "Angstrom"));
-    for (int i = 0; i < plan->scan_ny; i++) {
-        stem_plan_probe_position(plan, (long)i * plan->scan_nx, &x, &y);
-        o->axis[i] = y;
-    }
-    STEM_TRY(stem_output_axis(o, "/axes/scan_y", plan->scan_ny, "Angstrom"));
     if (plan->n_bins > 0) {
         for (int i = 0; i < plan->n_bins; i++) o->axis[i] = i * plan->ring_width;
         STEM_TRY(stem_output_axis(o, "/axes/ring_inner_mrad", plan->n_bins, "mrad"));

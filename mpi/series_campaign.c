@@ -140,6 +140,9 @@ static char *identity_text(const stem_series_job *job)
     }
     fprintf(f, "stemsim version = %s\nmodel (tiled) = %ld atoms, hash %016llx\nscattering table hash = %016llx\n",
             STEM_VERSION, job->atoms->n, model, table);
+    if (job->plan->positions) /* the file's name is in the config; its numbers are here */
+        fprintf(f, "probe positions = %ld, hash %016llx\n", job->plan->n_probes,
+                stem_hash_bytes(STEM_HASH_SEED, job->plan->positions, sizeof(double) * 2 * (size_t)job->plan->n_probes));
     fprintf(f, "detection planes (slices) =");
     for (int k = 0; job->series->depth_slice && k < job->series->n[STEM_SERIES_DEPTH]; k++)
         fprintf(f, " %d", job->series->depth_slice[k]);

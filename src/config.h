@@ -41,6 +41,8 @@ typedef struct {
     double source_size;      /* FWHM of the Gaussian effective source, Angstrom (0: none) */
     double focal_spread;     /* standard deviation of the defocus spread, Angstrom (0: none) */
     int soft_aperture;
+    double beam_tilt_mrad[2];      /* x, y: the probe's directions centred here (mrad) */
+    double aperture_shift_mrad[2]; /* x, y: the aperture alone displaced further (mrad) */
     double cc, energy_spread; /* Angstrom, eV FWHM: a focal spread from chromatic aberration */
     int focal_points;        /* Gauss-Hermite points */
     double aberr_c[STEM_N_ABERR];       /* C_nm, Angstrom (aberrations.h) */
@@ -65,6 +67,7 @@ typedef struct {
     int scan_units;
     double x_start, x_end, y_start, y_end; /* in scan_units */
     double step;             /* Angstrom */
+    char positions[STEM_PATH_MAX]; /* probe positions file ("": the grid above) */
     /* [detector] */
     double ring_width;       /* mrad */
     int save_3d, save_4d, save_dpc;

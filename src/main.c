@@ -90,13 +90,20 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
 }
 
 /* Relative model paths are relative to the config file's directory. */
-static void resolve_model_path(stem_config *cfg)
+/* An input path relative to the config file's directory. */
+static void resolve_input_path(const stem_config *cfg, char path[STEM_PATH_MAX])
 {
-    if (cfg->xyz[0] == '/') return;
+    if (!path[0] || path[0] == '/') return;
     char dir[STEM_PATH_MAX], joined[2 * STEM_PATH_MAX + 2];
     snprintf(dir, sizeof dir, "%s", cfg->config_path);
-    snprintf(joined, sizeof joined, "%s/%s", dirname(dir), cfg->xyz);
-    if (strlen(joined) < STEM_PATH_MAX) strcpy(cfg->xyz, joined);
+    snprintf(joined, sizeof joined, "%s/%s", dirname(dir), path);
+    if (strlen(joined) < STEM_PATH_MAX) strcpy(path, joined);
+}
+
+static void resolve_model_path(stem_config *cfg)
+{
+    resolve_input_path(cfg, cfg->xyz);
+    resolve_input_path(cfg, cfg->positions);
 }
 
 /* Rank 0 reads the table and the model; everyone receives them and checks
@@ -145,14 +152,15 @@ static void print_decomposition(const stem_plan *plan)
 static int compare_strings(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Everything stemsim reads: the output may be none of them. */
-static int list_inputs(const stem_config *cfg, stem_input_ref inputs[4])
+static int list_inputs(const stem_config *cfg, stem_input_ref inputs[5])
 {
-    inputs[0] = (stem_input_ref){"config file", cfg->config_path};
-    inputs[1] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
-    inputs[2] = (stem_input_ref){"scattering-factor table (STEMSIM_KIRKLAND)", stem_kirkland_default_path()};
-    if (!cfg->fft_wisdom[0]) return 3;
-    inputs[3] = (stem_input_ref){"FFTW wisdom file ([compute] fft_wisdom)", cfg->fft_wisdom};
-    return 4;
+    int n = 0;
+    inputs[n++] = (stem_input_ref){"config file", cfg->config_path};
+    inputs[n++] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
+    inputs[n++] = (stem_input_ref){"scattering-factor table (STEMSIM_KIRKLAND)", stem_kirkland_default_path()};
+    if (cfg->fft_wisdom[0]) inputs[n++] = (stem_input_ref){"FFTW wisdom file ([compute] fft_wisdom)", cfg->fft_wisdom};
+    if (cfg->positions[0]) inputs[n++] = (stem_input_ref){"probe positions file ([scan] positions)", cfg->positions};
+    return n;
 }
 
 /* Node-shared memory is the default; where /dev/shm is too small for it on any node (a
@@ -241,7 +249,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     /* once per run: the GPU engine chooses its devices and checks its memory here */
     if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
     if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
-    stem_input_ref inputs[4];
+    stem_input_ref inputs[5];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../io/positions.h"
 #include "channels.h"
 #include "memlimit.h"
 #include "probe.h"
@@ -44,6 +45,11 @@ void stem_split_range(long n, int parts, int i, long *b, long *e)
 
 void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y)
 {
+    if (plan->positions) {
+        *x = plan->positions[2 * p];
+        *y = plan->positions[2 * p + 1];
+        return;
+    }
     *x = plan->scan_x0 + (p % plan->scan_nx) * plan->scan_step;
     *y = plan->scan_y0 + (p / plan->scan_nx) * plan->scan_step;
 }
@@ -75,6 +81,13 @@ static int check_optics(stem_plan *plan)
                          "the anti-aliased band reaches only %.1f mrad; use pixel_size <= %.4f Angstrom",
                          plan->dx, plan->dy, plan->semiangle_mrad, plan->q_limit * plan->lambda * 1e3, need);
     }
+    double off = hypot(plan->aperture_q[0], plan->aperture_q[1]);
+    if (off > 0 && off + q_probe >= plan->q_limit)
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[probe] beam tilt and aperture shift (%.1f mrad off axis) put the %g mrad aperture beyond the "
+                         "anti-aliased band (%.1f mrad): use a smaller tilt or pixel_size <= %.4f Angstrom",
+                         off * plan->lambda * 1e3, plan->semiangle_mrad, plan->q_limit * plan->lambda * 1e3,
+                         plan->lambda / (3 * (plan->alpha + off * plan->lambda)));
     return STEM_OK;
 }
 
@@ -101,6 +114,24 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
     return STEM_OK;
 }
 
+/* The probes: the [scan] grid, or the positions file (read by every rank that builds a plan). */
+static int choose_scan(stem_plan *plan, const stem_config *cfg)
+{
+    if (cfg->positions[0]) {
+        STEM_TRY(stem_positions_read(cfg->positions, plan->cell[0], plan->cell[1], &plan->positions, &plan->n_probes));
+        plan->scan_nx = (int)plan->n_probes;
+        plan->scan_ny = 1;
+        return STEM_OK;
+    }
+    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", stem_config_given(cfg, "scan", "x_end"),
+                       &plan->scan_x0, &plan->scan_nx));
+    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", stem_config_given(cfg, "scan", "y_end"),
+                       &plan->scan_y0, &plan->scan_ny));
+    plan->scan_step = cfg->step;
+    plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
+    return STEM_OK;
+}
+
 double stem_plan_probe_diameter(const stem_plan *plan)
 {
     const double *c = plan->aberr.c;
@@ -114,7 +145,9 @@ double stem_plan_probe_diameter(const stem_plan *plan)
     /* the others, at most |C_nm| a^n each (their azimuthal part cannot cancel the round ones everywhere) */
     for (int k = 0; k < STEM_N_ABERR; k++)
         if (stem_aberration_orders[k].m != 0) blur += fabs(c[k]) * pow(a, stem_aberration_orders[k].n);
-    return 1.22 * plan->lambda / a + 2 * blur;
+    /* a tilted beam drifts sideways by its tilt times the depth: by the exit at most */
+    double drift = plan->lambda * hypot(plan->tilt_q[0], plan->tilt_q[1]) * plan->cell[2];
+    return 1.22 * plan->lambda / a + 2 * blur + 2 * drift;
 }
 
 #define STEM_MIN_DETECTOR_PIXELS 4
@@ -158,13 +191,17 @@ static int choose_beams(stem_plan *plan)
     /* a soft edge reaches half a pixel (of the finer axis' step, at most) beyond alpha */
     double soft = plan->opt.soft_aperture ? 0.5 / fmin(plan->cell[0], plan->cell[1]) : 0;
     double q_probe = plan->alpha / plan->lambda + soft;
-    int kx_max = (int)floor(q_probe * plan->cell[0]), ky_max = (int)floor(q_probe * plan->cell[1]);
-    long cap = (long)(2 * kx_max / plan->fx + 1) * (2 * ky_max / plan->fy + 1);
+    /* the multiples of f inside the (shifted) aperture's bounding box */
+    int kx0 = (int)ceil((plan->aperture_q[0] - q_probe) * plan->cell[0] / plan->fx) * plan->fx;
+    int kx1 = (int)floor((plan->aperture_q[0] + q_probe) * plan->cell[0]);
+    int ky0 = (int)ceil((plan->aperture_q[1] - q_probe) * plan->cell[1] / plan->fy) * plan->fy;
+    int ky1 = (int)floor((plan->aperture_q[1] + q_probe) * plan->cell[1]);
+    long cap = (long)((kx1 - kx0) / plan->fx + 2) * ((ky1 - ky0) / plan->fy + 2);
     STEM_ALLOC(plan->beam_kx, cap, "beam list");
     STEM_ALLOC(plan->beam_ky, cap, "beam list");
     int n = 0;
-    for (int ky = -(ky_max / plan->fy) * plan->fy; ky <= ky_max; ky += plan->fy)
-        for (int kx = -(kx_max / plan->fx) * plan->fx; kx <= kx_max; kx += plan->fx) {
+    for (int ky = ky0; ky <= ky1; ky += plan->fy)
+        for (int kx = kx0; kx <= kx1; kx += plan->fx) {
             double qx = kx / plan->cell[0], qy = ky / plan->cell[1];
             if (stem_probe_aperture(plan, qx, qy) > 0) {
                 plan->beam_kx[n] = kx;
@@ -365,6 +402,10 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->lambda = stem_wavelength(cfg->energy_kev);
     plan->sigma = stem_interaction_constant(cfg->energy_kev);
     plan->alpha = cfg->semiangle_mrad * 1e-3;
+    for (int a = 0; a < 2; a++) { /* small angles: theta = lambda q */
+        plan->tilt_q[a] = cfg->beam_tilt_mrad[a] * 1e-3 / plan->lambda;
+        plan->aperture_q[a] = (cfg->beam_tilt_mrad[a] + cfg->aperture_shift_mrad[a]) * 1e-3 / plan->lambda;
+    }
     memcpy(plan->cell, atoms->cell, sizeof plan->cell);
     int prism = cfg->algorithm == STEM_ALG_PRISM;
     plan->fx = prism ? cfg->interpolation_x : 1;
@@ -406,12 +447,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
             plan->layout.world_rank == 0)
             stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
-    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", stem_config_given(cfg, "scan", "x_end"),
-                       &plan->scan_x0, &plan->scan_nx));
-    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", stem_config_given(cfg, "scan", "y_end"),
-                       &plan->scan_y0, &plan->scan_ny));
-    plan->scan_step = cfg->step;
-    plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
+    STEM_TRY(choose_scan(plan, cfg));
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
     STEM_TRY(check_prism_window(plan, cfg));
@@ -527,8 +563,11 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
                 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
     fprintf(out, "  detector           %d x %d pixels, %d rings of %g mrad, %d images\n", plan->out_nx, plan->out_ny,
             plan->n_bins, plan->ring_width, plan->n_images);
-    fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx, plan->scan_ny,
-            plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
+    if (plan->positions)
+        fprintf(out, "  scan               %ld probes at the positions of [scan] positions\n", plan->n_probes);
+    else
+        fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx,
+                plan->scan_ny, plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
     fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups, L->group_size);
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
@@ -565,5 +604,7 @@ void stem_plan_free(stem_plan *plan)
 {
     free(plan->beam_kx);
     free(plan->beam_ky);
+    free(plan->positions);
     plan->beam_kx = plan->beam_ky = NULL;
+    plan->positions = NULL;
 }

@@ -53,6 +53,8 @@ typedef struct {
     double lambda;   /* Angstrom */
     double sigma;    /* rad / (V Angstrom) */
     double alpha;    /* probe semi-angle, rad */
+    double tilt_q[2];     /* beam tilt as a wave vector, 1/Angstrom: chi and aperture centred here */
+    double aperture_q[2]; /* the aperture's centre, 1/Angstrom (tilt plus aperture shift) */
     double semiangle_mrad;
     stem_aberrations aberr;
     /* simulation grid (full resolution) */
@@ -89,6 +91,9 @@ typedef struct {
     int scan_nx, scan_ny;
     long n_probes;
     double scan_x0, scan_y0, scan_step; /* Angstrom */
+    /* [scan] positions: n_probes positions (x0 y0 x1 y1 ..., Angstrom), scan_nx = n_probes,
+     * scan_ny = 1 and the outputs have one probe axis; NULL: the grid above */
+    double *positions;
     /* plane waves of the S-matrix (PRISM): Fourier indices on the full grid */
     int n_beams;
     int *beam_kx, *beam_ky;

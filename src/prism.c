@@ -239,6 +239,7 @@ static int output_work(void *ctx, int w, long begin, long end)
     const stem_plan *plan = job->plan;
     for (long p = begin; p < end;) { /* runs end at the batch, at a scan row, and at OUTPUT_RUN */
         long row_end = ((plan->probe_begin + p) / plan->scan_nx + 1) * plan->scan_nx - plan->probe_begin;
+        if (plan->positions) row_end = p + 1; /* a run shares one window row, ascending: only on a grid */
         long e = end < row_end ? end : row_end;
         int n = (int)(e - p < OUTPUT_RUN ? e - p : OUTPUT_RUN);
         output_run(job, w, p, n);

@@ -7,6 +7,8 @@ double stem_probe_chi(const stem_plan *plan, double qx, double qy)
 {
     const double *c = plan->aberr.c, *phi_nm = plan->aberr.phi;
     double lambda = plan->lambda;
+    qx -= plan->tilt_q[0]; /* the aberrations are centred on the tilted beam */
+    qy -= plan->tilt_q[1];
     double tx = lambda * qx, ty = lambda * qy, t2 = tx * tx + ty * ty;
     double phi = atan2(ty, tx), c1 = c[STEM_C10], a1 = c[STEM_C12], c3 = c[STEM_C30], c5 = c[STEM_C50];
     /* C10, C12, C30, C50 as stemsim always evaluated them (results unchanged to the bit) */
@@ -22,6 +24,8 @@ double stem_probe_chi(const stem_plan *plan, double qx, double qy)
 
 double stem_probe_aperture(const stem_plan *plan, double qx, double qy)
 {
+    qx -= plan->aperture_q[0];
+    qy -= plan->aperture_q[1];
     double q_ap = plan->alpha / plan->lambda, q2 = qx * qx + qy * qy;
     if (!plan->opt.soft_aperture) return q2 > q_ap * q_ap ? 0 : 1;
     if (q2 == 0) return 1;

@@ -177,3 +177,16 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
     endforeach()
   endforeach()
 endif()
+
+# [scan] positions: shuffled grid positions from a file equal the grid run probe by probe;
+# 1 rank = 3 ranks.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  foreach(_alg multislice prism)
+    add_test(NAME mpi_positions_${_alg}
+             COMMAND ${STEMSIM_PYTHON} ${_it_dir}/positions.py --algorithm ${_alg}
+                     --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                     --config ${_it_dir}/small.ini --workdir ${_it_work})
+    set_tests_properties(mpi_positions_${_alg} PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                         SKIP_RETURN_CODE 77 TIMEOUT 240)
+  endforeach()
+endif()

@@ -52,8 +52,13 @@ static void test_f1_equals_multislice(void)
     const char *soft = "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsoft_aperture = true\nsemiangle = 18\ndefocus = 25\n"
                        "[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n[compute]\nthreads = 2\n"
                        "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\ninterpolation_y = 1\n";
-    for (int k = 0; k < 3; k++) {
-    const char *setup = k == 2 ? soft : k ? rect : common;
+    /* and a tilted beam with a displaced aperture (PRISM: the probe's coefficients shifted) */
+    const char *tilted = "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsemiangle = 18\ndefocus = 25\nbeam_tilt_x = 6\n"
+                         "beam_tilt_y = -4\naperture_shift_x = 1.5\n[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n"
+                         "[compute]\nthreads = 2\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\n"
+                         "interpolation_x = 1\ninterpolation_y = 1\n";
+    for (int k = 0; k < 4; k++) {
+    const char *setup = k == 3 ? tilted : k == 2 ? soft : k ? rect : common;
     sim_case ms, pr;
     snprintf(ini, sizeof ini, "[sample]\nxyz = %s\n%salgorithm = multislice\n", si_xyz, setup);
     REQUIRE(sim_setup(&ms, ini, NULL) == STEM_OK);
@@ -65,8 +70,10 @@ static void test_f1_equals_multislice(void)
     CHECK_INT_EQ(pr.plan.out_ny, ms.plan.out_ny);
     REQUIRE(sim_run(&ms) == STEM_OK);
     REQUIRE(sim_run(&pr) == STEM_OK);
-    compare(k == 2 ? "Si 3x2x1 soft aperture, PRISM f = 1 vs multislice"
-            : k ? "Si 3x2x1, PRISM f = 1 vs multislice" : "Si 2x2x2, PRISM f = 1 vs multislice", &pr.res, &ms.res, 1e-4);
+    static const char *what[] = {"Si 2x2x2, PRISM f = 1 vs multislice", "Si 3x2x1, PRISM f = 1 vs multislice",
+                                 "Si 3x2x1 soft aperture, PRISM f = 1 vs multislice",
+                                 "Si 3x2x1 tilted beam, PRISM f = 1 vs multislice"};
+    compare(what[k], &pr.res, &ms.res, 1e-4);
     /* the comparison is not vacuous: the crystal scatters out of the BF disk */
     double adf = 0;
     for (long p = 0; p < ms.res.n_probes; p++) adf = fmax(adf, ms.res.images[p * ms.res.n_images + 2]);

@@ -281,8 +281,58 @@ static void test_krivanek(void)
     probe_free(&b);
 }
 
+/* A beam tilted by whole Fourier pixels is the untilted probe's Fourier
+ * coefficients shifted by those pixels (aperture and aberrations move together);
+ * an aperture shift moves the aperture alone: |coefficients| shifted, phases not. */
+static void test_tilt(void)
+{
+    probe_case flat, tilted, shifted;
+    const char *optics = "[probe]\nsemiangle = 20\ndefocus = -60\ncs = 0.01\nastigmatism = 12\nastigmatism_angle = 20\n";
+    char ini[1024];
+    probe_build(&flat, optics);
+    double px = flat.plan.lambda / flat.plan.cell[0] * 1e3, py = flat.plan.lambda / flat.plan.cell[1] * 1e3; /* mrad */
+    int kx = 5, ky = -3;
+    snprintf(ini, sizeof ini, "%sbeam_tilt_x = %.17g\nbeam_tilt_y = %.17g\n", optics, kx * px, ky * py);
+    probe_build(&tilted, ini);
+    snprintf(ini, sizeof ini, "%saperture_shift_x = %.17g\naperture_shift_y = %.17g\n", optics, kx * px, ky * py);
+    probe_build(&shifted, ini);
+    int nx = flat.plan.nx, ny = flat.plan.ny;
+    size_t grid = (size_t)nx * ny;
+    stem_complex *a = stem_fft_alloc(grid, "probe"), *b = stem_fft_alloc(grid, "probe"), *c = stem_fft_alloc(grid, "probe");
+    REQUIRE(a && b && c);
+    stem_probe_fourier(&flat.plan, 3.1, 4.7, a);
+    stem_probe_fourier(&tilted.plan, 3.1, 4.7, b);
+    stem_probe_fourier(&shifted.plan, 3.1, 4.7, c);
+    double tilt_err = 0, mag_err = 0, phase_diff = 0, peak = 0;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            int i0 = ((i - kx) % nx + nx) % nx, j0 = ((j - ky) % ny + ny) % ny; /* where b's pixel came from */
+            stem_complex want = a[(size_t)j0 * nx + i0], got = b[(size_t)j * nx + i], ap = c[(size_t)j * nx + i];
+            /* a tilted probe at (x, y) also carries the tilt's own phase ramp exp(-2 pi i q_t.r) */
+            double ramp = -2 * M_PI * (kx / flat.plan.cell[0] * 3.1 + ky / flat.plan.cell[1] * 4.7);
+            want *= (stem_complex)(cos(ramp) + I * sin(ramp));
+            tilt_err = fmax(tilt_err, cabsf(got - want));
+            mag_err = fmax(mag_err, fabs(cabsf(ap) - cabsf(want)));
+            if (cabsf(ap) > 0) phase_diff = fmax(phase_diff, cabsf(ap - want));
+            peak = fmax(peak, cabsf(want));
+        }
+    CHECK_MSG(tilt_err <= 1e-5 * peak, "tilted probe vs shifted coefficients: max |diff| %.3g (peak %.3g)", tilt_err, peak);
+    CHECK_MSG(mag_err <= 1e-5 * peak, "aperture shift: |coefficients| differ from the shifted aperture by %.3g", mag_err);
+    CHECK_MSG(phase_diff >= 0.1 * peak, "aperture shift moved the aberrations too (phases agree to %.3g)", phase_diff);
+    printf("beam tilt (%d, %d) pixels: coefficients = shifted untilted ones to %.2e of the peak; aperture shift: "
+           "magnitudes to %.2e, phases differ by up to %.2f of the peak\n", kx, ky, tilt_err / peak, mag_err / peak,
+           phase_diff / peak);
+    stem_fft_free(a);
+    stem_fft_free(b);
+    stem_fft_free(c);
+    probe_free(&flat);
+    probe_free(&tilted);
+    probe_free(&shifted);
+}
+
 int main(void)
 {
+    test_tilt();
     test_vacuum_propagation();
     test_chi();
     test_krivanek();
