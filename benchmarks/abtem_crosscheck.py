@@ -495,6 +495,20 @@ def integrated_potential(vfunc, cutoff):
 # ----------------------------------------------------------------------------
 
 
+SILICON_TILES, SILICON_DZ, SILICON_PIXEL = (4, 4, 4), 1.3575, 0.06
+
+
+def silicon_ini(work, step):
+    """The option checks' stemsim config in work/ (no abTEM needed: the stored-reference
+    ctest writes the same one): Si [100] 4 x 4 x 4, one unit cell scanned at step."""
+    xyz = os.path.join(REPO, "data", "Si100_unitcell.xyz")
+    ucell = read_xyz(xyz)[0]
+    scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), step)
+    ini, h5 = os.path.join(work, "case.ini"), os.path.join(work, "case.h5")
+    write_ini(ini, xyz, SILICON_TILES, scan, SILICON_PIXEL, SILICON_DZ, h5)
+    return ini, h5
+
+
 class SiliconCase:
     """Silicon [100] 4 x 4 x 4 cells, 1.3575 Angstrom slices, stemsim's grid at 0.06 Angstrom,
     one unit cell scanned at `step`: stemsim's config (ini, h5), its plan, and abTEM's
@@ -510,12 +524,10 @@ class SiliconCase:
         dask.config.set(scheduler="threads", num_workers=threads)
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.exe, self.threads = os.path.abspath(stemsim), threads
+        self.ini, self.h5 = silicon_ini(self.work, step)
         xyz = os.path.join(REPO, "data", "Si100_unitcell.xyz")
         ucell, uZ, upos, uocc = read_xyz(xyz)
-        tiles, dz, pixel = (4, 4, 4), 1.3575, 0.06
-        scan = ((ucell[0], 2 * ucell[0]), (ucell[1], 2 * ucell[1]), step)
-        self.ini, self.h5 = os.path.join(self.work, "case.ini"), os.path.join(self.work, "case.h5")
-        write_ini(self.ini, xyz, tiles, scan, pixel, dz, self.h5)
+        tiles, dz = SILICON_TILES, SILICON_DZ
         self.plan = stemsim_plan(self.exe, self.ini)
         nx, ny, ns = self.plan["nx"], self.plan["ny"], self.plan["n_slices"]
         cell, Z, pos, occ = tile_like_stemsim(ucell, uZ, upos, uocc, tiles)

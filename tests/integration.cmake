@@ -190,3 +190,12 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                          SKIP_RETURN_CODE 77 TIMEOUT 240)
   endforeach()
 endif()
+
+# The microscope options against abTEM's stored numbers (tests/reference/abtem_options.json,
+# made by benchmarks/abtem_references.py): no abTEM at test time.
+if(STEMSIM_PYTHON)
+  add_test(NAME abtem_reference
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/abtem_reference.py --stemsim $<TARGET_FILE:stemsim>)
+  set_tests_properties(abtem_reference PROPERTIES LABELS "physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
