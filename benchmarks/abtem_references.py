@@ -24,7 +24,15 @@ import abtem_aberrations as ab  # noqa: E402
 import abtem_beam_tilt as bt  # noqa: E402
 import abtem_coherence as coh  # noqa: E402
 import abtem_crosscheck as xc  # noqa: E402
+import abtem_hrtem as hr  # noqa: E402
 import abtem_segments as seg  # noqa: E402
+
+HRTEM_BIN = 15  # the stored HRTEM arrays are means over 15 x 15 pixels (375 x 375 -> 25 x 25)
+
+
+def binned(a, b=HRTEM_BIN):
+    ny, nx = a.shape[0] // b, a.shape[1] // b
+    return a[:ny * b, :nx * b].reshape(ny, b, nx, b).mean(axis=(1, 3))
 
 OUT = os.path.join(xc.REPO, "tests", "reference", "abtem_options.json")
 
@@ -70,10 +78,24 @@ def main():
         "compare": "tilt_4d", "tol": 1e-3, "tilt_mrad": list(tilt), "band_mrad": case.plan["band_limit_mrad"],
         "rings_mrad": bt.RINGS,
         "reference": {k: v.tolist() for k, v in bt.images(a_s, s1["qx"], s1["qy"], mask).items()}}
+    lens_sets = [f"probe.{k}={v!r}" for k, v in hr.LENS.items()]
+    hr_common = ["simulation.algorithm=hrtem", "output.save_exit_wave=true"]
+    e, _ = hr.abtem_hrtem(case, {}, aperture=0.0)
+    cases["hrtem exit wave"] = {"sets": hr_common + ["hrtem.objective_aperture=0.0"], "compare": "hrtem", "tol": 1e-3,
+                                "bin": HRTEM_BIN, "reference": {"exit_real": binned(e.real).tolist(),
+                                                                "exit_imag": binned(e.imag).tolist()}}
+    _, img = hr.abtem_hrtem(case, hr.LENS)
+    cases["hrtem image, lens and 25 mrad aperture"] = {
+        "sets": hr_common + lens_sets + [f"hrtem.objective_aperture={hr.APERTURE!r}"], "compare": "hrtem", "tol": 1e-3,
+        "bin": HRTEM_BIN, "reference": {"image": binned(img).tolist()}}
+    _, img = hr.abtem_hrtem(case, hr.LENS, hr.SIGMA)
+    cases["hrtem image, lens and focal spread"] = {
+        "sets": hr_common + lens_sets + [f"hrtem.objective_aperture={hr.APERTURE!r}", f"probe.focal_spread={hr.SIGMA!r}"],
+        "compare": "hrtem", "tol": 2e-3, "bin": HRTEM_BIN, "reference": {"image": binned(img).tolist()}}
     doc = {"made_by": "benchmarks/abtem_references.py", "abtem": abtem.__version__, "step": args.step,
            "grid": case.grid, "cases": cases}
     with open(OUT, "w") as f:
-        json.dump(doc, f, indent=0)
+        json.dump(doc, f, indent=0, default=float)
     print(f"wrote {OUT}: {len(cases)} cases in {time.time() - t0:.0f} s ({case.grid}, {len(sx)} x {len(sy)} probes)")
     return 0
 

@@ -119,8 +119,11 @@ static const key_spec key_table[] = {
     {"probe", "focal_points", K_INT, OFF(focal_points), "7", 1, 64, NULL, "-",
      "Gauss-Hermite points over the focal spread (cost: that many output steps; exact for intensities polynomial "
      "in defocus up to degree 2 n - 1)"},
-    {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism", "-",
-     "multislice or prism"},
+    {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism|hrtem|cbed", "-",
+     "multislice or prism (STEM scans); hrtem: a plane wave (tilted by [probe] beam_tilt, rounded to the grid) through "
+     "the sample, its exit wave and the HRTEM image through the objective lens of [probe] (aberrations, focal "
+     "spread) and [hrtem] objective_aperture; cbed: one probe at [scan] x_start, y_start and its whole diffraction "
+     "pattern (/cbed_pattern)"},
     {"simulation", "pixel_size", K_DOUBLE, OFF(pixel_size), "0.1", 1e-3, 10, NULL, "Angstrom",
      "target real-space sampling; the grid is rounded up to FFT-friendly sizes"},
     {"simulation", "grid_x", K_INT, OFF(grid_x), "0", 0, 65536, NULL, "pixels",
@@ -182,11 +185,17 @@ static const key_spec key_table[] = {
      "rings of equal width the segmented detector is divided into radially"},
     {"detector", "segment_rotation", K_DOUBLE, OFF(segment_rotation), "0", -360, 360, NULL, "deg",
      "azimuth where segment 0 begins, from +x towards +y; segment s covers [rotation + s 360/N, rotation + (s+1) 360/N)"},
+    {"hrtem", "objective_aperture", K_DOUBLE, OFF(objective_aperture_mrad), "0", 0, 1e4, NULL, "mrad",
+     "hrtem: semi-angle of the objective aperture (hard edge, centred on the optical axis); 0: none (the band "
+     "limit)"},
     {"output", "file", K_STRING, OFF(output_file), "stemsim_output.h5", 0, 0, NULL, "path",
      "HDF5 result, relative to the current directory; written to <file>.XXXXXX.incomplete (created exclusively) and "
      "renamed on success; never one of the inputs"},
     {"output", "overwrite", K_BOOL, OFF(overwrite), "false", 0, 0, NULL, "-",
      "replace an existing output file (a regular file only); false: a file that appears meanwhile is never replaced"},
+    {"output", "save_exit_wave", K_BOOL, OFF(save_exit_wave), "false", 0, 0, NULL, "-",
+     "hrtem: write the exit wave /exit_wave (the configurations' mean complex wave, float32 [..][ny][nx][2]: "
+     "real, imaginary)"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
      "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "
@@ -556,9 +565,10 @@ static int validate(stem_config *cfg, const char *source)
             if (v[i] < 0 || v[i] > 1)
                 return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] %s = %g is outside the cell (fractional units need 0..1)", source, n[i], v[i]);
     }
-    if (cfg->x_end < cfg->x_start)
+    int one_wave = cfg->algorithm == STEM_ALG_HRTEM || cfg->algorithm == STEM_ALG_CBED; /* no scan window */
+    if (!one_wave && cfg->x_end < cfg->x_start)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] x_end (%g) is before x_start (%g)", source, cfg->x_end, cfg->x_start);
-    if (cfg->y_end < cfg->y_start)
+    if (!one_wave && cfg->y_end < cfg->y_start)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
     if (cfg->n_images == 0) default_images(cfg);
     /* by value, not by key given: the effective config (written back and read again) holds all three */
@@ -575,6 +585,15 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->segments > 1 && cfg->segment_outer <= cfg->segment_inner)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
                          source, cfg->segment_outer, cfg->segment_inner);
+    int plane = cfg->algorithm == STEM_ALG_HRTEM, single = cfg->algorithm == STEM_ALG_CBED;
+    if ((plane || single) && cfg->source_size > 0)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs a scan: not with algorithm = %s", source,
+                         plane ? "hrtem" : "cbed");
+    if ((plane || single) && cfg->positions[0])
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions: algorithm = %s has %s", source, plane ? "hrtem" : "cbed",
+                         plane ? "no probe" : "one probe, at [scan] x_start, y_start");
+    if (cfg->save_exit_wave && !plane)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
     if (cfg->positions[0]) {
         static const char *grid_keys[] = {"units", "x_start", "x_end", "y_start", "y_end", "step"};
         for (size_t i = 0; i < sizeof grid_keys / sizeof *grid_keys; i++)

@@ -91,7 +91,7 @@ typedef struct {
     const char *name;
     hid_t file_type, mem_type;
     int rank;
-    hsize_t dims[4];
+    hsize_t dims[6];
     int grid;
     const void *data;
     const stem_output_attr *attrs;
@@ -178,9 +178,9 @@ static int stem_output_check_plan(const stem_output *o)
 /* Length of the longest 1D axis (scan, rings, detector). */
 static int stem_output_longest_axis(const stem_plan *plan, const stem_output_series *series)
 {
-    const int n[5] = {plan->scan_nx, plan->scan_ny, plan->n_bins, plan->out_nx, plan->out_ny};
+    const int n[7] = {plan->scan_nx, plan->scan_ny, plan->n_bins, plan->out_nx, plan->out_ny, plan->nx, plan->ny};
     int m = 1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         if (n[i] > m) m = n[i];
     for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
         if (series->lead_n[a] > m) m = series->lead_n[a];
@@ -452,7 +452,7 @@ static int stem_output_select_probes(const stem_output *o, hid_t space, const st
 {
     if (o->count == 0) return H5Sselect_none(space) < 0 ? STEM_ERR_IO : STEM_OK;
     if (d->grid == 2) { /* one probe axis: this rank's probes are one block */
-        hsize_t start[STEM_OUTPUT_MAX_LEAD + 4] = {0}, count[STEM_OUTPUT_MAX_LEAD + 4] = {0};
+        hsize_t start[STEM_OUTPUT_MAX_LEAD + 6] = {0}, count[STEM_OUTPUT_MAX_LEAD + 6] = {0};
         for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
         start[lead] = o->begin;
         count[lead] = o->count;
@@ -462,7 +462,7 @@ static int stem_output_select_probes(const stem_output *o, hid_t space, const st
     stem_output_block b[3];
     int n = stem_output_probe_blocks(o->begin, o->count, d->dims[1], b);
     for (int i = 0; i < n; i++) {
-        hsize_t start[STEM_OUTPUT_MAX_LEAD + 4] = {0}, count[STEM_OUTPUT_MAX_LEAD + 4] = {0};
+        hsize_t start[STEM_OUTPUT_MAX_LEAD + 6] = {0}, count[STEM_OUTPUT_MAX_LEAD + 6] = {0};
         for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
         start[lead] = b[i].y, start[lead + 1] = b[i].x;
         count[lead] = b[i].ny, count[lead + 1] = b[i].nx;
@@ -476,7 +476,7 @@ static int stem_output_select_probes(const stem_output *o, hid_t space, const st
 /* Rank 0's whole small dataset at the current series point. */
 static int stem_output_select_point(const stem_output *o, hid_t space, const stem_output_dataset *d, int lead)
 {
-    hsize_t start[STEM_OUTPUT_MAX_LEAD + 4] = {0}, count[STEM_OUTPUT_MAX_LEAD + 4] = {0};
+    hsize_t start[STEM_OUTPUT_MAX_LEAD + 6] = {0}, count[STEM_OUTPUT_MAX_LEAD + 6] = {0};
     for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
     for (int k = 0; k < d->rank; k++) count[lead + k] = d->dims[k];
     return H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
@@ -491,7 +491,7 @@ static int stem_output_lead(const stem_output *o, const stem_output_dataset *d)
 /* File and memory selections of this rank's part of a dataset. */
 static int stem_output_select(const stem_output *o, const stem_output_dataset *d, hid_t fspace, hid_t *mspace)
 {
-    hsize_t mdims[4];
+    hsize_t mdims[6];
     int mrank;
     if (d->grid) {
         /* memory: [local probes][trailing dims...] */
@@ -529,7 +529,7 @@ static int stem_output_series_attr(const stem_output *o, hid_t dset, const char 
 static stem_output_dataset stem_output_probe_axis(const stem_output *o, const stem_output_dataset *d)
 {
     stem_output_dataset p = *d;
-    if (!d->grid || !o->plan->positions) return p;
+    if (!d->grid || !(o->plan->positions || stem_plan_single_wave(o->plan))) return p;
     p.grid = 2;
     p.rank = d->rank - 1;
     p.dims[0] = (hsize_t)o->plan->n_probes;
@@ -546,7 +546,7 @@ static int stem_output_write_dataset(const stem_output *o, const stem_output_dat
     int rc = STEM_OK, lead = stem_output_lead(o, d), first = !lead || o->point == 0;
     hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID, dset = H5I_INVALID_HID;
     double dummy = 0; /* H5Dwrite wants a buffer even for an empty selection */
-    hsize_t dims[STEM_OUTPUT_MAX_LEAD + 4];
+    hsize_t dims[STEM_OUTPUT_MAX_LEAD + 6];
     memcpy(dims, o->lead, sizeof(hsize_t) * (size_t)lead);
     memcpy(dims + lead, d->dims, sizeof(hsize_t) * (size_t)d->rank);
     fspace = H5Screate_simple(d->rank + lead, dims, NULL);
@@ -595,7 +595,7 @@ static int stem_output_group(const stem_output *o, const char *name)
 static int stem_output_root_attrs(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
-    const char *alg = plan->algorithm == STEM_ALG_PRISM ? "prism" : "multislice";
+    const char *alg = stem_algorithm_name(plan->algorithm);
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "program", "stemsim"));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "version", STEM_VERSION));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "config", o->config_text));
@@ -772,9 +772,44 @@ static int stem_output_cbed(const stem_output *o)
         {"cbed_bin", NULL, plan->cbed_bin},
     };
     stem_output_dataset d = {
-        .name = "/cbed", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
+        .name = plan->algorithm == STEM_ALG_CBED ? "/cbed_pattern" : "/cbed", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx},
         .grid = 1, .data = o->count ? o->res->cbed : NULL, .attrs = attrs, .n_attrs = 5};
+    return stem_output_write_dataset(o, &d);
+}
+
+/* hrtem: the exit wave (re, im interleaved) and the image, each [ny][nx] over the cell. */
+static int stem_output_exit_wave(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    if (!stem_channel_width(plan, STEM_CH_EXIT)) return STEM_OK;
+    stem_output_attr attrs[] = {
+        {"units", "amplitude (a unit plane wave in vacuum is 1)", 0},
+        {"axes", "scan_y, scan_x, y, x, (real, imaginary) (pixels at /axes/x, /axes/y)", 0},
+        {"description", "the exit wave below the last slice, averaged over the configurations", 0},
+    };
+    stem_output_dataset d = {
+        .name = "/exit_wave", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 5,
+        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->ny, (hsize_t)plan->nx, 2},
+        .grid = 1, .data = o->count ? o->res->data[STEM_CH_EXIT] : NULL, .attrs = attrs, .n_attrs = 3};
+    return stem_output_write_dataset(o, &d);
+}
+
+static int stem_output_hrtem(const stem_output *o)
+{
+    const stem_plan *plan = o->plan;
+    if (!stem_channel_width(plan, STEM_CH_HRTEM)) return STEM_OK;
+    stem_output_attr attrs[] = {
+        {"units", "intensity (a unit plane wave in vacuum images to 1)", 0},
+        {"axes", "scan_y, scan_x, y, x (pixels at /axes/x, /axes/y)", 0},
+        {"description", "the HRTEM image: the exit wave through the objective lens ([probe] aberrations, focal "
+                        "spread, [hrtem] objective_aperture), the intensities averaged over configurations", 0},
+        {"objective_aperture_mrad", NULL, plan->opt.objective_aperture * 1e3},
+    };
+    stem_output_dataset d = {
+        .name = "/hrtem", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
+        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->ny, (hsize_t)plan->nx},
+        .grid = 1, .data = o->count ? o->res->data[STEM_CH_HRTEM] : NULL, .attrs = attrs, .n_attrs = 4};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -801,10 +836,10 @@ static int stem_output_axes(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
     double x, y;
-    if (plan->positions) { /* the probe axis: each probe's position */
-        for (long p = 0; p < plan->n_probes; p++) o->axis[p] = plan->positions[2 * p];
+    if (plan->positions || stem_plan_single_wave(plan)) { /* the probe axis: each probe's position */
+        for (long p = 0; p < plan->n_probes; p++) stem_plan_probe_position(plan, p, &o->axis[p], &y);
         STEM_TRY(stem_output_axis(o, "/axes/probe_x", (int)plan->n_probes, "Angstrom"));
-        for (long p = 0; p < plan->n_probes; p++) o->axis[p] = plan->positions[2 * p + 1];
+        for (long p = 0; p < plan->n_probes; p++) stem_plan_probe_position(plan, p, &x, &o->axis[p]);
         STEM_TRY(stem_output_axis(o, "/axes/probe_y", (int)plan->n_probes, "Angstrom"));
     } else {
         for (int i = 0; i < plan->scan_nx; i++) {
@@ -817,6 +852,12 @@ static int stem_output_axes(const stem_output *o)
             o->axis[i] = y;
         }
         STEM_TRY(stem_output_axis(o, "/axes/scan_y", plan->scan_ny, "Angstrom"));
+    }
+    if (stem_channel_width(plan, STEM_CH_HRTEM)) { /* the image's pixels */
+        for (int i = 0; i < plan->nx; i++) o->axis[i] = i * plan->dx;
+        STEM_TRY(stem_output_axis(o, "/axes/x", plan->nx, "Angstrom"));
+        for (int i = 0; i < plan->ny; i++) o->axis[i] = i * plan->dy;
+        STEM_TRY(stem_output_axis(o, "/axes/y", plan->ny, "Angstrom"));
     }
     if (plan->n_bins > 0) {
         for (int i = 0; i < plan->n_bins; i++) o->axis[i] = i * plan->ring_width;
@@ -902,6 +943,8 @@ static const stem_output_channel_writer stem_output_writers[STEM_N_CHANNELS] = {
     [STEM_CH_COM] = stem_output_dpc_both,
     [STEM_CH_SEGMENTS] = stem_output_segments,
     [STEM_CH_CBED] = stem_output_cbed,
+    [STEM_CH_EXIT] = stem_output_exit_wave,
+    [STEM_CH_HRTEM] = stem_output_hrtem,
 };
 
 /* Series point p: its result loaded, its place on the leading axes. */

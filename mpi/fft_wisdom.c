@@ -37,10 +37,11 @@ static uint64_t wisdom_hash(const char *text)
     return h;
 }
 
-/* Every FFT shape the CPU engine plans with the plan's flags (multislice.c, prism.c). */
+/* Every FFT shape the CPU engine plans with the plan's flags (multislice.c, prism.c, hrtem.c). */
 static int measure_shapes(const stem_plan *plan)
 {
     STEM_TRY(stem_fft_measure(plan->nx, plan->ny, plan->batch_size)); /* probes, or plane waves */
+    if (plan->algorithm == STEM_ALG_HRTEM && plan->batch_size != 1) STEM_TRY(stem_fft_measure(plan->nx, plan->ny, 1));
     if (plan->algorithm == STEM_ALG_PRISM) STEM_TRY(stem_fft_measure(plan->out_nx, plan->out_ny, 1));
     return STEM_OK;
 }

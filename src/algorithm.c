@@ -6,6 +6,7 @@
 
 #include "coherence.h"
 #include "dispatcher.h"
+#include "hrtem.h"
 #include "phases.h"
 
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
@@ -178,10 +179,26 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
     return err;
 }
 
+/* hrtem: one exit wave for every point (they differ only in the lens), on the rank that
+ * holds the plane wave (probe 0); the lens's focal spread is summed inside the record. */
+static int hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
+                        stem_result *res)
+{
+    if (plans[0].probe_end <= plans[0].probe_begin) return STEM_OK;
+    double t = stem_wall_time();
+    stem_complex *wave = stem_fft_alloc((size_t)plans[0].nx * plans[0].ny, "exit wave");
+    int err = wave ? stem_hrtem_exit_wave(&plans[0], trans, wave) : STEM_ERR_MEMORY;
+    for (int i = 0; i < n && !err; i++) err = stem_hrtem_record(&plans[i], wave, det, &res[i]);
+    stem_phase_add(STEM_PHASE_PROBES, t); /* the wave and the lens: the "probe" step of a plane wave */
+    stem_fft_free(wave);
+    return err;
+}
+
 int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_mpi *m,
                               const stem_complex *trans, const stem_detector *det, stem_result *res,
                               stem_algorithm_buffers *buffers)
 {
+    if (plans[0].algorithm == STEM_ALG_HRTEM) return hrtem_points(plans, n, trans, det, res);
     int focal = plans[0].opt.focal_spread > 0 && plans[0].opt.focal_points > 1;
     if (n == 1 && plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident &&
         !focal) {

@@ -8,6 +8,8 @@ const stem_channel stem_channel_table[STEM_N_CHANNELS] = {
     [STEM_CH_COM] = {"dpc_com", 0, STEM_FINAL_PER_TOTAL, 1},
     [STEM_CH_SEGMENTS] = {"segments", 0, STEM_FINAL_MEAN, 1},
     [STEM_CH_CBED] = {"cbed", 1, STEM_FINAL_MEAN, 0},
+    [STEM_CH_EXIT] = {"exit_wave", 1, STEM_FINAL_MEAN, 0},
+    [STEM_CH_HRTEM] = {"hrtem", 1, STEM_FINAL_MEAN, 0},
 };
 
 long stem_channel_width(const stem_plan *plan, int ch)
@@ -19,6 +21,8 @@ long stem_channel_width(const stem_plan *plan, int ch)
     case STEM_CH_COM: return 2; /* accumulated always: DPC needs no second pass */
     case STEM_CH_SEGMENTS: return (long)plan->seg_n * plan->seg_rings;
     case STEM_CH_CBED: return plan->opt.save_4d ? (long)plan->cbed_nx * plan->cbed_ny : 0;
+    case STEM_CH_EXIT: return plan->algorithm == STEM_ALG_HRTEM && plan->opt.save_exit_wave ? 2L * plan->nx * plan->ny : 0;
+    case STEM_CH_HRTEM: return plan->algorithm == STEM_ALG_HRTEM ? (long)plan->nx * plan->ny : 0;
     default: return 0;
     }
 }

@@ -18,6 +18,8 @@ typedef enum {
     STEM_CH_COM,       /* centre of mass of the pattern (mrad), x and y */
     STEM_CH_SEGMENTS,  /* intensity on each segment of the segmented detector, [ring][segment] */
     STEM_CH_CBED,      /* the whole diffraction pattern (4D) */
+    STEM_CH_EXIT,      /* hrtem: the exit wave, [ny][nx][re, im] */
+    STEM_CH_HRTEM,     /* hrtem: the image through the objective lens, [ny][nx] */
     STEM_N_CHANNELS
 } stem_channel_id;
 

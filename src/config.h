@@ -14,7 +14,9 @@
 #define STEM_MAX_DEPTHS 1000 /* detection planes of one run ([output] depths) */
 #define STEM_IMAGE_NAME_MAX 32
 
-typedef enum { STEM_ALG_MULTISLICE = 0, STEM_ALG_PRISM = 1 } stem_algorithm;
+/* hrtem: a plane wave through the sample, its exit wave and the objective lens's image;
+ * cbed: one probe's whole diffraction pattern (src/hrtem.c) */
+typedef enum { STEM_ALG_MULTISLICE = 0, STEM_ALG_PRISM = 1, STEM_ALG_HRTEM = 2, STEM_ALG_CBED = 3 } stem_algorithm;
 typedef enum { STEM_SCAN_FRACTIONAL = 0, STEM_SCAN_ANGSTROM = 1 } stem_scan_units;
 typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
 typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
@@ -73,6 +75,8 @@ typedef struct {
     int save_3d, save_4d, save_dpc;
     double cbed_max_angle;   /* mrad, 0: no crop */
     int cbed_bin, save_pacbed;
+    int save_exit_wave;      /* hrtem: write /exit_wave */
+    double objective_aperture_mrad; /* hrtem: objective aperture semi-angle (0: none, the band limit) */
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
     /* [images] */

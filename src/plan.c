@@ -73,6 +73,13 @@ static void choose_crop(int n, double length, double q_limit, int f, int *crop, 
 
 static int check_optics(stem_plan *plan)
 {
+    if (plan->algorithm == STEM_ALG_HRTEM) { /* no probe: only the tilted plane wave must lie in the band */
+        double qx = plan->plane_k[0] / plan->cell[0], qy = plan->plane_k[1] / plan->cell[1];
+        if (hypot(qx, qy) >= plan->q_limit)
+            return STEM_FAIL(STEM_ERR_CONFIG, "[probe] beam tilt %.1f mrad lies beyond the anti-aliased band (%.1f mrad)",
+                             hypot(qx, qy) * plan->lambda * 1e3, plan->q_limit * plan->lambda * 1e3);
+        return STEM_OK;
+    }
     double q_probe = plan->alpha / plan->lambda;
     if (q_probe >= plan->q_limit) {
         double need = plan->lambda / (3 * plan->alpha);
@@ -117,6 +124,18 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
 /* The probes: the [scan] grid, or the positions file (read by every rank that builds a plan). */
 static int choose_scan(stem_plan *plan, const stem_config *cfg)
 {
+    if (stem_plan_single_wave(plan)) { /* hrtem: the plane wave; cbed: the probe at the scan's start */
+        int frac = cfg->scan_units == STEM_SCAN_FRACTIONAL;
+        plan->scan_x0 = plan->algorithm == STEM_ALG_CBED ? cfg->x_start * (frac ? plan->cell[0] : 1) : 0;
+        plan->scan_y0 = plan->algorithm == STEM_ALG_CBED ? cfg->y_start * (frac ? plan->cell[1] : 1) : 0;
+        if (plan->scan_x0 < 0 || plan->scan_x0 > plan->cell[0] || plan->scan_y0 < 0 || plan->scan_y0 > plan->cell[1])
+            return STEM_FAIL(STEM_ERR_CONFIG, "[scan] x_start, y_start: the CBED probe (%g, %g) Angstrom lies outside "
+                             "the cell", plan->scan_x0, plan->scan_y0);
+        plan->scan_nx = plan->scan_ny = 1;
+        plan->n_probes = 1;
+        plan->scan_step = 1;
+        return STEM_OK;
+    }
     if (cfg->positions[0]) {
         STEM_TRY(stem_positions_read(cfg->positions, plan->cell[0], plan->cell[1], &plan->positions, &plan->n_probes));
         plan->scan_nx = (int)plan->n_probes;
@@ -354,6 +373,9 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_3d = cfg->save_3d;
     o->save_4d = cfg->save_4d;
     o->save_dpc = cfg->save_dpc;
+    o->save_exit_wave = cfg->save_exit_wave;
+    o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
+    if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
     o->save_pacbed = cfg->save_pacbed;
     o->fft_measure = cfg->fft_planning == STEM_FFT_MEASURE;
     o->device = cfg->device;
@@ -402,11 +424,15 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     plan->lambda = stem_wavelength(cfg->energy_kev);
     plan->sigma = stem_interaction_constant(cfg->energy_kev);
     plan->alpha = cfg->semiangle_mrad * 1e-3;
+    memcpy(plan->cell, atoms->cell, sizeof plan->cell);
     for (int a = 0; a < 2; a++) { /* small angles: theta = lambda q */
+        if (cfg->algorithm == STEM_ALG_HRTEM) { /* the illumination on the grid; the lens centred on the axis */
+            plan->plane_k[a] = (int)lround(cfg->beam_tilt_mrad[a] * 1e-3 / plan->lambda * plan->cell[a]);
+            continue;
+        }
         plan->tilt_q[a] = cfg->beam_tilt_mrad[a] * 1e-3 / plan->lambda;
         plan->aperture_q[a] = (cfg->beam_tilt_mrad[a] + cfg->aperture_shift_mrad[a]) * 1e-3 / plan->lambda;
     }
-    memcpy(plan->cell, atoms->cell, sizeof plan->cell);
     int prism = cfg->algorithm == STEM_ALG_PRISM;
     plan->fx = prism ? cfg->interpolation_x : 1;
     plan->fy = prism ? cfg->interpolation_y : 1;
@@ -550,7 +576,7 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     const stem_layout *L = &plan->layout;
     const double GiB = 1073741824.0;
     fprintf(out, "plan:\n");
-    fprintf(out, "  algorithm          %s", plan->algorithm == STEM_ALG_PRISM ? "prism" : "multislice");
+    fprintf(out, "  algorithm          %s", stem_algorithm_name(plan->algorithm));
     if (plan->algorithm == STEM_ALG_PRISM) fprintf(out, " (interpolation %d x %d)", plan->fx, plan->fy);
     fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0], plan->cell[1], plan->cell[2]);
     fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
@@ -598,6 +624,12 @@ char *stem_plan_to_text(const stem_plan *plan)
     stem_plan_print(plan, m);
     fclose(m);
     return buf;
+}
+
+const char *stem_algorithm_name(int algorithm)
+{
+    static const char *names[] = {"multislice", "prism", "hrtem", "cbed"};
+    return algorithm >= 0 && algorithm < 4 ? names[algorithm] : "unknown";
 }
 
 void stem_plan_free(stem_plan *plan)

@@ -28,7 +28,8 @@ typedef struct {
 
 /* What the engines do, beyond the geometry: copied from the config. */
 typedef struct {
-    int save_3d, save_4d, save_dpc, save_pacbed;
+    int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave;
+    double objective_aperture; /* hrtem: rad (0: none) */
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */
     int gpus_per_rank, streams_per_gpu, memory_mode;
@@ -53,7 +54,8 @@ typedef struct {
     double lambda;   /* Angstrom */
     double sigma;    /* rad / (V Angstrom) */
     double alpha;    /* probe semi-angle, rad */
-    double tilt_q[2];     /* beam tilt as a wave vector, 1/Angstrom: chi and aperture centred here */
+    double tilt_q[2];     /* beam tilt as a wave vector, 1/Angstrom: chi and aperture centred here (STEM) */
+    int plane_k[2];       /* hrtem: the plane wave's Fourier indices (the beam tilt on the grid) */
     double aperture_q[2]; /* the aperture's centre, 1/Angstrom (tilt plus aperture shift) */
     double semiangle_mrad;
     stem_aberrations aberr;
@@ -112,6 +114,12 @@ typedef struct {
     long n_atoms;
 } stem_plan;
 
+/* hrtem and cbed: one wave and no scan; the outputs have a probe axis of length 1. */
+static inline int stem_plan_single_wave(const stem_plan *plan)
+{
+    return plan->algorithm == STEM_ALG_HRTEM || plan->algorithm == STEM_ALG_CBED;
+}
+
 /* Results one probe step makes: one per detection plane (at least the exit). */
 static inline int stem_plan_n_planes(const stem_plan *plan) { return plan->n_depths > 0 ? plan->n_depths : 1; }
 /* Slices the waves pass before detection plane k. */
@@ -154,5 +162,7 @@ int stem_plan_shared_fits(const stem_plan *plan);
 void stem_plan_print(const stem_plan *plan, FILE *out);
 char *stem_plan_to_text(const stem_plan *plan);
 void stem_plan_free(stem_plan *plan);
+/* "multislice", "prism", "hrtem", "cbed" (the config's words). */
+const char *stem_algorithm_name(int algorithm);
 
 #endif

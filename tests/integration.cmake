@@ -49,6 +49,12 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --set probe.semiangle=2 --set simulation.interpolation_x=1 --set simulation.interpolation_y=1
                    --set scan.x_end=2.8 --set scan.y_end=2.0
                    --run 1 --run 2 --run 3)
+  # Plane waves (hrtem: exit wave, image, frozen phonons over groups) and CBED: 1 rank = 2 = 3.
+  stemsim_mpi_case(mpi_ranks_hrtem compare ${_small} ${_fp} --set simulation.algorithm=hrtem
+                   --set output.save_exit_wave=true --set probe.defocus=-50 --set hrtem.objective_aperture=30
+                   --run 1 --run 2 --run 3 --run 3:compute.fp_groups=1)
+  stemsim_mpi_case(mpi_ranks_cbed compare ${_small} ${_fp} --set simulation.algorithm=cbed
+                   --run 1 --run 2 --run 3)
   # The source-size blur gathers each channel over the group: 1 rank = 3 ranks, one or three groups.
   stemsim_mpi_case(mpi_source_size compare ${_small} ${_fp} --set probe.source_size=1.2 --set detector.save_dpc=true
                    --set scan.x_start=1 --set scan.x_end=5 --set scan.y_start=1 --set scan.y_end=3.4

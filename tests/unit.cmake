@@ -18,6 +18,7 @@ set(STEMSIM_UNIT_TESTS
   safety          # config syntax, non-blocking inputs, bad tables, duplicate atoms, memory estimate, cgroups, PRISM window
   coherence       # source-size blur against a direct 2D convolution, periodic and mirrored edges
   depths          # detection planes inside the sample vs separately built thinner samples
+  hrtem           # plane-wave exit wave and HRTEM image against closed forms (vacuum, perfect lens)
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)

@@ -1,0 +1,115 @@
+/* Plane-wave imaging: exit wave and HRTEM image (hrtem.h). */
+#include "hrtem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channels.h"
+#include "coherence.h"
+#include "multislice.h"
+#include "probe.h"
+
+/* exp(2 pi i (kx i / nx + ky j / ny)), the phase reduced exactly in integers. */
+static void plane_wave(const stem_plan *plan, stem_complex *w)
+{
+    int nx = plan->nx, ny = plan->ny;
+    long kx = plan->plane_k[0], ky = plan->plane_k[1];
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            long mx = ((kx * i) % nx + nx) % nx, my = ((ky * j) % ny + ny) % ny;
+            double phase = 2 * M_PI * ((double)mx / nx + (double)my / ny);
+            w[(size_t)j * nx + i] = (stem_complex)(cos(phase) + I * sin(phase));
+        }
+}
+
+int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_complex *wave)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    stem_complex *prop = stem_fft_alloc(grid, "propagator");
+    stem_fft fft = {0};
+    int err = prop ? stem_propagator_build(plan, prop) : STEM_ERR_MEMORY;
+    if (!err) err = stem_fft_create(&fft, plan->nx, plan->ny, 1, wave, plan->opt.fft_measure);
+    if (!err) {
+        plane_wave(plan, wave);
+        stem_multislice_propagate(plan, trans, prop, &fft, wave, 1, 0, plan->n_slices);
+    }
+    stem_fft_destroy(&fft);
+    stem_fft_free(prop);
+    return err;
+}
+
+/* The lens's transfer at each pixel for one defocus offset: A(q) exp(-i chi(q)). */
+static void lens_transfer(const stem_plan *plan, double dC10, stem_complex *h)
+{
+    stem_plan lens = *plan; /* read only: the aberrations with this defocus */
+    lens.aberr.c[STEM_C10] += dC10;
+    double q_ap = plan->opt.objective_aperture / plan->lambda;
+    for (int j = 0; j < plan->ny; j++) {
+        double qy = stem_fft_index(j, plan->ny) / plan->cell[1];
+        for (int i = 0; i < plan->nx; i++) {
+            double qx = stem_fft_index(i, plan->nx) / plan->cell[0];
+            stem_complex *v = &h[(size_t)j * plan->nx + i];
+            if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) {
+                *v = 0;
+                continue;
+            }
+            double chi = stem_probe_chi(&lens, qx, qy);
+            *v = (stem_complex)(cos(chi) - I * sin(chi));
+        }
+    }
+}
+
+/* The image, summed over the focal points with their weights, into image (nx x ny). */
+static int lens_image(const stem_plan *plan, const stem_complex *wave, float *image)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    double offset[STEM_MAX_FOCAL_POINTS], weight[STEM_MAX_FOCAL_POINTS];
+    int n = stem_focal_points(plan, offset, weight);
+    stem_complex *h = stem_fft_alloc(grid, "lens transfer"), *w = stem_fft_alloc(grid, "image wave");
+    stem_fft fft = {0};
+    int err = h && w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, plan->opt.fft_measure) : STEM_ERR_MEMORY;
+    for (int k = 0; k < n && !err; k++) {
+        lens_transfer(plan, offset[k], h);
+        for (size_t p = 0; p < grid; p++) w[p] = wave[p] * h[p];
+        stem_fft_inverse(&fft, w);
+        for (size_t p = 0; p < grid; p++)
+            image[p] += (float)(weight[k] * (crealf(w[p]) * crealf(w[p]) + cimagf(w[p]) * cimagf(w[p])));
+    }
+    stem_fft_destroy(&fft);
+    stem_fft_free(h);
+    stem_fft_free(w);
+    return err;
+}
+
+/* The exit wave in real space, (re, im) interleaved, added to out. */
+static int exit_in_real_space(const stem_plan *plan, const stem_complex *wave, float *out)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    stem_complex *w = stem_fft_alloc(grid, "exit wave");
+    stem_fft fft = {0};
+    int err = w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, plan->opt.fft_measure) : STEM_ERR_MEMORY;
+    if (!err) {
+        memcpy(w, wave, grid * sizeof *w);
+        stem_fft_inverse(&fft, w);
+        for (size_t p = 0; p < grid; p++) {
+            out[2 * p] += crealf(w[p]);
+            out[2 * p + 1] += cimagf(w[p]);
+        }
+    }
+    stem_fft_destroy(&fft);
+    stem_fft_free(w);
+    return err;
+}
+
+int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res)
+{
+    if (res->n_probes == 0) return STEM_OK;
+    float *pattern = stem_alloc(sizeof(float) * (size_t)plan->out_nx * plan->out_ny, "diffraction pattern");
+    if (!pattern) return STEM_ERR_MEMORY;
+    stem_multislice_intensity(plan, wave, pattern);
+    stem_detect(det, pattern, res, 0);
+    free(pattern);
+    if (res->data[STEM_CH_EXIT]) STEM_TRY(exit_in_real_space(plan, wave, res->data[STEM_CH_EXIT]));
+    return lens_image(plan, wave, res->data[STEM_CH_HRTEM]);
+}

@@ -1,0 +1,21 @@
+/* Plane-wave imaging (algorithm = hrtem): the exit wave of a plane wave through
+ * the sample, and the HRTEM image that the objective lens makes of it. */
+#ifndef STEM_HRTEM_H
+#define STEM_HRTEM_H
+
+#include "detector.h"
+#include "fft.h"
+
+/* The plane wave exp(2 pi i (kx x / Lx + ky y / Ly)) (plan->plane_k: the beam tilt on
+ * the grid) through every slice; wave (nx x ny) ends in Fourier space, band-limited,
+ * normalised so that a unit plane wave in vacuum is 1 at its own frequency. */
+int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_complex *wave);
+/* Record probe 0 of res from the Fourier-space exit wave: the detector channels of its
+ * diffraction pattern, the real-space exit wave (if asked for) and the image through
+ * the lens: |IFFT[wave(q) A(q) exp(-i chi(q))]|^2, chi the [probe] aberrations about
+ * the optical axis, A the objective aperture (plan->opt.objective_aperture, 0: none),
+ * averaged over the focal spread's defoci (coherence.h) as intensities. A rank whose
+ * result holds no probe records nothing. */
+int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);
+
+#endif
