@@ -589,7 +589,13 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
                 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
     fprintf(out, "  detector           %d x %d pixels, %d rings of %g mrad, %d images\n", plan->out_nx, plan->out_ny,
             plan->n_bins, plan->ring_width, plan->n_images);
-    if (plan->positions)
+    if (plan->algorithm == STEM_ALG_HRTEM)
+        fprintf(out, "  illumination       a plane wave on Fourier pixel (%d, %d) (tilt %.3f, %.3f mrad)\n", plan->plane_k[0],
+                plan->plane_k[1], plan->plane_k[0] / plan->cell[0] * plan->lambda * 1e3,
+                plan->plane_k[1] / plan->cell[1] * plan->lambda * 1e3);
+    else if (plan->algorithm == STEM_ALG_CBED)
+        fprintf(out, "  probe              one, at (%.3f, %.3f) Angstrom\n", plan->scan_x0, plan->scan_y0);
+    else if (plan->positions)
         fprintf(out, "  scan               %ld probes at the positions of [scan] positions\n", plan->n_probes);
     else
         fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx,
