@@ -97,6 +97,7 @@ typedef struct {
     const stem_output_attr *attrs;
     int n_attrs;
     int fixed;  /* the same for every series point (an axis): no leading series axes */
+    int image_rows; /* [..][ny][nx]... images whose rows a distributed FFT spreads over a group (grid 3) */
 } stem_output_dataset;
 
 /* Everything one collective write needs; handles are closed in one place. */
@@ -196,6 +197,7 @@ static int stem_output_prepare(stem_output *o)
         STEM_TRY(stem_output_check_result(o));
         o->begin = (hsize_t)plan->probe_begin;
         o->count = (hsize_t)(plan->probe_end - plan->probe_begin);
+        if (plan->dist && plan->layout.group_rank != 0) o->count = 0; /* the group's one wave: its first rank */
     }
     o->scratch = stem_alloc((o->count ? o->count : 1) * sizeof(double), "output packing buffer");
     if (!o->scratch) return STEM_ERR_MEMORY;
@@ -450,6 +452,17 @@ static int stem_output_probe_blocks(hsize_t begin, hsize_t count, hsize_t nx, st
  * memory buffer lines up. */
 static int stem_output_select_probes(const stem_output *o, hid_t space, const stem_output_dataset *d, int lead)
 {
+    if (d->grid == 3) { /* this rank's rows of the wave's images */
+        const stem_plan *plan = o->plan;
+        if (!o->writes || plan->dist_rows == 0) return H5Sselect_none(space) < 0 ? STEM_ERR_IO : STEM_OK;
+        hsize_t start[STEM_OUTPUT_MAX_LEAD + 6] = {0}, count[STEM_OUTPUT_MAX_LEAD + 6] = {0};
+        for (int k = 0; k < lead; k++) start[k] = o->at[k], count[k] = 1;
+        count[lead] = 1; /* the probe axis of length 1 */
+        start[lead + 1] = (hsize_t)plan->dist_row0;
+        count[lead + 1] = (hsize_t)plan->dist_rows;
+        for (int k = 2; k < d->rank; k++) count[lead + k] = d->dims[k];
+        return H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
+    }
     if (o->count == 0) return H5Sselect_none(space) < 0 ? STEM_ERR_IO : STEM_OK;
     if (d->grid == 2) { /* one probe axis: this rank's probes are one block */
         hsize_t start[STEM_OUTPUT_MAX_LEAD + 6] = {0}, count[STEM_OUTPUT_MAX_LEAD + 6] = {0};
@@ -493,7 +506,12 @@ static int stem_output_select(const stem_output *o, const stem_output_dataset *d
 {
     hsize_t mdims[6];
     int mrank;
-    if (d->grid) {
+    if (d->grid == 3) {
+        /* memory: [local rows][trailing dims...] */
+        mrank = d->rank - 1;
+        mdims[0] = o->writes ? (hsize_t)o->plan->dist_rows : 0;
+        for (int k = 2; k < d->rank; k++) mdims[k - 1] = d->dims[k];
+    } else if (d->grid) {
         /* memory: [local probes][trailing dims...] */
         int first = d->grid == 2 ? 1 : 2; /* the first trailing dimension */
         mrank = d->rank - first + 1;
@@ -507,7 +525,7 @@ static int stem_output_select(const stem_output *o, const stem_output_dataset *d
     if (*mspace < 0) return STEM_ERR_IO;
     int lead = stem_output_lead(o, d);
     if (d->grid) {
-        if (o->count == 0 && H5Sselect_none(*mspace) < 0) return STEM_ERR_IO;
+        if ((d->grid == 3 ? mdims[0] : o->count) == 0 && H5Sselect_none(*mspace) < 0) return STEM_ERR_IO;
         return stem_output_select_probes(o, fspace, d, lead);
     }
     /* small datasets: rank 0 writes, the others join with empty selections */
@@ -534,6 +552,7 @@ static stem_output_dataset stem_output_probe_axis(const stem_output *o, const st
     p.rank = d->rank - 1;
     p.dims[0] = (hsize_t)o->plan->n_probes;
     for (int k = 1; k < p.rank; k++) p.dims[k] = d->dims[k + 1];
+    if (d->image_rows && o->plan->dist) p.grid = 3;
     return p;
 }
 
@@ -791,7 +810,8 @@ static int stem_output_exit_wave(const stem_output *o)
     stem_output_dataset d = {
         .name = "/exit_wave", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 5,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->ny, (hsize_t)plan->nx, 2},
-        .grid = 1, .data = o->count ? o->res->data[STEM_CH_EXIT] : NULL, .attrs = attrs, .n_attrs = 3};
+        .grid = 1, .data = o->writes ? o->res->data[STEM_CH_EXIT] : NULL, .attrs = attrs, .n_attrs = 3,
+        .image_rows = 1};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -809,7 +829,8 @@ static int stem_output_hrtem(const stem_output *o)
     stem_output_dataset d = {
         .name = "/hrtem", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->ny, (hsize_t)plan->nx},
-        .grid = 1, .data = o->count ? o->res->data[STEM_CH_HRTEM] : NULL, .attrs = attrs, .n_attrs = 4};
+        .grid = 1, .data = o->writes ? o->res->data[STEM_CH_HRTEM] : NULL, .attrs = attrs, .n_attrs = 4,
+        .image_rows = 1};
     return stem_output_write_dataset(o, &d);
 }
 

@@ -14,6 +14,7 @@
 #include "../src/phases.h"
 #include "../src/potential.h"
 #include "../src/signals.h"
+#include "dist_hrtem.h"
 
 /* Test-only hooks: STEMSIM_TEST_FAIL_RANK=r makes rank r fail as the
  * campaign starts; STEMSIM_TEST_FAULT=SITE:r makes rank r fail at SITE
@@ -208,6 +209,7 @@ static int safe_point(const stem_mpi *m, int err)
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
                       const stem_kirkland *kirkland, stem_result *res)
 {
+    if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, kirkland, res); /* the wave in slabs */
     const stem_layout *L = &m->layout;
     stem_detector det = {0};
     stem_potential_table table = {0};

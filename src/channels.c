@@ -14,6 +14,12 @@ const stem_channel stem_channel_table[STEM_N_CHANNELS] = {
 
 long stem_channel_width(const stem_plan *plan, int ch)
 {
+    if (plan->dist) { /* the wave in slabs: this rank's rows of the images, and the summed total */
+        if (ch == STEM_CH_TOTAL) return 1;
+        if (ch == STEM_CH_HRTEM) return plan->dist_rows * plan->nx;
+        if (ch == STEM_CH_EXIT) return plan->opt.save_exit_wave ? 2 * plan->dist_rows * plan->nx : 0;
+        return 0;
+    }
     switch ((stem_channel_id)ch) {
     case STEM_CH_RINGS: return plan->n_bins;
     case STEM_CH_IMAGES: return plan->n_images;

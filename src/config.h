@@ -22,6 +22,7 @@ typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } 
 typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
+typedef enum { STEM_DIST_AUTO = 0, STEM_DIST_ON = 1, STEM_DIST_OFF = 2 } stem_dist_mode;
 typedef enum { STEM_CHECKPOINT_AUTO = 0, STEM_CHECKPOINT_ON = 1, STEM_CHECKPOINT_OFF = 2 } stem_checkpoint_mode;
 typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1 } stem_gpu_gemm;
 
@@ -95,6 +96,7 @@ typedef struct {
     int threads;
     int batch_size;
     double max_memory_gib;   /* 0: 80% of physical memory */
+    int distributed_fft;     /* stem_dist_mode: hrtem's wave shared by a group's ranks in slabs */
     int device;
     int gpus_per_rank, streams_per_gpu;
     int memory_mode;

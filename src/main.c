@@ -182,6 +182,19 @@ static int shared_memory_or_private(const stem_config *cfg, const stem_atoms *at
     return stem_plan_build(plan, cfg, atoms, &m->layout);
 }
 
+/* distributed_fft = auto decides from each rank's memory limit (its node's): where the
+ * ranks differ, every rank distributes. */
+static int agree_distribution(stem_config *cfg, const stem_atoms *atoms, stem_mpi *m, stem_plan *plan, MPI_Comm world)
+{
+    int mine = plan->dist, any = mine, all = mine;
+    STEM_MPI_CALL(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world));
+    STEM_MPI_CALL(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world));
+    if (any == all) return STEM_OK;
+    cfg->distributed_fft = STEM_DIST_ON;
+    stem_plan_free(plan);
+    return stem_plan_build(plan, cfg, atoms, &m->layout);
+}
+
 /* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
  * every step agreed, so a failure on any rank ends every rank here with one
  * message (see stem_log_release_held). */
@@ -237,6 +250,12 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                                   cfg->ranks_per_node), world);
     if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, model, &m->layout), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, m, plan, world), world);
+    if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, m, plan, world), world);
+    if (!err && plan->dist && series->n_points) /* a unit's stored results are whole waves: not slabs (yet) */
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: a distributed FFT (each rank holds rows of the wave) does "
+                                       "not run as a [series] or checkpointed campaign yet: set [compute] "
+                                       "distributed_fft = off, or run the points as separate jobs", cfg->config_path),
+                             world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
     stem_atoms_free(&thickest);
     if (!err && o->dry_run && rank == 0) {
@@ -338,6 +357,7 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
         free(text);
         free(env);
         stem_phases_log_summary(m->world, stem_wall_time() - t0);
+        stem_log_peak_memory(m->world);
         if (!err)
             stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg->output_file,
                       stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan->n_probes * plan->n_configs));

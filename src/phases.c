@@ -2,6 +2,7 @@
 #include "phases.h"
 
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "stem.h"
 
@@ -53,4 +54,14 @@ void stem_phases_log_summary(MPI_Comm comm, double wall)
     format_phases(slowest, b, sizeof b);
     stem_info("time per phase, seconds (wall %.3f):\n  rank 0:       %s, other %.3f\n  slowest rank: %s, other %.3f",
               wall, a, mine[STEM_N_PHASES], b, slowest[STEM_N_PHASES]);
+}
+
+void stem_log_peak_memory(MPI_Comm comm)
+{
+    struct rusage u;
+    double mine = getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_maxrss / 1048576.0 : 0, lo = 0, hi = 0; /* KiB -> GiB */
+    if (MPI_Reduce(&mine, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, comm) != MPI_SUCCESS ||
+        MPI_Reduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, comm) != MPI_SUCCESS)
+        return;
+    stem_info("peak resident memory per rank: %.3f to %.3f GiB", lo, hi);
 }

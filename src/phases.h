@@ -30,6 +30,8 @@ double stem_phase_add(stem_phase p, double t0);
 void stem_phases_log_config(int c, int n_configs);
 /* Collective over comm: rank 0's totals and the slowest rank's, with "other" = wall - phases. */
 void stem_phases_log_summary(MPI_Comm comm, double wall);
+/* Rank 0 logs the smallest and largest peak resident set size of comm's ranks (getrusage). */
+void stem_log_peak_memory(MPI_Comm comm);
 
 #ifdef __cplusplus
 }

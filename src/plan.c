@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../io/positions.h"
+#include "../mpi/dist_fft.h"
 #include "channels.h"
 #include "memlimit.h"
 #include "probe.h"
@@ -414,6 +415,34 @@ void stem_plan_set_thickness(stem_plan *plan, double cell_z)
     if (plan->n_slices < 1) plan->n_slices = 1;
 }
 
+/* hrtem on a distributed FFT: whether (on: a group of several ranks; auto: also only when
+ * the serial plan exceeds the limit), this rank's slabs, and the memory per rank. */
+static void choose_distribution(stem_plan *plan, const stem_config *cfg)
+{
+    const stem_layout *L = &plan->layout;
+    if (plan->algorithm != STEM_ALG_HRTEM || L->group_size < 2 || cfg->distributed_fft == STEM_DIST_OFF) return;
+    /* the serial plan of the rank that holds the wave (the same on every rank of a node) */
+    double serial = plan->mem_total + (plan->probe_end > plan->probe_begin ? 0 : stem_channel_bytes_per_probe(plan));
+    if (cfg->distributed_fft == STEM_DIST_AUTO && serial <= plan->mem_limit) return;
+    plan->dist = 1;
+    stem_dist_fft_slabs(plan->nx, plan->ny, L->group_size, L->group_rank, &plan->dist_rows, &plan->dist_row0,
+                        &plan->dist_cols, &plan->dist_col0);
+    plan->probe_begin = 0; /* every rank of the group works on the one wave */
+    plan->probe_end = 1;
+    /* no rank holds the whole diffraction pattern: the detector channels are off (the total stays) */
+    plan->n_images = plan->n_bins = plan->seg_n = plan->seg_rings = 0;
+    plan->opt.save_3d = plan->opt.save_4d = plan->opt.save_dpc = plan->opt.save_pacbed = 0;
+    double slab = (double)plan->dist_rows * plan->nx, fourier = (double)plan->dist_cols * plan->ny;
+    double buffer = 8.0 * (slab > fourier ? slab : fourier);
+    plan->mem_potential = 8.0 * slab * plan->n_slices + 48.0 * plan->n_atoms * 2;
+    plan->mem_node_shared = 0;
+    plan->mem_results = stem_channel_bytes_per_probe(plan);
+    plan->mem_detector = 0;
+    plan->mem_workspace = 4 * buffer + 4.0 * slab; /* wave, work, propagator, lens; one slice's potential rows */
+    plan->mem_total = plan->mem_potential + plan->mem_table + plan->mem_smatrix + plan->mem_results +
+                      plan->mem_detector + plan->mem_workspace;
+}
+
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout)
 {
     memset(plan, 0, sizeof *plan);
@@ -479,6 +508,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
+    choose_distribution(plan, cfg);
     return STEM_OK;
 }
 

@@ -65,6 +65,10 @@ typedef struct {
     double cell[3];
     int n_slices;
     double dz;
+    /* hrtem on a distributed FFT (mpi/dist_fft.h): this rank's real-space rows and
+     * transposed Fourier-space columns of the group's one wave; dist 0: serial */
+    int dist;
+    long dist_rows, dist_row0, dist_cols, dist_col0;
     /* detection planes (thickness series): results after slices depth_slice[0..n_depths), ascending;
      * n_depths 0: at the exit surface only. The waves stop at the deepest plane. */
     int n_depths;

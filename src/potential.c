@@ -166,6 +166,39 @@ static void add_atom(const stem_plan *plan, const stem_potential_table *t, int s
     }
 }
 
+/* add_atom for rows [row0, row0 + rows) only (V holds those rows). */
+static void add_atom_rows(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
+                          double weight, long row0, long rows, float *V)
+{
+    int nx = plan->nx, ny = plan->ny;
+    long px, py;
+    size_t kernel, per_kernel = (size_t)t->kx * t->ky;
+    stem_atom_placement(plan, t, species, x, y, &px, &py, &kernel);
+    const float *k = t->kernels + kernel * per_kernel;
+    for (int j = 0; j < t->ky; j++) {
+        long gy = ((py + j - t->ry) % ny + ny) % ny;
+        if (gy < row0 || gy >= row0 + rows) continue;
+        float *row = V + (gy - row0) * nx;
+        const float *krow = k + (size_t)j * t->kx;
+        long gx = ((px - t->rx) % nx + nx) % nx;
+        for (int i = 0; i < t->kx; i++) {
+            row[gx] += (float)weight * krow[i];
+            if (++gx == nx) gx = 0;
+        }
+    }
+}
+
+int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s,
+                              long row0, long rows, float *V)
+{
+    memset(V, 0, sizeof(float) * (size_t)rows * plan->nx);
+    for (long i = 0; i < atoms->n; i++)
+        if (stem_potential_slice_of(plan, atoms->z[i]) == s)
+            add_atom_rows(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], atoms->occupancy[i], row0,
+                          rows, V);
+    return STEM_OK;
+}
+
 int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s0,
                           int s1, float *V)
 {

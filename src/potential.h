@@ -35,6 +35,10 @@ void stem_atom_placement(const stem_plan *plan, const stem_potential_table *t, i
 /* Projected potential of slices [s0, s1) into V ([slice - s0][ny][nx], V Angstrom). */
 int stem_potential_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                           int s0, int s1, float *V);
+/* Rows [row0, row0 + rows) of slice s's projected potential into V ([rows][nx]): what
+ * one rank of a distributed FFT builds (the same sums as stem_potential_slices). */
+int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms, int s,
+                              long row0, long rows, float *V);
 /* All transmission functions ([slice][ny][nx]) with plan->threads threads. */
 int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                             stem_complex *trans);

@@ -205,3 +205,13 @@ if(STEMSIM_PYTHON)
   set_tests_properties(abtem_reference PROPERTIES LABELS "physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
+
+# The distributed FFT (hrtem, FFTW3-MPI slabs): 2, 3, 4 ranks and 2 groups of 2 equal one
+# rank to 1e-5; the memory per rank falls, a limit one rank exceeds lets 4 ranks run.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  add_test(NAME mpi_distributed_fft
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/dist_fft.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(mpi_distributed_fft PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

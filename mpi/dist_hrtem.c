@@ -1,0 +1,212 @@
+/* Plane-wave imaging on a distributed FFT (dist_hrtem.h). Fourier-space arrays are
+ * in the transposed layout of dist_fft.h: element (kx, ky) of this rank's columns at
+ * [(kx - col0) * ny + ky]. */
+#include "dist_hrtem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/channels.h"
+#include "../src/coherence.h"
+#include "../src/phases.h"
+#include "../src/potential.h"
+#include "../src/probe.h"
+#include "../src/signals.h"
+#include "campaign.h"
+#include "dist_fft.h"
+
+typedef struct {
+    stem_dist_fft fft;
+    stem_complex *trans;  /* [slice][rows][nx] */
+    stem_complex *wave, *work, *prop, *lens; /* FFT buffers (d->alloc each) */
+    float *V;             /* one slice's potential rows */
+    stem_potential_table table;
+} dist_state;
+
+/* The body once per element of this rank's Fourier columns, with qx, qy (1/Angstrom),
+ * ix, j_ (the kx and ky indices) and at (the element's offset) in scope. */
+#define FOR_FOURIER(plan, d, ...)                                                                  \
+    for (long c_ = 0; c_ < (d)->cols; c_++) {                                                       \
+        double qx = stem_fft_index((int)((d)->col0 + c_), (plan)->nx) / (plan)->cell[0];           \
+        int ix = (int)((d)->col0 + c_);                                                             \
+        for (int j_ = 0; j_ < (plan)->ny; j_++) {                                                   \
+            double qy = stem_fft_index(j_, (plan)->ny) / (plan)->cell[1];                           \
+            size_t at = (size_t)c_ * (plan)->ny + j_;                                               \
+            (void)ix, (void)qx, (void)qy;                                                           \
+            __VA_ARGS__                                                                             \
+        }                                                                                           \
+    }
+
+/* The Fresnel propagator with the FFT round trip's 1/N, zero beyond the band limit (multislice.c's). */
+static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, stem_complex *prop)
+{
+    double scale = 1.0 / ((double)plan->nx * plan->ny), q2max = plan->q_limit * plan->q_limit;
+    FOR_FOURIER(plan, d, {
+        double q2 = qx * qx + qy * qy, phase = -M_PI * plan->lambda * plan->dz * q2;
+        prop[at] = q2 <= q2max ? (stem_complex)(scale * (cos(phase) + I * sin(phase))) : 0;
+    })
+}
+
+/* Slice s's transmission rows, as potential.c builds a whole slice: the potential, the
+ * pixel-average sinc divided out, exp(i sigma V), the band limit. */
+static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int s)
+{
+    const stem_dist_fft *d = &st->fft;
+    size_t slab = (size_t)d->rows * plan->nx;
+    double grid = (double)plan->nx * plan->ny, q2max = plan->q_limit * plan->q_limit;
+    STEM_TRY(stem_potential_slice_rows(plan, &st->table, atoms, s, d->row0, d->rows, st->V));
+    stem_complex *w = st->work;
+    for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
+    stem_dist_fft_forward(d, w);
+    FOR_FOURIER(plan, d, {
+        double ax = M_PI * stem_fft_index(ix, plan->nx) / plan->nx, sx = ax ? sin(ax) / ax : 1;
+        double ay = M_PI * stem_fft_index(j_, plan->ny) / plan->ny, sy = ay ? sin(ay) / ay : 1;
+        w[at] /= (float)(sx * sy * grid);
+    })
+    stem_dist_fft_inverse(d, w);
+    for (size_t i = 0; i < slab; i++) w[i] = cexpf(I * (float)plan->sigma * crealf(w[i]));
+    stem_dist_fft_forward(d, w);
+    FOR_FOURIER(plan, d, {
+        w[at] = qx * qx + qy * qy <= q2max ? w[at] / (float)grid : 0;
+    })
+    stem_dist_fft_inverse(d, w);
+    memcpy(st->trans + (size_t)s * slab, w, slab * sizeof *w);
+    return STEM_OK;
+}
+
+/* The plane wave's rows, then every slice; the wave ends in Fourier space. */
+static void propagate(const stem_plan *plan, dist_state *st)
+{
+    const stem_dist_fft *d = &st->fft;
+    size_t slab = (size_t)d->rows * plan->nx;
+    long kx = plan->plane_k[0], ky = plan->plane_k[1];
+    for (long r = 0; r < d->rows; r++)
+        for (int i = 0; i < plan->nx; i++) {
+            long mx = ((kx * i) % plan->nx + plan->nx) % plan->nx, my = ((ky * (d->row0 + r)) % plan->ny + plan->ny) % plan->ny;
+            double phase = 2 * M_PI * ((double)mx / plan->nx + (double)my / plan->ny);
+            st->wave[(size_t)r * plan->nx + i] = (stem_complex)(cos(phase) + I * sin(phase));
+        }
+    for (int s = 0; s < plan->n_slices; s++) {
+        const stem_complex *t = st->trans + (size_t)s * slab;
+        for (size_t i = 0; i < slab; i++) st->wave[i] *= t[i];
+        stem_dist_fft_forward(d, st->wave);
+        for (size_t i = 0; i < (size_t)d->cols * plan->ny; i++) st->wave[i] *= st->prop[i];
+        if (s + 1 < plan->n_slices) stem_dist_fft_inverse(d, st->wave);
+    }
+}
+
+/* hrtem.c's record on the slabs: the total (summed over the group), this rank's rows of
+ * the exit wave and of the image through the lens over the focal spread's defoci. */
+static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_result *res)
+{
+    const stem_dist_fft *d = &st->fft;
+    size_t slab = (size_t)d->rows * plan->nx, fourier = (size_t)d->cols * plan->ny;
+    double total = 0;
+    for (size_t i = 0; i < fourier; i++) total += crealf(st->wave[i]) * crealf(st->wave[i]) +
+                                                  cimagf(st->wave[i]) * cimagf(st->wave[i]);
+    STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, group));
+    ((double *)res->data[STEM_CH_TOTAL])[0] += total;
+    if (res->data[STEM_CH_EXIT]) {
+        float *out = res->data[STEM_CH_EXIT];
+        memcpy(st->work, st->wave, fourier * sizeof *st->work);
+        stem_dist_fft_inverse(d, st->work);
+        for (size_t p = 0; p < slab; p++) out[2 * p] += crealf(st->work[p]), out[2 * p + 1] += cimagf(st->work[p]);
+    }
+    double offset[STEM_MAX_FOCAL_POINTS], weight[STEM_MAX_FOCAL_POINTS];
+    int n = stem_focal_points(plan, offset, weight);
+    float *image = res->data[STEM_CH_HRTEM];
+    double q_ap = plan->opt.objective_aperture / plan->lambda;
+    for (int k = 0; k < n; k++) {
+        stem_plan lens = *plan; /* read only: the aberrations with this defocus */
+        lens.aberr.c[STEM_C10] += offset[k];
+        stem_complex *w = st->work;
+        FOR_FOURIER(plan, d, {
+            if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) {
+                w[at] = 0;
+            } else {
+                double chi = stem_probe_chi(&lens, qx, qy);
+                w[at] = st->wave[at] * (stem_complex)(cos(chi) - I * sin(chi));
+            }
+        })
+        stem_dist_fft_inverse(d, w);
+        for (size_t p = 0; p < slab; p++)
+            image[p] += (float)(weight[k] * (crealf(w[p]) * crealf(w[p]) + cimagf(w[p]) * cimagf(w[p])));
+    }
+    return STEM_OK;
+}
+
+static int one_configuration(const stem_mpi *m, const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int c,
+                             stem_result *res)
+{
+    stem_atoms displaced = {0};
+    double t = stem_wall_time();
+    int err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    for (int s = 0; s < plan->n_slices && !err; s++) err = build_slice(plan, st, &displaced, s);
+    stem_atoms_free(&displaced);
+    t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
+    /* the transforms are collective: a rank that failed must not leave the others in them */
+    STEM_TRY(stem_mpi_agree(err, m->group));
+    propagate(plan, st);
+    err = record(plan, st, m->group, res);
+    stem_phase_add(STEM_PHASE_PROBES, t);
+    return err;
+}
+
+static int state_create(const stem_mpi *m, const stem_plan *plan, dist_state *st)
+{
+    int err = stem_dist_fft_create(&st->fft, m->group, plan->nx, plan->ny, plan->opt.fft_measure);
+    size_t slab = (size_t)plan->dist_rows * plan->nx;
+    if (!err && !(st->trans = stem_fft_alloc(slab * plan->n_slices + 1, "transmission rows"))) err = STEM_ERR_MEMORY;
+    if (!err && !(st->V = stem_alloc(sizeof(float) * (slab + 1), "potential rows"))) err = STEM_ERR_MEMORY;
+    if (!err && !(st->wave = stem_dist_fft_alloc(&st->fft, "wave slab"))) err = STEM_ERR_MEMORY;
+    if (!err && !(st->work = stem_dist_fft_alloc(&st->fft, "work slab"))) err = STEM_ERR_MEMORY;
+    if (!err && !(st->prop = stem_dist_fft_alloc(&st->fft, "propagator slab"))) err = STEM_ERR_MEMORY;
+    if (!err) build_propagator(plan, &st->fft, st->prop);
+    return err;
+}
+
+static void state_free(dist_state *st)
+{
+    stem_dist_fft_destroy(&st->fft);
+    stem_fft_free(st->trans);
+    stem_fft_free(st->wave);
+    stem_fft_free(st->work);
+    stem_fft_free(st->prop);
+    free(st->V);
+    stem_potential_table_free(&st->table);
+}
+
+int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+                        stem_result *res)
+{
+    const stem_layout *L = &m->layout;
+    dist_state st = {0};
+    int err = stem_mpi_agree(state_create(m, plan, &st), m->world);
+    double t = stem_wall_time();
+    err = stem_campaign_lookup_table(m, plan, atoms, kirkland, err, &st.table);
+    stem_phase_add(STEM_PHASE_TABLE, t);
+    if (!err && L->world_rank == 0)
+        stem_info("distributed FFT: %d x %d grid in slabs of %ld rows over the %d ranks of each group", plan->nx,
+                  plan->ny, plan->dist_rows, L->group_size);
+    int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
+    for (int round = 0; round < rounds && !err; round++) {
+        int c = round * L->n_groups + L->group;
+        if (c < plan->n_configs) {
+            stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
+            err = one_configuration(m, plan, &st, atoms, c, res);
+        }
+        err = stem_mpi_agree(err, m->world);
+        int sig = stem_signal_pending(), any = sig;
+        if (!err && MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->world) != MPI_SUCCESS) err = STEM_ERR_MPI;
+        if (!err && any) err = stem_signal_status(any);
+        if (!err && c < plan->n_configs) stem_phases_log_config(c, plan->n_configs);
+    }
+    state_free(&st);
+    if (err) return err;
+    t = stem_wall_time();
+    STEM_TRY(stem_mpi_sum_result(res, m->cross));
+    stem_result_finalise(res, plan->n_configs);
+    stem_phase_add(STEM_PHASE_REDUCTION, t);
+    return STEM_OK;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The distributed FFT (ctest label `mpi`): algorithm = hrtem with [compute]
+distributed_fft, the wave shared in slabs of rows by the ranks of a group.
+
+  dist_fft.py --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --config small.ini --workdir DIR
+
+- 2, 3 and 4 ranks in one group, and 4 ranks as 2 groups of 2 (frozen phonons over the
+  groups), with distributed_fft = on, equal the serial one-rank run to 1e-5 relative RMS
+  (exit wave, HRTEM image, total intensity), with 2 thermal configurations, a lens with
+  a focal spread and an objective aperture;
+- memory: the plan's estimate per rank falls with the ranks (4 ranks below 0.6 of 1);
+  a max_memory that refuses the one-rank plan (exit 5) lets 4 ranks run (auto).
+Exit: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+A = None
+
+
+def run(ranks, extra, name, expect=0):
+    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
+    cmd = base + [A.ini, "--set", "output.file=%s.h5" % name] + extra
+    p = subprocess.run(cmd, cwd=A.workdir, capture_output=True, text=True, timeout=300)
+    if p.returncode != expect:
+        print(p.stdout + p.stderr)
+        raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
+    return p.stdout + p.stderr
+
+
+def arrays(name):
+    import h5py
+    import numpy as np
+    with h5py.File(os.path.join(A.workdir, name + ".h5"), "r") as f:
+        return {k: np.asarray(f[k][()], dtype=float) for k in ("exit_wave", "hrtem", "total_intensity")}
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stemsim", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--mpi-flag", action="append", default=[])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--workdir", required=True)
+    A = ap.parse_args()
+    try:
+        import h5py  # noqa: F401
+        import numpy as np
+    except ImportError:
+        print("SKIP h5py/numpy not available")
+        return 77
+    A.workdir = os.path.join(os.path.abspath(A.workdir), "dist_fft")
+    os.makedirs(A.workdir, exist_ok=True)
+    text = open(A.config).read()
+    here = os.path.dirname(os.path.abspath(A.config))
+    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
+    text = text.replace("algorithm = multislice", "algorithm = hrtem").replace("defocus = 0\n", "defocus = -60\n")
+    text = text.replace("frozen_phonons = 1", "frozen_phonons = 2").replace("thermal = false", "thermal = true")
+    text += "\n[hrtem]\nobjective_aperture = 40\n"
+    A.ini = os.path.join(A.workdir, "hrtem.ini")
+    with open(A.ini, "w") as f:
+        f.write(text.replace("overwrite = true", "overwrite = true\nsave_exit_wave = true").replace(
+            "semiangle = 20", "semiangle = 20\nfocal_spread = 20"))
+    run(1, [], "serial")
+    ref = arrays("serial")
+    bad = 0
+    for ranks, groups in ((2, 1), (3, 1), (4, 1), (4, 2)):
+        name = "dist_%d_%d" % (ranks, groups)
+        out = run(ranks, ["--set", "compute.distributed_fft=on", "--set", "compute.fp_groups=%d" % groups], name)
+        if "distributed FFT" not in out:
+            print(out)
+            print("FAIL %s: the log does not say the FFT was distributed" % name)
+            bad += 1
+        got = arrays(name)
+        for k, v in ref.items():
+            err = float(np.sqrt(np.mean((got[k] - v) ** 2) / np.mean(v ** 2)))
+            ok = err <= 1e-5
+            bad += not ok
+            print("%s %d ranks in %d group(s): %s relative RMS %.2e" % ("ok  " if ok else "FAIL", ranks, groups, k, err))
+    # memory: the plan's estimate per rank, and a limit only the distributed plan fits
+    est = {}
+    for ranks in (1, 4):
+        out = run(ranks, ["--set", "compute.distributed_fft=on", "--set", "compute.fp_groups=1", "--dry-run"], "dry")
+        est[ranks] = float(re.search(r"memory per rank\s+([\d.]+) GiB", out).group(1))
+    print("plan's memory per rank: 1 rank %.4f GiB, 4 ranks %.4f GiB" % (est[1], est[4]))
+    if not est[4] < 0.6 * est[1]:
+        print("FAIL the distributed plan does not shrink the memory per rank")
+        bad += 1
+    limit = ["--set", "compute.max_memory=%.6f" % (0.8 * est[1]), "--set", "compute.fp_groups=1"]
+    out = run(1, limit, "refused", expect=5)
+    out = run(4, limit, "fits")
+    if "distributed FFT" not in out:
+        print("FAIL 4 ranks under the limit did not distribute the FFT (auto)")
+        bad += 1
+    print("PASS" if not bad else "FAILED")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
