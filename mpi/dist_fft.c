@@ -55,14 +55,29 @@ stem_complex *stem_dist_fft_alloc(const stem_dist_fft *d, const char *what)
     return p;
 }
 
+static double seconds; /* in the transforms, their transposes included (one thread per rank) */
+static long transforms;
+
 void stem_dist_fft_forward(const stem_dist_fft *d, stem_complex *buf)
 {
+    double t = stem_wall_time();
     fftwf_mpi_execute_dft((fftwf_plan)d->forward, (fftwf_complex *)buf, (fftwf_complex *)buf);
+    seconds += stem_wall_time() - t;
+    transforms++;
 }
 
 void stem_dist_fft_inverse(const stem_dist_fft *d, stem_complex *buf)
 {
+    double t = stem_wall_time();
     fftwf_mpi_execute_dft((fftwf_plan)d->inverse, (fftwf_complex *)buf, (fftwf_complex *)buf);
+    seconds += stem_wall_time() - t;
+    transforms++;
+}
+
+double stem_dist_fft_seconds(long *count)
+{
+    if (count) *count = transforms;
+    return seconds;
 }
 
 void stem_dist_fft_destroy(stem_dist_fft *d)

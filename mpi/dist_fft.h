@@ -32,5 +32,7 @@ stem_complex *stem_dist_fft_alloc(const stem_dist_fft *d, const char *what);
 void stem_dist_fft_forward(const stem_dist_fft *d, stem_complex *buf);
 void stem_dist_fft_inverse(const stem_dist_fft *d, stem_complex *buf);
 void stem_dist_fft_destroy(stem_dist_fft *d);
+/* This process's time in the transforms so far (transposes included) and their count. */
+double stem_dist_fft_seconds(long *count);
 
 #endif

@@ -204,6 +204,12 @@ int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_ato
     }
     state_free(&st);
     if (err) return err;
+    long count = 0;
+    double fft = stem_dist_fft_seconds(&count), slowest = fft;
+    STEM_MPI_CALL(MPI_Reduce(&fft, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, m->world));
+    stem_info("distributed FFTs: %ld transforms of %d x %d on rank 0, %.3f s on the slowest rank (transposes included; "
+              "%.1f MiB moved per rank and transform)", count, plan->nx, plan->ny, slowest,
+              8.0 * plan->nx * plan->ny * (L->group_size - 1) / L->group_size / L->group_size / 1048576.0);
     t = stem_wall_time();
     STEM_TRY(stem_mpi_sum_result(res, m->cross));
     stem_result_finalise(res, plan->n_configs);

@@ -415,12 +415,13 @@ void stem_plan_set_thickness(stem_plan *plan, double cell_z)
     if (plan->n_slices < 1) plan->n_slices = 1;
 }
 
-/* hrtem on a distributed FFT: whether (on: a group of several ranks; auto: also only when
+/* hrtem on a distributed FFT: whether (on: always; auto: a group of several ranks, and only when
  * the serial plan exceeds the limit), this rank's slabs, and the memory per rank. */
 static void choose_distribution(stem_plan *plan, const stem_config *cfg)
 {
     const stem_layout *L = &plan->layout;
-    if (plan->algorithm != STEM_ALG_HRTEM || L->group_size < 2 || cfg->distributed_fft == STEM_DIST_OFF) return;
+    if (plan->algorithm != STEM_ALG_HRTEM || cfg->distributed_fft == STEM_DIST_OFF) return;
+    if (L->group_size < 2 && cfg->distributed_fft != STEM_DIST_ON) return; /* on: even one rank (a baseline) */
     /* the serial plan of the rank that holds the wave (the same on every rank of a node) */
     double serial = plan->mem_total + (plan->probe_end > plan->probe_begin ? 0 : stem_channel_bytes_per_probe(plan));
     if (cfg->distributed_fft == STEM_DIST_AUTO && serial <= plan->mem_limit) return;
