@@ -624,6 +624,13 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
         fprintf(out, "  illumination       a plane wave on Fourier pixel (%d, %d) (tilt %.3f, %.3f mrad)\n", plan->plane_k[0],
                 plan->plane_k[1], plan->plane_k[0] / plan->cell[0] * plan->lambda * 1e3,
                 plan->plane_k[1] / plan->cell[1] * plan->lambda * 1e3);
+    if (plan->dist) {
+        int P = plan->layout.group_size;
+        double moved = 48.0 * plan->nx * plan->ny * (P - 1) / ((double)P * P); /* 6 transforms per slice */
+        fprintf(out, "  distributed FFT    FFTW-MPI over the %d ranks of each group: this rank's rows [%ld, %ld) and "
+                "Fourier columns [%ld, %ld); %.1f MiB moved per rank and slice\n", P, plan->dist_row0,
+                plan->dist_row0 + plan->dist_rows, plan->dist_col0, plan->dist_col0 + plan->dist_cols, moved / 1048576.0);
+    }
     else if (plan->algorithm == STEM_ALG_CBED)
         fprintf(out, "  probe              one, at (%.3f, %.3f) Angstrom\n", plan->scan_x0, plan->scan_y0);
     else if (plan->positions)
