@@ -63,5 +63,12 @@ for alg in multislice prism; do
   echo "$alg, positions file and beam tilt: $(python3 tests/check_h5.py compare /tmp/dgc/pg.h5 /tmp/dgc/pc.h5 --tol 1e-4 | tail -1)"
   python3 tests/check_h5.py compare /tmp/dgc/pg.h5 /tmp/dgc/pc.h5 --tol 1e-4 | grep -q PASS || status=1
 done
+# algorithm = cbed: the GPU engine's multislice for one probe = the CPU's
+cb=(benchmarks/gpu_check_si.ini -q --set output.overwrite=true --set simulation.algorithm=cbed --set probe.defocus=0
+    --set series.defocus="-40 40" --set simulation.thermal=true --set simulation.frozen_phonons=2)
+build/stemsim "${cb[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/cbc.h5 || status=1
+build/stemsim "${cb[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cbg.h5 || status=1
+echo "cbed defocus series: $(python3 tests/check_h5.py compare /tmp/dgc/cbg.h5 /tmp/dgc/cbc.h5 --tol 1e-4 | tail -1)"
+python3 tests/check_h5.py compare /tmp/dgc/cbg.h5 /tmp/dgc/cbc.h5 --tol 1e-4 | grep -q PASS || status=1
 echo "device_gpu_checks: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status
