@@ -71,7 +71,7 @@ int stem_potential_table_init(const stem_plan *plan, const stem_atoms *atoms, st
     t->kx = 2 * t->rx + 1;
     t->ky = 2 * t->ry + 1;
     t->n_kernels = (long)t->n_species * t->ss * t->ss;
-    /* kernels wider than the cell are fine: add_atom wraps, summing periodic images */
+    /* kernels wider than the cell are fine: add_atom_rows wraps, summing periodic images */
     STEM_ALLOC(t->kernels, (size_t)t->kx * t->ky * t->n_kernels, "potential lookup kernels");
     return STEM_OK;
 }
@@ -145,28 +145,8 @@ void stem_atom_placement(const stem_plan *plan, const stem_potential_table *t, i
     *kernel = (size_t)species * ss * ss + (size_t)sy * ss + sx;
 }
 
-/* Add one atom's kernel at its nearest sub-pixel position, wrapping periodically. */
-static void add_atom(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
-                     double weight, float *V)
-{
-    int nx = plan->nx, ny = plan->ny;
-    long px, py;
-    size_t kernel, per_kernel = (size_t)t->kx * t->ky;
-    stem_atom_placement(plan, t, species, x, y, &px, &py, &kernel);
-    const float *k = t->kernels + kernel * per_kernel;
-    for (int j = 0; j < t->ky; j++) {
-        long gy = ((py + j - t->ry) % ny + ny) % ny;
-        float *row = V + gy * nx;
-        const float *krow = k + (size_t)j * t->kx;
-        long gx = ((px - t->rx) % nx + nx) % nx;
-        for (int i = 0; i < t->kx; i++) {
-            row[gx] += (float)weight * krow[i];
-            if (++gx == nx) gx = 0;
-        }
-    }
-}
-
-/* add_atom for rows [row0, row0 + rows) only (V holds those rows). */
+/* Add one atom's kernel at its nearest sub-pixel position, wrapping periodically, to
+ * the rows [row0, row0 + rows) that V holds (a whole slice: 0, ny). */
 static void add_atom_rows(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
                           double weight, long row0, long rows, float *V)
 {
@@ -207,8 +187,8 @@ int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, 
     for (long i = 0; i < atoms->n; i++) {
         int s = stem_potential_slice_of(plan, atoms->z[i]);
         if (s < s0 || s >= s1) continue;
-        add_atom(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], atoms->occupancy[i],
-                 V + (size_t)(s - s0) * grid);
+        add_atom_rows(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], atoms->occupancy[i], 0,
+                      plan->ny, V + (size_t)(s - s0) * grid);
     }
     return STEM_OK;
 }
