@@ -196,7 +196,7 @@ int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *re
 /* A safe point: all ranks learn whether any failed (its message printed
  * once) or was asked to stop, and leave together with the same status, so
  * none waits in a collective the others abandoned. */
-static int safe_point(const stem_mpi *m, int err)
+int stem_campaign_safe_point(const stem_mpi *m, int err)
 {
     double t = stem_wall_time();
     err = stem_mpi_agree(err, m->world);
@@ -239,7 +239,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_algorithm_buffers buffers = {0};
     int ready = -1; /* the configuration whose functions trans holds */
     for (int round = 0; round < rounds; round++) {
-        err = safe_point(m, err);
+        err = stem_campaign_safe_point(m, err);
         if (err) break;
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
@@ -258,7 +258,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     build_ahead_finish(&ahead); /* a round left early: never free a buffer a helper writes */
     stem_fft_free(spare);
     stem_algorithm_buffers_free(&buffers);
-    err = safe_point(m, err);
+    err = stem_campaign_safe_point(m, err);
     stem_potential_table_free(&table);
     stem_node_buffer_free(&trans_node, trans);
     stem_detector_free(&det);

@@ -18,6 +18,9 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
 int stem_campaign_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                                const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                                stem_complex *trans, const stem_shared_buffer *trans_node);
+/* A safe point, collective over m->world: every rank learns whether any failed (its
+ * message printed once) or was asked to stop, and all leave with the same status. */
+int stem_campaign_safe_point(const stem_mpi *m, int err);
 /* The potential lookup table, built in shares over the group; err: a failure before it, agreed here. */
 int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
                                const stem_kirkland *kirkland, int err, stem_potential_table *table);

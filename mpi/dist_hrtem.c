@@ -9,10 +9,10 @@
 
 #include "../src/channels.h"
 #include "../src/coherence.h"
+#include "../src/hrtem.h"
+#include "../src/multislice.h"
 #include "../src/phases.h"
 #include "../src/potential.h"
-#include "../src/probe.h"
-#include "../src/signals.h"
 #include "campaign.h"
 #include "dist_fft.h"
 
@@ -38,14 +38,10 @@ typedef struct {
         }                                                                                           \
     }
 
-/* The Fresnel propagator with the FFT round trip's 1/N, zero beyond the band limit (multislice.c's). */
+/* multislice.c's Fresnel propagator on this rank's Fourier columns. */
 static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, stem_complex *prop)
 {
-    double scale = 1.0 / ((double)plan->nx * plan->ny), q2max = plan->q_limit * plan->q_limit;
-    FOR_FOURIER(plan, d, {
-        double q2 = qx * qx + qy * qy, phase = -M_PI * plan->lambda * plan->dz * q2;
-        prop[at] = q2 <= q2max ? (stem_complex)(scale * (cos(phase) + I * sin(phase))) : 0;
-    })
+    FOR_FOURIER(plan, d, { prop[at] = stem_propagator_at(plan, qx, qy); })
 }
 
 /* Slice s's transmission rows, as potential.c builds a whole slice: the potential, the
@@ -60,9 +56,7 @@ static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *
     for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
     stem_dist_fft_forward(d, w);
     FOR_FOURIER(plan, d, {
-        double ax = M_PI * stem_fft_index(ix, plan->nx) / plan->nx, sx = ax ? sin(ax) / ax : 1;
-        double ay = M_PI * stem_fft_index(j_, plan->ny) / plan->ny, sy = ay ? sin(ay) / ay : 1;
-        w[at] /= (float)(sx * sy * grid);
+        w[at] /= (float)(stem_pixel_average_sinc(ix, plan->nx) * stem_pixel_average_sinc(j_, plan->ny) * grid);
     })
     stem_dist_fft_inverse(d, w);
     for (size_t i = 0; i < slab; i++) w[i] = cexpf(I * (float)plan->sigma * crealf(w[i]));
@@ -80,13 +74,7 @@ static void propagate(const stem_plan *plan, dist_state *st)
 {
     const stem_dist_fft *d = &st->fft;
     size_t slab = (size_t)d->rows * plan->nx;
-    long kx = plan->plane_k[0], ky = plan->plane_k[1];
-    for (long r = 0; r < d->rows; r++)
-        for (int i = 0; i < plan->nx; i++) {
-            long mx = ((kx * i) % plan->nx + plan->nx) % plan->nx, my = ((ky * (d->row0 + r)) % plan->ny + plan->ny) % plan->ny;
-            double phase = 2 * M_PI * ((double)mx / plan->nx + (double)my / plan->ny);
-            st->wave[(size_t)r * plan->nx + i] = (stem_complex)(cos(phase) + I * sin(phase));
-        }
+    stem_hrtem_plane_wave_rows(plan, d->row0, d->rows, st->wave);
     for (int s = 0; s < plan->n_slices; s++) {
         const stem_complex *t = st->trans + (size_t)s * slab;
         for (size_t i = 0; i < slab; i++) st->wave[i] *= t[i];
@@ -116,19 +104,11 @@ static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_re
     double offset[STEM_MAX_FOCAL_POINTS], weight[STEM_MAX_FOCAL_POINTS];
     int n = stem_focal_points(plan, offset, weight);
     float *image = res->data[STEM_CH_HRTEM];
-    double q_ap = plan->opt.objective_aperture / plan->lambda;
     for (int k = 0; k < n; k++) {
         stem_plan lens = *plan; /* read only: the aberrations with this defocus */
         lens.aberr.c[STEM_C10] += offset[k];
         stem_complex *w = st->work;
-        FOR_FOURIER(plan, d, {
-            if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) {
-                w[at] = 0;
-            } else {
-                double chi = stem_probe_chi(&lens, qx, qy);
-                w[at] = st->wave[at] * (stem_complex)(cos(chi) - I * sin(chi));
-            }
-        })
+        FOR_FOURIER(plan, d, { w[at] = st->wave[at] * stem_hrtem_lens_at(&lens, qx, qy); })
         stem_dist_fft_inverse(d, w);
         for (size_t p = 0; p < slab; p++)
             image[p] += (float)(weight[k] * (crealf(w[p]) * crealf(w[p]) + cimagf(w[p]) * cimagf(w[p])));
@@ -196,10 +176,7 @@ int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_ato
             stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
             err = one_configuration(m, plan, &st, atoms, c, res);
         }
-        err = stem_mpi_agree(err, m->world);
-        int sig = stem_signal_pending(), any = sig;
-        if (!err && MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->world) != MPI_SUCCESS) err = STEM_ERR_MPI;
-        if (!err && any) err = stem_signal_status(any);
+        err = stem_campaign_safe_point(m, err);
         if (!err && c < plan->n_configs) stem_phases_log_config(c, plan->n_configs);
     }
     state_free(&st);

@@ -61,8 +61,6 @@ void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n)
     else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n) out[n - 1] = 0; /* a path this long fails to open */
 }
 
-static void tilt_values(const stem_series *s, int t, double *tx, double *ty) { stem_series_tilt_values(s, t, tx, ty); }
-
 int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_series *s, stem_atoms *out)
 {
     memset(out, 0, sizeof *out);
@@ -70,7 +68,7 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
     for (int t = 0; t < s->n_tilts; t++) {
         double tx, ty;
         stem_atoms a = {0};
-        tilt_values(s, t, &tx, &ty);
+        stem_series_tilt_values(s, t, &tx, &ty);
         STEM_TRY(stem_atoms_rotated(tiled, cfg->rotation_z, tx, ty, &a));
         if (t == 0 || a.cell[2] < thinnest) thinnest = a.cell[2];
         if (t == 0 || a.cell[2] > out->cell[2]) {
@@ -108,7 +106,7 @@ static int point_plans(campaign *cp)
     for (int t = 0; t < s->n_tilts; t++) {
         double tx, ty;
         stem_atoms a = {0};
-        tilt_values(s, t, &tx, &ty);
+        stem_series_tilt_values(s, t, &tx, &ty);
         STEM_TRY(stem_atoms_rotated(job->atoms, job->cfg->rotation_z, tx, ty, &a));
         for (int d = 0; d < cp->n_defoci; d++) {
             stem_plan *p = &cp->plans[t * cp->n_defoci + d];
@@ -212,7 +210,7 @@ static int tilt_model(campaign *cp, int t)
     double tx, ty;
     stem_atoms_free(&cp->tilted);
     cp->tilt = -1;
-    tilt_values(cp->job->series, t, &tx, &ty);
+    stem_series_tilt_values(cp->job->series, t, &tx, &ty);
     STEM_TRY(stem_atoms_rotated(cp->job->atoms, cp->job->cfg->rotation_z, tx, ty, &cp->tilted));
     cp->tilt = t;
     return STEM_OK;
@@ -290,7 +288,7 @@ static void report_unit(campaign *cp, int u, double took, int finished)
     const stem_series *s = cp->job->series;
     int t = u / cp->n_configs, c = u % cp->n_configs;
     double tx, ty, now = stem_wall_time();
-    tilt_values(s, t, &tx, &ty);
+    stem_series_tilt_values(s, t, &tx, &ty);
     int here = finished - cp->finished_at_start;
     double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
     stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d defoc%s x %d depth%s) in %.2f s; "

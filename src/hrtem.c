@@ -10,16 +10,15 @@
 #include "multislice.h"
 #include "probe.h"
 
-/* exp(2 pi i (kx i / nx + ky j / ny)), the phase reduced exactly in integers. */
-static void plane_wave(const stem_plan *plan, stem_complex *w)
+void stem_hrtem_plane_wave_rows(const stem_plan *plan, long row0, long rows, stem_complex *w)
 {
     int nx = plan->nx, ny = plan->ny;
     long kx = plan->plane_k[0], ky = plan->plane_k[1];
-    for (int j = 0; j < ny; j++)
-        for (int i = 0; i < nx; i++) {
-            long mx = ((kx * i) % nx + nx) % nx, my = ((ky * j) % ny + ny) % ny;
+    for (long r = 0; r < rows; r++)
+        for (int i = 0; i < nx; i++) { /* the phase reduced exactly in integers */
+            long mx = ((kx * i) % nx + nx) % nx, my = ((ky * (row0 + r)) % ny + ny) % ny;
             double phase = 2 * M_PI * ((double)mx / nx + (double)my / ny);
-            w[(size_t)j * nx + i] = (stem_complex)(cos(phase) + I * sin(phase));
+            w[(size_t)r * nx + i] = (stem_complex)(cos(phase) + I * sin(phase));
         }
 }
 
@@ -31,7 +30,7 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
     int err = prop ? stem_propagator_build(plan, prop) : STEM_ERR_MEMORY;
     if (!err) err = stem_fft_create(&fft, plan->nx, plan->ny, 1, wave, plan->opt.fft_measure);
     if (!err) {
-        plane_wave(plan, wave);
+        stem_hrtem_plane_wave_rows(plan, 0, plan->ny, wave);
         stem_multislice_propagate(plan, trans, prop, &fft, wave, 1, 0, plan->n_slices);
     }
     stem_fft_destroy(&fft);
@@ -39,24 +38,23 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
     return err;
 }
 
-/* The lens's transfer at each pixel for one defocus offset: A(q) exp(-i chi(q)). */
+stem_complex stem_hrtem_lens_at(const stem_plan *lens, double qx, double qy)
+{
+    double q_ap = lens->opt.objective_aperture / lens->lambda;
+    if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) return 0;
+    double chi = stem_probe_chi(lens, qx, qy);
+    return (stem_complex)(cos(chi) - I * sin(chi));
+}
+
+/* The lens's transfer at each pixel for one defocus offset. */
 static void lens_transfer(const stem_plan *plan, double dC10, stem_complex *h)
 {
     stem_plan lens = *plan; /* read only: the aberrations with this defocus */
     lens.aberr.c[STEM_C10] += dC10;
-    double q_ap = plan->opt.objective_aperture / plan->lambda;
     for (int j = 0; j < plan->ny; j++) {
         double qy = stem_fft_index(j, plan->ny) / plan->cell[1];
-        for (int i = 0; i < plan->nx; i++) {
-            double qx = stem_fft_index(i, plan->nx) / plan->cell[0];
-            stem_complex *v = &h[(size_t)j * plan->nx + i];
-            if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) {
-                *v = 0;
-                continue;
-            }
-            double chi = stem_probe_chi(&lens, qx, qy);
-            *v = (stem_complex)(cos(chi) - I * sin(chi));
-        }
+        for (int i = 0; i < plan->nx; i++)
+            h[(size_t)j * plan->nx + i] = stem_hrtem_lens_at(&lens, stem_fft_index(i, plan->nx) / plan->cell[0], qy);
     }
 }
 

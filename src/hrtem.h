@@ -17,5 +17,10 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
  * averaged over the focal spread's defoci (coherence.h) as intensities. A rank whose
  * result holds no probe records nothing. */
 int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);
+/* Pieces the distributed path (mpi/dist_hrtem.c) shares: rows [row0, row0 + rows) of the
+ * plane wave, and the lens's transfer A(q) exp(-i chi(q)) at one frequency (lens: the
+ * plan with the defocus of one focal point). */
+void stem_hrtem_plane_wave_rows(const stem_plan *plan, long row0, long rows, stem_complex *w);
+stem_complex stem_hrtem_lens_at(const stem_plan *lens, double qx, double qy);
 
 #endif

@@ -8,17 +8,19 @@
 #include "dispatcher.h"
 #include "probe.h"
 
+stem_complex stem_propagator_at(const stem_plan *plan, double qx, double qy)
+{
+    double scale = 1.0 / ((double)plan->nx * plan->ny), q2 = qx * qx + qy * qy;
+    double phase = -M_PI * plan->lambda * plan->dz * q2;
+    return q2 <= plan->q_limit * plan->q_limit ? (stem_complex)(scale * (cos(phase) + I * sin(phase))) : 0;
+}
+
 int stem_propagator_build(const stem_plan *plan, stem_complex *prop)
 {
     int nx = plan->nx, ny = plan->ny;
-    double scale = 1.0 / ((double)nx * ny), q2max = plan->q_limit * plan->q_limit;
     for (int j = 0; j < ny; j++) {
         double qy = stem_fft_index(j, ny) / plan->cell[1];
-        for (int i = 0; i < nx; i++) {
-            double qx = stem_fft_index(i, nx) / plan->cell[0], q2 = qx * qx + qy * qy;
-            double phase = -M_PI * plan->lambda * plan->dz * q2;
-            prop[(size_t)j * nx + i] = q2 <= q2max ? (stem_complex)(scale * (cos(phase) + I * sin(phase))) : 0;
-        }
+        for (int i = 0; i < nx; i++) prop[(size_t)j * nx + i] = stem_propagator_at(plan, stem_fft_index(i, nx) / plan->cell[0], qy);
     }
     return STEM_OK;
 }

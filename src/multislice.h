@@ -8,6 +8,8 @@
 /* Fresnel propagator exp(-i pi lambda dz q^2), zero beyond the band limit,
  * with the 1/N of the FFT round trip folded in. */
 int stem_propagator_build(const stem_plan *plan, stem_complex *prop);
+/* Its value at one frequency (qx, qy), 1/Angstrom. */
+stem_complex stem_propagator_at(const stem_plan *plan, double qx, double qy);
 /* Propagate `batch` waves through slices [from, to). The waves come in real
  * space when from = 0, else as this function left them after slice from - 1;
  * on return they hold the band-limited waves below slice to - 1 in Fourier

@@ -228,6 +228,12 @@ static void trans_teardown(void *ctx, int w)
 /* Pixel averaging multiplies the potential's spectrum by sinc(kx/nx) sinc(ky/ny)
  * (about 0.83 per axis at the band limit, which lowered HAADF by ~15% at 0.06 A
  * pixels); dividing it out leaves the band-limited Kirkland potential itself. */
+double stem_pixel_average_sinc(int k, int n)
+{
+    double a = M_PI * stem_fft_index(k, n) / n;
+    return a ? sin(a) / a : 1;
+}
+
 static void undo_pixel_average(const stem_plan *plan, const stem_fft *fft, const float *V, stem_complex *work)
 {
     int nx = plan->nx, ny = plan->ny;
@@ -235,9 +241,9 @@ static void undo_pixel_average(const stem_plan *plan, const stem_fft *fft, const
     for (size_t i = 0; i < grid; i++) work[i] = V[i];
     stem_fft_forward(fft, work);
     for (int j = 0; j < ny; j++) {
-        double ay = M_PI * stem_fft_index(j, ny) / ny, sy = ay ? sin(ay) / ay : 1;
+        double sy = stem_pixel_average_sinc(j, ny);
         for (int i = 0; i < nx; i++) {
-            double ax = M_PI * stem_fft_index(i, nx) / nx, sx = ax ? sin(ax) / ax : 1;
+            double sx = stem_pixel_average_sinc(i, nx);
             work[(size_t)j * nx + i] /= (float)(sx * sy * grid);
         }
     }

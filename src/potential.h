@@ -39,6 +39,9 @@ int stem_potential_slices(const stem_plan *plan, const stem_potential_table *tab
  * one rank of a distributed FFT builds (the same sums as stem_potential_slices). */
 int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms, int s,
                               long row0, long rows, float *V);
+/* The pixel average's transfer along one axis at FFT index k of n: sinc(k / n), which
+ * the transmission build divides out (potential.c, and on slabs mpi/dist_hrtem.c). */
+double stem_pixel_average_sinc(int k, int n);
 /* All transmission functions ([slice][ny][nx]) with plan->threads threads. */
 int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                             stem_complex *trans);
