@@ -14,9 +14,9 @@ extern "C" {
 }
 
 typedef struct {
-    int kernel;    /* index into the table's kernels: species and sub-pixel position */
+    int kernel;    /* index into the table's kernels: species, depth node and sub-pixel position */
     int px, py;    /* kernel centre pixel, before wrapping */
-    float weight;  /* occupancy */
+    float weight;  /* occupancy times the depth kernel's weight */
 } gpu_atom;
 
 typedef struct gpu_tr_ctx {
@@ -25,9 +25,9 @@ typedef struct gpu_tr_ctx {
     float *kernels;                    /* the table's kernels on the device */
     float *V;                          /* one slice's potential */
     float2 *t;                         /* one slice's transmission function */
-    gpu_atom *atoms, *host_atoms;      /* one configuration's atoms, sorted by slice */
+    gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices, sorted by slice */
     long atoms_cap;
-    long *first;                       /* first atom of each slice (n_slices + 1) */
+    long *first;                       /* first entry of each slice (n_slices + 1) */
     cufftHandle fft;
     int has_fft;
     cudaStream_t stream;
@@ -126,39 +126,67 @@ static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_tabl
     return c->first ? STEM_OK : STEM_ERR_MEMORY;
 }
 
-/* Place every atom on the host, sorted by slice (counting sort), and upload them. */
+/* Every atom's share of every slice it reaches (one entry per weighted depth kernel; with
+ * the infinite projection one per atom), counted per slice. */
+static long tr_count_entries(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, long *first)
+{
+    memset(first, 0, sizeof(long) * (plan->n_slices + 1));
+    stem_node_weight w[4];
+    for (long i = 0; i < atoms->n; i++) {
+        int s0, s1;
+        stem_atom_slice_range(plan, t, atoms->z[i], &s0, &s1);
+        for (int s = s0; s < s1; s++) first[s + 1] += stem_atom_slice_weights(plan, t, atoms->z[i], s, w);
+    }
+    for (int s = 0; s < plan->n_slices; s++) first[s + 1] += first[s];
+    return first[plan->n_slices];
+}
+
+static int tr_reserve(tr_ctx *c, long n)
+{
+    if (n <= c->atoms_cap) return STEM_OK;
+    gpu_free(c->atoms);
+    c->atoms = NULL;
+    free(c->host_atoms);
+    c->host_atoms = (gpu_atom *)stem_alloc(sizeof(gpu_atom) * n, "placed atoms");
+    if (!c->host_atoms) return STEM_ERR_MEMORY;
+    GPU_ALLOC(c->atoms, sizeof(gpu_atom) * n, "placed atoms");
+    c->atoms_cap = n;
+    return STEM_OK;
+}
+
+/* Place every atom on the host (stem_atom_placement and stem_atom_slice_weights, as the
+ * CPU does), sorted by slice (counting sort), and upload them. */
 static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
 {
     const stem_plan *plan = c->plan;
     const stem_potential_table *t = c->table;
-    if (atoms->n > c->atoms_cap) {
-        gpu_free(c->atoms);
-        c->atoms = NULL;
-        free(c->host_atoms);
-        c->host_atoms = (gpu_atom *)stem_alloc(sizeof(gpu_atom) * atoms->n, "placed atoms");
-        if (!c->host_atoms) return STEM_ERR_MEMORY;
-        GPU_ALLOC(c->atoms, sizeof(gpu_atom) * atoms->n, "placed atoms");
-        c->atoms_cap = atoms->n;
-    }
-    memset(c->first, 0, sizeof(long) * (plan->n_slices + 1));
-    for (long i = 0; i < atoms->n; i++) c->first[stem_potential_slice_of(plan, atoms->z[i]) + 1]++;
-    for (int s = 0; s < plan->n_slices; s++) c->first[s + 1] += c->first[s];
+    long total = tr_count_entries(plan, t, atoms, c->first);
+    STEM_TRY(tr_reserve(c, total));
     long *next = (long *)stem_alloc(sizeof(long) * plan->n_slices, "atoms per slice");
     if (!next) return STEM_ERR_MEMORY;
     memcpy(next, c->first, sizeof(long) * plan->n_slices);
+    size_t node_stride = (size_t)t->ss * t->ss;
+    stem_node_weight w[4];
     for (long i = 0; i < atoms->n; i++) {
         long px, py;
         size_t kernel;
+        int s0, s1;
         stem_atom_placement(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], &px, &py, &kernel);
-        gpu_atom *a = &c->host_atoms[next[stem_potential_slice_of(plan, atoms->z[i])]++];
-        a->kernel = (int)kernel;
-        a->px = (int)px;
-        a->py = (int)py;
-        a->weight = (float)atoms->occupancy[i];
+        stem_atom_slice_range(plan, t, atoms->z[i], &s0, &s1);
+        for (int s = s0; s < s1; s++) {
+            int n = stem_atom_slice_weights(plan, t, atoms->z[i], s, w);
+            for (int k = 0; k < n; k++) {
+                gpu_atom *a = &c->host_atoms[next[s]++];
+                a->kernel = (int)(kernel + w[k].node * node_stride);
+                a->px = (int)px;
+                a->py = (int)py;
+                a->weight = (float)(atoms->occupancy[i] * w[k].weight);
+            }
+        }
     }
     free(next);
-    if (atoms->n > 0)
-        CUDA_CALL(cudaMemcpyAsync(c->atoms, c->host_atoms, sizeof(gpu_atom) * atoms->n, cudaMemcpyHostToDevice, c->stream));
+    if (total > 0)
+        CUDA_CALL(cudaMemcpyAsync(c->atoms, c->host_atoms, sizeof(gpu_atom) * total, cudaMemcpyHostToDevice, c->stream));
     return STEM_OK;
 }
 
@@ -207,7 +235,7 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
     if (!st->tr) {
         /* the other steps' memory plans leave this step only their reserve: a grid too
          * large for a small part of it is built on the CPU instead (the same numbers) */
-        double need = 12.0 * plan->nx * plan->ny + 4.0 * table->n_kernels * table->kx * table->ky + 16.0 * atoms->n;
+        double need = 12.0 * plan->nx * plan->ny + 4.0 * table->n_kernels * table->kx * table->ky + 16.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
         if (need > 0.25 * st->dev.usable_bytes) {
             stem_info("transmission functions built on the CPU: on the GPU they would need %.2f GiB", need / GPU_GIB);
             st->tr_declined = plan;

@@ -136,6 +136,19 @@ static const key_spec key_table[] = {
      "cutoff radius of each atom's projected potential"},
     {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",
      "sub-pixel positions per pixel in the potential lookup"},
+    {"simulation", "parametrisation", K_ENUM, OFF(parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
+     "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or $STEMSIM_KIRKLAND) "
+     "or lobato (Lobato & Van Dyck 2014, abTEM's and MULTEM's default; data/lobato_params.txt or $STEMSIM_LOBATO)"},
+    {"simulation", "projection", K_ENUM, OFF(finite_projection), "infinite", 0, 0, "infinite|finite", "-",
+     "infinite: each atom's whole projected potential goes into the slice holding its centre; finite: each slice "
+     "gets the integral of the atom's 3D potential over the part of it inside the slice (within potential_radius "
+     "of the centre; what lies above the first or below the last slice is added to that slice), as abTEM's "
+     "projection=\"finite\" and Prismatic's 3D potential do; costs 24 times the lookup-table memory"},
+    {"simulation", "potential_file", K_STRING, OFF(potential_file), "", 0, 0, NULL, "path",
+     "read the potential slices from /potential of a stemsim output written with [output] save_potential, instead of "
+     "building them from the atoms (relative to the config file): its grid, cell and slicing must be this run's "
+     "(refused otherwise, exit 4), configuration c uses its slices c (it needs at least frozen_phonons of them); "
+     "the energy may differ (the potential does not depend on it); not with [series] or a distributed FFT"},
     {"simulation", "interpolation_x", K_INT, OFF(interpolation_x), "4", 1, 256, NULL, "-",
      "PRISM interpolation factor fx"},
     {"simulation", "interpolation_y", K_INT, OFF(interpolation_y), "4", 1, 256, NULL, "-",
@@ -196,6 +209,10 @@ static const key_spec key_table[] = {
     {"output", "save_exit_wave", K_BOOL, OFF(save_exit_wave), "false", 0, 0, NULL, "-",
      "hrtem: write the exit wave /exit_wave (the configurations' mean complex wave, float32 [..][ny][nx][2]: "
      "real, imaginary)"},
+    {"output", "save_potential", K_BOOL, OFF(save_potential), "false", 0, 0, NULL, "-",
+     "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
+     "[configuration][slice][ny][nx], V Angstrom: band-limited, pixel averaging undone), to reuse with "
+     "[simulation] potential_file (Prismatic's -sp / -ips); not with [series] or a distributed FFT"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
      "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "

@@ -57,10 +57,17 @@
  *   /axes/tilt_x, /axes/tilt_y  float64, degrees (units = "deg")
  *   /axes/defocus               float64, C10 in Angstrom (units = "Angstrom")
  *
+ *   /potential              float32 [configuration][slice][ny][nx] ([output] save_potential): each
+ *                           slice's projected potential as its transmission function uses it
+ *                           (V Angstrom); attributes units, axes, parametrisation, projection,
+ *                           slice_thickness_angstrom, cell_x_angstrom, cell_y_angstrom; read back
+ *                           by [simulation] potential_file (io/potential_file.c)
+ *
  * The file is written to the temporary that io/publish.c created exclusively
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
  * after every rank closed it, so a file under its final name is complete. */
 #include "output.h"
+#include "potential_file.h"
 
 #include "../mpi/comm.h"
 
@@ -116,6 +123,7 @@ typedef struct {
     double *axis;             /* longest axis */
     char *config_text, *plan_text, *env_text; /* rank 0's texts, on every rank */
     const stem_output_series *series; /* NULL: one point, no leading axes */
+    const stem_output_potential *potential; /* NULL: no /potential */
     int n_lead;                /* leading series axes of every per-point dataset */
     hsize_t lead[STEM_OUTPUT_MAX_LEAD], at[STEM_OUTPUT_MAX_LEAD]; /* their lengths; the point being written */
     int point;
@@ -900,6 +908,70 @@ static int stem_output_axes(const stem_output *o)
     return STEM_OK;
 }
 
+/* /potential: item i = configuration i / n_slices, slice i % n_slices; in each collective
+ * write every rank computes (or reads) one item and writes it, the others of the last
+ * round nothing. */
+static int stem_output_potential_item(const stem_output *o, hid_t dset, long item, float *V)
+{
+    const stem_plan *plan = o->plan;
+    long items = (long)plan->n_configs * plan->n_slices;
+    int mine = item < items, rc = STEM_OK;
+    int c = (int)(item / plan->n_slices), s = (int)(item % plan->n_slices);
+    if (mine) rc = o->potential->slices(o->potential->ctx, c, s, s + 1, V);
+    STEM_TRY(stem_output_agree(o->comm, rc));
+    hsize_t start[4] = {(hsize_t)c, (hsize_t)s, 0, 0}, count[4] = {1, 1, (hsize_t)plan->ny, (hsize_t)plan->nx};
+    hid_t fspace = H5Dget_space(dset), mspace = H5Screate_simple(4, count, NULL);
+    if (fspace < 0 || mspace < 0) rc = STEM_ERR_IO;
+    else if (mine) rc = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
+    else rc = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0 ? STEM_ERR_IO : STEM_OK;
+    if (!rc && H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, o->dxpl, V) < 0) rc = STEM_ERR_IO;
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
+    if (rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (disk full or quota?)", o->path,
+                           STEM_POTENTIAL_DATASET);
+    return stem_output_agree(o->comm, rc);
+}
+
+static int stem_output_potential_slices(const stem_output *o)
+{
+    if (!o->potential) return STEM_OK;
+    const stem_plan *plan = o->plan;
+    int size = 1;
+    if (MPI_Comm_size(o->comm, &size) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Comm_size failed", o->path);
+    hsize_t dims[4] = {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->ny, (hsize_t)plan->nx};
+    float *V = stem_alloc(sizeof(float) * (size_t)plan->nx * plan->ny, "one potential slice");
+    int rc = stem_output_agree(o->comm, V ? STEM_OK : STEM_ERR_MEMORY);
+    hid_t space = H5Screate_simple(4, dims, NULL), dset = H5I_INVALID_HID;
+    if (!rc) {
+        dset = space >= 0 ? H5Dcreate2(o->file, STEM_POTENTIAL_DATASET, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                       H5P_DEFAULT)
+                          : H5I_INVALID_HID;
+        if (dset < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create %s", o->path, STEM_POTENTIAL_DATASET);
+        rc = stem_output_agree(o->comm, rc);
+    }
+    long items = (long)plan->n_configs * plan->n_slices;
+    for (long base = 0; !rc && base < items; base += size) rc = stem_output_potential_item(o, dset, base + o->rank, V);
+    const stem_output_attr attrs[] = {
+        {"units", "V Angstrom", 0},
+        {"axes", "configuration, slice, y, x", 0},
+        {"content", "projected potential of each slice as its transmission function uses it: band-limited, pixel "
+                    "averaging undone; t = exp(i sigma V)", 0},
+        {"parametrisation", o->potential->parametrisation, 0},
+        {"projection", o->potential->projection, 0},
+        {"slice_thickness_angstrom", NULL, plan->dz},
+        {"cell_x_angstrom", NULL, plan->cell[0]},
+        {"cell_y_angstrom", NULL, plan->cell[1]},
+    };
+    if (!rc) rc = stem_output_agree(o->comm, stem_output_attrs(o, dset, STEM_POTENTIAL_DATASET, attrs,
+                                                               (int)(sizeof attrs / sizeof *attrs)));
+    if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", o->path, STEM_POTENTIAL_DATASET);
+    if (space >= 0) H5Sclose(space);
+    free(V);
+    return rc;
+}
+
 /* Data reaches the disk before the marker that says it is all there. */
 static int stem_output_mark_complete(const stem_output *o)
 {
@@ -990,16 +1062,19 @@ static int stem_output_content(stem_output *o)
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
     }
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_axes(o));
+    if (!rc) rc = stem_output_potential_slices(o); /* agreed inside */
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_mark_complete(o));
     return rc;
 }
 
-int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
-                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series)
+static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
+                                 stem_result *res, int writes_probes, const stem_output_texts *texts,
+                                 const stem_output_series *series, const stem_output_potential *potential)
 {
     stem_output o;
     int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
     o.series = series;
+    o.potential = potential;
     for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
         if (series->lead_name[a]) o.lead[o.n_lead++] = (hsize_t)series->lead_n[a];
     rc = stem_output_agree(comm, rc);
@@ -1024,8 +1099,14 @@ int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, co
     return rc;
 }
 
-int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts)
+int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
+                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series)
 {
-    return stem_output_write_series(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL);
+    return stem_output_write_all(comm, target, plan, res, writes_probes, texts, series, NULL);
+}
+
+int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
+                      int writes_probes, const stem_output_texts *texts, const stem_output_potential *potential)
+{
+    return stem_output_write_all(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL, potential);
 }

@@ -44,8 +44,17 @@ typedef struct {
     void *ctx;
 } stem_output_series;
 
+/* [output] save_potential: slices fills V ([s1 - s0][ny][nx], V Angstrom) with configuration
+ * c's slices [s0, s1) on any rank; the strings become attributes of /potential. */
+typedef struct {
+    int (*slices)(void *ctx, int c, int s0, int s1, float *V);
+    void *ctx;
+    const char *parametrisation, *projection;
+} stem_output_potential;
+
+/* potential: NULL, or the same source on every rank (then /potential is written too). */
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts);
+                      int writes_probes, const stem_output_texts *texts, const stem_output_potential *potential);
 /* The same for a series: res is the buffer series->load fills point by point. */
 int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
                              int writes_probes, const stem_output_texts *texts, const stem_output_series *series);

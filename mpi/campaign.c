@@ -2,11 +2,14 @@
  * functions, run the engine on this rank's share, then reduce. */
 #include "campaign.h"
 
+#include "../io/potential_file.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../io/potential_file.h"
 #include "../src/algorithm.h"
 #include "../src/channels.h"
 #include "../src/coherence.h"
@@ -31,11 +34,24 @@ static int injected_failure(const stem_mpi *m, const char *site)
     return STEM_OK;
 }
 
+/* Slices [s0, s1) of configuration c from [simulation] potential_file instead of the atoms. */
+static int transmission_from_file(const stem_plan *plan, int c, int s0, int s1, stem_complex *trans)
+{
+    float *V = stem_alloc(sizeof(float) * (size_t)plan->nx * plan->ny * (size_t)(s1 - s0 > 0 ? s1 - s0 : 1),
+                          "potential slices read from potential_file");
+    if (!V) return STEM_ERR_MEMORY;
+    int err = s1 > s0 ? stem_potential_file_read(plan, c, s0, s1, V) : STEM_OK;
+    if (!err) err = stem_transmission_from_potentials(plan, V, s0, s1, trans);
+    free(V);
+    return err;
+}
+
 /* Configuration c's atoms, displaced, as transmission functions: by the engine
  * where it has that step (the GPU), else on the CPU. */
 static int build_transmission(const stem_engine *engine, const stem_plan *plan, const stem_atoms *atoms,
                               const stem_potential_table *table, int c, stem_complex *trans)
 {
+    if (plan->opt.potential_file[0]) return transmission_from_file(plan, c, 0, plan->n_slices, trans);
     stem_atoms displaced = {0};
     int err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
     int done = 0;
@@ -63,8 +79,10 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     double t = stem_wall_time();
     stem_atoms displaced = {0};
     int err = L->group_rank ? injected_failure(m, "transmission") : STEM_OK;
-    if (!err) err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
-    if (!err) err = stem_transmission_build_slices(plan, table, &displaced, (int)s0, (int)s1, trans);
+    if (!err && plan->opt.potential_file[0]) err = transmission_from_file(plan, c, (int)s0, (int)s1, trans);
+    else if (!err) err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    if (!err && !plan->opt.potential_file[0])
+        err = stem_transmission_build_slices(plan, table, &displaced, (int)s0, (int)s1, trans);
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     err = stem_mpi_agree(err, m->group); /* no rank waits in an exchange another abandoned */
@@ -144,13 +162,13 @@ static int build_ahead_finish(build_ahead *b)
  * rank of the group needs it to build its slices. err: a failure before it,
  * agreed here with the group. */
 int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_kirkland *kirkland, int err, stem_potential_table *table)
+                               const stem_atom_potential *potentials, int err, stem_potential_table *table)
 {
     const stem_layout *L = &m->layout;
     if (!err) err = stem_potential_table_init(plan, atoms, table); /* every rank comes here: it agrees below */
     long k0 = 0, k1 = 0;
     if (!err) stem_split_range(table->n_kernels, L->group_size, L->group_rank, &k0, &k1);
-    if (!err) err = stem_potential_table_kernels(plan, kirkland, table, k0, k1);
+    if (!err) err = stem_potential_table_kernels(plan, potentials, table, k0, k1);
     STEM_TRY(stem_mpi_agree(err, m->group));
     return stem_mpi_allgather_blocks(table->kernels, sizeof(float) * table->kx * table->ky, table->n_kernels, m->group);
 }
@@ -207,9 +225,9 @@ int stem_campaign_safe_point(const stem_mpi *m, int err)
 }
 
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                      const stem_kirkland *kirkland, stem_result *res)
+                      const stem_atom_potential *potentials, stem_result *res)
 {
-    if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, kirkland, res); /* the wave in slabs */
+    if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, potentials, res); /* the wave in slabs */
     const stem_layout *L = &m->layout;
     stem_detector det = {0};
     stem_potential_table table = {0};
@@ -225,7 +243,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions", &trans_node,
                                      &trans);
     double t = stem_wall_time();
-    err = stem_campaign_lookup_table(m, plan, atoms, kirkland, err, &table);
+    err = stem_campaign_lookup_table(m, plan, atoms, potentials, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure
@@ -276,4 +294,33 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     }
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     return STEM_OK;
+}
+
+void stem_potential_source_init(stem_potential_source *src, const stem_plan *plan, const stem_atoms *atoms,
+                                const stem_atom_potential *potentials)
+{
+    memset(src, 0, sizeof *src);
+    src->plan = plan, src->atoms = atoms, src->potentials = potentials;
+    src->displaced_config = -1;
+}
+
+int stem_potential_source_slices(void *ctx, int c, int s0, int s1, float *V)
+{
+    stem_potential_source *src = ctx;
+    const stem_plan *plan = src->plan;
+    if (plan->opt.potential_file[0]) return stem_potential_file_read(plan, c, s0, s1, V);
+    if (!src->table.kernels) STEM_TRY(stem_potential_table_build(plan, src->atoms, src->potentials, &src->table));
+    if (src->displaced_config != c) {
+        stem_atoms_free(&src->displaced);
+        src->displaced_config = -1;
+        STEM_TRY(stem_atoms_displace(src->atoms, plan->opt.seed, c, plan->opt.thermal, &src->displaced));
+        src->displaced_config = c;
+    }
+    return stem_potential_band_slices(plan, &src->table, &src->displaced, s0, s1, V);
+}
+
+void stem_potential_source_free(stem_potential_source *src)
+{
+    stem_potential_table_free(&src->table);
+    stem_atoms_free(&src->displaced);
 }

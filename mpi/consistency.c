@@ -16,9 +16,9 @@ unsigned long long stem_hash_model(const stem_atoms *atoms)
     return h;
 }
 
-unsigned long long stem_hash_table(const stem_kirkland *kirkland)
+unsigned long long stem_hash_table(const stem_atom_potential *potentials)
 {
-    return stem_hash_bytes(STEM_HASH_SEED, kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1));
+    return stem_hash_bytes(STEM_HASH_SEED, potentials, sizeof(stem_atom_potential) * (STEM_MAX_Z + 1));
 }
 
 unsigned long long stem_hash_bytes(unsigned long long h, const void *data, size_t n)
@@ -113,11 +113,11 @@ static int differs_from_root(unsigned long long h, MPI_Comm comm, int *differs)
     return STEM_OK;
 }
 
-int stem_check_same_inputs(const stem_atoms *atoms, const stem_kirkland *kirkland, MPI_Comm comm)
+int stem_check_same_inputs(const stem_atoms *atoms, const stem_atom_potential *potentials, MPI_Comm comm)
 {
     int rank;
     STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
-    const unsigned long long hashes[2] = {stem_hash_model(atoms), stem_hash_table(kirkland)};
+    const unsigned long long hashes[2] = {stem_hash_model(atoms), stem_hash_table(potentials)};
     const char *what[2] = {"XYZ model", "scattering-factor table"};
     for (int k = 0; k < 2; k++) {
         int same = 0, differs = 0;

@@ -17,12 +17,12 @@
  * configuration differs from rank 0's (callers agree afterwards). */
 int stem_check_same_config(const stem_config *cfg, MPI_Comm comm);
 /* Collective over comm: model and table as every rank received them. */
-int stem_check_same_inputs(const stem_atoms *atoms, const stem_kirkland *kirkland, MPI_Comm comm);
+int stem_check_same_inputs(const stem_atoms *atoms, const stem_atom_potential *potentials, MPI_Comm comm);
 /* 64-bit FNV-1a, continued from h (start with STEM_HASH_SEED). */
 #define STEM_HASH_SEED 1469598103934665603ULL
 unsigned long long stem_hash_bytes(unsigned long long h, const void *data, size_t n);
 /* The model's and the table's hashes (what stem_check_same_inputs compares). */
 unsigned long long stem_hash_model(const stem_atoms *atoms);
-unsigned long long stem_hash_table(const stem_kirkland *kirkland);
+unsigned long long stem_hash_table(const stem_atom_potential *potentials);
 
 #endif

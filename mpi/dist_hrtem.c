@@ -157,14 +157,14 @@ static void state_free(dist_state *st)
     stem_potential_table_free(&st->table);
 }
 
-int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
                         stem_result *res)
 {
     const stem_layout *L = &m->layout;
     dist_state st = {0};
     int err = stem_mpi_agree(state_create(m, plan, &st), m->world);
     double t = stem_wall_time();
-    err = stem_campaign_lookup_table(m, plan, atoms, kirkland, err, &st.table);
+    err = stem_campaign_lookup_table(m, plan, atoms, potentials, err, &st.table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     if (!err && L->world_rank == 0)
         stem_info("distributed FFT: %d x %d grid in slabs of %ld rows over the %d ranks of each group", plan->nx,

@@ -13,7 +13,7 @@
 #include "comm.h"
 
 /* Collective over m->world: every configuration, then res summed and finalised. */
-int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_kirkland *kirkland,
+int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
                         stem_result *res);
 
 #endif

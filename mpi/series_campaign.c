@@ -128,7 +128,7 @@ static int point_plans(campaign *cp)
 static char *identity_text(const stem_series_job *job)
 {
     static const char *placement[] = {"threads =", "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node ="};
-    unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->kirkland);
+    unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->potentials);
     char *ini = stem_config_to_ini(job->cfg), *buf = NULL;
     size_t size = 0;
     FILE *f = ini ? open_memstream(&buf, &size) : NULL;
@@ -363,7 +363,7 @@ static int group_state(campaign *cp)
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
     double t = stem_wall_time();
-    err = stem_campaign_lookup_table(m, plan, job->atoms, job->kirkland, err, &cp->table);
+    err = stem_campaign_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     return err;
 }

@@ -26,7 +26,7 @@ typedef struct {
     const stem_plan *plan;    /* built from the thickest tilt: its memory covers every tilt */
     const stem_engine *engine;
     const stem_atoms *atoms;  /* tiled, not yet rotated (stem_atoms_tile) */
-    const stem_kirkland *kirkland;
+    const stem_atom_potential *potentials;
     const stem_output_target *target;
     const stem_output_texts *texts;
     int restart;              /* --restart: discard the checkpoint first */

@@ -62,6 +62,9 @@ typedef struct {
     double slice_thickness;  /* Angstrom */
     double potential_radius; /* Angstrom */
     int supersampling;
+    int parametrisation;     /* stem_parametrisation */
+    int finite_projection;   /* 0: infinite (each atom's whole projection in its slice) */
+    char potential_file[STEM_PATH_MAX]; /* slices read from a stemsim output's /potential ("": from the atoms) */
     int interpolation_x, interpolation_y;
     int frozen_phonons;
     long seed;
@@ -77,6 +80,7 @@ typedef struct {
     double cbed_max_angle;   /* mrad, 0: no crop */
     int cbed_bin, save_pacbed;
     int save_exit_wave;      /* hrtem: write /exit_wave */
+    int save_potential;      /* write /potential (every configuration's slices) */
     double objective_aperture_mrad; /* hrtem: objective aperture semi-angle (0: none, the band limit) */
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */

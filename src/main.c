@@ -104,23 +104,24 @@ static void resolve_model_path(stem_config *cfg)
 {
     resolve_input_path(cfg, cfg->xyz);
     resolve_input_path(cfg, cfg->positions);
+    resolve_input_path(cfg, cfg->potential_file);
 }
 
 /* Rank 0 reads the table and the model; everyone receives them and checks
  * it holds what rank 0 holds. A campaign rotates the model per tilt itself:
  * it is only tiled here. */
-static int load_inputs(const stem_config *cfg, stem_kirkland *kirkland, stem_atoms *atoms, MPI_Comm world, int rank)
+static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, stem_atoms *atoms, MPI_Comm world, int rank)
 {
     int err = STEM_OK;
     if (rank == 0) {
-        err = stem_kirkland_load(stem_kirkland_default_path(), kirkland);
+        err = stem_atom_potentials_load(cfg->parametrisation, stem_parametrisation_path(cfg->parametrisation), potentials);
         if (!err) err = stem_xyz_read(cfg->xyz, atoms);
         if (!err) err = stem_series_campaign_wanted(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
     }
     err = stem_mpi_agree(err, world);
-    if (!err) err = stem_mpi_agree(stem_mpi_bcast(kirkland, sizeof(stem_kirkland) * (STEM_MAX_Z + 1), 0, world), world);
+    if (!err) err = stem_mpi_agree(stem_mpi_bcast(potentials, sizeof(stem_atom_potential) * (STEM_MAX_Z + 1), 0, world), world);
     if (!err) err = stem_mpi_agree(stem_mpi_bcast_atoms(atoms, 0, world), world);
-    if (!err) err = stem_mpi_agree(stem_check_same_inputs(atoms, kirkland, world), world);
+    if (!err) err = stem_mpi_agree(stem_check_same_inputs(atoms, potentials, world), world);
     return err;
 }
 
@@ -152,14 +153,18 @@ static void print_decomposition(const stem_plan *plan)
 static int compare_strings(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Everything stemsim reads: the output may be none of them. */
-static int list_inputs(const stem_config *cfg, stem_input_ref inputs[5])
+static int list_inputs(const stem_config *cfg, stem_input_ref inputs[6])
 {
     int n = 0;
     inputs[n++] = (stem_input_ref){"config file", cfg->config_path};
     inputs[n++] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
-    inputs[n++] = (stem_input_ref){"scattering-factor table (STEMSIM_KIRKLAND)", stem_kirkland_default_path()};
+    inputs[n++] = (stem_input_ref){cfg->parametrisation == STEM_PARAM_LOBATO ? "scattering-factor table (STEMSIM_LOBATO)"
+                                                                              : "scattering-factor table (STEMSIM_KIRKLAND)",
+                                   stem_parametrisation_path(cfg->parametrisation)};
     if (cfg->fft_wisdom[0]) inputs[n++] = (stem_input_ref){"FFTW wisdom file ([compute] fft_wisdom)", cfg->fft_wisdom};
     if (cfg->positions[0]) inputs[n++] = (stem_input_ref){"probe positions file ([scan] positions)", cfg->positions};
+    if (cfg->potential_file[0])
+        inputs[n++] = (stem_input_ref){"potential slices ([simulation] potential_file)", cfg->potential_file};
     return n;
 }
 
@@ -232,7 +237,7 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
     printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
 }
 
-static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_kirkland *kirkland,
+static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_atom_potential *potentials,
                  stem_atoms *atoms, stem_series *series, stem_mpi *m, stem_plan *plan, stem_engine *engine,
                  stem_output_target *target)
 {
@@ -241,7 +246,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) resolve_model_path(cfg);
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
-    if (!err) err = load_inputs(cfg, kirkland, atoms, world, rank);
+    if (!err) err = load_inputs(cfg, potentials, atoms, world, rank);
     if (!err) err = stem_mpi_agree(campaign_inputs(cfg, atoms, series, &thickest), world);
     const stem_atoms *model = thickest.n ? &thickest : atoms; /* what the plan is built from */
     /* what groups share out: configurations, or a campaign's units (tilts x configurations) */
@@ -256,6 +261,13 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                        "not run as a [series] or checkpointed campaign yet: set [compute] "
                                        "distributed_fft = off, or run the points as separate jobs", cfg->config_path),
                              world);
+    if (!err && (cfg->save_potential || cfg->potential_file[0]) && (plan->dist || stem_series_campaign_wanted(cfg)))
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: %s is not available %s: run without it", cfg->config_path,
+                                       cfg->save_potential ? "[output] save_potential" : "[simulation] potential_file",
+                                       plan->dist ? "with a distributed FFT (each rank builds rows of the slices)"
+                                                  : "in a [series] or checkpointed campaign (each tilt has its own "
+                                                    "potential)"),
+                             world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
     stem_atoms_free(&thickest);
     if (!err && o->dry_run && rank == 0) {
@@ -268,7 +280,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     /* once per run: the GPU engine chooses its devices and checks its memory here */
     if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
     if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
-    stem_input_ref inputs[5];
+    stem_input_ref inputs[6];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
@@ -309,7 +321,7 @@ static char *environment_text(void)
 }
 
 /* A checkpointed campaign: the units, then the output from the checkpoint. */
-static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_kirkland *kirkland,
+static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_atom_potential *potentials,
                               const stem_atoms *atoms, const stem_series *series, const stem_mpi *m,
                               const stem_plan *plan, const stem_engine *engine, const stem_output_target *target)
 {
@@ -319,7 +331,7 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
     int err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
     err = stem_mpi_agree(err, m->world);
     stem_signal_keeps_checkpoint(1);
-    stem_series_job job = {m, cfg, series, plan, engine, atoms, kirkland, target, &texts, o->restart};
+    stem_series_job job = {m, cfg, series, plan, engine, atoms, potentials, target, &texts, o->restart};
     if (!err) err = stem_series_campaign_run(&job);
     if (err) stem_output_target_discard(target);
     stem_phases_log_summary(m->world, stem_wall_time() - t0);
@@ -331,7 +343,7 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
 }
 
 /* The campaign and the output, after a successful setup. */
-static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkland, const stem_atoms *atoms,
+static int compute_and_write(const stem_config *cfg, const stem_atom_potential *potentials, const stem_atoms *atoms,
                              const stem_mpi *m, const stem_plan *plan, const stem_engine *engine,
                              const stem_output_target *target)
 {
@@ -339,7 +351,7 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
     double t0 = stem_wall_time();
     /* agreed: a rank without room must not leave the others waiting in the campaign */
     int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
-    if (!err) err = stem_campaign_run(m, plan, engine, atoms, kirkland, &res);
+    if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, &res);
     if (err) {
         /* every rank agreed on the failure or the stop (the campaign agrees
          * before each collective step): leave together */
@@ -350,8 +362,16 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
         err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
         err = stem_mpi_agree(err, m->world); /* the write is collective */
         double tw = stem_wall_time();
-        if (!err) err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts);
+        stem_potential_source src;
+        stem_potential_source_init(&src, plan, atoms, potentials);
+        stem_output_potential potential = {stem_potential_source_slices, &src,
+                                           cfg->parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
+                                           cfg->finite_projection ? "finite" : "infinite"};
+        if (!err)
+            err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts,
+                                    plan->opt.save_potential ? &potential : NULL);
         else stem_output_target_discard(target);
+        stem_potential_source_free(&src);
         stem_phase_add(STEM_PHASE_WRITE, tw);
         free(ini);
         free(text);
@@ -370,23 +390,23 @@ static int compute_and_write(const stem_config *cfg, const stem_kirkland *kirkla
 static int run(const cli_options *o, MPI_Comm world, int rank)
 {
     stem_config cfg;
-    stem_kirkland kirkland[STEM_MAX_Z + 1];
+    stem_atom_potential potentials[STEM_MAX_Z + 1];
     stem_atoms atoms = {0};
     stem_series series = {0};
     stem_mpi m = {0};
     stem_plan plan = {0};
     stem_engine engine = {0};
     stem_output_target target = {0};
-    int err = setup(o, world, rank, &cfg, kirkland, &atoms, &series, &m, &plan, &engine, &target);
+    int err = setup(o, world, rank, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
     if (!err && !o->dry_run) {
         if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
         char *env = environment_text();
         if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
         free(env);
         if (series.n_points)
-            err = campaign_and_write(o, &cfg, kirkland, &atoms, &series, &m, &plan, &engine, &target);
+            err = campaign_and_write(o, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
         else
-            err = compute_and_write(&cfg, kirkland, &atoms, &m, &plan, &engine, &target);
+            err = compute_and_write(&cfg, potentials, &atoms, &m, &plan, &engine, &target);
     }
     stem_series_free(&series);
     stem_engine_destroy(&engine);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../io/positions.h"
+#include "../io/potential_file.h"
 #include "../mpi/dist_fft.h"
 #include "channels.h"
 #include "memlimit.h"
@@ -244,7 +245,8 @@ double stem_plan_table_bytes(const stem_plan *plan, int n_species)
     double ss = plan->opt.supersampling;
     double kx = 2.0 * stem_plan_kernel_radius(plan->opt.potential_radius, plan->dx) + 1;
     double ky = 2.0 * stem_plan_kernel_radius(plan->opt.potential_radius, plan->dy) + 1;
-    return 4.0 * n_species * ss * ss * kx * ky;
+    int nodes = plan->opt.finite_projection ? STEM_FINITE_NODES : 1;
+    return 4.0 * n_species * nodes * ss * ss * kx * ky;
 }
 
 static int count_species(const stem_atoms *atoms)
@@ -375,6 +377,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_4d = cfg->save_4d;
     o->save_dpc = cfg->save_dpc;
     o->save_exit_wave = cfg->save_exit_wave;
+    o->save_potential = cfg->save_potential;
     o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
     if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
     o->save_pacbed = cfg->save_pacbed;
@@ -388,6 +391,9 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->thermal = cfg->thermal;
     o->potential_radius = cfg->potential_radius;
     o->supersampling = cfg->supersampling + (cfg->supersampling & 1); /* even: see potential.c build_kernel */
+    o->parametrisation = cfg->parametrisation;
+    o->finite_projection = cfg->finite_projection;
+    o->potential_file = cfg->potential_file;
     o->gpu_prism_output = cfg->gpu_prism_output;
     o->gpu_tile = cfg->gpu_tile;
     o->gpu_gemm = cfg->gpu_gemm;
@@ -506,6 +512,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     STEM_TRY(choose_scan(plan, cfg));
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
+    if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan)); /* before anything is allocated */
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);

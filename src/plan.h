@@ -28,7 +28,7 @@ typedef struct {
 
 /* What the engines do, beyond the geometry: copied from the config. */
 typedef struct {
-    int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave;
+    int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave, save_potential;
     double objective_aperture; /* hrtem: rad (0: none) */
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */
@@ -42,6 +42,9 @@ typedef struct {
     int soft_aperture;       /* the aperture's edge softened over one grid pixel (probe.c) */
     int focal_points;        /* Gauss-Hermite points over the focal spread */
     int supersampling;       /* even: see potential.c */
+    int parametrisation;     /* stem_parametrisation */
+    int finite_projection;   /* atoms' potentials split over the slices they reach (potential.c) */
+    const char *potential_file; /* [simulation] potential_file: the configuration's ("": none) */
     int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission; /* [debug] kernel variants */
 } stem_options;
 
@@ -145,6 +148,8 @@ void stem_split_range(long n, int parts, int i, long *b, long *e);
 
 /* Build the plan; layout gives this rank's place in the decomposition. */
 /* Bytes of the potential lookup table for n_species species (potential.c builds it). */
+/* Depth nodes of the finite projection's lookup kernels (potential.c). */
+#define STEM_FINITE_NODES 24
 double stem_plan_table_bytes(const stem_plan *plan, int n_species);
 /* Lookup-table geometry shared by the estimate and potential.c: kernel half-widths in pixels. */
 int stem_plan_kernel_radius(double cutoff, double pixel);

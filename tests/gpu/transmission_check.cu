@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     stem_atoms atoms{}, displaced{}, moved{};
     stem_plan plan;
     stem_layout L = {1, 0, 1, 0, 1, 0, 1, 0, 1, NULL};
-    static stem_kirkland kirkland[STEM_MAX_Z + 1];
+    static stem_atom_potential kirkland[STEM_MAX_Z + 1];
     stem_potential_table table;
     stem_engine engine;
     const char *si = "Si unit cell\n5.43 5.43 5.43\n14 0 0 0 1 0.076\n14 2.715 2.715 0 1 0.076\n14 2.715 0 2.715 1 0.076\n"
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
     if (!err) err = stem_xyz_read_string("transmission_check.xyz", si, &atoms);
     if (!err) err = stem_atoms_prepare(&atoms, &cfg);
     if (!err) err = stem_plan_build(&plan, &cfg, &atoms, &L);
-    if (!err) err = stem_kirkland_load(kirkland_path ? kirkland_path : "data/kirkland_params.txt", kirkland);
+    if (!err) err = stem_atom_potentials_load(STEM_PARAM_KIRKLAND, kirkland_path ? kirkland_path : "data/kirkland_params.txt", kirkland);
     if (!err) err = stem_potential_table_build(&plan, &atoms, kirkland, &table);
     if (!err) err = stem_atoms_displace(&atoms, 1234, 3, 1, &displaced);
     if (!err) err = stem_atoms_displace(&atoms, 1234, 3, 1, &moved);

@@ -27,7 +27,7 @@ typedef struct {
     stem_config cfg;
     stem_atoms atoms;   /* prepared (tiled) model, not displaced */
     stem_plan plan;
-    stem_kirkland kirkland[STEM_MAX_Z + 1];
+    stem_atom_potential kirkland[STEM_MAX_Z + 1];
     stem_complex *trans;
     stem_detector det;
     stem_result res;
@@ -43,7 +43,7 @@ static inline int sim_prepare(sim_case *s, const char *ini, const stem_atoms *mo
 {
     memset(s, 0, sizeof *s);
     STEM_TRY(stem_config_load_string(&s->cfg, "test.ini", ini));
-    STEM_TRY(stem_kirkland_load(stem_kirkland_default_path(), s->kirkland));
+    STEM_TRY(stem_atom_potentials_load(STEM_PARAM_KIRKLAND, stem_kirkland_default_path(), s->kirkland));
     if (model) {
         s->atoms.cell[0] = model->cell[0];
         s->atoms.cell[1] = model->cell[1];

@@ -75,22 +75,22 @@ static void test_bessel(void)
     for (double x = 1e-3; x < 40; x *= 1.13) CHECK_REL(stem_bessel_k0(x), k0_quadrature(x), 1e-6);
 }
 
-static void test_projected_potential(stem_kirkland *k)
+static void test_projected_potential(stem_kirkland *k, const stem_atom_potential *pot)
 {
     const int zs[] = {1, 6, 14, 29, 79};
     for (int i = 0; i < 5; i++)
         for (double r = 0.005; r < 6; r *= 1.2) {
             double ref = vz_closed_form(&k[zs[i]], r);
             /* limited by the 2e-7 relative accuracy of the K0 fit */
-            CHECK_MSG(fabs(stem_projected_potential(&k[zs[i]], r) - ref) <= 1e-6 * ref + 1e-12,
-                      "Z = %d r = %g: %.9g vs %.9g", zs[i], r, stem_projected_potential(&k[zs[i]], r), ref);
+            CHECK_MSG(fabs(stem_projected_potential(&pot[zs[i]], r) - ref) <= 1e-6 * ref + 1e-12,
+                      "Z = %d r = %g: %.9g vs %.9g", zs[i], r, stem_projected_potential(&pot[zs[i]], r), ref);
         }
     /* Physical sanity: near the nucleus (0.5 Angstrom) v_z grows with Z (further
      * out screening reorders elements), and it is positive and decreasing in r. */
-    CHECK(stem_projected_potential(&k[79], 0.5) > stem_projected_potential(&k[14], 0.5));
-    CHECK(stem_projected_potential(&k[14], 0.5) > stem_projected_potential(&k[6], 0.5));
+    CHECK(stem_projected_potential(&pot[79], 0.5) > stem_projected_potential(&pot[14], 0.5));
+    CHECK(stem_projected_potential(&pot[14], 0.5) > stem_projected_potential(&pot[6], 0.5));
     for (double r = 0.01; r < 5; r += 0.1)
-        CHECK_MSG(stem_projected_potential(&k[14], r) > stem_projected_potential(&k[14], r + 0.1), "r = %g", r);
+        CHECK_MSG(stem_projected_potential(&pot[14], r) > stem_projected_potential(&pot[14], r + 0.1), "r = %g", r);
     /* Radial integral of the closed form over the plane = 2 pi a0 e sum(a_i/b_i + c_i)
      * (each K0 term integrates to 1/(2 pi b), each Gaussian to d/pi): checks the
      * prefactors 4 pi^2 a0 e and 2 pi^2 a0 e of the code's v_z. Substituting
@@ -100,7 +100,7 @@ static void test_projected_potential(stem_kirkland *k)
         double sum = 0, du = 1e-3;
         for (double u = -14; u < 3.5; u += du) {
             double r = exp(u);
-            sum += stem_projected_potential(p, r) * 2 * M_PI * r * r * du;
+            sum += stem_projected_potential(&pot[zs[i]], r) * 2 * M_PI * r * r * du;
         }
         double expect = 0;
         for (int j = 0; j < 3; j++) expect += p->a[j] / p->b[j] + p->c[j];
@@ -108,6 +108,79 @@ static void test_projected_potential(stem_kirkland *k)
         CHECK_MSG(fabs(sum - expect) <= 1e-4 * expect, "Z = %d: integral %.8g vs 2 pi a0 e sum(a/b + c) = %.8g",
                   zs[i], sum, expect);
     }
+}
+
+/* K1(x) = int_0^inf exp(-x cosh t) cosh t dt (A&S 9.6.24), by the trapezoid rule. */
+static double k1_quadrature(double x)
+{
+    double h = 1e-3, tmax = acosh(60.0 / x + 1.0), sum = 0.5 * exp(-x);
+    for (int i = 1; i <= (int)ceil(tmax / h); i++) sum += exp(-x * cosh(i * h)) * cosh(i * h);
+    return sum * h;
+}
+
+/* V(sqrt(r^2 + z^2)) integrated over z in [z0, z1] by the trapezoid rule on z = r sinh t. */
+static double z_integral(const stem_atom_potential *p, double r, double z0, double z1)
+{
+    double t0 = asinh(z0 / r), t1 = asinh(z1 / r), h = (t1 - t0) / 200000, sum = 0;
+    for (int i = 0; i <= 200000; i++) {
+        double t = t0 + i * h, w = (i == 0 || i == 200000) ? 0.5 : 1;
+        sum += w * stem_atom_potential_at(p, r * cosh(t)) * r * cosh(t);
+    }
+    return sum * h;
+}
+
+/* The Lobato table's potentials: f_e(0) = 2 sum a_i, so the potential integrated over space
+ * (= the projected potential over the plane) is 2 pi a0 e * 2 sum a_i; the projected potential's
+ * closed forms (K0, r K1) equal a direct z-integral of V; the half projections equal direct
+ * z-integrals from 0 and approach half the projection far out. Kirkland's terms too. */
+static void test_lobato_and_half_projections(const stem_atom_potential *kirkland_terms)
+{
+    for (double x = 1e-3; x < 40; x *= 1.13) CHECK_REL(stem_bessel_k1(x), k1_quadrature(x), 2e-6);
+    static stem_atom_potential lob[STEM_MAX_Z + 1];
+    REQUIRE(stem_atom_potentials_load(STEM_PARAM_LOBATO, stem_lobato_default_path(), lob) == STEM_OK);
+    const int zs[] = {1, 6, 14, 38, 79};
+    for (int i = 0; i < 5; i++) {
+        const stem_atom_potential *p = &lob[zs[i]];
+        CHECK_MSG(p->n == 10, "Z = %d: %d terms", zs[i], p->n);
+        for (double r = 0.01; r < 3; r *= 2.3) {
+            double direct = 2 * z_integral(p, r, 0, 60);
+            CHECK_MSG(fabs(stem_projected_potential(p, r) - direct) <= 2e-6 * direct, "Lobato Z = %d r = %g: %.9g vs %.9g",
+                      zs[i], r, stem_projected_potential(p, r), direct);
+        }
+        double sum = 0, du = 1e-3;
+        for (double u = -14; u < 3.5; u += du) sum += stem_projected_potential(p, exp(u)) * 2 * M_PI * exp(2 * u) * du;
+        FILE *f = fopen(stem_lobato_default_path(), "r");
+        REQUIRE(f);
+        char line[1024];
+        int z = 0;
+        double a[5], b[5];
+        while (z < zs[i] && fgets(line, sizeof line, f))
+            if (line[0] != '#') z++; /* rows: 10 numbers, then "# symbol" */
+        fclose(f);
+        REQUIRE(sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &a[0], &b[0], &a[1], &b[1], &a[2], &b[2], &a[3],
+                       &b[3], &a[4], &b[4]) == 10);
+        double fe0 = 2 * (a[0] + a[1] + a[2] + a[3] + a[4]), expect = 2 * M_PI * ref_a0 * ref_e_va * fe0;
+        CHECK_MSG(fabs(sum - expect) <= 1e-4 * expect, "Lobato Z = %d: integral %.8g vs 2 pi a0 e f_e(0) = %.8g", zs[i],
+                  sum, expect);
+        /* Lobato and Kirkland describe the same atom: projected potentials within 5% at 0.3-1 Angstrom */
+        for (double r = 0.3; r <= 1.0; r += 0.35) {
+            double vl = stem_projected_potential(p, r), vk = stem_projected_potential(&kirkland_terms[zs[i]], r);
+            CHECK_MSG(fabs(vl - vk) <= 0.05 * vk, "Z = %d r = %g: Lobato %.5g vs Kirkland %.5g", zs[i], r, vl, vk);
+        }
+    }
+    const stem_atom_potential *both[2] = {&lob[14], &kirkland_terms[79]};
+    const double depths[5] = {0.003, 0.05, 0.4, 1.5, 40};
+    for (int b = 0; b < 2; b++)
+        for (double r = 0.004; r < 3; r *= 3) {
+            double half[5];
+            stem_half_projections(both[b], r, depths, 5, half);
+            for (int k = 0; k < 5; k++) {
+                double direct = z_integral(both[b], r, 0, depths[k]);
+                CHECK_MSG(fabs(half[k] - direct) <= 1e-6 * direct + 1e-12, "half projection r = %g z = %g: %.9g vs %.9g", r,
+                          depths[k], half[k], direct);
+            }
+            CHECK_REL(half[4], 0.5 * stem_projected_potential(both[b], r), 2e-6);
+        }
 }
 
 /* Cc 1 mm, 0.8 eV FWHM at 300 keV: E* = 300 keV x 1.293540 / 1.587086 = 244.513 keV,
@@ -130,6 +203,9 @@ int main(void)
     test_bessel();
     REQUIRE(stem_kirkland_load(stem_kirkland_default_path(), k) == STEM_OK);
     test_kirkland_table(k);
-    test_projected_potential(k);
+    static stem_atom_potential pot[STEM_MAX_Z + 1];
+    for (int z = 1; z <= STEM_MAX_Z; z++) stem_atom_potential_from_kirkland(&k[z], &pot[z]);
+    test_projected_potential(k, pot);
+    test_lobato_and_half_projections(pot);
     return check_exit("test_physics");
 }

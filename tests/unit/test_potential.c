@@ -34,6 +34,7 @@ static double pixel_average(const stem_kirkland *p, double cx, double cy, double
 }
 
 static stem_kirkland kirk[STEM_MAX_Z + 1];
+static stem_atom_potential pot[STEM_MAX_Z + 1]; /* kirk as the code's terms */
 
 typedef struct {
     stem_config cfg;
@@ -61,7 +62,7 @@ static void pot_build(pot_case *c, const char *ini, double cell_xy, double cell_
     }
     stem_layout L = {.world_size = 1, .n_groups = 1, .group_size = 1, .ranks_on_node = 1};
     REQUIRE(stem_plan_build(&c->plan, &c->cfg, &c->atoms, &L) == STEM_OK);
-    REQUIRE(stem_potential_table_build(&c->plan, &c->atoms, kirk, &c->table) == STEM_OK);
+    REQUIRE(stem_potential_table_build(&c->plan, &c->atoms, pot, &c->table) == STEM_OK);
     c->V = calloc((size_t)c->plan.nx * c->plan.ny * c->plan.n_slices, sizeof(float));
     REQUIRE(c->V);
     REQUIRE(stem_potential_slices(&c->plan, &c->table, &c->atoms, 0, c->plan.n_slices, c->V) == STEM_OK);
@@ -340,6 +341,7 @@ static void test_transmission(void)
 int main(void)
 {
     REQUIRE(stem_kirkland_load(stem_kirkland_default_path(), kirk) == STEM_OK);
+    for (int z = 1; z <= STEM_MAX_Z; z++) stem_atom_potential_from_kirkland(&kirk[z], &pot[z]);
     test_single_atom_pixels();
     test_integral();
     test_occupancy_and_slices();

@@ -1,0 +1,18 @@
+/* Potential slices stored in a stemsim output (/potential, written with [output]
+ * save_potential) and read back instead of built ([simulation] potential_file). */
+#ifndef STEM_POTENTIAL_FILE_H
+#define STEM_POTENTIAL_FILE_H
+
+#include "../src/plan.h"
+
+#define STEM_POTENTIAL_DATASET "/potential"
+
+/* The file at plan->opt.potential_file holds slices for this plan: a float dataset
+ * /potential [configurations >= plan->n_configs][n_slices][ny][nx] whose attributes
+ * slice_thickness_angstrom, cell_x_angstrom, cell_y_angstrom match the plan; anything
+ * else is refused naming what differs (STEM_ERR_INPUT). Serial HDF5, any rank. */
+int stem_potential_file_check(const stem_plan *plan);
+/* Slices [s0, s1) of configuration c into V ([slice - s0][ny][nx], V Angstrom). */
+int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float *V);
+
+#endif
