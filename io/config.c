@@ -211,7 +211,7 @@ static const key_spec key_table[] = {
      "real, imaginary)"},
     {"output", "save_potential", K_BOOL, OFF(save_potential), "false", 0, 0, NULL, "-",
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
-     "[configuration][slice][ny][nx], V Angstrom: band-limited, pixel averaging undone), to reuse with "
+     "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the projected potential), to reuse with "
      "[simulation] potential_file (Prismatic's -sp / -ips); not with [series] or a distributed FFT"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "

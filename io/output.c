@@ -955,8 +955,8 @@ static int stem_output_potential_slices(const stem_output *o)
     const stem_output_attr attrs[] = {
         {"units", "V Angstrom", 0},
         {"axes", "configuration, slice, y, x", 0},
-        {"content", "projected potential of each slice as its transmission function uses it: band-limited, pixel "
-                    "averaging undone; t = exp(i sigma V)", 0},
+        {"content", "projected potential of each slice as its transmission function uses it (pixel averaging "
+                    "undone): t = exp(i sigma V), then band-limited", 0},
         {"parametrisation", o->potential->parametrisation, 0},
         {"projection", o->potential->projection, 0},
         {"slice_thickness_angstrom", NULL, plan->dz},

@@ -68,8 +68,8 @@ int stem_transmission_build(const stem_plan *plan, const stem_potential_table *t
 /* Slices [s0, s1) only, into their places in trans (ranks of a group share the slices). */
 int stem_transmission_build_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                    int s0, int s1, stem_complex *trans);
-/* Slices [s0, s1)'s potentials as the transmission functions use them (band-limited
- * projected potential, pixel averaging undone; V Angstrom) into V ([slice - s0][ny][nx]):
+/* Slices [s0, s1)'s potentials as the transmission functions use them (projected
+ * potential, pixel averaging undone; V Angstrom) into V ([slice - s0][ny][nx]):
  * what [output] save_potential writes. */
 int stem_potential_band_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                int s0, int s1, float *V);

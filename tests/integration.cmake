@@ -215,3 +215,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   set_tests_properties(mpi_distributed_fft PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# Potentials: finite projection against a closed form, save_potential / potential_file
+# (1 and 3 ranks, bit for bit, refusals), Lobato against Kirkland.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  add_test(NAME potentials
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/potentials.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(potentials PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+endif()
