@@ -8,4 +8,4 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null &&
     export PYTHONPATH=/tmp/site
 fi
-export STEMSIM_KIRKLAND=$root/data/kirkland_params.txt OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export STEMSIM_KIRKLAND=$root/data/kirkland_params.txt STEMSIM_LOBATO=$root/data/lobato_params.txt OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
