@@ -111,7 +111,7 @@ void gpu_transmission_cache_free(gpu_engine_state *st)
 static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_table *table)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
-    size_t k_bytes = sizeof(float) * table->n_species * table->ss * table->ss * table->kx * table->ky;
+    size_t k_bytes = sizeof(float) * (size_t)table->n_kernels * table->kx * table->ky; /* species x depth nodes x sub-pixels */
     c->plan = plan;
     c->table = table;
     CUDA_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
