@@ -531,6 +531,7 @@ class SiliconCase:
         self.plan = stemsim_plan(self.exe, self.ini)
         nx, ny, ns = self.plan["nx"], self.plan["ny"], self.plan["n_slices"]
         cell, Z, pos, occ = tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
+        self.cell = cell
         vfunc = KirklandParametrization().projected_potential("Si")
         V, _ = stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
         self.potential = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz,

@@ -149,6 +149,12 @@ static const key_spec key_table[] = {
      "building them from the atoms (relative to the config file): its grid, cell and slicing must be this run's "
      "(refused otherwise, exit 4), configuration c uses its slices c (it needs at least frozen_phonons of them); "
      "the energy may differ (the potential does not depend on it); not with [series] or a distributed FFT"},
+    {"simulation", "smatrix_file", K_STRING, OFF(smatrix_file), "", 0, 0, NULL, "path",
+     "prism: read each configuration's compact S-matrix from /smatrix of a stemsim output written with [output] "
+     "save_smatrix, instead of building the potential and propagating the beams (Prismatic's -ism; relative to the "
+     "config file): its energy, grid, cell, slices, interpolation factors and beams must be this run's (refused "
+     "otherwise, exit 4); configuration c uses its S-matrix c; only the probes (aberrations, defocus, positions, "
+     "detectors) may change; not with [series] or potential_file"},
     {"simulation", "interpolation_x", K_INT, OFF(interpolation_x), "4", 1, 256, NULL, "-",
      "PRISM interpolation factor fx"},
     {"simulation", "interpolation_y", K_INT, OFF(interpolation_y), "4", 1, 256, NULL, "-",
@@ -213,6 +219,11 @@ static const key_spec key_table[] = {
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
      "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the projected potential), to reuse with "
      "[simulation] potential_file (Prismatic's -sp / -ips); not with [series] or a distributed FFT"},
+    {"output", "save_smatrix", K_BOOL, OFF(save_smatrix), "false", 0, 0, NULL, "-",
+     "prism: write /smatrix, every configuration's compact S-matrix (float32 [configuration][beam][cy][cx][2]: "
+     "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the beams' Fourier indices "
+     "/smatrix_beams (int32 [beam][2]: kx, ky), to reuse with [simulation] smatrix_file (Prismatic's -sm / -ism); "
+     "each configuration's is kept in a temporary file beside the output until the end; not with [series]"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
      "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "
@@ -231,6 +242,12 @@ static const key_spec key_table[] = {
      "rotates the model as [sample] tilt_x does (not together with it)"},
     {"series", "tilt_y", K_STRING, OFF(series_tilt_y), "", 0, 0, NULL, "deg",
      "tilt series about y, like tilt_x; with both, every (tilt_x, tilt_y) pair"},
+    {"series", "beam_tilt_x", K_STRING, OFF(series_beam_tilt_x), "", 0, 0, NULL, "mrad",
+     "hrtem: tilt series of the illuminating plane wave along x (a list or range, as tilt_x), each rounded to the nearest "
+     "plane wave of the cell (reported), replacing [probe] beam_tilt_x; the sample's transmission functions are "
+     "built once per sample tilt and configuration for all of them"},
+    {"series", "beam_tilt_y", K_STRING, OFF(series_beam_tilt_y), "", 0, 0, NULL, "mrad",
+     "hrtem: beam tilt series along y, like beam_tilt_x; with both, every (beam_tilt_x, beam_tilt_y) pair"},
     {"series", "defocus", K_STRING, OFF(series_defocus), "", 0, 0, NULL, "Angstrom",
      "defocus series: C10 of each point (same sign as [probe] C10, which it replaces); PRISM computes the S-matrix "
      "once per tilt and configuration for all of them"},
@@ -558,11 +575,17 @@ static int validate_series(const stem_config *cfg, const char *source)
     const struct { const char *text, *section, *key; double single; } pair[] = {
         {cfg->series_tilt_x, "sample", "tilt_x", cfg->tilt_x},
         {cfg->series_tilt_y, "sample", "tilt_y", cfg->tilt_y},
-        {cfg->series_defocus, "probe", "C10", cfg->aberr_c[STEM_C10]}};
-    for (int i = 0; i < 3; i++)
+        {cfg->series_defocus, "probe", "C10", cfg->aberr_c[STEM_C10]},
+        {cfg->series_beam_tilt_x, "probe", "beam_tilt_x", cfg->beam_tilt_mrad[0]},
+        {cfg->series_beam_tilt_y, "probe", "beam_tilt_y", cfg->beam_tilt_mrad[1]}};
+    const char *series_key[] = {"tilt_x", "tilt_y", "defocus", "beam_tilt_x", "beam_tilt_y"};
+    for (int i = 0; i < 5; i++)
         if (pair[i].text[0] && pair[i].single != 0)
             return STEM_FAIL(STEM_ERR_CONFIG, "%s: [series] %s and [%s] %s (or its older name) both set it: give one",
-                             source, i == 2 ? "defocus" : pair[i].key, pair[i].section, pair[i].key);
+                             source, series_key[i], pair[i].section, pair[i].key);
+    if ((cfg->series_beam_tilt_x[0] || cfg->series_beam_tilt_y[0]) && cfg->algorithm != STEM_ALG_HRTEM)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [series] beam_tilt_x/_y tilt hrtem's plane wave: they need algorithm = "
+                         "hrtem (a STEM probe's tilt is [probe] beam_tilt_x/_y, one per run)", source);
     if (cfg->depths[0] && cfg->depth_every > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every both choose the depths: give one", source);
     if ((cfg->depths[0] || cfg->depth_every > 0) && cfg->algorithm != STEM_ALG_MULTISLICE)
@@ -613,6 +636,13 @@ static int validate(stem_config *cfg, const char *source)
     if ((plane || single) && cfg->positions[0])
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions: algorithm = %s has %s", source, plane ? "hrtem" : "cbed",
                          plane ? "no probe" : "one probe, at [scan] x_start, y_start");
+    int prism = cfg->algorithm == STEM_ALG_PRISM;
+    if ((cfg->save_smatrix || cfg->smatrix_file[0]) && !prism)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s needs algorithm = prism (only PRISM has an S-matrix)", source,
+                         cfg->save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
+    if (cfg->smatrix_file[0] && cfg->potential_file[0])
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] smatrix_file and potential_file: a stored S-matrix needs "
+                         "no potential: give one", source);
     if (cfg->save_exit_wave && !plane)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
     if (cfg->positions[0]) {

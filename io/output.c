@@ -62,12 +62,17 @@
  *                           (V Angstrom); attributes units, axes, parametrisation, projection,
  *                           slice_thickness_angstrom, cell_x_angstrom, cell_y_angstrom; read back
  *                           by [simulation] potential_file (io/potential_file.c)
+ *   /smatrix                float32 [configuration][beam][crop_ny][crop_nx][2] ([output] save_smatrix):
+ *                           PRISM's compact S-matrix; attributes wavelength, grid, cell, slices,
+ *                           interpolation; /smatrix_beams int32 [beam][2] the beams' (kx, ky);
+ *                           read back by [simulation] smatrix_file (io/smatrix_file.c)
  *
  * The file is written to the temporary that io/publish.c created exclusively
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
  * after every rank closed it, so a file under its final name is complete. */
 #include "output.h"
 #include "potential_file.h"
+#include "smatrix_file.h"
 
 #include "../mpi/comm.h"
 
@@ -123,7 +128,7 @@ typedef struct {
     double *axis;             /* longest axis */
     char *config_text, *plan_text, *env_text; /* rank 0's texts, on every rank */
     const stem_output_series *series; /* NULL: one point, no leading axes */
-    const stem_output_potential *potential; /* NULL: no /potential */
+    const stem_output_stored *stored; /* NULL: no /potential, no /smatrix */
     int n_lead;                /* leading series axes of every per-point dataset */
     hsize_t lead[STEM_OUTPUT_MAX_LEAD], at[STEM_OUTPUT_MAX_LEAD]; /* their lengths; the point being written */
     int point;
@@ -911,64 +916,129 @@ static int stem_output_axes(const stem_output *o)
 /* /potential: item i = configuration i / n_slices, slice i % n_slices; in each collective
  * write every rank computes (or reads) one item and writes it, the others of the last
  * round nothing. */
-static int stem_output_potential_item(const stem_output *o, hid_t dset, long item, float *V)
+/* A stored stack (/potential, /smatrix): float32 [configuration][item][ny][nx]... written one
+ * plane per rank per collective round, each plane produced by `plane` on the rank that writes it. */
+typedef struct {
+    const char *name;
+    int rank;        /* 4, or 5 for complex planes ([..][2]) */
+    hsize_t dims[5]; /* [configuration][item][ny][nx] (+ [2]) */
+    int (*plane)(const stem_output *o, int c, int k, float *buf);
+} stem_output_stack;
+
+static int stem_output_stack_plane(const stem_output *o, const stem_output_stack *st, hid_t dset, long item, float *buf)
 {
-    const stem_plan *plan = o->plan;
-    long items = (long)plan->n_configs * plan->n_slices;
+    long items = (long)(st->dims[0] * st->dims[1]);
     int mine = item < items, rc = STEM_OK;
-    int c = (int)(item / plan->n_slices), s = (int)(item % plan->n_slices);
-    if (mine) rc = o->potential->slices(o->potential->ctx, c, s, s + 1, V);
+    int c = (int)(item / (long)st->dims[1]), k = (int)(item % (long)st->dims[1]);
+    if (mine) rc = st->plane(o, c, k, buf);
     STEM_TRY(stem_output_agree(o->comm, rc));
-    hsize_t start[4] = {(hsize_t)c, (hsize_t)s, 0, 0}, count[4] = {1, 1, (hsize_t)plan->ny, (hsize_t)plan->nx};
-    hid_t fspace = H5Dget_space(dset), mspace = H5Screate_simple(4, count, NULL);
+    hsize_t start[5] = {(hsize_t)c, (hsize_t)k, 0, 0, 0}, count[5];
+    memcpy(count, st->dims, sizeof count);
+    count[0] = count[1] = 1;
+    hid_t fspace = H5Dget_space(dset), mspace = H5Screate_simple(st->rank, count, NULL);
     if (fspace < 0 || mspace < 0) rc = STEM_ERR_IO;
     else if (mine) rc = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
     else rc = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0 ? STEM_ERR_IO : STEM_OK;
-    if (!rc && H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, o->dxpl, V) < 0) rc = STEM_ERR_IO;
+    if (!rc && H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, o->dxpl, buf) < 0) rc = STEM_ERR_IO;
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     if (rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (disk full or quota?)", o->path,
-                           STEM_POTENTIAL_DATASET);
+                           st->name);
     return stem_output_agree(o->comm, rc);
+}
+
+static int stem_output_write_stack(const stem_output *o, const stem_output_stack *st, const stem_output_attr *attrs,
+                                   int n_attrs)
+{
+    int size = 1;
+    if (MPI_Comm_size(o->comm, &size) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Comm_size failed", o->path);
+    size_t plane = 1;
+    for (int d = 2; d < st->rank; d++) plane *= st->dims[d];
+    float *buf = stem_alloc(sizeof(float) * plane, "one plane of a stored stack");
+    int rc = stem_output_agree(o->comm, buf ? STEM_OK : STEM_ERR_MEMORY);
+    hid_t space = H5Screate_simple(st->rank, st->dims, NULL), dset = H5I_INVALID_HID;
+    if (!rc) {
+        dset = space >= 0 ? H5Dcreate2(o->file, st->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                          : H5I_INVALID_HID;
+        if (dset < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create %s", o->path, st->name);
+        rc = stem_output_agree(o->comm, rc);
+    }
+    long items = (long)(st->dims[0] * st->dims[1]);
+    for (long base = 0; !rc && base < items; base += size) rc = stem_output_stack_plane(o, st, dset, base + o->rank, buf);
+    if (!rc) rc = stem_output_agree(o->comm, stem_output_attrs(o, dset, st->name, attrs, n_attrs));
+    if (dset >= 0 && H5Dclose(dset) < 0 && !rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", o->path, st->name);
+    if (space >= 0) H5Sclose(space);
+    free(buf);
+    return rc;
+}
+
+static int potential_plane(const stem_output *o, int c, int s, float *V)
+{
+    return o->stored->potential->slices(o->stored->potential->ctx, c, s, s + 1, V);
 }
 
 static int stem_output_potential_slices(const stem_output *o)
 {
-    if (!o->potential) return STEM_OK;
+    if (!o->stored || !o->stored->potential) return STEM_OK;
     const stem_plan *plan = o->plan;
-    int size = 1;
-    if (MPI_Comm_size(o->comm, &size) != MPI_SUCCESS)
-        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Comm_size failed", o->path);
-    hsize_t dims[4] = {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->ny, (hsize_t)plan->nx};
-    float *V = stem_alloc(sizeof(float) * (size_t)plan->nx * plan->ny, "one potential slice");
-    int rc = stem_output_agree(o->comm, V ? STEM_OK : STEM_ERR_MEMORY);
-    hid_t space = H5Screate_simple(4, dims, NULL), dset = H5I_INVALID_HID;
-    if (!rc) {
-        dset = space >= 0 ? H5Dcreate2(o->file, STEM_POTENTIAL_DATASET, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                                       H5P_DEFAULT)
-                          : H5I_INVALID_HID;
-        if (dset < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create %s", o->path, STEM_POTENTIAL_DATASET);
-        rc = stem_output_agree(o->comm, rc);
-    }
-    long items = (long)plan->n_configs * plan->n_slices;
-    for (long base = 0; !rc && base < items; base += size) rc = stem_output_potential_item(o, dset, base + o->rank, V);
+    stem_output_stack st = {STEM_POTENTIAL_DATASET, 4,
+                            {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->ny, (hsize_t)plan->nx},
+                            potential_plane};
     const stem_output_attr attrs[] = {
         {"units", "V Angstrom", 0},
         {"axes", "configuration, slice, y, x", 0},
         {"content", "projected potential of each slice as its transmission function uses it (pixel averaging "
                     "undone): t = exp(i sigma V), then band-limited", 0},
-        {"parametrisation", o->potential->parametrisation, 0},
-        {"projection", o->potential->projection, 0},
+        {"parametrisation", o->stored->potential->parametrisation, 0},
+        {"projection", o->stored->potential->projection, 0},
         {"slice_thickness_angstrom", NULL, plan->dz},
         {"cell_x_angstrom", NULL, plan->cell[0]},
         {"cell_y_angstrom", NULL, plan->cell[1]},
     };
-    if (!rc) rc = stem_output_agree(o->comm, stem_output_attrs(o, dset, STEM_POTENTIAL_DATASET, attrs,
-                                                               (int)(sizeof attrs / sizeof *attrs)));
-    if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
-        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", o->path, STEM_POTENTIAL_DATASET);
-    if (space >= 0) H5Sclose(space);
-    free(V);
+    return stem_output_write_stack(o, &st, attrs, (int)(sizeof attrs / sizeof *attrs));
+}
+
+static int smatrix_plane(const stem_output *o, int c, int b, float *S)
+{
+    return o->stored->smatrix->beam(o->stored->smatrix->ctx, c, b, S);
+}
+
+/* /smatrix and the beams it holds, /smatrix_beams [beam][kx, ky] (rank 0 writes it whole). */
+static int stem_output_smatrix_stack(const stem_output *o)
+{
+    if (!o->stored || !o->stored->smatrix) return STEM_OK;
+    const stem_plan *plan = o->plan;
+    int *k = stem_calloc((size_t)plan->n_beams * 2, sizeof(int), "beam list");
+    int rc = stem_output_agree(o->comm, k ? STEM_OK : STEM_ERR_MEMORY);
+    for (int b = 0; !rc && b < plan->n_beams; b++) k[2 * b] = plan->beam_kx[b], k[2 * b + 1] = plan->beam_ky[b];
+    stem_output_attr beam_attrs[] = {{"units", "Fourier index on the grid_x x grid_y grid (q = k / cell)", 0},
+                                     {"axes", "beam, (kx, ky)", 0}};
+    stem_output_dataset d = {.name = STEM_SMATRIX_BEAMS_DATASET, .file_type = H5T_STD_I32LE,
+                             .mem_type = H5T_NATIVE_INT, .rank = 2, .dims = {(hsize_t)plan->n_beams, 2}, .grid = 0,
+                             .data = k, .attrs = beam_attrs, .n_attrs = 2, .fixed = 1};
+    if (!rc) rc = stem_output_agree(o->comm, stem_output_write_dataset(o, &d));
+    free(k);
+    stem_output_stack st = {STEM_SMATRIX_DATASET, 5,
+                            {(hsize_t)plan->n_configs, (hsize_t)plan->n_beams, (hsize_t)plan->crop_ny,
+                             (hsize_t)plan->crop_nx, 2},
+                            smatrix_plane};
+    const stem_output_attr attrs[] = {
+        {"axes", "configuration, beam, y, x, (real, imaginary)", 0},
+        {"content", "PRISM's compact S-matrix: each beam's plane wave (/smatrix_beams) through the sample, cut to "
+                    "the band-limited Fourier box of crop_ny x crop_nx and transformed back; a unit plane wave in "
+                    "vacuum has modulus 1", 0},
+        {"wavelength_angstrom", NULL, plan->lambda},
+        {"grid_x", NULL, plan->nx},
+        {"grid_y", NULL, plan->ny},
+        {"cell_x_angstrom", NULL, plan->cell[0]},
+        {"cell_y_angstrom", NULL, plan->cell[1]},
+        {"slice_thickness_angstrom", NULL, plan->dz},
+        {"slices", NULL, plan->n_slices},
+        {"interpolation_x", NULL, plan->fx},
+        {"interpolation_y", NULL, plan->fy},
+    };
+    if (!rc) rc = stem_output_write_stack(o, &st, attrs, (int)(sizeof attrs / sizeof *attrs));
     return rc;
 }
 
@@ -1063,18 +1133,19 @@ static int stem_output_content(stem_output *o)
     }
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_axes(o));
     if (!rc) rc = stem_output_potential_slices(o); /* agreed inside */
+    if (!rc) rc = stem_output_smatrix_stack(o);    /* agreed inside */
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_mark_complete(o));
     return rc;
 }
 
 static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
                                  stem_result *res, int writes_probes, const stem_output_texts *texts,
-                                 const stem_output_series *series, const stem_output_potential *potential)
+                                 const stem_output_series *series, const stem_output_stored *stored)
 {
     stem_output o;
     int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
     o.series = series;
-    o.potential = potential;
+    o.stored = stored;
     for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
         if (series->lead_name[a]) o.lead[o.n_lead++] = (hsize_t)series->lead_n[a];
     rc = stem_output_agree(comm, rc);
@@ -1106,7 +1177,7 @@ int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, co
 }
 
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts, const stem_output_potential *potential)
+                      int writes_probes, const stem_output_texts *texts, const stem_output_stored *stored)
 {
-    return stem_output_write_all(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL, potential);
+    return stem_output_write_all(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL, stored);
 }

@@ -33,7 +33,7 @@ typedef struct {
  * rank 0 res->pacbed) with point p's finished result before its datasets are written,
  * on every rank (ranks that write no probes get res == NULL); it returns an agreed-on
  * status, collective over comm. */
-#define STEM_OUTPUT_MAX_LEAD 4
+#define STEM_OUTPUT_MAX_LEAD 6 /* the series axes (series.h) */
 typedef struct {
     int n_points;
     const char *lead_name[STEM_OUTPUT_MAX_LEAD];   /* NULL: no such axis */
@@ -52,9 +52,23 @@ typedef struct {
     const char *parametrisation, *projection;
 } stem_output_potential;
 
-/* potential: NULL, or the same source on every rank (then /potential is written too). */
+/* [output] save_smatrix: beam fills S ([crop_ny][crop_nx][2] floats) with beam b of
+ * configuration c's S-matrix, on any rank; /smatrix_beams lists the plan's beams. */
+typedef struct {
+    int (*beam)(void *ctx, int c, int b, float *S);
+    void *ctx;
+} stem_output_smatrix;
+
+/* What a run stores for later runs to read back; each NULL when not asked for, else the
+ * same source on every rank. */
+typedef struct {
+    const stem_output_potential *potential; /* /potential */
+    const stem_output_smatrix *smatrix;     /* /smatrix, /smatrix_beams */
+} stem_output_stored;
+
+/* stored: NULL, or what else to write (/potential, /smatrix). */
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts, const stem_output_potential *potential);
+                      int writes_probes, const stem_output_texts *texts, const stem_output_stored *stored);
 /* The same for a series: res is the buffer series->load fills point by point. */
 int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
                              int writes_probes, const stem_output_texts *texts, const stem_output_series *series);

@@ -225,7 +225,7 @@ int stem_campaign_safe_point(const stem_mpi *m, int err)
 }
 
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                      const stem_atom_potential *potentials, stem_result *res)
+                      const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res)
 {
     if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, potentials, res); /* the wave in slabs */
     const stem_layout *L = &m->layout;
@@ -242,19 +242,21 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         err = stem_node_buffer_alloc(&m->share, m->share.active && !engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions", &trans_node,
                                      &trans);
+    int loaded = smatrix_io && smatrix_io->load; /* the S-matrices read back: no potential needed */
     double t = stem_wall_time();
-    err = stem_campaign_lookup_table(m, plan, atoms, potentials, err, &table);
+    if (!loaded) err = stem_campaign_lookup_table(m, plan, atoms, potentials, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure
      * inside a round is agreed at the next one */
     int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
     stem_complex *spare = NULL;
-    if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1)
+    int ahead_wanted = !err && !loaded && engine->host_idle && L->group_rank == 0 && rounds > 1;
+    if (ahead_wanted)
         spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
-    if (!err && engine->host_idle && L->group_rank == 0 && rounds > 1 && !spare) err = STEM_ERR_MEMORY;
+    if (ahead_wanted && !spare) err = STEM_ERR_MEMORY;
     build_ahead ahead = {.engine = engine, .plan = plan, .atoms = atoms, .table = &table};
-    stem_algorithm_buffers buffers = {0};
+    stem_algorithm_buffers buffers = {.smatrix_io = smatrix_io};
     int ready = -1; /* the configuration whose functions trans holds */
     for (int round = 0; round < rounds; round++) {
         err = stem_campaign_safe_point(m, err);
@@ -262,8 +264,9 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        err = stem_campaign_transmission(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
+        if (!loaded) err = stem_campaign_transmission(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
         if (err) continue;
+        buffers.config = c;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
         err = stem_algorithm_run_config(engine, plan, m, trans, &det, res, &buffers);
         if (spare && (ready = build_ahead_finish(&ahead)) >= 0) {

@@ -5,14 +5,16 @@
 
 #include "comm.h"
 
+#include "../src/algorithm.h"
 #include "../src/engine.h"
 #include "../src/potential.h"
 
 /* Runs every configuration of this rank's group through the plan's algorithm
  * on the engine and leaves in res the configuration-averaged result of this
- * rank's probes (same on all groups). */
+ * rank's probes (same on all groups). smatrix_io: PRISM's S-matrices stored or
+ * read back (NULL: neither); when it loads them no potential is built. */
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                      const stem_atom_potential *potentials, stem_result *res);
+                      const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res);
 
 /* Steps the series campaign (series_campaign.h) shares, collective over m->group. */
 /* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group. */

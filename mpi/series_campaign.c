@@ -17,7 +17,7 @@
 
 /* Where each channel of one point sits in a unit's payload (whole scan,
  * probe-major as in stem_result), then its PACBED; a unit holds its tilt's
- * points in series order (defocus, then depth fastest). */
+ * points in series order (beam tilt, defocus, then depth fastest). */
 typedef struct {
     long width[STEM_N_CHANNELS];
     size_t elt[STEM_N_CHANNELS], offset[STEM_N_CHANNELS];
@@ -26,9 +26,10 @@ typedef struct {
 
 typedef struct {
     const stem_series_job *job;
-    int n_configs, n_defoci, n_units;
+    int n_configs, n_optics, n_units; /* n_optics: beam tilts x defoci, the plans of one sample tilt */
     int n_planes, per_tilt; /* detection planes (depths, at least 1); points per unit (defoci x planes) */
-    stem_plan *plans;       /* [n_tilts x n_defoci]: the plan at each tilt's thickness and defocus (stable pointers) */
+    stem_plan *plans;       /* [n_tilts x n_optics]: the plan at each tilt's thickness, beam tilt and defocus
+                               (stable pointers) */
     unit_layout layout;
     stem_checkpoint ck;
     MPI_Win win;            /* rank 0's counters: [0] units handed out, [1] units finished */
@@ -97,24 +98,29 @@ static void layout_build(const stem_plan *plan, unit_layout *L)
     L->point_bytes = at;
 }
 
-/* Every point's plan: the base plan at its tilt's thickness, with its defocus. */
+/* Every point's plan: the base plan at its tilt's thickness, with its beam tilt (hrtem's
+ * plane wave, already on the grid) and defocus. */
 static int point_plans(campaign *cp)
 {
     const stem_series_job *job = cp->job;
     const stem_series *s = job->series;
-    STEM_ALLOC(cp->plans, (size_t)s->n_tilts * cp->n_defoci, "series point plans");
+    STEM_ALLOC(cp->plans, (size_t)s->n_tilts * cp->n_optics, "series point plans");
     for (int t = 0; t < s->n_tilts; t++) {
         double tx, ty;
         stem_atoms a = {0};
         stem_series_tilt_values(s, t, &tx, &ty);
         STEM_TRY(stem_atoms_rotated(job->atoms, job->cfg->rotation_z, tx, ty, &a));
-        for (int d = 0; d < cp->n_defoci; d++) {
-            stem_plan *p = &cp->plans[t * cp->n_defoci + d];
-            double df;
+        for (int d = 0; d < cp->n_optics; d++) {
+            stem_plan *p = &cp->plans[t * cp->n_optics + d];
+            double df, beam[2];
+            int point = t * cp->per_tilt + d * cp->n_planes;
             *p = *job->plan; /* shares its tables: read only */
             stem_plan_set_thickness(p, a.cell[2]);
-            stem_series_values(s, t * cp->per_tilt + d * cp->n_planes, &tx, &ty, &df);
+            stem_series_values(s, point, &tx, &ty, &df);
             p->aberr.c[STEM_C10] = df;
+            stem_series_beam_values(s, point, &beam[0], &beam[1]);
+            for (int k = 0; k < 2 && p->algorithm == STEM_ALG_HRTEM; k++)
+                p->plane_k[k] = (int)lround(beam[k] * 1e-3 / p->lambda * p->cell[k]);
             p->n_depths = s->depth_slice ? s->n[STEM_SERIES_DEPTH] : 0;
             for (int k = 0; k < p->n_depths; k++) p->depth_slice[k] = s->depth_slice[k];
         }
@@ -221,12 +227,12 @@ static int compute_unit(campaign *cp, int u)
     const stem_series_job *job = cp->job;
     int t = u / cp->n_configs, c = u % cp->n_configs;
     int err = stem_mpi_agree(tilt_model(cp, t), job->m->group);
-    const stem_plan *plans = &cp->plans[t * cp->n_defoci];
+    const stem_plan *plans = &cp->plans[t * cp->n_optics];
     if (!err)
         err = stem_campaign_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
                                          &cp->trans_node);
     for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
-    if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_defoci, job->m, cp->trans, &cp->det, cp->res,
+    if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, cp->res,
                                               &cp->buffers);
     return stem_mpi_agree(err, job->m->group);
 }
@@ -291,9 +297,9 @@ static void report_unit(campaign *cp, int u, double took, int finished)
     stem_series_tilt_values(s, t, &tx, &ty);
     int here = finished - cp->finished_at_start;
     double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
-    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d defoc%s x %d depth%s) in %.2f s; "
-              "campaign ETA %.0f s", finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->n_defoci,
-              cp->n_defoci == 1 ? "us" : "i", cp->n_planes, cp->n_planes == 1 ? "" : "s", took, eta);
+    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d point%s) in %.2f s; "
+              "campaign ETA %.0f s", finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->per_tilt,
+              cp->per_tilt == 1 ? "" : "s", took, eta);
 }
 
 /* Test hooks (the kill and resume tests): STEMSIM_TEST_KILL_AFTER_UNITS=k kills the job
@@ -505,9 +511,12 @@ static int *units_to_do(const campaign *cp, int *n)
 static void announce(const campaign *cp, const char *dir)
 {
     const stem_series *s = cp->job->series;
-    stem_info("campaign: %d series point%s (%d tilt%s x %d defoc%s x %d depth%s) x %d configuration%s = %d units of "
+    int beams = s->n[STEM_SERIES_BEAM_X] * s->n[STEM_SERIES_BEAM_Y], defoci = s->n[STEM_SERIES_DEFOCUS];
+    char beam_text[48] = "";
+    if (beams > 1) snprintf(beam_text, sizeof beam_text, "%d beam tilts x ", beams);
+    stem_info("campaign: %d series point%s (%d tilt%s x %s%d defoc%s x %d depth%s) x %d configuration%s = %d units of "
               "(tilt, configuration); checkpoint %s", s->n_points, s->n_points == 1 ? "" : "s", s->n_tilts,
-              s->n_tilts == 1 ? "" : "s", cp->n_defoci, cp->n_defoci == 1 ? "us" : "i", cp->n_planes,
+              s->n_tilts == 1 ? "" : "s", beam_text, defoci, defoci == 1 ? "us" : "i", cp->n_planes,
               cp->n_planes == 1 ? "" : "s", cp->n_configs, cp->n_configs == 1 ? "" : "s", cp->n_units, dir);
     if (cp->ck.n_done)
         stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
@@ -518,7 +527,7 @@ int stem_series_campaign_run(const stem_series_job *job)
     const stem_mpi *m = job->m;
     campaign cp = {.job = job, .win = MPI_WIN_NULL};
     cp.n_configs = job->plan->n_configs;
-    cp.n_defoci = job->series->n[STEM_SERIES_DEFOCUS];
+    cp.n_optics = stem_series_per_tilt(job->series) / job->series->n[STEM_SERIES_DEPTH];
     cp.n_planes = job->series->n[STEM_SERIES_DEPTH];
     cp.per_tilt = stem_series_per_tilt(job->series);
     cp.n_units = job->series->n_tilts * cp.n_configs;

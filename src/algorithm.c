@@ -163,13 +163,22 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
                          stem_algorithm_buffers *buf, const stem_complex **S)
 {
     double t = stem_wall_time();
+    const stem_smatrix_io *io = buf->smatrix_io;
     int err = prism_buffers(engine, plan, m, buf);
-    if (!err) err = engine->prism_smatrix(engine, plan, trans, beams_destination(plan, m, buf));
+    if (!err && io && io->load)
+        err = io->load(io->ctx, plan, buf->config, plan->beam_begin, plan->beam_end, beams_destination(plan, m, buf));
+    else if (!err)
+        err = engine->prism_smatrix(engine, plan, trans, beams_destination(plan, m, buf));
     t = stem_phase_add(STEM_PHASE_SMATRIX, t);
     err = stem_mpi_agree(err, m->group); /* before the exchange: all ranks have their beams */
     t = stem_phase_add(STEM_PHASE_WAIT, t);
     if (!err) err = smatrix_exchange(plan, m, buf);
     t = stem_phase_add(STEM_PHASE_GATHER, t);
+    if (!err && io && io->store) { /* whole on every rank of the group now: its leader keeps it */
+        if (m->layout.group_rank == 0) err = io->store(io->ctx, plan, buf->config, buf->S);
+        err = stem_mpi_agree(err, m->group);
+        t = stem_phase_add(STEM_PHASE_WRITE, t);
+    }
     *S = buf->S;
     if (!err && engine->output_beam_fastest) {
         err = arrange_smatrix(plan, m, buf);
@@ -179,16 +188,21 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
     return err;
 }
 
-/* hrtem: one exit wave for every point (they differ only in the lens), on the rank that
- * holds the plane wave (probe 0); the lens's focal spread is summed inside the record. */
+/* hrtem: one exit wave for each beam tilt among the points (consecutive points with the
+ * same tilt differ only in the lens), on the rank that holds the plane wave (probe 0); the
+ * lens's focal spread is summed inside the record. */
 static int hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
                         stem_result *res)
 {
     if (plans[0].probe_end <= plans[0].probe_begin) return STEM_OK;
     double t = stem_wall_time();
     stem_complex *wave = stem_fft_alloc((size_t)plans[0].nx * plans[0].ny, "exit wave");
-    int err = wave ? stem_hrtem_exit_wave(&plans[0], trans, wave) : STEM_ERR_MEMORY;
-    for (int i = 0; i < n && !err; i++) err = stem_hrtem_record(&plans[i], wave, det, &res[i]);
+    int err = wave ? STEM_OK : STEM_ERR_MEMORY;
+    for (int i = 0; i < n && !err; i++) {
+        int same_tilt = i > 0 && !memcmp(plans[i].plane_k, plans[i - 1].plane_k, sizeof plans[i].plane_k);
+        if (!same_tilt) err = stem_hrtem_exit_wave(&plans[i], trans, wave);
+        if (!err) err = stem_hrtem_record(&plans[i], wave, det, &res[i]);
+    }
     stem_phase_add(STEM_PHASE_PROBES, t); /* the wave and the lens: the "probe" step of a plane wave */
     stem_fft_free(wave);
     return err;
@@ -201,7 +215,7 @@ int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans,
     if (plans[0].algorithm == STEM_ALG_HRTEM) return hrtem_points(plans, n, trans, det, res);
     int focal = plans[0].opt.focal_spread > 0 && plans[0].opt.focal_points > 1;
     if (n == 1 && plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident &&
-        !focal) {
+        !focal && !buffers->smatrix_io) {
         /* nothing to gather: the engine may keep the S-matrix where it made it (one output step only) */
         int err = engine->prism_resident(engine, &plans[0], trans, det, &res[0]);
         if (err != STEM_NOT_APPLICABLE) return err;

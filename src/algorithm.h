@@ -23,6 +23,16 @@ typedef struct {
     double weight[STEM_MAX_FOCAL_POINTS];
 } stem_focal_set;
 
+/* PRISM's S-matrix stored or read back ([output] save_smatrix, [simulation] smatrix_file):
+ * load fills this rank's beams [b0, b1) of configuration c instead of computing them; store
+ * receives the whole S-matrix by beam ([beam][crop_ny][crop_nx]) on the group's leader.
+ * Either may be NULL. */
+typedef struct {
+    int (*load)(void *ctx, const stem_plan *plan, int c, int b0, int b1, stem_complex *S);
+    int (*store)(void *ctx, const stem_plan *plan, int c, const stem_complex *S);
+    void *ctx;
+} stem_smatrix_io;
+
 /* Host buffers kept from one configuration to the next (PRISM's whole S-matrix,
  * this rank's beams of it, the beam-fastest copy): first-touch page faults once
  * per run, not once per configuration (they halved the gather's speed), and
@@ -37,6 +47,9 @@ typedef struct {
     int n_focal_sets;
     stem_result *focal_part;
     int n_focal_parts;
+    /* set by the caller: the S-matrix's storage (NULL: none) and the configuration being run */
+    const stem_smatrix_io *smatrix_io;
+    int config;
 } stem_algorithm_buffers;
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b);
 

@@ -65,6 +65,7 @@ typedef struct {
     int parametrisation;     /* stem_parametrisation */
     int finite_projection;   /* 0: infinite (each atom's whole projection in its slice) */
     char potential_file[STEM_PATH_MAX]; /* slices read from a stemsim output's /potential ("": from the atoms) */
+    char smatrix_file[STEM_PATH_MAX];   /* PRISM: S-matrices read from a stemsim output's /smatrix ("": computed) */
     int interpolation_x, interpolation_y;
     int frozen_phonons;
     long seed;
@@ -81,6 +82,7 @@ typedef struct {
     int cbed_bin, save_pacbed;
     int save_exit_wave;      /* hrtem: write /exit_wave */
     int save_potential;      /* write /potential (every configuration's slices) */
+    int save_smatrix;        /* PRISM: write /smatrix (every configuration's compact S-matrix) */
     double objective_aperture_mrad; /* hrtem: objective aperture semi-angle (0: none, the band limit) */
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
@@ -96,6 +98,7 @@ typedef struct {
     int depth_every;             /* detection planes every this many slices (0: off) */
     /* [series]: value lists as given ("": not a series over that axis; series.h parses them) */
     char series_tilt_x[STEM_PATH_MAX], series_tilt_y[STEM_PATH_MAX], series_defocus[STEM_PATH_MAX];
+    char series_beam_tilt_x[STEM_PATH_MAX], series_beam_tilt_y[STEM_PATH_MAX]; /* hrtem: tilts of the plane wave */
     /* [compute] */
     int threads;
     int batch_size;

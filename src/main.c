@@ -13,6 +13,7 @@
 #include "../mpi/consistency.h"
 #include "../mpi/fft_wisdom.h"
 #include "../mpi/series_campaign.h"
+#include "../mpi/smatrix_store.h"
 #include "config.h"
 #include "engine.h"
 #include "phases.h"
@@ -105,6 +106,7 @@ static void resolve_model_path(stem_config *cfg)
     resolve_input_path(cfg, cfg->xyz);
     resolve_input_path(cfg, cfg->positions);
     resolve_input_path(cfg, cfg->potential_file);
+    resolve_input_path(cfg, cfg->smatrix_file);
 }
 
 /* Rank 0 reads the table and the model; everyone receives them and checks
@@ -153,7 +155,7 @@ static void print_decomposition(const stem_plan *plan)
 static int compare_strings(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Everything stemsim reads: the output may be none of them. */
-static int list_inputs(const stem_config *cfg, stem_input_ref inputs[6])
+static int list_inputs(const stem_config *cfg, stem_input_ref inputs[7])
 {
     int n = 0;
     inputs[n++] = (stem_input_ref){"config file", cfg->config_path};
@@ -165,6 +167,8 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[6])
     if (cfg->positions[0]) inputs[n++] = (stem_input_ref){"probe positions file ([scan] positions)", cfg->positions};
     if (cfg->potential_file[0])
         inputs[n++] = (stem_input_ref){"potential slices ([simulation] potential_file)", cfg->potential_file};
+    if (cfg->smatrix_file[0])
+        inputs[n++] = (stem_input_ref){"S-matrices ([simulation] smatrix_file)", cfg->smatrix_file};
     return n;
 }
 
@@ -224,14 +228,14 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
     printf("campaign (checkpointed):\n");
     for (int a = 0; a < STEM_SERIES_N_AXES; a++)
         if (s->given[a])
-            printf("  %-8s %d values from %g to %g %s\n", stem_series_axis_name[a], s->n[a], s->v[a][0],
+            printf("  %-11s %d values from %g to %g %s\n", stem_series_axis_name[a], s->n[a], s->v[a][0],
                    s->v[a][s->n[a] - 1], stem_series_axis_units[a]);
     if (s->depth_slice) {
         printf("  depth slices");
         for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) printf(" %d", s->depth_slice[k]);
         printf(" (of %.3f Angstrom)\n", plan->dz);
     }
-    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d point%s: defoci x depths)\n",
+    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d point%s: beam tilts x defoci x depths)\n",
            s->n_tilts, plan->n_configs, s->n_tilts * plan->n_configs, stem_series_per_tilt(s),
            stem_series_per_tilt(s) == 1 ? "" : "s");
     printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
@@ -261,13 +265,17 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                        "not run as a [series] or checkpointed campaign yet: set [compute] "
                                        "distributed_fft = off, or run the points as separate jobs", cfg->config_path),
                              world);
-    if (!err && (cfg->save_potential || cfg->potential_file[0]) && (plan->dist || stem_series_campaign_wanted(cfg)))
+    const char *stored = cfg->save_potential ? "[output] save_potential" : cfg->potential_file[0] ? "[simulation] potential_file"
+                       : cfg->save_smatrix ? "[output] save_smatrix" : cfg->smatrix_file[0] ? "[simulation] smatrix_file" : NULL;
+    if (!err && stored && (plan->dist || stem_series_campaign_wanted(cfg)))
         err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: %s is not available %s: run without it", cfg->config_path,
-                                       cfg->save_potential ? "[output] save_potential" : "[simulation] potential_file",
+                                       stored,
                                        plan->dist ? "with a distributed FFT (each rank builds rows of the slices)"
                                                   : "in a [series] or checkpointed campaign (each tilt has its own "
                                                     "potential)"),
                              world);
+    if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
+        err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
     stem_atoms_free(&thickest);
     if (!err && o->dry_run && rank == 0) {
@@ -280,7 +288,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     /* once per run: the GPU engine chooses its devices and checks its memory here */
     if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
     if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
-    stem_input_ref inputs[6];
+    stem_input_ref inputs[7];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
@@ -348,10 +356,14 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
                              const stem_output_target *target)
 {
     stem_result res = {0};
+    stem_smatrix_store store = {.fd = -1, .own = -1};
     double t0 = stem_wall_time();
     /* agreed: a rank without room must not leave the others waiting in the campaign */
     int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
-    if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, &res);
+    if (!err) err = stem_smatrix_store_open(&store, m, plan, target); /* agreed */
+    int keeps_smatrix = !err && (store.io.load || store.io.store);
+    if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
+    if (!err && plan->opt.save_smatrix) err = stem_smatrix_store_finish(&store, m);
     if (err) {
         /* every rank agreed on the failure or the stop (the campaign agrees
          * before each collective step): leave together */
@@ -367,9 +379,11 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
         stem_output_potential potential = {stem_potential_source_slices, &src,
                                            cfg->parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
                                            cfg->finite_projection ? "finite" : "infinite"};
+        stem_output_smatrix smatrix = {stem_smatrix_store_beam, &store};
+        stem_output_stored stored = {plan->opt.save_potential ? &potential : NULL,
+                                     plan->opt.save_smatrix ? &smatrix : NULL};
         if (!err)
-            err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts,
-                                    plan->opt.save_potential ? &potential : NULL);
+            err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts, &stored);
         else stem_output_target_discard(target);
         stem_potential_source_free(&src);
         stem_phase_add(STEM_PHASE_WRITE, tw);
@@ -382,6 +396,7 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
             stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg->output_file,
                       stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan->n_probes * plan->n_configs));
     }
+    stem_smatrix_store_remove(&store); /* copied into the output, or not wanted after a failure */
     stem_result_free(&res);
     return err;
 }

@@ -10,6 +10,7 @@
 
 #include "../io/positions.h"
 #include "../io/potential_file.h"
+#include "../io/smatrix_file.h"
 #include "../mpi/dist_fft.h"
 #include "channels.h"
 #include "memlimit.h"
@@ -378,6 +379,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_dpc = cfg->save_dpc;
     o->save_exit_wave = cfg->save_exit_wave;
     o->save_potential = cfg->save_potential;
+    o->save_smatrix = cfg->save_smatrix;
     o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
     if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
     o->save_pacbed = cfg->save_pacbed;
@@ -394,6 +396,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->parametrisation = cfg->parametrisation;
     o->finite_projection = cfg->finite_projection;
     o->potential_file = cfg->potential_file;
+    o->smatrix_file = cfg->smatrix_file;
     o->gpu_prism_output = cfg->gpu_prism_output;
     o->gpu_tile = cfg->gpu_tile;
     o->gpu_gemm = cfg->gpu_gemm;
@@ -513,6 +516,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
     if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan)); /* before anything is allocated */
+    if (cfg->smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan));
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);

@@ -28,7 +28,7 @@ typedef struct {
 
 /* What the engines do, beyond the geometry: copied from the config. */
 typedef struct {
-    int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave, save_potential;
+    int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave, save_potential, save_smatrix;
     double objective_aperture; /* hrtem: rad (0: none) */
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */
@@ -45,6 +45,7 @@ typedef struct {
     int parametrisation;     /* stem_parametrisation */
     int finite_projection;   /* atoms' potentials split over the slices they reach (potential.c) */
     const char *potential_file; /* [simulation] potential_file: the configuration's ("": none) */
+    const char *smatrix_file;   /* [simulation] smatrix_file: PRISM's S-matrices read, not computed ("": none) */
     int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission; /* [debug] kernel variants */
 } stem_options;
 

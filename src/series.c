@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x", "tilt_y", "defocus", "depth"};
-const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "Angstrom", "Angstrom"};
+const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x", "tilt_y", "beam_tilt_x", "beam_tilt_y",
+                                                                "defocus", "depth"};
+const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "mrad", "mrad", "Angstrom", "Angstrom"};
 
 /* One finite decimal number filling the whole token. */
 static int number(const char *tok, double *v)
@@ -87,7 +88,8 @@ int stem_series_parse(const char *text, const char *what, double **values, int *
 
 static const char *series_text(const stem_config *cfg, int axis)
 {
-    const char *t[STEM_SERIES_N_AXES] = {cfg->series_tilt_x, cfg->series_tilt_y, cfg->series_defocus, cfg->depths};
+    const char *t[STEM_SERIES_N_AXES] = {cfg->series_tilt_x, cfg->series_tilt_y, cfg->series_beam_tilt_x,
+                                         cfg->series_beam_tilt_y, cfg->series_defocus, cfg->depths};
     return t[axis];
 }
 
@@ -122,7 +124,8 @@ int stem_series_build(const stem_config *cfg, stem_series *s)
 {
     memset(s, 0, sizeof *s);
     /* the exit surface stands for "no depth axis" until depths are resolved */
-    const double single[STEM_SERIES_N_AXES] = {cfg->tilt_x, cfg->tilt_y, cfg->aberr_c[STEM_C10], 0};
+    const double single[STEM_SERIES_N_AXES] = {cfg->tilt_x, cfg->tilt_y, cfg->beam_tilt_mrad[0], cfg->beam_tilt_mrad[1],
+                                               cfg->aberr_c[STEM_C10], 0};
     for (int a = 0; a < STEM_SERIES_N_AXES; a++) {
         char what[64];
         snprintf(what, sizeof what, "[%s] %s", series_section(a), series_key(a));
@@ -136,7 +139,7 @@ int stem_series_build(const stem_config *cfg, stem_series *s)
         } else {
             err = STEM_ERR_MEMORY;
         }
-        for (int i = 0; !err && a < STEM_SERIES_DEFOCUS && i < s->n[a]; i++)
+        for (int i = 0; !err && a <= STEM_SERIES_TILT_Y && i < s->n[a]; i++)
             if (fabs(s->v[a][i]) > 180)
                 err = STEM_FAIL(STEM_ERR_CONFIG, "%s: %g degrees is outside [-180, 180]", what, s->v[a][i]);
         for (int i = 0; !err && a == STEM_SERIES_DEPTH && s->given[a] && i < s->n[a]; i++)
@@ -206,7 +209,45 @@ int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, int slice
     return count_points(s);
 }
 
-int stem_series_per_tilt(const stem_series *s) { return s->n[STEM_SERIES_DEFOCUS] * s->n[STEM_SERIES_DEPTH]; }
+/* One axis's beam tilts onto its Fourier pixels (k / L in 1/Angstrom, theta = lambda q). */
+static int beam_axis_on_grid(stem_series *s, int a, double lambda, double length)
+{
+    for (int i = 0; i < s->n[a]; i++) {
+        double was = s->v[a][i], now = lround(was * 1e-3 / lambda * length) / length * lambda * 1e3;
+        if (fabs(was - now) > 1e-9 * (fabs(was) + 1))
+            stem_info("[series] %s %g mrad rounded to %g mrad (the nearest plane wave of the %g Angstrom cell)",
+                      stem_series_axis_name[a], was, now, length);
+        for (int j = 0; j < i; j++)
+            if (fabs(s->v[a][j] - now) <= 1e-9 * (fabs(now) + 1))
+                return STEM_FAIL(STEM_ERR_CONFIG, "[series] %s: %g mrad falls on the same plane wave (%g mrad) as an "
+                                 "earlier value: on the %g Angstrom cell the plane waves are %.3g mrad apart",
+                                 stem_series_axis_name[a], was, now, length, lambda / length * 1e3);
+        s->v[a][i] = now;
+    }
+    return STEM_OK;
+}
+
+int stem_series_resolve_beam_tilts(stem_series *s, double lambda, const double cell[2], double q_limit)
+{
+    if (!s->given[STEM_SERIES_BEAM_X] && !s->given[STEM_SERIES_BEAM_Y]) return STEM_OK;
+    for (int a = STEM_SERIES_BEAM_X; a <= STEM_SERIES_BEAM_Y; a++)
+        STEM_TRY(beam_axis_on_grid(s, a, lambda, cell[a - STEM_SERIES_BEAM_X]));
+    double reach = 0; /* the farthest (x, y) pair from the axis */
+    for (int i = 0; i < s->n[STEM_SERIES_BEAM_X]; i++)
+        for (int j = 0; j < s->n[STEM_SERIES_BEAM_Y]; j++) {
+            double r = hypot(s->v[STEM_SERIES_BEAM_X][i], s->v[STEM_SERIES_BEAM_Y][j]);
+            if (r > reach) reach = r;
+        }
+    if (reach * 1e-3 / lambda >= q_limit)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[series] beam tilts reach %.1f mrad, beyond the anti-aliased band (%.1f mrad): "
+                         "use smaller tilts or a smaller pixel_size", reach, q_limit * lambda * 1e3);
+    return STEM_OK;
+}
+
+int stem_series_per_tilt(const stem_series *s)
+{
+    return s->n[STEM_SERIES_BEAM_X] * s->n[STEM_SERIES_BEAM_Y] * s->n[STEM_SERIES_DEFOCUS] * s->n[STEM_SERIES_DEPTH];
+}
 
 int stem_series_tilt_of(const stem_series *s, int p) { return p / stem_series_per_tilt(s); }
 
@@ -221,5 +262,13 @@ void stem_series_values(const stem_series *s, int p, double *tilt_x, double *til
 {
     int per = stem_series_per_tilt(s), nz = s->n[STEM_SERIES_DEPTH];
     stem_series_tilt_values(s, p / per, tilt_x, tilt_y);
-    *defocus = s->v[STEM_SERIES_DEFOCUS][p % per / nz];
+    *defocus = s->v[STEM_SERIES_DEFOCUS][p % per / nz % s->n[STEM_SERIES_DEFOCUS]];
+}
+
+void stem_series_beam_values(const stem_series *s, int p, double *beam_x, double *beam_y)
+{
+    int per = stem_series_per_tilt(s), beam = p % per / (s->n[STEM_SERIES_DEFOCUS] * s->n[STEM_SERIES_DEPTH]);
+    int ny = s->n[STEM_SERIES_BEAM_Y];
+    *beam_y = s->v[STEM_SERIES_BEAM_Y][beam % ny];
+    *beam_x = s->v[STEM_SERIES_BEAM_X][beam / ny];
 }

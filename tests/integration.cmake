@@ -182,6 +182,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                            SKIP_RETURN_CODE 77 TIMEOUT 300)
     endforeach()
   endforeach()
+  # hrtem's beam tilt series: every (tilt, beam tilt, defocus) point equals its single run
+  add_test(NAME campaign_beam_tilts_hrtem
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py beam_tilts --algorithm hrtem
+                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                   --config ${_it_dir}/small.ini --workdir ${_it_work}/campaign)
+  set_tests_properties(campaign_beam_tilts_hrtem PROPERTIES LABELS "campaign;physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
 
 # [scan] positions: shuffled grid positions from a file equal the grid run probe by probe;
@@ -223,5 +230,11 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
            COMMAND ${STEMSIM_PYTHON} ${_it_dir}/potentials.py --stemsim $<TARGET_FILE:stemsim>
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(potentials PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  # PRISM's S-matrix stored and read back: beams = tilted plane waves, ranks agree, refusals
+  add_test(NAME stored_smatrix
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stored_smatrix.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(stored_smatrix PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
 endif()

@@ -24,6 +24,11 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
                  depth equals a single run of a sample cut at that depth (tile_z = 1, 2)
                  to 1e-6; with tilts and configurations, a run killed after 1 unit
                  resumes and equals the uninterrupted one bit for bit
+  beam_tilts     (--algorithm hrtem) [series] beam_tilt_x/_y with sample tilts and defoci:
+                 the axes hold the tilts rounded to the cell's plane waves, every point
+                 equals the single run with [probe] beam_tilt_x/_y at that value to
+                 1e-6, different tilts differ; refused (exit 3): with multislice, two
+                 values on one plane wave, [probe] beam_tilt_x given as well
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -397,6 +402,76 @@ def scenario_depths():
     a, b = datasets(os.path.join(A.workdir, killed + ".h5")), datasets(os.path.join(A.workdir, full + ".h5"))
     bad += compare(a, b, "depths resumed")
     log("depth_every = 1 with 3 tilts: depths %s, HAADF %s" % (b["axes/depth"], b["images/HAADF"].shape))
+    return 1 if bad else 0
+
+
+def wavelength(kev):
+    """Relativistic electron wavelength in Angstrom (independent of stemsim's own)."""
+    import math
+    h, m0, e, c = 6.62607015e-34, 9.1093837015e-31, 1.602176634e-19, 299792458.0
+    ev = kev * 1e3 * e
+    return h / math.sqrt(2 * m0 * ev * (1 + ev / (2 * m0 * c * c))) * 1e10
+
+
+def scenario_beam_tilts():
+    import numpy as np
+    bad = 0
+    given_x, given_y, tilts = [-10.0, 0.0, 7.3], [0.0, 5.0], [0.0, 4.0]
+    series = "\n[series]\ntilt_x = %s\nbeam_tilt_x = %s\nbeam_tilt_y = %s\ndefocus = %s\n" % tuple(
+        " ".join("%g" % v for v in vals) for vals in (tilts, given_x, given_y, DEFOCI))
+    name = "beam_tilts"
+    fresh(name)
+    extra = ["--set", "output.save_exit_wave=true"]
+    rc, out = run(2, write_config(name, series=False, extra=series), extra)
+    if rc != 0:
+        log(out)
+        return 1
+    ref = datasets(os.path.join(A.workdir, name + ".h5"))
+    # the plane waves of the 10.86 Angstrom cell (2 x 5.43) are lambda / L apart
+    spacing = wavelength(200) / 10.86 * 1e3
+    want_x = [round(v / spacing) * spacing for v in given_x]
+    want_y = [round(v / spacing) * spacing for v in given_y]
+    if not (np.allclose(ref["axes/beam_tilt_x"], want_x, rtol=1e-9, atol=1e-9) and
+            np.allclose(ref["axes/beam_tilt_y"], want_y, rtol=1e-9, atol=1e-9)):
+        log("FAIL beam tilt axes %s %s, expected %s %s" % (ref["axes/beam_tilt_x"], ref["axes/beam_tilt_y"], want_x,
+                                                           want_y))
+        bad += 1
+    if "rounded to" not in out:
+        log("FAIL the rounding of -10 mrad onto the grid was not reported")
+        bad += 1
+    if ref["hrtem"].shape[:4] != (2, 3, 2, 2):
+        log("FAIL /hrtem shape %s, expected (2 tilts, 3, 2 beam tilts, 2 defoci, ...)" % (ref["hrtem"].shape,))
+        return 1
+    axes = ("axes/tilt_x", "axes/beam_tilt_x", "axes/beam_tilt_y", "axes/defocus")
+    for i, tilt in enumerate(tilts):
+        for jx, bx in enumerate(want_x):
+            for jy, by in enumerate(want_y):
+                for k, df in enumerate(DEFOCI):
+                    single = "beam_single_%d_%d_%d_%d" % (i, jx, jy, k)
+                    fresh(single)
+                    rc, out = run(2, write_config(single, series=False), extra + [
+                        "--set", "sample.tilt_x=%r" % tilt, "--set", "probe.beam_tilt_x=%r" % bx,
+                        "--set", "probe.beam_tilt_y=%r" % by, "--set", "probe.C10=%r" % df])
+                    if rc != 0:
+                        log(out)
+                        return 1
+                    point = {key: (v[i, jx, jy, k] if not key.startswith("axes/") and key != "@complete" else v)
+                             for key, v in ref.items() if key not in axes}
+                    bad += compare(point, datasets(os.path.join(A.workdir, single + ".h5")),
+                                   "tilt %g, beam tilt (%.3f, %.3f) mrad, defocus %g" % (tilt, bx, by, df), tol=1e-6)
+    if np.allclose(ref["exit_wave"][0, 0, 0, 0], ref["exit_wave"][0, 2, 1, 0]):
+        log("FAIL two beam tilts gave the same exit wave")
+        bad += 1
+    refusals = (("multislice", ["--set", "simulation.algorithm=multislice"], series, "hrtem"),
+                ("one plane wave", [], series.replace("beam_tilt_x = -10", "beam_tilt_x = -10 -9.5"), "same plane wave"),
+                ("probe key too", ["--set", "probe.beam_tilt_x=2"], series, "give one"))
+    for what, sets, text, says in refusals:
+        fresh("refused")
+        rc, out = run(1, write_config("refused", series=False, extra=text), sets)
+        if rc != 3 or says not in out:
+            log(out)
+            log("FAIL %s: exit %d, expected 3 with '%s'" % (what, rc, says))
+            bad += 1
     return 1 if bad else 0
 
 

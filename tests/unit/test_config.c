@@ -2,6 +2,7 @@
  * duplicate keys, --set overrides, and error messages that carry the file
  * and line (captured from stderr). */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,8 @@ static void test_depths(void)
     free(msg);
 }
 
+static void test_beam_tilts(void);
+
 static void test_series(void)
 {
     double *v;
@@ -364,6 +367,48 @@ static void test_series(void)
     CHECK(tx == 7 && ty == 0 && df == -3);
     stem_series_free(&s);
     test_depths();
+    test_beam_tilts();
+}
+
+static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+/* hrtem's beam tilt axes: between the sample tilts and the defoci, rounded onto the
+ * cell's plane waves (lambda / L apart), distinct once rounded, inside the band. */
+static void test_beam_tilts(void)
+{
+    stem_config cfg;
+    char *msg = NULL;
+    CHECK(parse("[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = hrtem\n[series]\ntilt_x = 0 10\n"
+                "beam_tilt_x = -3 0 3.2\nbeam_tilt_y = 0 2\ndefocus = -20 20\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    stem_series s;
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(s.n_points == 24 && s.n_tilts == 2 && stem_series_per_tilt(&s) == 12);
+    const double cell[2] = {10, 20}, lambda = 0.02; /* plane waves 2 mrad apart in x, 1 mrad in y */
+    CHECK(stem_series_resolve_beam_tilts(&s, lambda, cell, 1.0) == STEM_OK);
+    CHECK(near(s.v[STEM_SERIES_BEAM_X][0], -4, 1e-12) && s.v[STEM_SERIES_BEAM_X][1] == 0 &&
+          near(s.v[STEM_SERIES_BEAM_X][2], 4, 1e-12) && near(s.v[STEM_SERIES_BEAM_Y][1], 2, 1e-12));
+    double tx, ty, df, bx, by;
+    /* point 19 = tilt 1, beam (x 1, y 1), defocus 1: 12 + (1 * 2 + 1) * 2 + 1 */
+    stem_series_values(&s, 19, &tx, &ty, &df);
+    stem_series_beam_values(&s, 19, &bx, &by);
+    CHECK(tx == 10 && df == 20 && bx == 0 && near(by, 2, 1e-12) && stem_series_tilt_of(&s, 19) == 1);
+    stem_series_beam_values(&s, 8, &bx, &by); /* tilt 0, beam (2, 0), defocus 0 */
+    CHECK(near(bx, 4, 1e-12) && by == 0);
+    CHECK(stem_series_resolve_beam_tilts(&s, lambda, cell, 1.0) == STEM_OK); /* already on the grid: unchanged */
+    CHECK(near(s.v[STEM_SERIES_BEAM_X][2], 4, 1e-12));
+    stem_series_free(&s);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_beam_tilts(&s, lambda, cell, 0.2) == STEM_ERR_CONFIG); /* (4, 2) mrad: q 0.22 */
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = hrtem\n[series]\nbeam_tilt_x = 0 0.9\n", &cfg,
+                &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_beam_tilts(&s, lambda, cell, 1.0) == STEM_ERR_CONFIG); /* both on plane wave 0 */
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[series]\nbeam_tilt_x = 0 4\n", &cfg, &msg) == STEM_ERR_CONFIG); /* STEM */
+    free(msg);
 }
 
 int main(void)

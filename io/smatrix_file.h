@@ -1,0 +1,21 @@
+/* PRISM's compact S-matrices stored in a stemsim output (/smatrix and /smatrix_beams,
+ * written with [output] save_smatrix) and read back instead of computed
+ * ([simulation] smatrix_file). */
+#ifndef STEM_SMATRIX_FILE_H
+#define STEM_SMATRIX_FILE_H
+
+#include "../src/plan.h"
+
+#define STEM_SMATRIX_DATASET "/smatrix"
+#define STEM_SMATRIX_BEAMS_DATASET "/smatrix_beams"
+
+/* The file at plan->opt.smatrix_file holds S-matrices for this plan: float
+ * /smatrix [configurations >= n_configs][n_beams][crop_ny][crop_nx][2] whose attributes
+ * (wavelength, grid, cell, slices, interpolation) match the plan, and /smatrix_beams
+ * [n_beams][2] the plan's beams in order; anything else is refused naming what differs
+ * (STEM_ERR_INPUT). Serial HDF5, any rank. */
+int stem_smatrix_file_check(const stem_plan *plan);
+/* Beams [b0, b1) of configuration c into S ([beam - b0][crop_ny][crop_nx]). */
+int stem_smatrix_file_read(const stem_plan *plan, int c, int b0, int b1, stem_complex *S);
+
+#endif
