@@ -272,7 +272,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                        stored,
                                        plan->dist ? "with a distributed FFT (each rank builds rows of the slices)"
                                                   : "in a [series] or checkpointed campaign (each tilt has its own "
-                                                    "potential)"),
+                                                    "potential and S-matrix)"),
                              world);
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
