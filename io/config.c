@@ -224,6 +224,13 @@ static const key_spec key_table[] = {
      "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the beams' Fourier indices "
      "/smatrix_beams (int32 [beam][2]: kx, ky), to reuse with [simulation] smatrix_file (Prismatic's -sm / -ism); "
      "each configuration's is kept in a temporary file beside the output until the end; not with [series]"},
+    {"output", "layout", K_ENUM, OFF(layout_emd), "stemsim", 0, 0, "stemsim|emd", "-",
+     "stemsim: this program's layout (see Output file); emd: Prismatic 2.0's EMD tree, which py4DSTEM "
+     "(py4DSTEM.read) and scripts written for Prismatic open unchanged: /4DSTEM_simulation/data/realslices/"
+     "annular_detector_depthNNNN (the HAADF image, else the first [images] range; each other range as "
+     "..._<name>), virtual_detector_depthNNNN (rings), DPC_CoM_depthNNNN, datacubes/CBED_array_depthNNNN, x before "
+     "y, series points as _dfNNNN (and _txNNNN, _tyNNNN, _bxNNNN, _byNNNN), depths as depthNNNN; converted from "
+     "the finished native file on rank 0 before the output is published; multislice and prism scans only"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
      "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "
@@ -643,6 +650,10 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->smatrix_file[0] && cfg->potential_file[0])
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] smatrix_file and potential_file: a stored S-matrix needs "
                          "no potential: give one", source);
+    if (cfg->layout_emd && (plane || single || cfg->positions[0]))
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] layout = emd writes Prismatic's scan tree: multislice and prism "
+                         "scans on a grid only (not %s)", source, cfg->positions[0] ? "[scan] positions"
+                                                                  : plane ? "algorithm = hrtem" : "algorithm = cbed");
     if (cfg->save_exit_wave && !plane)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
     if (cfg->positions[0]) {

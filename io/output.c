@@ -71,18 +71,22 @@
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
  * after every rank closed it, so a file under its final name is complete. */
 #include "output.h"
+#include "emd.h"
+#include "../src/build_info.h"
 #include "potential_file.h"
 #include "smatrix_file.h"
 
 #include "../mpi/comm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <hdf5.h>
 
@@ -119,6 +123,7 @@ typedef struct {
     const stem_plan *plan;
     const stem_result *res;   /* NULL on ranks that write no probes */
     const stem_output_target *target;
+    stem_output_target converted; /* layout = emd: the target once the EMD file replaced the native one */
     int writes;
     char path[STEM_OUTPUT_NAME_MAX];
     hid_t fapl, dxpl, file;
@@ -630,6 +635,7 @@ static int stem_output_root_attrs(const stem_output *o)
     const char *alg = stem_algorithm_name(plan->algorithm);
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "program", "stemsim"));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "version", STEM_VERSION));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "build", stem_build_info()));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "config", o->config_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "plan", o->plan_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "environment", o->env_text));
@@ -1051,6 +1057,39 @@ static int stem_output_mark_complete(const stem_output *o)
 }
 
 /* After every rank closed the file, rank 0 gives it its final name. */
+/* [output] layout = emd: rank 0 rewrites the closed native temporary as Prismatic's tree
+ * into "<file>.XXXXXX.emd.incomplete" (created exclusively) and renames it over the
+ * native one, which the publication then renames into place as usual. */
+static int stem_output_as_emd(stem_output *o)
+{
+    int rc = STEM_OK;
+    if (o->rank == 0) {
+        const char *temp = o->target->temp_path;
+        size_t len = strlen(temp), suffix = strlen(STEM_OUTPUT_TEMP_SUFFIX);
+        char emd_path[STEM_OUTPUT_NAME_MAX + 16];
+        snprintf(emd_path, sizeof emd_path, "%.*s.emd%s", (int)(len - suffix), temp, STEM_OUTPUT_TEMP_SUFFIX);
+        int fd = open(emd_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        struct stat st;
+        double t = stem_wall_time();
+        if (fd < 0) rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot create %s: %s", emd_path, strerror(errno));
+        else close(fd);
+        if (!rc) rc = stem_emd_convert(temp, emd_path, o->plan);
+        if (!rc && (rename(emd_path, temp) != 0 || stat(temp, &st) != 0))
+            rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s", emd_path, temp, strerror(errno));
+        if (rc && fd >= 0) unlink(emd_path);
+        if (!rc) {
+            o->converted = *o->target;
+            o->converted.dev = st.st_dev;
+            o->converted.ino = st.st_ino;
+            o->target = &o->converted;
+            stem_info("output written in Prismatic's EMD layout ([output] layout = emd) in %.2f s", stem_wall_time() - t);
+        }
+    }
+    if (MPI_Bcast(&rc, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast after the EMD conversion failed", o->path);
+    return rc;
+}
+
 static int stem_output_publish(const stem_output *o)
 {
     int rc = STEM_OK;
@@ -1161,6 +1200,7 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
     /* Close on every path (collective H5Fclose), then agree on the outcome. */
     int crc = stem_output_close(&o, rc != STEM_OK);
     if (!rc) rc = stem_output_agree(comm, crc);
+    if (!rc && plan->opt.layout_emd) rc = stem_output_as_emd(&o);
     if (!rc) rc = stem_output_publish(&o);
     /* a failure before or during writing: the temporary goes (a failed
      * publish has already kept the complete file and said where) */

@@ -10,6 +10,7 @@
 #include "../cuda/gpu_engine.h"
 #include "../io/output.h"
 #include "../mpi/campaign.h"
+#include "build_info.h"
 #include "../mpi/consistency.h"
 #include "../mpi/fft_wisdom.h"
 #include "../mpi/series_campaign.h"
@@ -42,7 +43,7 @@ static void usage(FILE *out)
             "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
             "      --help-config            print every config key with unit and default\n"
             "  -h, --help                   this help\n"
-            "  -V, --version                print the version\n\n"
+            "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n\n"
             "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
             "            7 MPI, 8 GPU, 9 internal error, 75 a checkpointed campaign stopped by a\n"
             "            signal (run the same command again to continue), 128+N stopped by signal N\n"
@@ -446,7 +447,7 @@ int main(int argc, char **argv)
     if (!err) err = stem_signal_install(rank);
     if (!err && (o.help || o.version || o.help_config)) {
         if (rank == 0 && o.help) usage(stdout);
-        if (rank == 0 && o.version) printf("stemsim %s\n", STEM_VERSION);
+        if (rank == 0 && o.version) fputs(stem_build_info(), stdout);
         if (rank == 0 && o.help_config) stem_config_print_reference(stdout);
     } else if (!err) {
         err = run(&o, MPI_COMM_WORLD, rank);

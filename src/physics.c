@@ -2,6 +2,7 @@
  * the atomic potentials and their projections. */
 #include "physics.h"
 
+#include "../io/data_files.h"
 #include "../io/input_file.h"
 
 #include <errno.h>
@@ -11,10 +12,6 @@
 #include <string.h>
 
 #include "stem.h"
-
-#ifndef STEMSIM_DATA_DIR
-#define STEMSIM_DATA_DIR "data"
-#endif
 
 static const double electron_rest_kev = 510.99895;  /* m0 c^2 */
 static const double hc_kev_angstrom = 12.398419843; /* h c */
@@ -40,17 +37,9 @@ double stem_chromatic_focal_spread(double cc_angstrom, double fwhm_ev, double en
     return cc_angstrom * sigma_ev / e_star_ev;
 }
 
-const char *stem_kirkland_default_path(void)
-{
-    const char *env = getenv("STEMSIM_KIRKLAND");
-    return env && env[0] ? env : STEMSIM_DATA_DIR "/kirkland_params.txt";
-}
+const char *stem_kirkland_default_path(void) { return stem_data_file("kirkland_params.txt", "STEMSIM_KIRKLAND"); }
 
-const char *stem_lobato_default_path(void)
-{
-    const char *env = getenv("STEMSIM_LOBATO");
-    return env && env[0] ? env : STEMSIM_DATA_DIR "/lobato_params.txt";
-}
+const char *stem_lobato_default_path(void) { return stem_data_file("lobato_params.txt", "STEMSIM_LOBATO"); }
 
 const char *stem_parametrisation_path(stem_parametrisation which)
 {

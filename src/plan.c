@@ -380,6 +380,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_exit_wave = cfg->save_exit_wave;
     o->save_potential = cfg->save_potential;
     o->save_smatrix = cfg->save_smatrix;
+    o->layout_emd = cfg->layout_emd;
     o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
     if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
     o->save_pacbed = cfg->save_pacbed;

@@ -29,6 +29,7 @@ typedef struct {
 /* What the engines do, beyond the geometry: copied from the config. */
 typedef struct {
     int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave, save_potential, save_smatrix;
+    int layout_emd; /* [output] layout = emd */
     double objective_aperture; /* hrtem: rad (0: none) */
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */

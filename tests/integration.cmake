@@ -238,3 +238,20 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   set_tests_properties(stored_smatrix PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
 endif()
+
+# cmake --install: the tree under a prefix, moved, finds its tables and runs the example.
+add_test(NAME install COMMAND bash ${_it_dir}/install.sh ${CMAKE_BINARY_DIR} ${_it_work}/install)
+set_tests_properties(install PROPERTIES LABELS "install" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 300)
+
+# [output] layout = emd read by py4DSTEM (its virtual environment from .ci/deps; skipped
+# with a message when it is missing, after the h5py checks of the tree).
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  set(STEMSIM_PY4DSTEM_PYTHON "${CMAKE_SOURCE_DIR}/build-venv/bin/python" CACHE FILEPATH
+      "Python with py4DSTEM for the interop test (.ci/deps makes it)")
+  add_test(NAME interop_py4dstem
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/interop.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work}
+                   --py4dstem-python ${STEMSIM_PY4DSTEM_PYTHON})
+  set_tests_properties(interop_py4dstem PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()

@@ -1,0 +1,542 @@
+/* Prismatic's EMD tree from a finished native output: see emd.h. */
+#include "emd.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/stem.h"
+
+#define EMD_MAX_LEAD 6
+
+typedef struct {
+    hid_t in, out, realslices, datacubes;
+    const stem_plan *plan;
+    const char *native, *path;
+    int n_lead, depth_axis;                    /* the native datasets' leading series axes */
+    hsize_t lead[EMD_MAX_LEAD];
+    char lead_name[EMD_MAX_LEAD][32];
+    double *lead_values[EMD_MAX_LEAD];
+    double *scan_x, *scan_y;                   /* /axes/scan_x, scan_y (Angstrom) */
+} emd;
+
+static int fail(const emd *e, const char *what)
+{
+    return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: %s failed writing %s (disk full or quota?)", what, e->path);
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static hid_t string_type(const char *s)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t >= 0 && (H5Tset_size(t, strlen(s) + 1) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
+        H5Tclose(t);
+        return H5I_INVALID_HID;
+    }
+    return t;
+}
+
+static int attr_write(hid_t loc, const char *name, hid_t type, hid_t mem, const void *v, hsize_t n)
+{
+    hid_t space = n ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
+    hid_t a = space >= 0 ? H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT) : H5I_INVALID_HID;
+    int ok = a >= 0 && H5Awrite(a, mem, v) >= 0;
+    if (a >= 0) H5Aclose(a);
+    if (space >= 0) H5Sclose(space);
+    return ok ? 0 : -1;
+}
+
+static int attr_text(hid_t loc, const char *name, const char *text)
+{
+    hid_t t = string_type(text);
+    int rc = t >= 0 ? attr_write(loc, name, t, t, text, 0) : -1;
+    if (t >= 0) H5Tclose(t);
+    return rc;
+}
+
+static int attr_int(hid_t loc, const char *name, int v) { return attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT, &v, 0); }
+
+static int attr_double(hid_t loc, const char *name, double v)
+{
+    return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, 0);
+}
+
+/* A string attribute of the native root (NULL when absent); malloc'd. */
+static char *native_root_text(hid_t file, const char *name)
+{
+    if (H5Aexists(file, name) <= 0) return NULL;
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    char *text = NULL;
+    if (t >= 0 && H5Tis_variable_str(t) > 0) {
+        hid_t mem = H5Tcopy(H5T_C_S1); /* the file's character set: HDF5 does not convert between them */
+        H5Tset_size(mem, H5T_VARIABLE);
+        H5Tset_cset(mem, H5Tget_cset(t));
+        char *v = NULL;
+        if (H5Aread(a, mem, &v) >= 0 && v) text = strdup(v);
+        if (v) H5free_memory(v);
+        H5Tclose(mem);
+    } else if (t >= 0) {
+        size_t n = H5Tget_size(t);
+        if ((text = calloc(n + 1, 1)) && H5Aread(a, t, text) < 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return text;
+}
+
+/* ------------------------------------------------------------- datasets */
+
+/* A small 1D dataset of doubles (a dim vector) with its name and units. */
+static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t n, const char *name, const char *units)
+{
+    char dname[8];
+    snprintf(dname, sizeof dname, "dim%d", k);
+    hid_t space = H5Screate_simple(1, &n, NULL);
+    hid_t d = space >= 0 ? H5Dcreate2(group, dname, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                         : H5I_INVALID_HID;
+    int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
+             !attr_text(d, "name", name) && !attr_text(d, "units", units);
+    if (d >= 0) H5Dclose(d);
+    if (space >= 0) H5Sclose(space);
+    return ok ? STEM_OK : fail(e, dname);
+}
+
+/* dim3 of the DPC group: the two labels, as variable-length strings (py4DSTEM's legacy
+ * reader fails on fixed-length ones with h5py 3: it opens them with astype as a context). */
+static int dim_labels(const emd *e, hid_t group)
+{
+    const char *labels[2] = {"DPC_CoM_x", "DPC_CoM_y"};
+    hsize_t n = 2;
+    hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate_simple(1, &n, NULL), d = H5I_INVALID_HID;
+    int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
+    if (ok) d = H5Dcreate2(group, "dim3", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 && !attr_text(d, "name", "X/Y") &&
+         !attr_text(d, "units", "[none]");
+    if (d >= 0) H5Dclose(d);
+    if (space >= 0) H5Sclose(space);
+    if (t >= 0) H5Tclose(t);
+    return ok ? STEM_OK : fail(e, "DPC dim3");
+}
+
+/* A data group: its attributes and the scan's dim1 (R_x), dim2 (R_y). */
+static hid_t data_group(const emd *e, hid_t parent, const char *name, double depth, const double *defocus)
+{
+    hid_t g = H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return g;
+    const stem_plan *plan = e->plan;
+    int ok = !attr_int(g, "emd_group_type", 1) && !attr_int(g, "metadata", 0) && !attr_double(g, "output_depth", depth) &&
+             (!defocus || !attr_double(g, "output_defocus", *defocus)) &&
+             !dim_vector(e, g, 1, e->scan_x, (hsize_t)plan->scan_nx, "R_x", "[\xc3\x85]") &&
+             !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, "R_y", "[\xc3\x85]");
+    if (!ok) {
+        H5Gclose(g);
+        return H5I_INVALID_HID;
+    }
+    return g;
+}
+
+/* Point p's block of native dataset `name`: the leading indices of p, then the whole
+ * core (core_rank dims, read into buf as mem type). */
+static int read_point(const emd *e, const char *name, int p, int core_rank, const hsize_t *core, hid_t mem, void *buf)
+{
+    hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
+    for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
+        start[k] = (hsize_t)rest % e->lead[k];
+        rest /= (int)e->lead[k];
+        count[k] = 1;
+    }
+    for (int k = 0; k < core_rank; k++) count[e->n_lead + k] = core[k];
+    hid_t d = H5Dopen2(e->in, name, H5P_DEFAULT);
+    hid_t fs = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
+    hid_t ms = H5Screate_simple(e->n_lead + core_rank, count, NULL);
+    int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Dread(d, mem, ms, fs, H5P_DEFAULT, buf) >= 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (d >= 0) H5Dclose(d);
+    return ok ? STEM_OK
+              : STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read %s (point %d) from %s", name, p, e->native);
+}
+
+/* data = [ny][nx][k] transposed to [nx][ny][k], scaled, as float64. */
+static int write_scan_data(const emd *e, hid_t g, const double *in, int k, double scale)
+{
+    const stem_plan *plan = e->plan;
+    size_t nx = (size_t)plan->scan_nx, ny = (size_t)plan->scan_ny;
+    double *out = stem_alloc(sizeof(double) * nx * ny * (size_t)k, "EMD transpose");
+    if (!out) return STEM_ERR_MEMORY;
+    for (size_t y = 0; y < ny; y++)
+        for (size_t x = 0; x < nx; x++)
+            for (int c = 0; c < k; c++) out[(x * ny + y) * k + c] = in[(y * nx + x) * k + c] * scale;
+    hsize_t dims[3] = {nx, ny, (hsize_t)k};
+    hid_t space = H5Screate_simple(k > 1 ? 3 : 2, dims, NULL);
+    hid_t d = space >= 0 ? H5Dcreate2(g, "data", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                         : H5I_INVALID_HID;
+    int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0;
+    if (d >= 0) H5Dclose(d);
+    if (space >= 0) H5Sclose(space);
+    free(out);
+    return ok ? STEM_OK : fail(e, "a realslice");
+}
+
+/* ------------------------------------------------------------ the series */
+
+static int exists(hid_t file, const char *path) { return H5Lexists(file, path, H5P_DEFAULT) > 0; }
+
+static int read_axis(const emd *e, const char *name, hsize_t n, double **v)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/axes/%s", name);
+    if (!(*v = stem_calloc(n ? n : 1, sizeof(double), "EMD axis"))) return STEM_ERR_MEMORY;
+    hid_t d = H5Dopen2(e->in, path, H5P_DEFAULT);
+    int ok = d >= 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v) >= 0;
+    if (d >= 0) H5Dclose(d);
+    return ok ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read %s from %s", path, e->native);
+}
+
+/* The leading axes from total_intensity's series_axes attribute ("tilt_x, defocus") and shape. */
+static int series_axes(emd *e)
+{
+    e->depth_axis = -1;
+    hid_t d = H5Dopen2(e->in, "/total_intensity", H5P_DEFAULT);
+    if (d < 0) return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: %s has no /total_intensity", e->native);
+    hid_t s = H5Dget_space(d);
+    hsize_t dims[EMD_MAX_LEAD + 2];
+    int rank = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
+    if (rank >= 2 && rank <= EMD_MAX_LEAD + 2) H5Sget_simple_extent_dims(s, dims, NULL);
+    if (s >= 0) H5Sclose(s);
+    char *names = NULL;
+    if (rank > 2 && H5Aexists(d, "series_axes") > 0) {
+        hid_t a = H5Aopen(d, "series_axes", H5P_DEFAULT), mem = H5Tcopy(H5T_C_S1), ft = H5Aget_type(a);
+        H5Tset_size(mem, H5T_VARIABLE);
+        if (ft >= 0) H5Tset_cset(mem, H5Tget_cset(ft));
+        if (ft >= 0) H5Tclose(ft);
+        char *v = NULL;
+        if (a >= 0 && H5Aread(a, mem, &v) >= 0 && v) names = strdup(v);
+        if (v) H5free_memory(v);
+        H5Tclose(mem);
+        if (a >= 0) H5Aclose(a);
+    }
+    H5Dclose(d);
+    if (rank < 2 || rank > EMD_MAX_LEAD + 2 || (rank > 2 && !names)) {
+        free(names);
+        return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read the series axes of %s", e->native);
+    }
+    e->n_lead = rank - 2;
+    char *save = NULL, *tok = names ? strtok_r(names, ", ", &save) : NULL;
+    int err = STEM_OK;
+    for (int k = 0; k < e->n_lead && !err; k++, tok = strtok_r(NULL, ", ", &save)) {
+        if (!tok) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: series_axes names too few axes");
+        else {
+            snprintf(e->lead_name[k], sizeof e->lead_name[k], "%s", tok);
+            e->lead[k] = dims[k];
+            if (!strcmp(tok, "depth")) e->depth_axis = k;
+            err = read_axis(e, tok, dims[k], &e->lead_values[k]);
+        }
+    }
+    free(names);
+    return err;
+}
+
+/* Point p's name suffix: depthNNNN then the other axes' tags; its depth and defocus. */
+static void point_name(const emd *e, int p, char *suffix, size_t n, double *depth, const double **defocus)
+{
+    static const struct { const char *axis, *tag; } tags[] = {
+        {"tilt_x", "_tx"}, {"tilt_y", "_ty"}, {"beam_tilt_x", "_bx"}, {"beam_tilt_y", "_by"}, {"defocus", "_df"}};
+    int at[EMD_MAX_LEAD];
+    for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
+        at[k] = rest % (int)e->lead[k];
+        rest /= (int)e->lead[k];
+    }
+    *depth = e->plan->n_slices * e->plan->dz; /* the exit surface */
+    *defocus = NULL;
+    int d = 0;
+    if (e->depth_axis >= 0) {
+        d = at[e->depth_axis];
+        *depth = e->lead_values[e->depth_axis][d];
+    }
+    snprintf(suffix, n, "depth%04d", d);
+    for (size_t t = 0; t < sizeof tags / sizeof *tags; t++)
+        for (int k = 0; k < e->n_lead; k++)
+            if (!strcmp(e->lead_name[k], tags[t].axis)) {
+                snprintf(suffix + strlen(suffix), n - strlen(suffix), "%s%04d", tags[t].tag, at[k]);
+                if (!strcmp(tags[t].axis, "defocus")) *defocus = &e->lead_values[k][at[k]];
+            }
+}
+
+/* ---------------------------------------------------------- the outputs */
+
+/* A [ny][nx](x k) native dataset of point p as realslice `name`; dim3 for k > 1. */
+static int realslice(const emd *e, int p, const char *native, const char *name, int k, double scale,
+                     const double *dim3, const char *dim3_name, const char *dim3_units, int dpc_labels)
+{
+    const stem_plan *plan = e->plan;
+    char suffix[96], group[160];
+    double depth;
+    const double *defocus;
+    point_name(e, p, suffix, sizeof suffix, &depth, &defocus);
+    snprintf(group, sizeof group, name, suffix);
+    size_t count = (size_t)plan->scan_nx * plan->scan_ny * (size_t)k;
+    double *buf = stem_alloc(sizeof(double) * count, "EMD realslice");
+    if (!buf) return STEM_ERR_MEMORY;
+    int err = STEM_OK;
+    if (dpc_labels) { /* two native maps into one [..][2] block */
+        double *one = stem_alloc(sizeof(double) * count / 2, "EMD DPC map");
+        hsize_t core[2] = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx};
+        for (int c = 0; c < 2 && one && !err; c++) {
+            err = read_point(e, c ? "/dpc_com_y" : "/dpc_com_x", p, 2, core, H5T_NATIVE_DOUBLE, one);
+            for (size_t i = 0; !err && i < count / 2; i++) buf[2 * i + c] = one[i];
+        }
+        if (!one) err = STEM_ERR_MEMORY;
+        free(one);
+    } else {
+        hsize_t core[3] = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)k};
+        err = read_point(e, native, p, k > 1 ? 3 : 2, core, H5T_NATIVE_DOUBLE, buf);
+    }
+    hid_t g = err ? H5I_INVALID_HID : data_group(e, e->realslices, group, depth, defocus);
+    if (!err && g < 0) err = fail(e, group);
+    if (!err) err = write_scan_data(e, g, buf, k, scale);
+    if (!err && dim3) err = dim_vector(e, g, 3, dim3, (hsize_t)k, dim3_name, dim3_units);
+    if (!err && dpc_labels) err = dim_labels(e, g);
+    if (g >= 0) H5Gclose(g);
+    free(buf);
+    return err;
+}
+
+static int images(const emd *e, int p)
+{
+    const stem_plan *plan = e->plan;
+    int plain = 0; /* the image Prismatic's scripts find under the plain name */
+    for (int i = 0; i < plan->n_images; i++)
+        if (!strcmp(plan->images[i].name, "HAADF")) plain = i;
+    for (int i = 0; i < plan->n_images; i++) {
+        char native[96], name[160];
+        snprintf(native, sizeof native, "/images/%s", plan->images[i].name);
+        if (i == plain) snprintf(name, sizeof name, "annular_detector_%%s");
+        else snprintf(name, sizeof name, "annular_detector_%%s_%s", plan->images[i].name);
+        STEM_TRY(realslice(e, p, native, name, 1, 1.0, NULL, NULL, NULL, 0));
+    }
+    return STEM_OK;
+}
+
+static int rings(const emd *e, int p)
+{
+    if (!exists(e->in, "/rings")) return STEM_OK;
+    const stem_plan *plan = e->plan;
+    double *centre = stem_calloc((size_t)plan->n_bins, sizeof(double), "ring centres");
+    if (!centre) return STEM_ERR_MEMORY;
+    for (int b = 0; b < plan->n_bins; b++) centre[b] = (b + 0.5) * plan->ring_width;
+    int err = realslice(e, p, "/rings", "virtual_detector_%s", plan->n_bins, 1.0, centre, "bin_center_angle", "[mrad]", 0);
+    free(centre);
+    return err;
+}
+
+/* The 4D patterns, one scan row at a time: [nx][qy][qx] read, [nx][1][qx][qy] written. */
+static int datacube(const emd *e, int p)
+{
+    if (!exists(e->in, "/cbed")) return STEM_OK;
+    const stem_plan *plan = e->plan;
+    size_t nx = (size_t)plan->scan_nx, ny = (size_t)plan->scan_ny, qx = (size_t)plan->cbed_nx, qy = (size_t)plan->cbed_ny;
+    char suffix[96], group[160];
+    double depth;
+    const double *defocus;
+    point_name(e, p, suffix, sizeof suffix, &depth, &defocus);
+    snprintf(group, sizeof group, "CBED_array_%s", suffix);
+    hid_t g = data_group(e, e->datacubes, group, depth, defocus);
+    if (g < 0) return fail(e, group);
+    float *row = stem_alloc(sizeof(float) * nx * qx * qy, "EMD pattern row"), *out = stem_alloc(sizeof(float) * nx * qx * qy, "EMD pattern row");
+    double *q = stem_calloc(qx > qy ? qx : qy, sizeof(double), "EMD q axis");
+    hsize_t dims[4] = {nx, ny, qx, qy}, chunk[4] = {1, 1, qx, qy};
+    hid_t space = H5Screate_simple(4, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), d = H5I_INVALID_HID;
+    int err = row && out && q ? STEM_OK : STEM_ERR_MEMORY;
+    if (!err && (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 4, chunk) < 0 ||
+                 (d = H5Dcreate2(g, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0))
+        err = fail(e, group);
+    hid_t in = err ? H5I_INVALID_HID : H5Dopen2(e->in, "/cbed", H5P_DEFAULT);
+    if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open /cbed in %s", e->native);
+    for (size_t y = 0; y < ny && !err; y++) {
+        hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
+        for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
+            start[k] = (hsize_t)rest % e->lead[k];
+            rest /= (int)e->lead[k];
+            count[k] = 1;
+        }
+        int L = e->n_lead;
+        start[L] = y, count[L] = 1, count[L + 1] = nx, count[L + 2] = qy, count[L + 3] = qx;
+        hid_t fs = H5Dget_space(in), ms = H5Screate_simple(L + 4, count, NULL);
+        int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+                 H5Dread(in, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, row) >= 0;
+        if (ms >= 0) H5Sclose(ms);
+        if (fs >= 0) H5Sclose(fs);
+        if (!ok) {
+            err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read /cbed row %zu from %s", y, e->native);
+            break;
+        }
+        for (size_t x = 0; x < nx; x++)
+            for (size_t j = 0; j < qy; j++)
+                for (size_t i = 0; i < qx; i++) out[(x * qx + i) * qy + j] = row[(x * qy + j) * qx + i];
+        hsize_t ostart[4] = {0, y, 0, 0}, ocount[4] = {nx, 1, qx, qy};
+        fs = H5Dget_space(d);
+        ms = H5Screate_simple(4, ocount, NULL);
+        ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, ostart, NULL, ocount, NULL) >= 0 &&
+             H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) >= 0;
+        if (ms >= 0) H5Sclose(ms);
+        if (fs >= 0) H5Sclose(fs);
+        if (!ok) err = fail(e, group);
+    }
+    /* Q axes in 1/Angstrom from the native mrad axes */
+    double mrad_to_q = 1e-3 / plan->lambda;
+    for (int a = 0; a < 2 && !err; a++) {
+        size_t n = a ? qy : qx;
+        double *mrad = NULL;
+        err = read_axis(e, a ? "cbed_qy_mrad" : "cbed_qx_mrad", n, &mrad);
+        for (size_t i = 0; !err && i < n; i++) q[i] = mrad[i] * mrad_to_q;
+        free(mrad);
+        if (!err) err = dim_vector(e, g, 3 + a, q, n, a ? "Q_y" : "Q_x", "[\xc3\x85^-1]");
+    }
+    if (in >= 0) H5Dclose(in);
+    if (d >= 0) H5Dclose(d);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    H5Gclose(g);
+    free(row);
+    free(out);
+    free(q);
+    return err;
+}
+
+static int point(const emd *e, int p)
+{
+    const stem_plan *plan = e->plan;
+    STEM_TRY(images(e, p));
+    STEM_TRY(realslice(e, p, "/total_intensity", "total_intensity_%s", 1, 1.0, NULL, NULL, NULL, 0));
+    STEM_TRY(rings(e, p));
+    if (exists(e->in, "/dpc_com_x"))
+        STEM_TRY(realslice(e, p, NULL, "DPC_CoM_%s", 2, 1e-3 / plan->lambda, NULL, NULL, NULL, 1));
+    return datacube(e, p);
+}
+
+/* ------------------------------------------------------------- the tree */
+
+static int tree(emd *e, hid_t *sim)
+{
+    static const char *const data_groups[] = {"datacubes", "counted_datacubes", "diffractionslices", "realslices",
+                                              "pointlists", "pointlistarrays", "supergroups"};
+    static const char *const meta_groups[] = {"microscope", "sample", "user", "calibration", "comments"};
+    *sim = H5Gcreate2(e->out, "/4DSTEM_simulation", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (*sim < 0 || attr_int(*sim, "version_major", 0) || attr_int(*sim, "version_minor", 9) ||
+        attr_int(*sim, "version_release", 0) || attr_int(*sim, "emd_group_type", 2))
+        return fail(e, "/4DSTEM_simulation");
+    hid_t data = H5Gcreate2(*sim, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (data < 0) return fail(e, "data");
+    for (size_t i = 0; i < sizeof data_groups / sizeof *data_groups; i++) {
+        hid_t g = H5Gcreate2(data, data_groups[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g < 0) {
+            H5Gclose(data);
+            return fail(e, data_groups[i]);
+        }
+        if (!strcmp(data_groups[i], "realslices")) e->realslices = g;
+        else if (!strcmp(data_groups[i], "datacubes")) e->datacubes = g;
+        else H5Gclose(g);
+    }
+    H5Gclose(data);
+    const char *paths[] = {"log", "metadata", "metadata/metadata_0", "metadata/metadata_0/original",
+                           "metadata/metadata_0/original/shortlist", "metadata/metadata_0/original/all"};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        hid_t g = H5Gcreate2(*sim, paths[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g < 0) return fail(e, paths[i]);
+        H5Gclose(g);
+    }
+    for (size_t i = 0; i < sizeof meta_groups / sizeof *meta_groups; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "metadata/metadata_0/%s", meta_groups[i]);
+        hid_t g = H5Gcreate2(*sim, path, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g < 0) return fail(e, path);
+        H5Gclose(g);
+    }
+    return STEM_OK;
+}
+
+/* Prismatic's short keys for what stemsim has (its units: keV, mrad, Angstrom). */
+static int parameters(const emd *e, hid_t sim)
+{
+    const stem_plan *plan = e->plan;
+    hid_t g = H5Gcreate2(sim, "metadata/metadata_0/original/simulation_parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return fail(e, "simulation_parameters");
+    int ok = !attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m") && !attr_int(g, "fx", plan->fx) &&
+             !attr_int(g, "fy", plan->fy) && !attr_int(g, "F", plan->n_configs) && !attr_double(g, "E", plan->energy_kev) &&
+             !attr_double(g, "sa", plan->semiangle_mrad) && !attr_double(g, "px", plan->dx) && !attr_double(g, "py", plan->dy) &&
+             !attr_double(g, "s", plan->dz) && !attr_int(g, "ns", plan->n_slices) &&
+             !attr_double(g, "P", plan->opt.potential_radius) && !attr_double(g, "rx", plan->scan_step) &&
+             !attr_double(g, "ry", plan->scan_step) && !attr_double(g, "df", plan->aberr.c[STEM_C10]) &&
+             !attr_double(g, "C3", plan->aberr.c[STEM_C30]) && !attr_double(g, "C5", plan->aberr.c[STEM_C50]) &&
+             !attr_double(g, "tx", plan->tilt_q[0] * plan->lambda * 1e3) &&
+             !attr_double(g, "ty", plan->tilt_q[1] * plan->lambda * 1e3) && !attr_double(g, "d", plan->ring_width) &&
+             !attr_int(g, "te", plan->opt.thermal) && !attr_int(g, "rs", (int)plan->opt.seed) &&
+             !attr_int(g, "3D", plan->n_bins > 0) && !attr_int(g, "4D", plan->opt.save_4d) &&
+             !attr_int(g, "DPC", plan->opt.save_dpc) && !attr_int(g, "ps", plan->opt.save_potential) &&
+             !attr_int(g, "sm", plan->opt.save_smatrix) && !attr_double(g, "lambda", plan->lambda) &&
+             !attr_text(g, "program", "stemsim");
+    double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};
+    ok = ok && !attr_write(g, "c", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cell, 3);
+    H5Gclose(g);
+    return ok ? STEM_OK : fail(e, "simulation_parameters");
+}
+
+/* stemsim's own record (config, plan, environment, build) in log; the root's program,
+ * version and build; the stored datasets copied unchanged. */
+static int record(const emd *e, hid_t sim)
+{
+    static const char *const texts[] = {"config", "plan", "environment", "build"};
+    hid_t log = H5Gopen2(sim, "log", H5P_DEFAULT);
+    int ok = log >= 0;
+    for (size_t i = 0; ok && i < sizeof texts / sizeof *texts; i++) {
+        char *t = native_root_text(e->in, texts[i]), name[32];
+        snprintf(name, sizeof name, "stemsim_%s", texts[i]);
+        if (t) ok = !attr_text(log, name, t);
+        if (t && !strcmp(texts[i], "build")) ok = ok && !attr_text(e->out, "build", t);
+        free(t);
+    }
+    if (log >= 0) H5Gclose(log);
+    ok = ok && !attr_text(e->out, "program", "stemsim") && !attr_text(e->out, "version", STEM_VERSION) &&
+         !attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
+    static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams"};
+    for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
+        if (exists(e->in, stored[i])) ok = H5Ocopy(e->in, stored[i], e->out, stored[i], H5P_DEFAULT, H5P_DEFAULT) >= 0;
+    return ok ? STEM_OK : fail(e, "the log and stored datasets");
+}
+
+int stem_emd_convert(const char *native, const char *path, const stem_plan *plan)
+{
+    emd e = {.in = H5I_INVALID_HID, .out = H5I_INVALID_HID, .realslices = H5I_INVALID_HID,
+             .datacubes = H5I_INVALID_HID, .plan = plan, .native = native, .path = path};
+    hid_t sim = H5I_INVALID_HID;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    e.in = H5Fopen(native, H5F_ACC_RDONLY, H5P_DEFAULT);
+    int err = e.in < 0 ? STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot reopen %s", native) : STEM_OK;
+    if (!err && (e.out = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) < 0) err = fail(&e, "H5Fcreate");
+    if (!err) err = read_axis(&e, "scan_x", (hsize_t)plan->scan_nx, &e.scan_x);
+    if (!err) err = read_axis(&e, "scan_y", (hsize_t)plan->scan_ny, &e.scan_y);
+    if (!err) err = series_axes(&e);
+    if (!err) err = tree(&e, &sim);
+    int points = 1;
+    for (int k = 0; k < e.n_lead; k++) points *= (int)e.lead[k];
+    for (int p = 0; p < points && !err; p++) err = point(&e, p);
+    if (!err) err = parameters(&e, sim);
+    if (!err) err = record(&e, sim);
+    if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || attr_int(e.out, "complete", 1))) err = fail(&e, "the marker");
+    if (sim >= 0) H5Gclose(sim);
+    if (e.realslices >= 0) H5Gclose(e.realslices);
+    if (e.datacubes >= 0) H5Gclose(e.datacubes);
+    if (e.out >= 0 && H5Fclose(e.out) < 0 && !err) err = fail(&e, "H5Fclose");
+    if (e.in >= 0) H5Fclose(e.in);
+    for (int k = 0; k < e.n_lead; k++) free(e.lead_values[k]);
+    free(e.scan_x);
+    free(e.scan_y);
+    return err;
+}

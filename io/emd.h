@@ -1,0 +1,34 @@
+/* [output] layout = emd: Prismatic 2.0's EMD tree (its src/fileIO.cpp), which
+ * py4DSTEM's reader (py4DSTEM.read, the v0.9 "4DSTEM_simulation" format) and
+ * scripts written for Prismatic open unchanged:
+ *
+ *   /4DSTEM_simulation            version_major 0, version_minor 9, version_release 0,
+ *                                 emd_group_type 2
+ *     data/realslices/annular_detector_depthNNNN[tag]    [Nx][Ny]: the HAADF image (else
+ *                                 the first [images] range); every other range as
+ *                                 annular_detector_depthNNNN[tag]_<name>
+ *     data/realslices/virtual_detector_depthNNNN[tag]    [Nx][Ny][rings], dim3 the rings'
+ *                                 centres in mrad (Prismatic: outer edges)
+ *     data/realslices/DPC_CoM_depthNNNN[tag]             [Nx][Ny][2] in 1/Angstrom
+ *     data/realslices/total_intensity_depthNNNN[tag]     [Nx][Ny] (stemsim's own)
+ *     data/datacubes/CBED_array_depthNNNN[tag]           [Nx][Ny][Qx][Qy], chunked by pattern
+ *     log                         stemsim's config, plan, environment and build as attributes
+ *     metadata/metadata_0/original/simulation_parameters Prismatic's short keys
+ *
+ * Every data group has emd_group_type 1, metadata 0, output_depth (Angstrom) and the
+ * datasets data and dim1..dimN (name and units attributes). Axes run x first, as
+ * Prismatic writes them (stemsim's own layout is y first). A depth series numbers the
+ * depths (NNNN); the other series axes add [tag] = _dfNNNN (defocus), _txNNNN, _tyNNNN
+ * (sample tilts), _bxNNNN, _byNNNN (beam tilts), in that order. /potential, /smatrix and
+ * /smatrix_beams are copied unchanged, so potential_file and smatrix_file read them. */
+#ifndef STEM_EMD_H
+#define STEM_EMD_H
+
+#include "../src/plan.h"
+
+/* Serial HDF5 on one rank: the complete native file `native` (closed) rewritten as the
+ * EMD tree into `emd` (created, truncated); the root's attribute complete = 1 comes
+ * last. Failures name the file and step (STEM_ERR_IO). */
+int stem_emd_convert(const char *native, const char *emd, const stem_plan *plan);
+
+#endif

@@ -1,0 +1,19 @@
+-- Lmod module file for an installed stemsim (cmake --install build --prefix <prefix>).
+-- Copy to <modulefiles>/stemsim/<version>.lua and set `prefix` to the install prefix.
+-- stemsim finds its scattering tables under <prefix>/share/stemsim/data by itself;
+-- STEMSIM_KIRKLAND / STEMSIM_LOBATO override them when set.
+whatis("stemsim: MPI/GPU simulator of STEM, 4D-STEM and HRTEM images (multislice, PRISM)")
+help([[
+stemsim config.ini                      one run (see stemsim --help, --help-config)
+mpirun -np 64 stemsim config.ini        MPI ranks (Slurm: srun, see share/stemsim/jobscripts)
+stemsim --version                       the build: GPU engine, MPI, HDF5, FFTW
+Examples: $STEMSIM_HOME/share/stemsim/examples; job scripts: $STEMSIM_HOME/share/stemsim/jobscripts
+]])
+
+local prefix = "/opt/stemsim/0.1.0"
+-- the MPI, HDF5 (parallel) and FFTW stemsim was built against, if they are modules too
+-- depends_on("openmpi/4.1")
+-- depends_on("hdf5-mpi/1.10")
+
+setenv("STEMSIM_HOME", prefix)
+prepend_path("PATH", pathJoin(prefix, "bin"))

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""[output] layout = emd read by py4DSTEM (ctest label `interop`).
+
+  interop.py --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --config small.ini --workdir DIR
+             [--py4dstem-python PYTHON]
+
+The small case (multislice, 2 ranks, images, rings, DPC, 4D) is written twice: in
+stemsim's layout and in Prismatic's EMD tree. With h5py (always): the tree has Prismatic's
+groups and attributes (version 0.9, emd_group_type 2 and 1, output_depth, dim vectors
+with name and units) and every dataset equals the native one transposed to x-first (DPC
+in 1/Angstrom, Q axes in 1/Angstrom); a defocus x depth series is named
+..._depthNNNN_dfNNNN with output_depth/output_defocus; a PRISM run's /smatrix copied into
+the EMD file is read back by smatrix_file. With py4DSTEM (PYTHON from --py4dstem-python,
+a virtual environment made by .ci/deps): py4DSTEM.read loads the 2D, 3D (rings), DPC and
+4D outputs through its public reader and they equal the native data; without py4DSTEM
+the test exits 77 (skipped) after the h5py checks, saying so.
+Exit: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import textwrap
+
+A = None
+WAVELENGTH_200KEV = 0.025079340449821935  # Angstrom
+
+
+def run(ranks, extra, name, expect=0):
+    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
+    cmd = base + [A.ini, "--set", "output.file=%s.h5" % name, "--set", "output.overwrite=true"] + extra
+    p = subprocess.run(cmd, cwd=A.workdir, capture_output=True, text=True, timeout=300)
+    if p.returncode != expect:
+        print(p.stdout + p.stderr)
+        raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
+    return os.path.join(A.workdir, name + ".h5")
+
+
+def expect(cond, what):
+    if not cond:
+        raise SystemExit("FAIL " + what)
+
+
+def check_structure(native, emd):
+    import h5py
+    import numpy as np
+    with h5py.File(native, "r") as n, h5py.File(emd, "r") as e:
+        sim = e["4DSTEM_simulation"]
+        expect((int(sim.attrs["version_major"]), int(sim.attrs["version_minor"]), int(sim.attrs["emd_group_type"]))
+               == (0, 9, 2), "4DSTEM_simulation attributes %s" % dict(sim.attrs))
+        for g in ("datacubes", "counted_datacubes", "diffractionslices", "realslices", "pointlists", "pointlistarrays"):
+            expect(g in sim["data"], "data/%s missing" % g)
+        expect("simulation_parameters" in sim["metadata/metadata_0/original"], "simulation_parameters missing")
+        params = sim["metadata/metadata_0/original/simulation_parameters"].attrs
+        expect(abs(float(params["E"]) - 200) < 1e-9 and params["a"] in (b"m", "m"), "parameters E/a: %s" % dict(params))
+        expect("stemsim_config" in sim["log"].attrs, "log lacks stemsim's config")
+        rs, dc = sim["data/realslices"], sim["data/datacubes"]
+        names = {"annular_detector_depth0000": "images/HAADF", "annular_detector_depth0000_BF": "images/BF",
+                 "annular_detector_depth0000_ABF": "images/ABF", "annular_detector_depth0000_ADF": "images/ADF",
+                 "total_intensity_depth0000": "total_intensity"}
+        for group, nat in names.items():
+            g = rs[group]
+            expect(int(g.attrs["emd_group_type"]) == 1 and "output_depth" in g.attrs, "%s attributes" % group)
+            expect(np.array_equal(g["data"][()], n[nat][()].T), "%s differs from %s transposed" % (group, nat))
+            expect(np.array_equal(g["dim1"][()], n["axes/scan_x"][()]) and
+                   np.array_equal(g["dim2"][()], n["axes/scan_y"][()]), "%s dim1/dim2" % group)
+            expect(g["dim1"].attrs["name"] in (b"R_x", "R_x"), "%s dim1 name" % group)
+        vd = rs["virtual_detector_depth0000"]
+        expect(np.array_equal(vd["data"][()], n["rings"][()].transpose(1, 0, 2)), "rings differ")
+        width = n["rings"].attrs["ring_width_mrad"]
+        expect(np.allclose(vd["dim3"][()], n["axes/ring_inner_mrad"][()] + width / 2), "ring centres")
+        dpc = rs["DPC_CoM_depth0000"]["data"][()]
+        scale = 1e-3 / WAVELENGTH_200KEV
+        expect(np.allclose(dpc[..., 0], n["dpc_com_x"][()].T * scale, rtol=1e-12) and
+               np.allclose(dpc[..., 1], n["dpc_com_y"][()].T * scale, rtol=1e-12), "DPC differs")
+        cube = dc["CBED_array_depth0000"]
+        expect(np.array_equal(cube["data"][()], n["cbed"][()].transpose(1, 0, 3, 2)), "4D differs")
+        expect(cube["data"].chunks[:2] == (1, 1), "4D not chunked by pattern")
+        expect(np.allclose(cube["dim3"][()], n["axes/cbed_qx_mrad"][()] * scale), "Q_x axis")
+        expect(int(e.attrs["complete"]) == 1, "complete marker")
+    print("EMD tree: groups, attributes, every dataset = native transposed (DPC and Q in 1/Angstrom)")
+
+
+def check_series(emd, defoci, depths):
+    import h5py
+    with h5py.File(emd, "r") as e:
+        rs = e["4DSTEM_simulation/data/realslices"]
+        for k, depth in enumerate(depths):
+            for j, df in enumerate(defoci):
+                g = rs["annular_detector_depth%04d_df%04d" % (k, j)]
+                expect(abs(g.attrs["output_depth"] - depth) < 1e-9 and abs(g.attrs["output_defocus"] - df) < 1e-9,
+                       "series group %s: depth %s defocus %s" % (g.name, g.attrs["output_depth"],
+                                                                  g.attrs.get("output_defocus")))
+    print("series: annular_detector_depthNNNN_dfNNNN with output_depth and output_defocus")
+
+
+def check_py4dstem(native, emd):
+    """In the py4DSTEM environment: read every kind of output through py4DSTEM.read."""
+    script = textwrap.dedent("""
+        import sys, h5py, numpy as np, py4DSTEM
+        emd, native, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
+        n = h5py.File(native, "r")
+        def read(name):
+            return py4DSTEM.read(emd, data_id=name, verbose=False)
+        checks = [
+            ("annular_detector_depth0000", "RealSlice", n["images/HAADF"][()].T),
+            ("annular_detector_depth0000_BF", "RealSlice", n["images/BF"][()].T),
+            ("virtual_detector_depth0000", "RealSlice", n["rings"][()].transpose(1, 0, 2)),
+            ("DPC_CoM_depth0000", "RealSlice", np.stack([n["dpc_com_x"][()].T, n["dpc_com_y"][()].T], -1) * scale),
+            ("CBED_array_depth0000", "DataCube", n["cbed"][()].transpose(1, 0, 3, 2)),
+        ]
+        bad = 0
+        for name, kind, want in checks:
+            d = read(name)
+            got = np.asarray(d.data)
+            ok = type(d).__name__ == kind and got.shape == want.shape and np.allclose(got, want, rtol=1e-12, atol=0)
+            print("py4DSTEM %s: %s %s %s" % (py4DSTEM.__version__, name, type(d).__name__, "ok" if ok else "FAIL"))
+            bad += not ok
+        sys.exit(1 if bad else 0)
+    """)
+    p = subprocess.run([A.py4dstem_python, "-c", script, emd, native, repr(1e-3 / WAVELENGTH_200KEV)],
+                       capture_output=True, text=True, timeout=600)
+    print(p.stdout.strip())
+    if p.returncode != 0:
+        print(p.stderr[-3000:])
+        raise SystemExit("FAIL py4DSTEM could not read the EMD file as expected")
+
+
+def py4dstem_available():
+    if not A.py4dstem_python or not os.path.exists(A.py4dstem_python):
+        return False
+    p = subprocess.run([A.py4dstem_python, "-c", "import py4DSTEM"], capture_output=True, text=True, timeout=300)
+    return p.returncode == 0
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stemsim", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--mpi-flag", action="append", default=[])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--py4dstem-python", default="")
+    A = ap.parse_args()
+    try:
+        import h5py  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError:
+        print("SKIP h5py/numpy not available")
+        return 77
+    A.workdir = os.path.join(os.path.abspath(A.workdir), "interop")
+    os.makedirs(A.workdir, exist_ok=True)
+    text = open(A.config).read()
+    here = os.path.dirname(os.path.abspath(A.config))
+    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
+    text = text.replace("defocus = 0\n", "")
+    A.ini = os.path.join(A.workdir, "small.ini")
+    with open(A.ini, "w") as f:
+        f.write(text)
+
+    native = run(2, [], "native")
+    emd = run(2, ["--set", "output.layout=emd"], "emd")
+    check_structure(native, emd)
+    defoci, depths = [-20.0, 20.0], [5.43, 10.86]
+    series = run(2, ["--set", "output.layout=emd", "--set", "series.defocus=-20,20", "--set", "output.depths=5.43,10.86"],
+                 "series")
+    check_series(series, defoci, depths)
+    prism = ["--set", "simulation.algorithm=prism"]
+    stored = run(1, prism + ["--set", "output.layout=emd", "--set", "output.save_smatrix=true"], "prism_emd")
+    reread = run(1, prism + ["--set", "simulation.smatrix_file=" + stored], "prism_reread")
+    import h5py
+    import numpy as np
+    with h5py.File(stored, "r") as a, h5py.File(reread, "r") as b:
+        expect(np.array_equal(a["4DSTEM_simulation/data/realslices/annular_detector_depth0000/data"][()],
+                              b["images/HAADF"][()].T), "smatrix_file from an EMD file changed the image")
+    print("PRISM: /smatrix kept in the EMD file and read back by smatrix_file")
+    run(1, ["--set", "output.layout=emd", "--set", "simulation.algorithm=hrtem"], "refused", expect=3)
+
+    if not py4dstem_available():
+        print("SKIP py4DSTEM is not installed (.ci/deps makes build-venv/ with it when pip can reach PyPI): "
+              "the h5py checks above passed")
+        return 77
+    check_py4dstem(native, emd)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
