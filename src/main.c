@@ -15,6 +15,7 @@
 #include "../mpi/fft_wisdom.h"
 #include "../mpi/series_campaign.h"
 #include "../mpi/smatrix_store.h"
+#include "../io/prismatic_params.h"
 #include "config.h"
 #include "engine.h"
 #include "phases.h"
@@ -43,7 +44,10 @@ static void usage(FILE *out)
             "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
             "      --help-config            print every config key with unit and default\n"
             "  -h, --help                   this help\n"
-            "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n\n"
+            "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n"
+            "      --from-prismatic [PARAMS] [--xyz FILE] [-- PRISMATIC OPTIONS]\n"
+            "                               print a config.ini converted from a Prismatic parameter file\n"
+            "                               and/or command line (unconverted options: warnings), then exit\n\n"
             "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
             "            7 MPI, 8 GPU, 9 internal error, 75 a checkpointed campaign stopped by a\n"
             "            signal (run the same command again to continue), 128+N stopped by signal N\n"
@@ -441,6 +445,13 @@ int main(int argc, char **argv)
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (argc > 1 && !strcmp(argv[1], "--from-prismatic")) { /* its own arguments: Prismatic's options */
+        stem_log_init(rank, STEM_LOG_INFO);
+        int err = rank == 0 ? stem_from_prismatic(argc - 2, argv + 2, stdout) : STEM_OK;
+        stem_log_release_held(err != STEM_OK);
+        MPI_Finalize();
+        return err;
+    }
     cli_options o;
     int err = parse_cli(argc, argv, &o, rank);
     stem_log_init(rank, o.quiet ? STEM_LOG_QUIET : (o.verbose ? STEM_LOG_DEBUG : STEM_LOG_INFO));

@@ -255,3 +255,12 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   set_tests_properties(interop_py4dstem PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
+
+# stemsim --from-prismatic: a Prismatic parameter file and command line converted.
+if(STEMSIM_PYTHON)
+  add_test(NAME from_prismatic
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/from_prismatic.py --stemsim $<TARGET_FILE:stemsim>
+                   --params ${_it_dir}/prismatic_params.txt --xyz ${CMAKE_SOURCE_DIR}/data/Si100_unitcell.xyz
+                   --workdir ${_it_work})
+  set_tests_properties(from_prismatic PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 300)
+endif()
