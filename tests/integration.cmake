@@ -264,3 +264,12 @@ if(STEMSIM_PYTHON)
                    --workdir ${_it_work})
   set_tests_properties(from_prismatic PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 300)
 endif()
+
+# The job scripts under a real one-node Slurm (installed and started by the test as root;
+# skipped with the reason where that cannot be done).
+if(STEMSIM_PYTHON)
+  add_test(NAME slurm_jobscripts
+           COMMAND bash ${_it_dir}/slurm.sh $<TARGET_FILE:stemsim> ${_it_dir}/small.ini ${_it_work}/slurm ${STEMSIM_PYTHON})
+  set_tests_properties(slurm_jobscripts PROPERTIES LABELS "slurm" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+endif()

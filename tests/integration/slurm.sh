@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The job scripts under a real Slurm (ctest label `slurm`): installs Debian's slurm-wlm and
+# munge when missing, starts a one-node cluster on this machine (munged, slurmctld and
+# slurmd as root; private state, spool and ports; no cgroup plugins; MpiDefault=pmix), and
+#   1. submits jobscripts/slurm_single_node.sh (its GPU request removed) with a tiny config
+#      through `sbatch --wait`: exit 0, the output complete;
+#   2. submits jobscripts/slurm_campaign.sh with a 4-tilt series, signals the running job
+#      step with `scancel --signal=USR1` once a unit is in the checkpoint: stemsim exits 75,
+#      the script requeues the job, the requeued job resumes ("resuming: N of 4 units
+#      done") and finishes; the output equals an uninterrupted local run's.
+# Skips (77) with the reason where this cannot be done (not root, no apt, daemons that do
+# not start).
+#   slurm.sh STEMSIM_BIN SMALL_INI WORKDIR [PYTHON (with h5py, numpy)]
+set -uo pipefail
+stemsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+small=$2
+work=$3
+python=${4:-python3}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+skip() { echo "SKIP $*"; exit 77; }
+fail() { echo "FAIL $*"; for f in "$work"/*.log "$work"/jobs/*.log; do [ -f "$f" ] && { echo "== $f"; tail -20 "$f"; }; done; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || skip "the test starts slurmctld and slurmd as root"
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+  command -v apt-get >/dev/null || skip "slurm-wlm and munge are missing and there is no apt-get"
+  echo "installing slurm-wlm and munge"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends slurm-wlm munge >/dev/null 2>&1; } || skip "apt-get could not install slurm-wlm and munge"
+fi
+
+rm -rf "$work" && mkdir -p "$work"/{state,spool,jobs}
+pids=()
+cleanup() {
+  scancel --quiet --user=root >/dev/null 2>&1 || true
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+
+# munge: one daemon per machine; start it if it is not answering
+if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+  [ -s /etc/munge/munge.key ] || mungekey --create >/dev/null 2>&1 || skip "cannot create a munge key"
+  mkdir -p /run/munge /var/log/munge /var/lib/munge && chown munge: /run/munge /var/log/munge /var/lib/munge /etc/munge/munge.key
+  runuser -u munge -- /usr/sbin/munged >/dev/null 2>&1 || skip "munged does not start"
+  sleep 1
+  munge -n | unmunge >/dev/null 2>&1 || skip "munge does not answer"
+fi
+
+host=$(hostname -s)
+port=$(( 20000 + RANDOM % 9000 ))
+cpus=$(nproc)
+mem=$(( $(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) / 2 ))
+export SLURM_CONF=$work/slurm.conf
+cat > "$SLURM_CONF" <<EOF
+ClusterName=stemsimtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$port
+SlurmdPort=$(( port + 1 ))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=pmix
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+ReturnToService=2
+KillWait=5
+MinJobAge=30
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+EOF
+slurmctld -D -i -f "$SLURM_CONF" >"$work/ctld.out" 2>&1 & pids+=($!)
+sleep 1
+slurmd -D -f "$SLURM_CONF" -N "$host" >"$work/slurmd.out" 2>&1 & pids+=($!)
+for i in $(seq 60); do
+  state=$(sinfo -h -o %t 2>/dev/null | head -1)
+  [ "$state" = idle ] && break
+  sleep 1
+done
+[ "${state:-}" = idle ] || { tail -5 "$work/slurmctld.log" "$work/slurmd.log" 2>/dev/null; skip "the node did not come up (state '${state:-none}')"; }
+echo "one-node Slurm $(sinfo -V | awk '{print $2}') up on $host ($cpus CPUs), ports $port-$(( port + 1 ))"
+
+# the tiny case, and PATH with stemsim for the job scripts
+sed -e "s#xyz = ../../data/#xyz = $root/data/#" "$small" > "$work/jobs/small.ini"
+export PATH=$(dirname "$stemsim"):$PATH
+common=(--nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=10 --chdir="$work/jobs")
+
+# 1. the single-node script, waited for
+sed '/--gpus-per-node/d' "$root/jobscripts/slurm_single_node.sh" > "$work/jobs/single.sh"
+sbatch --wait "${common[@]}" --output="$work/jobs/single-%j.log" --export=ALL,CONFIG=small.ini \
+  "$work/jobs/single.sh" > "$work/jobs/sbatch1.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "slurm_single_node.sh: sbatch --wait exit $rc: $(cat "$work/jobs/sbatch1.out")"
+grep -q "wrote small.h5" "$work"/jobs/single-*.log || fail "slurm_single_node.sh did not write its output"
+info=$("$python" "$root/tests/check_h5.py" info "$work/jobs/small.h5" 2>&1)
+case $info in *"complete = 1"*) ;; *) fail "small.h5 missing or incomplete: $info" ;; esac
+echo "1. slurm_single_node.sh: exit 0, $(grep -o 'wrote small.h5.*' "$work"/jobs/single-*.log | head -1)"
+
+# 2. the campaign script: USR1 to the running step, exit 75, requeue, resume
+sed -e '/--gpus-per-node/d' "$root/jobscripts/slurm_campaign.sh" > "$work/jobs/campaign.sh"
+cat "$work/jobs/small.ini" > "$work/jobs/campaign.ini"
+printf '\n[series]\ntilt_x = 0 4 8 12\n' >> "$work/jobs/campaign.ini"
+sed -i 's/^file = small.h5/file = campaign.h5/' "$work/jobs/campaign.ini"
+job=$(sbatch --parsable "${common[@]}" --output="$work/jobs/campaign.log" \
+      --export=ALL,CONFIG=campaign.ini,STEMSIM_TEST_UNIT_DELAY=3 "$work/jobs/campaign.sh") || fail "sbatch of the campaign"
+for i in $(seq 120); do
+  n=$(ls "$work/jobs/campaign.h5.checkpoint" 2>/dev/null | grep -c '^unit_.*[0-9]$' || true)
+  [ "${n:-0}" -ge 1 ] && break
+  sleep 0.5
+done
+[ "${n:-0}" -ge 1 ] || fail "the campaign stored no unit within 60 s"
+scancel --signal=USR1 "$job" || fail "scancel --signal=USR1"
+hurried=0
+for i in $(seq 240); do
+  st=$(squeue -h -j "$job" -o %T 2>/dev/null)
+  [ -z "$st" ] && break
+  # Slurm holds a requeued job back for a while before it is eligible: start it now
+  if [ "$st" = PENDING ] && [ $hurried -eq 0 ] && grep -q "requeueing to continue" "$work/jobs/campaign.log"; then
+    scontrol update JobId="$job" StartTime=now >/dev/null 2>&1 && hurried=1
+  fi
+  sleep 1
+done
+[ -z "${st:-}" ] || fail "the campaign job is still '$st' after 4 minutes"
+grep -q "(exit 75)" "$work/jobs/campaign.log" || fail "stemsim did not stop with exit 75 on USR1"
+grep -q "requeueing to continue" "$work/jobs/campaign.log" || fail "the job script did not requeue itself"
+grep -q "resuming: [0-9]* of 4 units done" "$work/jobs/campaign.log" || fail "the requeued job did not resume"
+[ -s "$work/jobs/campaign.h5" ] || fail "the campaign wrote no output"
+[ ! -e "$work/jobs/campaign.h5.checkpoint" ] || fail "the checkpoint was left behind"
+# the same campaign uninterrupted, outside Slurm: the same numbers bit for bit
+(cd "$work/jobs" && sed 's/^file = campaign.h5/file = local.h5/' campaign.ini > local.ini &&
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 "$stemsim" -q local.ini) ||
+  fail "the local campaign"
+same=$("$python" "$root/tests/check_h5.py" compare "$work/jobs/campaign.h5" "$work/jobs/local.h5" --tol 0 2>&1)
+case $same in *PASS*) ;; *) fail "the requeued campaign differs from the uninterrupted one: $same" ;; esac
+echo "2. slurm_campaign.sh: USR1 -> exit 75 -> requeued -> $(grep -o 'resuming: [0-9]* of 4 units done' "$work/jobs/campaign.log" | head -1) -> output = uninterrupted run"
+echo PASS
