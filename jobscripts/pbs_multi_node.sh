@@ -1,5 +1,8 @@
 #!/bin/bash
 # PBS Pro / OpenPBS: 8 nodes x 4 ranks.
+# Environment: CONFIG (the config file, default config.ini); STEMSIM_KIRKLAND / STEMSIM_LOBATO
+# override the scattering tables (an installed stemsim finds its own). GPUs: each rank of a
+# node takes its share of the GPUs it sees ([compute] gpus_per_rank = 0).
 #PBS -N stemsim
 #PBS -l select=8:ncpus=32:mpiprocs=4:ngpus=4
 #PBS -l walltime=08:00:00
