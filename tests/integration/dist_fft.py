@@ -12,23 +12,17 @@ distributed_fft, the wave shared in slabs of rows by the ranks of a group.
   a max_memory that refuses the one-rank plan (exit 5) lets 4 ranks run (auto).
 Exit: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import re
-import subprocess
 import sys
+
+import itest
 
 A = None
 
 
 def run(ranks, extra, name, expect=0):
-    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
-    cmd = base + [A.ini, "--set", "output.file=%s.h5" % name] + extra
-    p = subprocess.run(cmd, cwd=A.workdir, capture_output=True, text=True, timeout=300)
-    if p.returncode != expect:
-        print(p.stdout + p.stderr)
-        raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
-    return p.stdout + p.stderr
+    return itest.run(A, ranks, extra, name, expect)
 
 
 def arrays(name):
@@ -40,31 +34,15 @@ def arrays(name):
 
 def main():
     global A
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--stemsim", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--mpi-flag", action="append", default=[])
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--workdir", required=True)
-    A = ap.parse_args()
-    try:
-        import h5py  # noqa: F401
-        import numpy as np
-    except ImportError:
-        print("SKIP h5py/numpy not available")
+    A = itest.parse_args()
+    if not itest.have_numpy_h5py():
         return 77
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "dist_fft")
-    os.makedirs(A.workdir, exist_ok=True)
-    text = open(A.config).read()
-    here = os.path.dirname(os.path.abspath(A.config))
-    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
-    text = text.replace("algorithm = multislice", "algorithm = hrtem").replace("defocus = 0\n", "defocus = -60\n")
-    text = text.replace("frozen_phonons = 1", "frozen_phonons = 2").replace("thermal = false", "thermal = true")
-    text += "\n[hrtem]\nobjective_aperture = 40\n"
-    A.ini = os.path.join(A.workdir, "hrtem.ini")
-    with open(A.ini, "w") as f:
-        f.write(text.replace("overwrite = true", "overwrite = true\nsave_exit_wave = true").replace(
-            "semiangle = 20", "semiangle = 20\nfocal_spread = 20"))
+    import numpy as np
+    itest.small_case(A, "dist_fft", name="hrtem.ini", replace=(
+        ("algorithm = multislice", "algorithm = hrtem"), ("defocus = 0\n", "defocus = -60\n"),
+        ("frozen_phonons = 1", "frozen_phonons = 2"), ("thermal = false", "thermal = true"),
+        ("overwrite = true", "overwrite = true\nsave_exit_wave = true"),
+        ("semiangle = 20", "semiangle = 20\nfocal_spread = 20")), append="\n[hrtem]\nobjective_aperture = 40\n")
     run(1, [], "serial")
     ref = arrays("serial")
     bad = 0

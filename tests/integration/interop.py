@@ -16,23 +16,20 @@ a virtual environment made by .ci/deps): py4DSTEM.read loads the 2D, 3D (rings),
 the test exits 77 (skipped) after the h5py checks, saying so.
 Exit: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import subprocess
 import sys
 import textwrap
+
+import itest
 
 A = None
 WAVELENGTH_200KEV = 0.025079340449821935  # Angstrom
 
 
 def run(ranks, extra, name, expect=0):
-    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
-    cmd = base + [A.ini, "--set", "output.file=%s.h5" % name, "--set", "output.overwrite=true"] + extra
-    p = subprocess.run(cmd, cwd=A.workdir, capture_output=True, text=True, timeout=300)
-    if p.returncode != expect:
-        print(p.stdout + p.stderr)
-        raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
+    """The output's path (small.ini overwrites)."""
+    itest.run(A, ranks, extra, name, expect)
     return os.path.join(A.workdir, name + ".h5")
 
 
@@ -135,29 +132,10 @@ def py4dstem_available():
 
 def main():
     global A
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--stemsim", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--mpi-flag", action="append", default=[])
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--py4dstem-python", default="")
-    A = ap.parse_args()
-    try:
-        import h5py  # noqa: F401
-        import numpy  # noqa: F401
-    except ImportError:
-        print("SKIP h5py/numpy not available")
+    A = itest.parse_args(("--py4dstem-python", {"default": ""}))
+    if not itest.have_numpy_h5py():
         return 77
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "interop")
-    os.makedirs(A.workdir, exist_ok=True)
-    text = open(A.config).read()
-    here = os.path.dirname(os.path.abspath(A.config))
-    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
-    text = text.replace("defocus = 0\n", "")
-    A.ini = os.path.join(A.workdir, "small.ini")
-    with open(A.ini, "w") as f:
-        f.write(text)
+    itest.small_case(A, "interop", replace=(("defocus = 0\n", ""),))
 
     native = run(2, [], "native")
     emd = run(2, ["--set", "output.layout=emd"], "emd")

@@ -20,24 +20,18 @@ save_potential and [simulation] potential_file.
   equal 1 rank.
 Exit: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import math
 import os
-import subprocess
 import sys
+
+import itest
 
 A = None
 A0E = 0.529177210903 * 14.3996454784  # Bohr radius times e, V Angstrom^2
 
 
 def run(ranks, extra, name, expect=0, ini=None):
-    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
-    cmd = base + [ini or A.ini, "--set", "output.file=%s.h5" % name] + extra
-    p = subprocess.run(cmd, cwd=A.workdir, capture_output=True, text=True, timeout=300)
-    if p.returncode != expect:
-        print(p.stdout + p.stderr)
-        raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
-    return p.stdout + p.stderr
+    return itest.run(A, ranks, extra, name, expect, ini)
 
 
 def read(name, key):
@@ -106,28 +100,11 @@ def check_closed_form():
 
 def main():
     global A
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--stemsim", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--mpi-flag", action="append", default=[])
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--workdir", required=True)
-    A = ap.parse_args()
-    try:
-        import h5py  # noqa: F401
-        import numpy as np
-    except ImportError:
-        print("SKIP h5py/numpy not available")
+    A = itest.parse_args()
+    if not itest.have_numpy_h5py():
         return 77
-    A.repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(A.config)), "..", ".."))
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "potentials")
-    os.makedirs(A.workdir, exist_ok=True)
-    text = open(A.config).read()
-    here = os.path.dirname(os.path.abspath(A.config))
-    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
-    A.ini = os.path.join(A.workdir, "small.ini")
-    with open(A.ini, "w") as f:
-        f.write(text)
+    import numpy as np
+    itest.small_case(A, "potentials")
 
     check_closed_form()
 

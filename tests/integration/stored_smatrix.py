@@ -19,23 +19,18 @@
 - No temporary (*.smatrix-g*.incomplete) is left, after success or after a failure.
 Exit: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import glob
 import os
 import subprocess
 import sys
 
+import itest
+
 A = None
 
 
 def run(ranks, extra, name, expect=0):
-    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
-    cmd = base + [A.ini, "--set", "output.file=%s.h5" % name] + extra
-    p = subprocess.run(cmd, cwd=A.workdir, capture_output=True, text=True, timeout=300)
-    if p.returncode != expect:
-        print(p.stdout + p.stderr)
-        raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
-    return p.stdout + p.stderr
+    return itest.run(A, ranks, extra, name, expect)
 
 
 def read(name, key):
@@ -86,30 +81,13 @@ def check_against_plane_waves():
 
 def main():
     global A
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--stemsim", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--mpi-flag", action="append", default=[])
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--workdir", required=True)
-    A = ap.parse_args()
-    try:
-        import h5py  # noqa: F401
-        import numpy as np
-    except ImportError:
-        print("SKIP h5py/numpy not available")
+    A = itest.parse_args()
+    if not itest.have_numpy_h5py():
         return 77
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "stored_smatrix")
-    os.makedirs(A.workdir, exist_ok=True)
-    for old in glob.glob(os.path.join(A.workdir, "*")):
+    import numpy as np
+    for old in glob.glob(os.path.join(os.path.abspath(A.workdir), "stored_smatrix", "*")):
         os.remove(old)
-    text = open(A.config).read()
-    here = os.path.dirname(os.path.abspath(A.config))
-    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
-    text = text.replace("algorithm = multislice", "algorithm = prism").replace("defocus = 0\n", "")
-    A.ini = os.path.join(A.workdir, "small.ini")
-    with open(A.ini, "w") as f:
-        f.write(text)
+    itest.small_case(A, "stored_smatrix", replace=(("algorithm = multislice", "algorithm = prism"), ("defocus = 0\n", "")))
 
     check_against_plane_waves()
 
