@@ -230,7 +230,8 @@ static const key_spec key_table[] = {
      "annular_detector_depthNNNN (the HAADF image, else the first [images] range; each other range as "
      "..._<name>), virtual_detector_depthNNNN (rings), DPC_CoM_depthNNNN, datacubes/CBED_array_depthNNNN, x before "
      "y, series points as _dfNNNN (and _txNNNN, _tyNNNN, _bxNNNN, _byNNNN), depths as depthNNNN; converted from "
-     "the finished native file on rank 0 before the output is published; multislice and prism scans only"},
+     "the finished native file on rank 0 before the output is published (PACBED, segments and /axes kept under "
+     "/stemsim); multislice and prism scans only"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
      "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "

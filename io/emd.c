@@ -508,6 +508,18 @@ static int record(const emd *e, hid_t sim)
     static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams"};
     for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
         if (exists(e->in, stored[i])) ok = H5Ocopy(e->in, stored[i], e->out, stored[i], H5P_DEFAULT, H5P_DEFAULT) >= 0;
+    /* what Prismatic's tree has no place for is kept as stemsim wrote it, under /stemsim */
+    static const char *const unmapped[] = {"segments", "dpc_segments_x", "dpc_segments_y", "pacbed", "axes"};
+    hid_t keep = H5I_INVALID_HID;
+    for (size_t i = 0; ok && i < sizeof unmapped / sizeof *unmapped; i++) {
+        char from[32], to[48];
+        snprintf(from, sizeof from, "/%s", unmapped[i]);
+        snprintf(to, sizeof to, "/stemsim/%s", unmapped[i]);
+        if (!exists(e->in, from)) continue;
+        if (keep < 0 && (keep = H5Gcreate2(e->out, "/stemsim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) ok = 0;
+        ok = ok && H5Ocopy(e->in, from, e->out, to, H5P_DEFAULT, H5P_DEFAULT) >= 0;
+    }
+    if (keep >= 0) H5Gclose(keep);
     return ok ? STEM_OK : fail(e, "the log and stored datasets");
 }
 

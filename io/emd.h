@@ -20,7 +20,9 @@
  * Prismatic writes them (stemsim's own layout is y first). A depth series numbers the
  * depths (NNNN); the other series axes add [tag] = _dfNNNN (defocus), _txNNNN, _tyNNNN
  * (sample tilts), _bxNNNN, _byNNNN (beam tilts), in that order. /potential, /smatrix and
- * /smatrix_beams are copied unchanged, so potential_file and smatrix_file read them. */
+ * /smatrix_beams are copied unchanged, so potential_file and smatrix_file read them; what
+ * the tree has no place for (/segments, /dpc_segments_x/_y, /pacbed) and stemsim's /axes
+ * are kept as written under /stemsim. */
 #ifndef STEM_EMD_H
 #define STEM_EMD_H
 

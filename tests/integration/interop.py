@@ -8,7 +8,8 @@ The small case (multislice, 2 ranks, images, rings, DPC, 4D) is written twice: i
 stemsim's layout and in Prismatic's EMD tree. With h5py (always): the tree has Prismatic's
 groups and attributes (version 0.9, emd_group_type 2 and 1, output_depth, dim vectors
 with name and units) and every dataset equals the native one transposed to x-first (DPC
-in 1/Angstrom, Q axes in 1/Angstrom); a defocus x depth series is named
+in 1/Angstrom, Q axes in 1/Angstrom); PACBED, segments and the segmented DPC are kept
+as written under /stemsim; a defocus x depth series is named
 ..._depthNNNN_dfNNNN with output_depth/output_defocus; a PRISM run's /smatrix copied into
 the EMD file is read back by smatrix_file. With py4DSTEM (PYTHON from --py4dstem-python,
 a virtual environment made by .ci/deps): py4DSTEM.read loads the 2D, 3D (rings), DPC and
@@ -140,6 +141,15 @@ def main():
     native = run(2, [], "native")
     emd = run(2, ["--set", "output.layout=emd"], "emd")
     check_structure(native, emd)
+    extra = ["--set", "detector.save_pacbed=true", "--set", "detector.segments=4", "--set", "detector.segment_inner=20",
+             "--set", "detector.segment_outer=60"]
+    kept_native, kept_emd = run(1, extra, "kept_native"), run(1, extra + ["--set", "output.layout=emd"], "kept_emd")
+    import h5py
+    import numpy as np
+    with h5py.File(kept_native, "r") as n, h5py.File(kept_emd, "r") as e:
+        for name in ("pacbed", "segments", "dpc_segments_x", "axes/scan_x"):
+            expect(np.array_equal(n[name][()], e["stemsim/" + name][()]), "/%s not kept as /stemsim/%s" % (name, name))
+    print("kept under /stemsim: pacbed, segments, segmented DPC, axes")
     defoci, depths = [-20.0, 20.0], [5.43, 10.86]
     series = run(2, ["--set", "output.layout=emd", "--set", "series.defocus=-20,20", "--set", "output.depths=5.43,10.86"],
                  "series")
@@ -147,8 +157,6 @@ def main():
     prism = ["--set", "simulation.algorithm=prism"]
     stored = run(1, prism + ["--set", "output.layout=emd", "--set", "output.save_smatrix=true"], "prism_emd")
     reread = run(1, prism + ["--set", "simulation.smatrix_file=" + stored], "prism_reread")
-    import h5py
-    import numpy as np
     with h5py.File(stored, "r") as a, h5py.File(reread, "r") as b:
         expect(np.array_equal(a["4DSTEM_simulation/data/realslices/annular_detector_depth0000/data"][()],
                               b["images/HAADF"][()].T), "smatrix_file from an EMD file changed the image")
