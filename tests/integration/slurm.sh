@@ -125,8 +125,11 @@ hurried=0
 for i in $(seq 240); do
   st=$(squeue -h -j "$job" -o %T 2>/dev/null)
   [ -z "$st" ] && break
-  # Slurm holds a requeued job back for a while before it is eligible: start it now
-  if [ "$st" = PENDING ] && [ $hurried -eq 0 ] && grep -q "requeueing to continue" "$work/jobs/campaign.log"; then
+  # Slurm holds a requeued job back for a while before it is eligible: start it now, once the
+  # stopped step is wholly gone (its slurmstepd and PMIx socket: the requeued job reuses the
+  # step's name, and a socket left behind makes its launch fail)
+  if [ "$st" = PENDING ] && [ $hurried -eq 0 ] && grep -q "requeueing to continue" "$work/jobs/campaign.log" &&
+     ! pgrep -f "slurmstepd: \[$job\." >/dev/null && ! ls "$work"/spool/stepd.slurm.pmix."$job".* >/dev/null 2>&1; then
     scontrol update JobId="$job" StartTime=now >/dev/null 2>&1 && hurried=1
   fi
   sleep 1
