@@ -33,9 +33,10 @@ const char *stem_data_file(const char *name, const char *override)
 {
     const char *env = override ? getenv(override) : NULL;
     if (env && env[0]) return env;
-    static struct { char name[64], path[PATH_MAX + 64]; } cache[4];
+    static struct { char name[64], path[PATH_MAX + 64]; } cache[4]; /* searched once per name */
     int slot = 0;
     while (slot < 3 && cache[slot].name[0] && strcmp(cache[slot].name, name)) slot++;
+    if (!strcmp(cache[slot].name, name)) return cache[slot].path;
     char bin[PATH_MAX];
     binary_dir(bin, sizeof bin);
     snprintf(cache[slot].name, sizeof cache[slot].name, "%s", name);

@@ -12,8 +12,8 @@
 
 /* The path of data file `name` (e.g. "kirkland_params.txt"), `override` the environment
  * variable that replaces the search (e.g. "STEMSIM_KIRKLAND"). When no candidate exists
- * the installed location is returned (opening it then fails naming it). The string
- * lives until the next call for the same name. */
+ * the installed location is returned (opening it then fails naming it). Searched once
+ * per name; the string lives for the whole run. */
 const char *stem_data_file(const char *name, const char *override);
 /* The places searched for `name`, in order, separated by ", " (for messages). */
 void stem_data_file_candidates(const char *name, char *out, size_t n);

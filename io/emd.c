@@ -63,11 +63,12 @@ static int attr_double(hid_t loc, const char *name, double v)
     return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, 0);
 }
 
-/* A string attribute of the native root (NULL when absent); malloc'd. */
-static char *native_root_text(hid_t file, const char *name)
+/* A string attribute of an object (a file: its root) in the native file, fixed or variable
+ * length (NULL when absent); malloc'd. */
+static char *native_text(hid_t loc, const char *name)
 {
-    if (H5Aexists(file, name) <= 0) return NULL;
-    hid_t a = H5Aopen(file, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    if (H5Aexists(loc, name) <= 0) return NULL;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
     char *text = NULL;
     if (t >= 0 && H5Tis_variable_str(t) > 0) {
         hid_t mem = H5Tcopy(H5T_C_S1); /* the file's character set: HDF5 does not convert between them */
@@ -140,16 +141,22 @@ static hid_t data_group(const emd *e, hid_t parent, const char *name, double dep
     return g;
 }
 
+/* Point p's index on each leading axis (row-major, the last fastest). */
+static void point_index(const emd *e, int p, hsize_t *at)
+{
+    for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
+        at[k] = (hsize_t)rest % e->lead[k];
+        rest /= (int)e->lead[k];
+    }
+}
+
 /* Point p's block of native dataset `name`: the leading indices of p, then the whole
  * core (core_rank dims, read into buf as mem type). */
 static int read_point(const emd *e, const char *name, int p, int core_rank, const hsize_t *core, hid_t mem, void *buf)
 {
     hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
-    for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
-        start[k] = (hsize_t)rest % e->lead[k];
-        rest /= (int)e->lead[k];
-        count[k] = 1;
-    }
+    point_index(e, p, start);
+    for (int k = 0; k < e->n_lead; k++) count[k] = 1;
     for (int k = 0; k < core_rank; k++) count[e->n_lead + k] = core[k];
     hid_t d = H5Dopen2(e->in, name, H5P_DEFAULT);
     hid_t fs = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
@@ -210,18 +217,7 @@ static int series_axes(emd *e)
     int rank = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
     if (rank >= 2 && rank <= EMD_MAX_LEAD + 2) H5Sget_simple_extent_dims(s, dims, NULL);
     if (s >= 0) H5Sclose(s);
-    char *names = NULL;
-    if (rank > 2 && H5Aexists(d, "series_axes") > 0) {
-        hid_t a = H5Aopen(d, "series_axes", H5P_DEFAULT), mem = H5Tcopy(H5T_C_S1), ft = H5Aget_type(a);
-        H5Tset_size(mem, H5T_VARIABLE);
-        if (ft >= 0) H5Tset_cset(mem, H5Tget_cset(ft));
-        if (ft >= 0) H5Tclose(ft);
-        char *v = NULL;
-        if (a >= 0 && H5Aread(a, mem, &v) >= 0 && v) names = strdup(v);
-        if (v) H5free_memory(v);
-        H5Tclose(mem);
-        if (a >= 0) H5Aclose(a);
-    }
+    char *names = rank > 2 ? native_text(d, "series_axes") : NULL;
     H5Dclose(d);
     if (rank < 2 || rank > EMD_MAX_LEAD + 2 || (rank > 2 && !names)) {
         free(names);
@@ -248,23 +244,20 @@ static void point_name(const emd *e, int p, char *suffix, size_t n, double *dept
 {
     static const struct { const char *axis, *tag; } tags[] = {
         {"tilt_x", "_tx"}, {"tilt_y", "_ty"}, {"beam_tilt_x", "_bx"}, {"beam_tilt_y", "_by"}, {"defocus", "_df"}};
-    int at[EMD_MAX_LEAD];
-    for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
-        at[k] = rest % (int)e->lead[k];
-        rest /= (int)e->lead[k];
-    }
+    hsize_t at[EMD_MAX_LEAD];
+    point_index(e, p, at);
     *depth = e->plan->n_slices * e->plan->dz; /* the exit surface */
     *defocus = NULL;
     int d = 0;
     if (e->depth_axis >= 0) {
-        d = at[e->depth_axis];
+        d = (int)at[e->depth_axis];
         *depth = e->lead_values[e->depth_axis][d];
     }
     snprintf(suffix, n, "depth%04d", d);
     for (size_t t = 0; t < sizeof tags / sizeof *tags; t++)
         for (int k = 0; k < e->n_lead; k++)
             if (!strcmp(e->lead_name[k], tags[t].axis)) {
-                snprintf(suffix + strlen(suffix), n - strlen(suffix), "%s%04d", tags[t].tag, at[k]);
+                snprintf(suffix + strlen(suffix), n - strlen(suffix), "%s%04d", tags[t].tag, (int)at[k]);
                 if (!strcmp(tags[t].axis, "defocus")) *defocus = &e->lead_values[k][at[k]];
             }
 }
@@ -361,11 +354,8 @@ static int datacube(const emd *e, int p)
     if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open /cbed in %s", e->native);
     for (size_t y = 0; y < ny && !err; y++) {
         hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
-        for (int k = e->n_lead - 1, rest = p; k >= 0; k--) {
-            start[k] = (hsize_t)rest % e->lead[k];
-            rest /= (int)e->lead[k];
-            count[k] = 1;
-        }
+        point_index(e, p, start);
+        for (int k = 0; k < e->n_lead; k++) count[k] = 1;
         int L = e->n_lead;
         start[L] = y, count[L] = 1, count[L + 1] = nx, count[L + 2] = qy, count[L + 3] = qx;
         hid_t fs = H5Dget_space(in), ms = H5Screate_simple(L + 4, count, NULL);
@@ -496,7 +486,7 @@ static int record(const emd *e, hid_t sim)
     hid_t log = H5Gopen2(sim, "log", H5P_DEFAULT);
     int ok = log >= 0;
     for (size_t i = 0; ok && i < sizeof texts / sizeof *texts; i++) {
-        char *t = native_root_text(e->in, texts[i]), name[32];
+        char *t = native_text(e->in, texts[i]), name[32];
         snprintf(name, sizeof name, "stemsim_%s", texts[i]);
         if (t) ok = !attr_text(log, name, t);
         if (t && !strcmp(texts[i], "build")) ok = ok && !attr_text(e->out, "build", t);

@@ -1065,9 +1065,8 @@ static int stem_output_as_emd(stem_output *o)
     int rc = STEM_OK;
     if (o->rank == 0) {
         const char *temp = o->target->temp_path;
-        size_t len = strlen(temp), suffix = strlen(STEM_OUTPUT_TEMP_SUFFIX);
         char emd_path[STEM_OUTPUT_NAME_MAX + 16];
-        snprintf(emd_path, sizeof emd_path, "%.*s.emd%s", (int)(len - suffix), temp, STEM_OUTPUT_TEMP_SUFFIX);
+        stem_output_target_sibling(o->target, "emd", emd_path, sizeof emd_path);
         int fd = open(emd_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         struct stat st;
         double t = stem_wall_time();

@@ -96,34 +96,49 @@ static int h_interp(conversion *c, const char *opt, char **v)
     return STEM_OK;
 }
 
-static int h_pixel(conversion *c, const char *opt, char **v)
+/* The value of a key already set (NULL: not set). */
+static const char *get(const conversion *c, const char *section, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->e[i].section, section) && !strcmp(c->e[i].key, key)) return c->e[i].value;
+    return NULL;
+}
+
+static void unset(conversion *c, const char *section, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->e[i].section, section) && !strcmp(c->e[i].key, key)) {
+            memmove(&c->e[i], &c->e[i + 1], sizeof c->e[0] * (size_t)(c->n - i - 1));
+            c->n--;
+            return;
+        }
+}
+
+/* One stemsim key for Prismatic's separate x and y values: x (or the option for both) sets
+ * it; y keeps the value set before and notes a different one. */
+static int one_for_both_axes(conversion *c, const char *opt, char **v, int is_y, const char *section, const char *key,
+                             const char *hint)
 {
     NUMBERS(1);
-    if (!strcmp(opt, "-py") || !strcmp(opt, "--pixel-size-y")) {
-        for (int i = 0; i < c->n; i++)
-            if (!strcmp(c->e[i].key, "pixel_size") && atof(c->e[i].value) != x[0])
-                note(c, "%s %g: stemsim has one pixel_size for both axes; kept %s (or set grid_x, grid_y)", opt, x[0],
-                     c->e[i].value);
-        for (int i = 0; i < c->n; i++)
-            if (!strcmp(c->e[i].key, "pixel_size")) return STEM_OK;
+    const char *kept = is_y ? get(c, section, key) : NULL;
+    if (!kept) {
+        set(c, section, key, "%g", x[0]);
+    } else if (atof(kept) != x[0]) {
+        note(c, "%s %g: stemsim has one %s for both axes; kept %s%s", opt, x[0], key, kept, hint);
     }
-    set(c, "simulation", "pixel_size", "%g", x[0]);
     return STEM_OK;
+}
+
+static int h_pixel(conversion *c, const char *opt, char **v)
+{
+    int is_y = !strcmp(opt, "-py") || !strcmp(opt, "--pixel-size-y");
+    return one_for_both_axes(c, opt, v, is_y, "simulation", "pixel_size", " (or set grid_x, grid_y)");
 }
 
 static int h_step(conversion *c, const char *opt, char **v)
 {
-    NUMBERS(1);
-    if (!strcmp(opt, "-ry") || !strcmp(opt, "--probe-step-y")) {
-        for (int i = 0; i < c->n; i++)
-            if (!strcmp(c->e[i].key, "step")) {
-                if (atof(c->e[i].value) != x[0])
-                    note(c, "%s %g: stemsim has one scan step for both axes; kept %s", opt, x[0], c->e[i].value);
-                return STEM_OK;
-            }
-    }
-    set(c, "scan", "step", "%g", x[0]);
-    return STEM_OK;
+    int is_y = !strcmp(opt, "-ry") || !strcmp(opt, "--probe-step-y");
+    return one_for_both_axes(c, opt, v, is_y, "scan", "step", "");
 }
 
 static int h_window(conversion *c, const char *opt, char **v)
@@ -501,18 +516,11 @@ int stem_from_prismatic(int argc, char **argv, FILE *out)
     if (!err && i < argc) err = apply_tokens(&c, argc - i, argv + i);
     if (err) return err;
     if (xyz) set(&c, "sample", "xyz", "%s", xyz);
-    for (int k = 0; k < c.n; k++) /* a defocus series replaces the single defocus (stemsim refuses both) */
-        if (!strcmp(c.e[k].key, "defocus") && !strcmp(c.e[k].section, "series"))
-            for (int j = 0; j < c.n; j++)
-                if (!strcmp(c.e[j].key, "C10")) {
-                    note(&c, "-df %s left out: the defocus series replaces it", c.e[j].value);
-                    memmove(&c.e[j], &c.e[j + 1], sizeof c.e[0] * (size_t)(c.n - j - 1));
-                    c.n--;
-                    break;
-                }
-    for (int k = 0; k < c.n; k++)
-        if (!strcmp(c.e[k].key, "xyz") && !strcmp(c.e[k].value, "MODEL.xyz"))
-            note(&c, "no model given (-i or --xyz): set [sample] xyz");
+    if (get(&c, "series", "defocus") && get(&c, "probe", "C10")) { /* stemsim refuses both */
+        note(&c, "-df %s left out: the defocus series replaces it", get(&c, "probe", "C10"));
+        unset(&c, "probe", "C10");
+    }
+    if (!strcmp(get(&c, "sample", "xyz"), "MODEL.xyz")) note(&c, "no model given (-i or --xyz): set [sample] xyz");
     for (int k = 0; k < c.n_notes; k++) fprintf(stderr, "stemsim: warning: --from-prismatic: %s\n", c.notes[k]);
     write_config(&c, file ? file : "command line", out);
     return STEM_OK;

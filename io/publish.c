@@ -246,3 +246,10 @@ int stem_output_target_publish(const stem_output_target *t)
     stem_signal_hold(0);
     return rc;
 }
+
+void stem_output_target_sibling(const stem_output_target *t, const char *tag, char *out, size_t n)
+{
+    size_t len = strlen(t->temp_path), suffix = strlen(STEM_OUTPUT_TEMP_SUFFIX);
+    if (len >= suffix) len -= suffix;
+    snprintf(out, n, "%.*s.%s%s", (int)len, t->temp_path, tag, STEM_OUTPUT_TEMP_SUFFIX);
+}

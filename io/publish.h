@@ -48,6 +48,9 @@ int stem_output_target_prepare(MPI_Comm comm, const stem_config *cfg, const stem
 int stem_output_target_verify(const stem_output_target *t);
 /* Rank 0, after every rank closed the file: give it its final name. */
 int stem_output_target_publish(const stem_output_target *t);
+/* "<file>.XXXXXX.<tag>.incomplete": a companion file of the reserved temporary (its
+ * directory, its unique part, so the report of stale temporaries finds it too). */
+void stem_output_target_sibling(const stem_output_target *t, const char *tag, char *out, size_t n);
 /* Remove the temporary if it exists (failure paths; any rank). */
 void stem_output_target_discard(const stem_output_target *t);
 

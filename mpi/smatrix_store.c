@@ -10,7 +10,9 @@
 
 static void group_path(const stem_smatrix_store *st, int g, char *out, size_t n)
 {
-    snprintf(out, n, "%s.smatrix-g%d%s", st->stem, g, STEM_OUTPUT_TEMP_SUFFIX);
+    char tag[32];
+    snprintf(tag, sizeof tag, "smatrix-g%d", g);
+    stem_output_target_sibling(st->target, tag, out, n);
 }
 
 static int load_beams(void *ctx, const stem_plan *plan, int c, int b0, int b1, stem_complex *S)
@@ -56,8 +58,7 @@ int stem_smatrix_store_open(stem_smatrix_store *st, const stem_mpi *m, const ste
     if (plan->opt.smatrix_file[0]) st->io.load = load_beams;
     if (!plan->opt.save_smatrix) return STEM_OK;
     st->io.store = store_config;
-    size_t len = strlen(target->temp_path), suffix = strlen(STEM_OUTPUT_TEMP_SUFFIX);
-    snprintf(st->stem, sizeof st->stem, "%.*s", (int)(len > suffix ? len - suffix : len), target->temp_path);
+    st->target = target;
     int err = STEM_OK;
     if (m->layout.group_rank == 0) {
         char path[STEM_OUTPUT_NAME_MAX + 32];

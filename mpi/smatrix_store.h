@@ -15,7 +15,7 @@
 
 typedef struct {
     const stem_plan *plan;
-    char stem[STEM_OUTPUT_NAME_MAX]; /* the output's temporary without ".incomplete" */
+    const stem_output_target *target; /* whose temporary the group files sit beside */
     int n_groups, fd;                /* fd: this group's file on its leader (-1: none) */
     int own;                         /* the group whose temporary this rank created (-1: none) */
     size_t config_bytes;             /* one configuration's S-matrix */

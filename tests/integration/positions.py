@@ -10,10 +10,11 @@ has one probe axis, /axes/probe_x and /axes/probe_y hold the file's positions, a
 k equals the grid run's probe at the same position to 1e-6 (2D images, rings, 4D
 patterns, DPC); 1 and 3 ranks agree to 1e-6. Exit: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import subprocess
 import sys
+
+import itest
 
 A = None
 
@@ -36,26 +37,12 @@ def datasets(path):
 
 def main():
     global A
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--stemsim", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--mpi-flag", action="append", default=[])
-    ap.add_argument("--config", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--algorithm", default="multislice")
-    A = ap.parse_args()
-    try:
-        import numpy as np
-        import h5py  # noqa: F401
-    except ImportError:
-        print("SKIP h5py/numpy not available")
+    A = itest.parse_args(("--algorithm", {"default": "multislice"}))
+    if not itest.have_numpy_h5py():
         return 77
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "positions_" + A.algorithm)
-    os.makedirs(A.workdir, exist_ok=True)
-    text = open(A.config).read()
-    here = os.path.dirname(os.path.abspath(A.config))
-    text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
-    text = text.replace("algorithm = multislice", "algorithm = " + A.algorithm)
+    import numpy as np
+    text = open(itest.small_case(A, "positions_" + A.algorithm,
+                                 replace=(("algorithm = multislice", "algorithm = " + A.algorithm),))).read()
     grid_ini = os.path.join(A.workdir, "grid.ini")
     open(grid_ini, "w").write(text.replace("file = small.h5", "file = grid.h5"))
     run(2, grid_ini, [])
