@@ -4,8 +4,9 @@
 # transmission step GPU = CPU, each kernel against its plain-C reference, GPU
 # engine = CPU engine (multislice, PRISM; single-transfer and streaming), the
 # PRISM path that gathers through the host (debug.gpu_prism_resident = off) and
-# the CPU-built transmission functions (debug.gpu_transmission = off) = CPU engine, these
-# three with a segmented detector (binned on the GPU) and 3 configurations; and a focal
+# the CPU-built transmission functions (debug.gpu_transmission = off) and the multiplies
+# inside cuFFT's loads (compute.fft_callbacks = on) = CPU engine, these
+# with a segmented detector (binned on the GPU) and 3 configurations; and a focal
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
 # GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU; probe
 # positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU.
@@ -23,7 +24,7 @@ si=(benchmarks/gpu_check_si.ini -q --set scan.step=0.8 --set output.overwrite=tr
     --set detector.segment_outer=40 --set detector.segment_rings=2 --set detector.segment_rotation=10)
 for alg in multislice prism; do
   build/stemsim "${si[@]}" --set simulation.algorithm=$alg --set compute.device=cpu --set output.file=/tmp/dgc/c.h5 || status=1
-  for v in debug.gpu_prism_resident=off debug.gpu_transmission=off debug.gpu_transmission=auto; do
+  for v in debug.gpu_prism_resident=off debug.gpu_transmission=off debug.gpu_transmission=auto compute.fft_callbacks=on; do
     build/stemsim "${si[@]}" --set simulation.algorithm=$alg --set compute.device=gpu --set $v --set output.file=/tmp/dgc/g.h5 || status=1
     echo "$alg, 3 configurations, $v: $(python3 tests/check_h5.py compare /tmp/dgc/g.h5 /tmp/dgc/c.h5 --tol 1e-4 | tail -1)"
     python3 tests/check_h5.py compare /tmp/dgc/g.h5 /tmp/dgc/c.h5 --tol 1e-4 | grep -q PASS || status=1

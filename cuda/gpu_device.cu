@@ -1,5 +1,6 @@
 /* Device discovery, GPU assignment per rank, checked-call error messages,
  * checked allocations and host-memory pinning. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,8 +136,32 @@ void gpu_unpin(const void *p, int pinned)
 
 /* ---- discovery ------------------------------------------------------------- */
 
+/* The CUDA runtime's start and GPU 0's primary context (about 0.3 s) on a thread of
+ * their own; the engine's later calls on GPU 0 find the context made. */
+static pthread_t warm_thread;
+static int warm_running;
+
+static void *warm_up_main(void *arg)
+{
+    (void)arg;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && cudaSetDevice(0) == cudaSuccess) cudaFree(0);
+    cudaGetLastError();
+    return NULL;
+}
+
+extern "C" void stem_gpu_warm_up(int start)
+{
+    if (start && !warm_running) warm_running = pthread_create(&warm_thread, NULL, warm_up_main, NULL) == 0;
+    if (!start && warm_running) {
+        pthread_join(warm_thread, NULL);
+        warm_running = 0;
+    }
+}
+
 extern "C" int stem_gpu_count(void)
 {
+    stem_gpu_warm_up(0);
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
         cudaGetLastError();
@@ -147,6 +172,7 @@ extern "C" int stem_gpu_count(void)
 
 extern "C" const char *stem_gpu_unavailable_reason(void)
 {
+    stem_gpu_warm_up(0);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     cudaGetLastError();

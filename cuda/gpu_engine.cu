@@ -31,6 +31,7 @@ static void gpu_destroy(stem_engine *e)
 
 static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
 {
+    stem_gpu_warm_up(0);
     gpu_engine_state *st = (gpu_engine_state *)stem_calloc(1, sizeof(gpu_engine_state), "GPU engine");
     if (!st) return STEM_ERR_MEMORY;
     gpu_devices *d = &st->dev;
@@ -72,6 +73,6 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
 
 extern "C" const stem_gpu_provider *stem_gpu_engine_provider(void)
 {
-    static const stem_gpu_provider gpu = {stem_gpu_count, stem_gpu_unavailable_reason, gpu_engine_create};
+    static const stem_gpu_provider gpu = {stem_gpu_count, stem_gpu_unavailable_reason, gpu_engine_create, stem_gpu_warm_up};
     return &gpu;
 }

@@ -3,6 +3,7 @@
 #define STEM_GPU_INTERNAL_CUH
 
 #include "gpu_common.cuh"
+#include "gpu_fft_callbacks.h"
 
 #define GPU_MAX_DEVICES 64
 
@@ -22,6 +23,7 @@ typedef struct {
 /* Usable GPUs visible to this process, and why none can be used (the provider's entries). */
 extern "C" int stem_gpu_count(void);
 extern "C" const char *stem_gpu_unavailable_reason(void);
+extern "C" void stem_gpu_warm_up(int start);
 /* This rank's GPUs from [compute] gpus_per_rank / streams_per_gpu and the node-local rank. */
 int gpu_devices_select(const stem_plan *plan, gpu_devices *d);
 /* Worker w drives GPU slot w % n_gpus (so every GPU gets work first). */
@@ -60,7 +62,14 @@ typedef struct {
     cudaEvent_t ready[2], freed[2];
     float2 *slice[2];               /* streaming: double-buffered slices */
     float2 *waves;                  /* batch x ny x nx */
-    cufftHandle fft;
+    cufftHandle fft;                /* plain batched C2C, both directions */
+    /* [compute] fft_callbacks: a forward plan multiplying by the slice's transmission
+     * function and an inverse plan multiplying by the propagator as cuFFT loads the waves */
+    cufftHandle fft_t, fft_p;
+    int fused;                      /* fft_t and fft_p exist and gpu_propagate uses them */
+    gpu_fft_load_factor *factors;   /* device [2]: the two plans' callback data */
+    void *fft_work;                 /* the plans' shared work area (they run on one stream) */
+    char fft_note[200];             /* how the multiplies are done, for the log */
     int has_fft, has_streams;
 } gpu_prop_worker;
 
@@ -76,6 +85,11 @@ int gpu_prop_shared_upload_each(const stem_plan *plan, const gpu_devices *d, con
                                 const stem_complex *trans, gpu_prop_shared *sh);
 void gpu_prop_shared_free(gpu_prop_shared *sh);
 int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w);
+/* A batched plan like the worker's (made on *h, work area left to the caller) whose loads run
+ * the LTO callback found under the first of names[*name_used ..] that cuFFT links (its index
+ * back in *name_used), with *factor as its data (cuda/lto/fft_callbacks.cu). */
+cufftResult gpu_fft_callback_plan(const stem_plan *plan, const gpu_prop_plan *pp, const char *const *names, int n_names,
+                                  gpu_fft_load_factor *factor, cufftHandle *h, size_t *work, int *name_used);
 void gpu_prop_worker_free(gpu_prop_worker *w);
 /* Probes [g0, g0 + n) (global indices) into the batch, in real space. */
 int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,

@@ -161,10 +161,10 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
     if (!err) err = stem_dispatch(&work, c->pp.n_items, c->pp.batch, c->dev.workers, "GPU multislice probes");
     double t2 = stem_wall_time();
     if (!err && c->pp.n_items > 0)
-        stem_info("gpu multislice: %ld probes on %d GPU(s) x %d stream(s), batch %d, %s: %.3f s compute "
+        stem_info("gpu multislice: %ld probes on %d GPU(s) x %d stream(s), batch %d, %s, %s: %.3f s compute "
                   "(%.4f ms per probe), %.3f s %s",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
-                  c->pp.streaming ? "streaming" : "single-transfer", t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
+                  c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
                   fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)");
     gpu_unpin(trans, pinned);
     if (err) gpu_multislice_cache_free(st);

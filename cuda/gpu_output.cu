@@ -230,6 +230,11 @@ typedef struct {
     cudaEvent_t done[2];
     int pending[2], next;
     double flops, s_bytes, dram, h2d;
+    /* the CGEMMs of each pending tile between two timing events, read when the tile is flushed */
+    cudaEvent_t gemm_ev[2][2];
+    int has_gemm_ev;
+    double gemm_pending[2], gemm_flops, gemm_s;
+    struct { const float2 *src; int W, H, sx, sy, t, P; } last; /* the last tile's CGEMM call */
 } out_worker;
 
 typedef struct gpu_out_ctx {
@@ -309,6 +314,10 @@ static int out_worker_create(out_ctx *c, out_worker *w)
         CUDA_CALL(cudaEventCreateWithFlags(&w->done[k], cudaEventDisableTiming));
         w->has_events = k + 1;
     }
+    for (int k = 0; k < 4; k++) {
+        CUDA_CALL(cudaEventCreate(&w->gemm_ev[k / 2][k % 2]));
+        w->has_gemm_ev = k + 1;
+    }
     CUBLAS_CALL(cublasCreate(&w->blas));
     w->has_blas = 1;
     CUBLAS_CALL(cublasSetStream(w->blas, w->stream));
@@ -347,6 +356,7 @@ static void out_worker_free(out_worker *w)
         gpu_free_host(w->hcbed[k]);
         if (w->has_events > k) cudaEventDestroy(w->done[k]);
     }
+    for (int k = 0; k < w->has_gemm_ev; k++) cudaEventDestroy(w->gemm_ev[k / 2][k % 2]);
     if (w->has_stream) cudaStreamDestroy(w->stream);
     cudaGetLastError();
     memset(w, 0, sizeof *w);
@@ -382,6 +392,13 @@ static int out_flush(out_ctx *c, out_worker *w, int s, int slot)
     if (w->pending[s] < 0) return STEM_OK;
     const gpu_tile *tl = &c->op.tiling.tile[w->pending[s]];
     CUDA_CALL(cudaEventSynchronize(w->done[s]));
+    if (w->gemm_pending[s] > 0) {
+        float ms = 0;
+        CUDA_CALL(cudaEventElapsedTime(&ms, w->gemm_ev[s][0], w->gemm_ev[s][1]));
+        w->gemm_s += 1e-3 * ms;
+        w->gemm_flops += w->gemm_pending[s];
+        w->gemm_pending[s] = 0;
+    }
     gpu_det_accumulate(&c->det[slot], w->hres[s], w->hcbed[s], (int)(tl->p1 - tl->p0), c->op.tiling.local + tl->p0, 0,
                        c->res);
     w->pending[s] = -1;
@@ -407,7 +424,12 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
         w->s_bytes += 8.0 * P * win * nb;
         w->dram += 8.0 * region * nb;
     } else {
+        double f0 = w->flops;
+        CUDA_CALL(cudaEventRecord(w->gemm_ev[s][0], w->stream));
         STEM_TRY(tile_gemm(c, w, src, W, H, sx, sy, tl, P));
+        CUDA_CALL(cudaEventRecord(w->gemm_ev[s][1], w->stream));
+        w->gemm_pending[s] = w->flops - f0;
+        w->last.src = src, w->last.W = W, w->last.H = H, w->last.sx = sx, w->last.sy = sy, w->last.t = t, w->last.P = P;
         STEM_TRY(gpu_gather_windows(w->win, w->out, pr, P, tl, wx, wy, w->stream));
         w->s_bytes += 8.0 * region * nb;
         w->dram += 8.0 * region * nb + 8.0 * region * P + 8.0 * P * win;
@@ -520,6 +542,32 @@ static int out_create(out_ctx *c, const stem_engine *e, const stem_plan *plan, c
     return err;
 }
 
+/* [debug] gpu_gemm_check: worker 0's last tile's CGEMMs again, alone on the GPU (the other
+ * streams idle), repeated: the rate the same shapes reach in isolation (TFLOP/s), to set
+ * against the rate inside the output step. Streaming mode's region buffer still holds that
+ * tile's unit, the single-transfer S-matrix is still bound: the same inputs. */
+static double gemm_isolated_rate(out_ctx *c)
+{
+    out_worker *w = &c->w[0];
+    if (c->op.direct || !w->last.src || cudaSetDevice(c->dev.ids[0]) != cudaSuccess) return 0;
+    const gpu_tile *tl = &c->op.tiling.tile[w->last.t];
+    double f0 = w->flops, t = 0;
+    const int reps = 20;
+    for (int r = 0; r < reps + 1; r++) {
+        if (r == 1) { /* the first call warms up */
+            if (cudaStreamSynchronize(w->stream) != cudaSuccess) return 0;
+            f0 = w->flops;
+            t = stem_wall_time();
+        }
+        if (tile_gemm(c, w, w->last.src, w->last.W, w->last.H, w->last.sx, w->last.sy, tl, w->last.P)) return 0;
+    }
+    if (cudaStreamSynchronize(w->stream) != cudaSuccess) return 0;
+    t = stem_wall_time() - t;
+    double rate = (w->flops - f0) / t / 1e12;
+    w->flops = f0;
+    return rate;
+}
+
 static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *const *S_given,
                       const stem_detector *det, stem_result *res)
 {
@@ -553,8 +601,11 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     double t2 = stem_wall_time();
     long n = c->op.tiling.n_probes;
     if (!err && n > 0) {
-        double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1;
+        double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1, gemm_flops = 0, gemm_s = 0;
         for (int i = 0; i < c->dev.workers; i++) {
+            gemm_flops += c->w[i].gemm_flops;
+            gemm_s += c->w[i].gemm_s;
+            c->w[i].gemm_flops = c->w[i].gemm_s = 0;
             flops += c->w[i].flops;
             sb += c->w[i].s_bytes;
             dram += c->w[i].dram;
@@ -569,6 +620,16 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
                   fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
                   c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9,
                   dram / dt / 1e9, h2d / 1e9, h2d / dt / 1e9);
+        if (gemm_s > 0) { /* timed on each stream: with several per GPU, its intervals hold the others' kernels too */
+            double in_step = gemm_flops / gemm_s / 1e12;
+            double alone = plan->opt.gpu_gemm_check ? gemm_isolated_rate(c) : 0;
+            char iso[128] = "";
+            if (alone > 0)
+                snprintf(iso, sizeof iso, "; the last tile's CGEMMs alone: %.2f TFLOP/s (in the step %.0f%% of that)",
+                         alone, 100 * in_step / alone);
+            stem_info("gpu PRISM output: CGEMMs %.3f s summed over %d stream(s) (with several streams per GPU the "
+                      "intervals overlap): %.2f TFLOP/s per stream%s", gemm_s, c->dev.workers, in_step, iso);
+        }
     }
     gpu_unpin(S, pinned);
     if (err || !c->keep) gpu_output_cache_free(st);

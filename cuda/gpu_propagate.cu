@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cufftXt.h>
+
 #include "gpu_internal.cuh"
+
+#include "gpu_fft_callbacks_lto.h" /* generated: the LTO-IR of cuda/lto/fft_callbacks.cu */
 
 /* ---- planning ------------------------------------------------------------- */
 
@@ -264,6 +268,62 @@ void gpu_prop_shared_free(gpu_prop_shared *sh)
     memset(sh, 0, sizeof *sh);
 }
 
+/* The worker's batched 2D C2C plan on handle h (made with cufftCreate), its work area left to the caller. */
+static cufftResult make_batch_plan(const stem_plan *plan, const gpu_prop_plan *pp, cufftHandle h, size_t *work)
+{
+    int n[2] = {plan->ny, plan->nx}, grid = plan->nx * plan->ny;
+    return cufftMakePlanMany(h, 2, n, NULL, 1, grid, NULL, 1, grid, CUFFT_C2C, pp->batch, work);
+}
+
+cufftResult gpu_fft_callback_plan(const stem_plan *plan, const gpu_prop_plan *pp, const char *const *names, int n_names,
+                                  gpu_fft_load_factor *factor, cufftHandle *h, size_t *work, int *name_used)
+{
+    cufftResult r = CUFFT_NOT_SUPPORTED;
+    for (int k = *name_used; k < n_names; k++) {
+        /* a plan keeps an LTO callback once set: each name on a handle of its own */
+        if ((r = cufftCreate(h)) != CUFFT_SUCCESS) return r;
+        void *info = factor;
+        r = cufftSetAutoAllocation(*h, 0);
+        if (r == CUFFT_SUCCESS)
+            r = cufftXtSetJITCallback(*h, names[k], (const void *)gpu_fft_callbacks_lto, sizeof gpu_fft_callbacks_lto,
+                                      CUFFT_CB_LD_COMPLEX, &info);
+        if (r == CUFFT_SUCCESS) r = make_batch_plan(plan, pp, *h, work);
+        if (r == CUFFT_SUCCESS) {
+            *name_used = k;
+            return r;
+        }
+        cufftDestroy(*h);
+    }
+    return r;
+}
+
+/* fft_t and fft_p with their callback data, or w->fused = 0 and the reason in w->fft_note. */
+static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w, size_t *work_t,
+                              size_t *work_p)
+{
+    GPU_ALLOC(w->factors, 2 * sizeof(gpu_fft_load_factor), "cuFFT callback data");
+    double t0 = stem_wall_time();
+    static const char *names[GPU_FFT_LOAD_N_NAMES] = GPU_FFT_LOAD_NAMES;
+    int name = 0;
+    cufftResult r = gpu_fft_callback_plan(plan, pp, names, GPU_FFT_LOAD_N_NAMES, &w->factors[0], &w->fft_t, work_t, &name);
+    if (r != CUFFT_SUCCESS) {
+        snprintf(w->fft_note, sizeof w->fft_note, "cuFFT error %d", (int)r);
+        cudaGetLastError();
+        return STEM_OK;
+    }
+    r = gpu_fft_callback_plan(plan, pp, names, GPU_FFT_LOAD_N_NAMES, &w->factors[1], &w->fft_p, work_p, &name);
+    if (r != CUFFT_SUCCESS) {
+        cufftDestroy(w->fft_t);
+        snprintf(w->fft_note, sizeof w->fft_note, "cuFFT error %d on the inverse plan", (int)r);
+        cudaGetLastError();
+        return STEM_OK;
+    }
+    w->fused = 1;
+    snprintf(w->fft_note, sizeof w->fft_note, "multiplies in cuFFT's loads (LTO callbacks, linked in %.2f s)",
+             stem_wall_time() - t0);
+    return STEM_OK;
+}
+
 int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w)
 {
     memset(w, 0, sizeof *w);
@@ -283,10 +343,30 @@ int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_p
         GPU_ALLOC(w->slice[0], grid * sizeof(float2), "transmission slice buffer (streaming)");
         GPU_ALLOC(w->slice[1], grid * sizeof(float2), "transmission slice buffer (streaming)");
     }
-    int n[2] = {plan->ny, plan->nx};
-    CUFFT_CALL(cufftPlanMany(&w->fft, 2, n, NULL, 1, (int)grid, NULL, 1, (int)grid, CUFFT_C2C, pp->batch));
+    size_t work = 0, work_t = 0, work_p = 0;
+    CUFFT_CALL(cufftCreate(&w->fft));
     w->has_fft = 1;
+    CUFFT_CALL(cufftSetAutoAllocation(w->fft, 0));
+    CUFFT_CALL(make_batch_plan(plan, pp, w->fft, &work));
+    if (plan->opt.fft_callbacks != STEM_FFT_CALLBACKS_ON) {
+        snprintf(w->fft_note, sizeof w->fft_note, "multiplies as separate kernels");
+    } else {
+        STEM_TRY(fused_plans_create(plan, pp, w, &work_t, &work_p));
+        if (!w->fused)
+            return STEM_FAIL(STEM_ERR_GPU, "[compute] fft_callbacks = on, but cuFFT could not link the load callback "
+                             "(%s); set it off", w->fft_note);
+    }
+    if (work_t > work) work = work_t;
+    if (work_p > work) work = work_p;
+    if (work) GPU_ALLOC(w->fft_work, work, "cuFFT work area");
+    CUFFT_CALL(cufftSetWorkArea(w->fft, w->fft_work));
     CUFFT_CALL(cufftSetStream(w->fft, w->stream));
+    if (w->fused) {
+        CUFFT_CALL(cufftSetWorkArea(w->fft_t, w->fft_work));
+        CUFFT_CALL(cufftSetWorkArea(w->fft_p, w->fft_work));
+        CUFFT_CALL(cufftSetStream(w->fft_t, w->stream));
+        CUFFT_CALL(cufftSetStream(w->fft_p, w->stream));
+    }
     return STEM_OK;
 }
 
@@ -295,6 +375,12 @@ void gpu_prop_worker_free(gpu_prop_worker *w)
     if (w->has_streams >= 1) cudaStreamSynchronize(w->stream);
     if (w->has_streams >= 2) cudaStreamSynchronize(w->copy);
     if (w->has_fft) cufftDestroy(w->fft);
+    if (w->fused) {
+        cufftDestroy(w->fft_t);
+        cufftDestroy(w->fft_p);
+    }
+    gpu_free(w->factors);
+    gpu_free(w->fft_work);
     gpu_free(w->waves);
     gpu_free(w->slice[0]);
     gpu_free(w->slice[1]);
@@ -344,29 +430,72 @@ int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const 
     return STEM_OK;
 }
 
+/* Streaming: slice s's transmission function into w->slice[s & 1] on the copy stream,
+ * the compute stream waiting for it; returns the device copy. */
+static const float2 *stream_slice_in(const stem_plan *plan, const stem_complex *host_trans, gpu_prop_worker *w, int s)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    int k = s & 1;
+    if (cudaStreamWaitEvent(w->copy, w->freed[k], 0) != cudaSuccess ||
+        cudaMemcpyAsync(w->slice[k], host_trans + (size_t)s * grid, grid * sizeof(float2), cudaMemcpyHostToDevice,
+                        w->copy) != cudaSuccess ||
+        cudaEventRecord(w->ready[k], w->copy) != cudaSuccess || cudaStreamWaitEvent(w->stream, w->ready[k], 0) != cudaSuccess)
+        return NULL;
+    return w->slice[k];
+}
+
+/* The callback data in stream order: the forward plan's factor is this slice's t. */
+static __global__ void k_set_factors(gpu_fft_load_factor *f, const float2 *t, const float2 *prop, unsigned long long grid)
+{
+    unsigned magic, shift;
+    gpu_fft_divisor((unsigned)grid, &magic, &shift);
+    f[0].factor = t;
+    f[1].factor = prop;
+    for (int k = 0; k < 2; k++) {
+        f[k].grid = grid;
+        f[k].magic = magic;
+        f[k].shift = shift;
+    }
+}
+
+/* gpu_propagate with the multiplies inside cuFFT's loads: per slice one forward FFT that
+ * multiplies by t as it loads, and (but after the last slice) one inverse FFT that
+ * multiplies by the propagator as it loads. */
+static int propagate_fused(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh,
+                           const stem_complex *host_trans, gpu_prop_worker *w, int from, int to)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    if (from > 0) {
+        k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, sh->trans, sh->prop, grid);
+        CUDA_LAUNCH();
+        CUFFT_CALL(cufftExecC2C(w->fft_p, w->waves, w->waves, CUFFT_INVERSE));
+    }
+    for (int s = from; s < to; s++) {
+        const float2 *t = pp->streaming ? stream_slice_in(plan, host_trans, w, s) : sh->trans + (size_t)s * grid;
+        if (!t) return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
+        k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, t, sh->prop, grid);
+        CUDA_LAUNCH();
+        CUFFT_CALL(cufftExecC2C(w->fft_t, w->waves, w->waves, CUFFT_FORWARD));
+        if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[s & 1], w->stream));
+        if (s + 1 < to) CUFFT_CALL(cufftExecC2C(w->fft_p, w->waves, w->waves, CUFFT_INVERSE));
+    }
+    return STEM_OK;
+}
+
 int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
                   gpu_prop_worker *w, int from, int to)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
+    if (w->fused) return propagate_fused(plan, pp, sh, host_trans, w, from, to);
     if (from > 0) { /* the propagator the consumer applied only to its own pixels, then back to real space */
         STEM_TRY(gpu_mul_bcast(w->waves, sh->prop, grid, pp->batch, w->stream));
         CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_INVERSE));
     }
-    for (int s = from; s < to; s++) {
-        const float2 *t;
-        int k = s & 1;
-        if (pp->streaming) { /* slice s on the copy stream while the previous slice computes */
-            CUDA_CALL(cudaStreamWaitEvent(w->copy, w->freed[k], 0));
-            CUDA_CALL(cudaMemcpyAsync(w->slice[k], host_trans + (size_t)s * grid, grid * sizeof(float2),
-                                      cudaMemcpyHostToDevice, w->copy));
-            CUDA_CALL(cudaEventRecord(w->ready[k], w->copy));
-            CUDA_CALL(cudaStreamWaitEvent(w->stream, w->ready[k], 0));
-            t = w->slice[k];
-        } else {
-            t = sh->trans + (size_t)s * grid;
-        }
+    for (int s = from; s < to; s++) { /* streaming: slice s copied while the previous slice computes */
+        const float2 *t = pp->streaming ? stream_slice_in(plan, host_trans, w, s) : sh->trans + (size_t)s * grid;
+        if (!t) return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
         STEM_TRY(gpu_mul_bcast(w->waves, t, grid, pp->batch, w->stream));
-        if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[k], w->stream));
+        if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[s & 1], w->stream));
         CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_FORWARD));
         if (s + 1 < to) {
             STEM_TRY(gpu_mul_bcast(w->waves, sh->prop, grid, pp->batch, w->stream));

@@ -160,10 +160,10 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     if (!err) err = stem_dispatch(&work, c->pp.n_items, c->pp.batch, c->dev.workers, "GPU S-matrix plane waves");
     double t2 = stem_wall_time();
     if (!err && c->pp.n_items > 0)
-        stem_info("gpu S-matrix: %ld plane waves on %d GPU(s) x %d stream(s), batch %d, %s: %.3f s compute "
+        stem_info("gpu S-matrix: %ld plane waves on %d GPU(s) x %d stream(s), batch %d, %s, %s: %.3f s compute "
                   "(%.4f ms per plane wave), %.3f s %s (%.3f s page-locking the host S-matrix)",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
-                  c->pp.streaming ? "streaming" : "single-transfer", t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
+                  c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
                   fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)", tp);
     gpu_unpin(trans, pinned);
     gpu_unpin(S_local, c->S_pinned);

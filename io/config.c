@@ -280,6 +280,11 @@ static const key_spec key_table[] = {
      "CUDA streams (and host worker threads) per GPU"},
     {"compute", "memory_mode", K_ENUM, OFF(memory_mode), "auto", 0, 0, "auto|single|streaming", "-",
      "GPU memory mode: single-transfer, streaming, or decided from the estimate"},
+    {"compute", "fft_callbacks", K_ENUM, OFF(fft_callbacks), "off", 0, 0, "off|on", "-",
+     "GPU engine: on does the transmission and propagator multiplies of every slice inside cuFFT's loads "
+     "(LTO callbacks, linked when the plans are made; an error if cuFFT cannot) instead of as separate kernels. "
+     "Off by default: measured on an H100 with CUDA 13's cuFFT, the callback FFTs are slower than the separate "
+     "kernels (1000^2, batch 8: 2.0x a bare FFT pair per slice against 1.4x) and linking takes ~1 s per stream"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
@@ -301,6 +306,9 @@ static const key_spec key_table[] = {
      "force the edge of the GPU PRISM output tiles (0: chosen from the GPU's memory)"},
     {"debug", "gpu_gemm", K_ENUM, OFF(gpu_gemm), "standard", 0, 0, "standard|3m", "-",
      "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m) is faster but changes results at the 1e-6 level"},
+    {"debug", "gpu_gemm_check", K_BOOL, OFF(gpu_gemm_check), "false", 0, 0, NULL, "-",
+     "after each GPU PRISM output step, time the last tile's CGEMMs again alone and log their rate beside the "
+     "rate inside the step (-v; benchmarking)"},
     {"debug", "gpu_prism_resident", K_ENUM, OFF(gpu_prism_resident), "auto", 0, 0, "off|auto", "-",
      "one-rank groups keep the PRISM S-matrix in device memory between its steps when it fits "
      "(auto); off always copies it through the host (for comparison)"},

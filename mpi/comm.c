@@ -17,6 +17,17 @@ static int choose_groups(int world_size, int n_configs, int requested)
     return best;
 }
 
+void stem_mpi_singleton_defaults(void)
+{
+    static const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "PMIX_NAMESPACE",
+                                     "OMPI_UNIVERSE_SIZE", "SLURM_STEP_ID", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD"};
+    for (size_t k = 0; k < sizeof launched / sizeof launched[0]; k++)
+        if (getenv(launched[k])) return;
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0); /* no helper daemon: stemsim never spawns */
+    setenv("OMPI_MCA_pml", "ob1", 0);                   /* no network transports for one process */
+    setenv("OMPI_MCA_btl", "self,vader", 0);
+}
+
 int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, int node_shared, int ranks_per_node)
 {
     memset(m, 0, sizeof *m);

@@ -21,6 +21,7 @@ typedef enum { STEM_SCAN_FRACTIONAL = 0, STEM_SCAN_ANGSTROM = 1 } stem_scan_unit
 typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
 typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
+typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_callbacks;
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
 typedef enum { STEM_DIST_AUTO = 0, STEM_DIST_ON = 1, STEM_DIST_OFF = 2 } stem_dist_mode;
 typedef enum { STEM_CHECKPOINT_AUTO = 0, STEM_CHECKPOINT_ON = 1, STEM_CHECKPOINT_OFF = 2 } stem_checkpoint_mode;
@@ -108,6 +109,7 @@ typedef struct {
     int device;
     int gpus_per_rank, streams_per_gpu;
     int memory_mode;
+    int fft_callbacks;       /* stem_fft_callbacks: GPU multiplies folded into cuFFT's loads */
     int fp_groups;
     int fft_planning;
     char fft_wisdom[STEM_PATH_MAX]; /* "": none */
@@ -117,6 +119,7 @@ typedef struct {
     int gpu_tile;            /* 0: automatic */
     int gpu_gemm;            /* stem_gpu_gemm */
     int gpu_prism_resident;  /* 1: auto, 0: off */
+    int gpu_gemm_check;      /* time the PRISM output's CGEMMs alone after the step (log) */
     int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
     int ranks_per_node;      /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
     /* which keys were given explicitly (index into the key table) */

@@ -49,6 +49,10 @@ typedef struct {
     int (*count)(void);                   /* usable GPUs visible to this process */
     const char *(*unavailable_reason)(void);
     int (*create)(const stem_plan *plan, stem_engine *engine);
+    /* start (1): create GPU 0's CUDA context on a thread of its own while the model is
+     * read and the run planned (only where GPU 0 will be this rank's first GPU); wait (0)
+     * for it. count and create wait for it themselves. */
+    void (*warm_up)(int start);
 } stem_gpu_provider;
 
 /* [compute] device: cpu, gpu (an error without a usable GPU), auto. Once per

@@ -253,6 +253,11 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     stem_atoms thickest = {0};
     int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
     if (!err) resolve_model_path(cfg);
+    int world_size = 1;
+    MPI_Comm_size(world, &world_size);
+    /* one rank: its first GPU is GPU 0, so its context can be made while the model is read */
+    if (!err && world_size == 1 && cfg->device != STEM_DEVICE_CPU && cfg->algorithm != STEM_ALG_HRTEM)
+        stem_gpu_engine_provider()->warm_up(1);
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
     if (!err) err = load_inputs(cfg, potentials, atoms, world, rank);
@@ -439,6 +444,7 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
 int main(int argc, char **argv)
 {
     int provided, rank = 0;
+    stem_mpi_singleton_defaults();
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "stemsim: error: MPI_Init_thread failed\n");
         return STEM_ERR_MPI;
@@ -464,6 +470,7 @@ int main(int argc, char **argv)
         err = run(&o, MPI_COMM_WORLD, rank);
     }
     free(o.overrides);
+    stem_gpu_engine_provider()->warm_up(0); /* a run that stopped before its engine was made */
     /* an error no agreement printed (this rank left on its own) */
     stem_log_release_held(err != STEM_OK);
     MPI_Finalize();

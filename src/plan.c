@@ -389,6 +389,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpus_per_rank = cfg->gpus_per_rank;
     o->streams_per_gpu = cfg->streams_per_gpu;
     o->memory_mode = cfg->memory_mode;
+    o->fft_callbacks = cfg->fft_callbacks;
     o->batch_given = stem_config_given(cfg, "compute", "batch_size");
     o->seed = cfg->seed;
     o->thermal = cfg->thermal;
@@ -402,6 +403,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->gpu_tile = cfg->gpu_tile;
     o->gpu_gemm = cfg->gpu_gemm;
     o->gpu_prism_resident = cfg->gpu_prism_resident;
+    o->gpu_gemm_check = cfg->gpu_gemm_check;
     o->gpu_transmission = cfg->gpu_transmission;
     o->source_size = cfg->source_size;
     o->focal_spread = cfg->cc > 0 && cfg->energy_spread > 0

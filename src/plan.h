@@ -33,7 +33,7 @@ typedef struct {
     double objective_aperture; /* hrtem: rad (0: none) */
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */
-    int gpus_per_rank, streams_per_gpu, memory_mode;
+    int gpus_per_rank, streams_per_gpu, memory_mode, fft_callbacks;
     int batch_given;        /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
     long seed;
     int thermal;
@@ -47,7 +47,7 @@ typedef struct {
     int finite_projection;   /* atoms' potentials split over the slices they reach (potential.c) */
     const char *potential_file; /* [simulation] potential_file: the configuration's ("": none) */
     const char *smatrix_file;   /* [simulation] smatrix_file: PRISM's S-matrices read, not computed ("": none) */
-    int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission; /* [debug] kernel variants */
+    int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission, gpu_gemm_check; /* [debug] */
 } stem_options;
 
 typedef struct {

@@ -2,7 +2,8 @@
 // engine runs on small random inputs, is compared with the plain-C reference
 // that the CPU engine uses, and is timed. Skips (77) without a GPU.
 //
-//   gpu_kernel_check [reps]     (ctest: gpu_kernel_check, label gpu)
+//   gpu_kernel_check [reps [--bench]]   (ctest: gpu_kernel_check, label gpu; --bench adds
+//                                        the propagation at the benchmarks' grid sizes)
 //
 // | kernel (launcher)                 | reference (CPU engine)                                  |
 // | k_detect (gpu_det_run)            | stem_detect: rings, images, total, DPC, 4D              |
@@ -14,6 +15,9 @@
 // | k_gather (gpu_gather_windows)     | prism.c gather_window, from the tile product's layout   |
 // | k_direct (gpu_direct_windows)     | prism.c gather_window: sum over beams in double         |
 // | k_arrange (gpu_prism_arrange)     | stem_prism_arrange                                      |
+// | gpu_propagate with fft_callbacks  | gpu_propagate with separate k_mul_bcast kernels (above), |
+// |   (multiplies in cuFFT's loads)   |   whole, split at a slice, streaming; timed per slice   |
+// |                                   |   against a bare forward + inverse cuFFT pair           |
 // The transmission kernels (gpu_potential.cu) are checked by gpu_transmission_check,
 // and everything together by gpu_vs_cpu.sh. Every output buffer starts as NaN
 // (bytes 0xff) where the kernel should write all of it, so a number left out fails,
@@ -457,6 +461,148 @@ static int check_arrange(const stem_plan *plan, int reps)
     return STEM_OK;
 }
 
+// Random unit-modulus grids (transmission functions), scaled by s.
+static std::vector<float2> random_phases(size_t n, float s, unsigned seed)
+{
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> angle(-3.14159f, 3.14159f);
+    std::vector<float2> v(n);
+    for (auto &x : v) {
+        float a = angle(rng);
+        x = make_float2(s * std::cos(a), s * std::sin(a));
+    }
+    return v;
+}
+
+// One worker of gpu_propagate (fused or not) on n_slices random slices, with the same start.
+struct prop_case {
+    stem_plan plan;
+    gpu_prop_plan pp;
+    gpu_prop_shared sh;
+    gpu_prop_worker w;
+    std::vector<float2> start;
+    const stem_complex *host_trans;
+};
+
+static int prop_case_create(prop_case &c, const stem_plan *base, int nx, int ny, int batch, int n_slices, int callbacks,
+                            int streaming, const stem_complex *host_trans, const float2 *dev_trans, const float2 *dev_prop)
+{
+    c.plan = *base;
+    c.plan.nx = nx;
+    c.plan.ny = ny;
+    c.plan.n_slices = n_slices;
+    c.plan.opt.fft_callbacks = callbacks;
+    std::memset(&c.pp, 0, sizeof c.pp);
+    c.pp.batch = batch;
+    c.pp.streaming = streaming;
+    c.pp.n_items = batch;
+    std::memset(&c.sh, 0, sizeof c.sh);
+    c.sh.trans = (float2 *)dev_trans;
+    c.sh.prop = (float2 *)dev_prop;
+    c.host_trans = host_trans;
+    c.start = random_phases((size_t)nx * ny * batch, 1.0f, 5);
+    return gpu_prop_worker_create(&c.plan, &c.pp, &c.w);
+}
+
+// The batch after slices [0, split) and [split, n_slices) (split 0: one call), in Fourier space.
+static int prop_case_run(prop_case &c, int split, std::vector<float2> &out)
+{
+    size_t bytes = sizeof(float2) * c.start.size();
+    CUDA_CALL(cudaMemcpy(c.w.waves, c.start.data(), bytes, cudaMemcpyHostToDevice));
+    if (split > 0) STEM_TRY(gpu_propagate(&c.plan, &c.pp, &c.sh, c.host_trans, &c.w, 0, split));
+    STEM_TRY(gpu_propagate(&c.plan, &c.pp, &c.sh, c.host_trans, &c.w, split, c.plan.n_slices));
+    out.resize(c.start.size());
+    CUDA_CALL(cudaStreamSynchronize(c.w.stream));
+    CUDA_CALL(cudaMemcpy(out.data(), c.w.waves, bytes, cudaMemcpyDeviceToHost));
+    return STEM_OK;
+}
+
+static float prop_case_time_us(prop_case &c, int reps)
+{
+    timer t;
+    t.start(c.w.stream);
+    for (int r = 0; r < reps; r++)
+        if (gpu_propagate(&c.plan, &c.pp, &c.sh, c.host_trans, &c.w, 0, c.plan.n_slices)) return NAN;
+    return t.stop_us(c.w.stream, reps) / c.plan.n_slices;
+}
+
+// Slices with the transmission and propagator multiplies inside cuFFT's loads ([compute]
+// fft_callbacks) against the separate kernels, whole, split and streaming; then the time
+// per slice of both against a bare forward + inverse pair of the same batched plan.
+static int check_fft_callbacks(const stem_plan *base, int nx, int ny, int batch, int n_slices, int reps)
+{
+    size_t grid = (size_t)nx * ny;
+    std::vector<float2> trans = random_phases(grid * n_slices, 1.0f, 21), prop = random_phases(grid, 1.0f / grid, 22);
+    float2 *dt, *dp;
+    GPU_ALLOC(dt, sizeof(float2) * trans.size(), "transmission functions");
+    GPU_ALLOC(dp, sizeof(float2) * grid, "propagator");
+    CUDA_CALL(cudaMemcpy(dt, trans.data(), sizeof(float2) * trans.size(), cudaMemcpyHostToDevice));
+    CUDA_CALL(cudaMemcpy(dp, prop.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
+    const stem_complex *ht = (const stem_complex *)trans.data();
+    prop_case sep, fused, fused_stream;
+    int err = prop_case_create(sep, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 0, ht, dt, dp);
+    if (!err) err = prop_case_create(fused, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_ON, 0, ht, dt, dp);
+    if (!err) err = prop_case_create(fused_stream, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_ON, 1, ht, dt, dp);
+    if (err) {
+        std::printf("| fft callbacks | cannot be used here: %s |\n", fused.w.fft_note);
+        failures++;
+        return STEM_OK;
+    }
+    std::printf("| %s |\n", fused.w.fft_note);
+    std::vector<float2> ref, a, b, c;
+    STEM_TRY(prop_case_run(sep, 0, ref));
+    STEM_TRY(prop_case_run(fused, 0, a));
+    STEM_TRY(prop_case_run(fused, n_slices / 2, b));
+    STEM_TRY(prop_case_run(fused_stream, 0, c));
+    char size[64];
+    std::snprintf(size, sizeof size, "%d waves x %dx%d, %d slices", batch, nx, ny, n_slices);
+    // float FFTs of unit-modulus waves: ~1e-7 per slice, the kernels differing only in FMA contraction
+    float us_sep = prop_case_time_us(sep, reps), us_fused = prop_case_time_us(fused, reps);
+    compare("fused", size, (const float *)a.data(), (const float *)ref.data(), 2 * ref.size(), 2, 1e-5, us_fused);
+    compare("fused split", size, (const float *)b.data(), (const float *)ref.data(), 2 * ref.size(), 2, 1e-5, us_fused);
+    compare("fused stream", size, (const float *)c.data(), (const float *)ref.data(), 2 * ref.size(), 2, 1e-5,
+            prop_case_time_us(fused_stream, reps));
+    // a bare forward + inverse pair of the same plan on the same batch, no multiplies
+    timer t;
+    t.start(sep.w.stream);
+    for (int r = 0; r < reps * n_slices; r++) {
+        CUFFT_CALL(cufftExecC2C(sep.w.fft, sep.w.waves, sep.w.waves, CUFFT_FORWARD));
+        CUFFT_CALL(cufftExecC2C(sep.w.fft, sep.w.waves, sep.w.waves, CUFFT_INVERSE));
+    }
+    float us_pair = t.stop_us(sep.w.stream, reps * n_slices);
+    // the same pair with a load callback that only loads: what cuFFT's callback kernels cost by themselves
+    const char *identity[1] = {"stem_fft_load_identity"};
+    int name = 0;
+    size_t work = 0;
+    cufftHandle h;
+    float us_identity = NAN;
+    cufftResult r = gpu_fft_callback_plan(&sep.plan, &sep.pp, identity, 1, fused.w.factors, &h, &work, &name);
+    if (r != CUFFT_SUCCESS) std::printf("| identity load callback: cuFFT error %d |\n", (int)r);
+    if (r == CUFFT_SUCCESS) {
+        void *area = NULL;
+        if (work) GPU_ALLOC(area, work, "cuFFT work area");
+        CUFFT_CALL(cufftSetWorkArea(h, area));
+        CUFFT_CALL(cufftSetStream(h, sep.w.stream));
+        t.start(sep.w.stream);
+        for (int r = 0; r < reps * n_slices; r++) {
+            CUFFT_CALL(cufftExecC2C(h, sep.w.waves, sep.w.waves, CUFFT_FORWARD));
+            CUFFT_CALL(cufftExecC2C(h, sep.w.waves, sep.w.waves, CUFFT_INVERSE));
+        }
+        us_identity = t.stop_us(sep.w.stream, reps * n_slices);
+        cufftDestroy(h);
+        gpu_free(area);
+    }
+    std::printf("| per slice   | %-34s | pair %.1f us, with identity load callbacks %.1f us | separate kernels %.1f us "
+                "(%.2fx) | callbacks %.1f us (%.2fx) |\n",
+                size, us_pair, us_identity, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
+    gpu_prop_worker_free(&sep.w);
+    gpu_prop_worker_free(&fused.w);
+    gpu_prop_worker_free(&fused_stream.w);
+    gpu_free(dt);
+    gpu_free(dp);
+    return STEM_OK;
+}
+
 int main(int argc, char **argv)
 {
     int count = 0;
@@ -466,6 +612,7 @@ int main(int argc, char **argv)
     }
     stem_log_init(0, STEM_LOG_QUIET);
     int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+    int bench = argc > 2 && !std::strcmp(argv[2], "--bench"); // also the benchmark sizes
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     cudaStream_t s;
@@ -493,6 +640,10 @@ int main(int argc, char **argv)
     if (!err) err = check_mul_bcast(&plan_ms, 16, reps, s);
     if (!err) err = check_output(&plan, 8, reps, s);
     if (!err) err = check_arrange(&plan, reps);
+    if (!err) err = check_fft_callbacks(&plan_ms, 256, 192, 4, 6, reps);
+    // the benchmarks' sizes: amorphous carbon's 1000^2 (the GPU engine's batch of 8) and SrTiO3's 1024^2
+    if (!err && bench) err = check_fft_callbacks(&plan_ms, 1000, 1000, 8, 20, reps);
+    if (!err && bench) err = check_fft_callbacks(&plan_ms, 1024, 1024, 8, 20, reps);
     if (err) {
         std::printf("FAIL: set-up error %d\n", err);
         return 1;
