@@ -136,13 +136,9 @@ int stem_prism_window_origin(double x, double cell, int crop, int window)
 
 /* Probes of one scan row are taken in runs of up to OUTPUT_RUN: their windows overlap
  * almost wholly, so each pixel's beams are read from the (large) S-matrix once per run
- * and used for every window holding the pixel while they sit in the L1 cache; each
+ * and summed for all the run's windows at once, the probes in the vector lanes; each
  * window value is the same sum as for a probe alone, so results do not depend on runs. */
-enum { OUTPUT_RUN = 16 };
-
-typedef struct {
-    int cx, cy, wx, wy, nb; /* S-matrix box, window, beams */
-} plan_window;
+enum { OUTPUT_RUN = STEM_PRISM_RUN };
 
 typedef struct {
     const stem_plan *plan;
@@ -151,6 +147,7 @@ typedef struct {
     stem_result *res;
     size_t win_stride;           /* complex numbers from one window to the next (aligned like the first) */
     stem_complex **coef, **window; /* per worker: [OUTPUT_RUN][n_beams], [OUTPUT_RUN][win_stride] */
+    float **coef_t;                /* per worker: the coefficients transposed, re then im, 2 x [n_beams][OUTPUT_RUN] */
     float **intensity;
     stem_fft *fft;
 } output_job;
@@ -162,8 +159,9 @@ static int output_setup(void *ctx, int w)
     size_t win = (size_t)plan->out_nx * plan->out_ny;
     job->coef[w] = stem_fft_alloc((size_t)OUTPUT_RUN * plan->n_beams, "beam coefficients");
     job->window[w] = stem_fft_alloc(OUTPUT_RUN * job->win_stride, "probe windows");
+    job->coef_t[w] = (float *)stem_fft_alloc((size_t)OUTPUT_RUN * plan->n_beams, "beam coefficients"); /* 2 floats each */
     job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
-    if (!job->coef[w] || !job->window[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
+    if (!job->coef[w] || !job->window[w] || !job->coef_t[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
     return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w],
                            plan->opt.fft_measure);
 }
@@ -174,34 +172,58 @@ static void output_teardown(void *ctx, int w)
     stem_fft_destroy(&job->fft[w]);
     stem_fft_free(job->coef[w]);
     stem_fft_free(job->window[w]);
+    stem_fft_free((stem_complex *)job->coef_t[w]);
     free(job->intensity[w]);
     job->coef[w] = job->window[w] = NULL;
+    job->coef_t[w] = NULL;
     job->intensity[w] = NULL;
 }
 
-/* The weighted sum over beams of one S-matrix pixel: the window value of one probe. */
-static inline stem_complex beam_sum(const stem_complex *coef, const stem_complex *s, int nb)
+/* acc[t] = sum_b coef[t][b] s[b] for the STEM_PRISM_RUN lanes t at once: the lanes are
+ * probes, so each sum over b keeps its order (no reassociation: the same value as one probe
+ * alone) and the vectors run over t (GCC's vector extension: 8 floats, AVX2 where the CPU
+ * has it, else two SSE halves). The product is the plain complex one, as C's for finite
+ * numbers; no FMA, whose different rounding would make results depend on the build. */
+typedef float run_lanes __attribute__((vector_size(32), aligned(4)));
+_Static_assert(STEM_PRISM_RUN == 16, "run_sums holds a run in two vectors of 8");
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void run_sums(const stem_complex *restrict s, int nb, const float *restrict coef_re,
+                     const float *restrict coef_im, float *restrict acc_re, float *restrict acc_im)
 {
-    stem_complex sum = 0;
-    for (int b = 0; b < nb; b++) sum += coef[b] * s[b];
-    return sum;
+    run_lanes re0 = {0}, re1 = {0}, im0 = {0}, im1 = {0};
+    for (int b = 0; b < nb; b++) {
+        float sr = crealf(s[b]), si = cimagf(s[b]);
+        const run_lanes *cr = (const run_lanes *)(coef_re + (size_t)b * STEM_PRISM_RUN);
+        const run_lanes *ci = (const run_lanes *)(coef_im + (size_t)b * STEM_PRISM_RUN);
+        run_lanes pr0 = cr[0] * sr - ci[0] * si, pr1 = cr[1] * sr - ci[1] * si;
+        run_lanes pi0 = cr[0] * si + ci[0] * sr, pi1 = cr[1] * si + ci[1] * sr;
+        re0 += pr0;
+        re1 += pr1;
+        im0 += pi0;
+        im1 += pi1;
+    }
+    memcpy(acc_re, &re0, sizeof re0);
+    memcpy(acc_re + 8, &re1, sizeof re1);
+    memcpy(acc_im, &im0, sizeof im0);
+    memcpy(acc_im + 8, &im1, sizeof im1);
 }
 
-/* The windows of n probes of one scan row (window origins ox[t], one oy), periodic wrap:
- * row by row, each S-matrix pixel of the run's span read once. */
-static void gather_windows(const plan_window *pw, const stem_complex *S, const stem_complex *coef, const int *ox, int oy,
-                           int n, stem_complex *window, size_t win_stride)
+void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re, const float *coef_im,
+                               const int *ox, int oy, int n, int wx, int wy, stem_complex *window, size_t win_stride)
 {
-    int cx = pw->cx, cy = pw->cy, wx = pw->wx, wy = pw->wy, nb = pw->nb;
     int span = ox[n - 1] - ox[0] + wx; /* ox ascending along the row */
+    float re[STEM_PRISM_RUN], im[STEM_PRISM_RUN];
     for (int j = 0; j < wy; j++) {
         int gy = ((oy + j) % cy + cy) % cy;
-        for (int u = 0, first = 0; u < span; u++) {
+        for (int u = 0, first = 0, last = 0; u < span; u++) {
             int gx = ((ox[0] + u) % cx + cx) % cx;
-            const stem_complex *s = S + ((size_t)gy * cx + gx) * nb;
             while (first < n && ox[first] + wx <= ox[0] + u) first++; /* windows that ended */
-            for (int t = first; t < n && ox[t] <= ox[0] + u; t++)
-                window[t * win_stride + (size_t)j * wx + (ox[0] + u - ox[t])] = beam_sum(coef + (size_t)t * nb, s, nb);
+            while (last < n && ox[last] <= ox[0] + u) last++;         /* windows that began */
+            run_sums(S + ((size_t)gy * cx + gx) * nb, nb, coef_re, coef_im, re, im);
+            for (int t = first; t < last; t++)
+                window[t * win_stride + (size_t)j * wx + (ox[0] + u - ox[t])] = re[t] + I * im[t];
         }
     }
 }
@@ -212,8 +234,8 @@ static void output_run(output_job *job, int w, long p, int n)
     const stem_plan *plan = job->plan;
     size_t win = (size_t)plan->out_nx * plan->out_ny;
     float scale = 1.0f / ((float)win * (float)win);
-    plan_window pw = {plan->crop_nx, plan->crop_ny, plan->out_nx, plan->out_ny, plan->n_beams};
-    int ox[OUTPUT_RUN], oy = 0;
+    int nb = plan->n_beams, ox[OUTPUT_RUN], oy = 0;
+    float *coef_re = job->coef_t[w], *coef_im = coef_re + (size_t)nb * OUTPUT_RUN;
     for (int t = 0; t < n; t++) {
         double x, y;
         stem_plan_probe_position(plan, plan->probe_begin + p + t, &x, &y);
@@ -221,7 +243,14 @@ static void output_run(output_job *job, int w, long p, int n)
         ox[t] = stem_prism_window_origin(x, plan->cell[0], plan->crop_nx, plan->out_nx);
         oy = stem_prism_window_origin(y, plan->cell[1], plan->crop_ny, plan->out_ny);
     }
-    gather_windows(&pw, job->S, job->coef[w], ox, oy, n, job->window[w], job->win_stride);
+    for (int b = 0; b < nb; b++) /* transposed, lanes past n zero */
+        for (int t = 0; t < OUTPUT_RUN; t++) {
+            stem_complex c = t < n ? job->coef[w][(size_t)t * nb + b] : 0;
+            coef_re[(size_t)b * OUTPUT_RUN + t] = crealf(c);
+            coef_im[(size_t)b * OUTPUT_RUN + t] = cimagf(c);
+        }
+    stem_prism_gather_windows(job->S, plan->crop_nx, plan->crop_ny, nb, coef_re, coef_im, ox, oy, n, plan->out_nx,
+                              plan->out_ny, job->window[w], job->win_stride);
     for (int t = 0; t < n; t++) {
         stem_complex *window = job->window[w] + t * job->win_stride;
         stem_fft_forward(&job->fft[w], window);
@@ -256,13 +285,15 @@ int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_d
                       .win_stride = ((size_t)plan->out_nx * plan->out_ny + 7) / 8 * 8};
     job.coef = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.window = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job.coef_t = stem_calloc(workers, sizeof(float *), "worker buffers");
     job.intensity = stem_calloc(workers, sizeof(float *), "worker buffers");
     job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
-    int err = job.coef && job.window && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
+    int err = job.coef && job.window && job.coef_t && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
     stem_work work = {&job, output_setup, output_work, output_teardown};
     if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, OUTPUT_RUN, workers, "PRISM output");
     free(job.coef);
     free(job.window);
+    free(job.coef_t);
     free(job.intensity);
     free(job.fft);
     return err;

@@ -19,4 +19,15 @@ int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_d
 /* First pixel (coarse grid, before wrapping) of the window around position x. */
 int stem_prism_window_origin(double x, double cell, int crop, int window);
 
+/* The output step's windows of a run of n <= STEM_PRISM_RUN probes of one scan row
+ * (separate so that tests/unit/test_prism.c checks it against the plain sum): window t
+ * (at window + t * win_stride, wx x wy) is sum_b coef[t][b] S[pixel][b] over the box
+ * pixels from (ox[t], oy) on, wrapped periodically; ox ascending. coef_re and coef_im
+ * are the coefficients transposed, [b][STEM_PRISM_RUN], entries t >= n zero. Each value
+ * is the sum in beam order with the plain complex product, as a probe alone would get it,
+ * so results do not depend on how probes are grouped into runs. */
+enum { STEM_PRISM_RUN = 16 };
+void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re, const float *coef_im,
+                               const int *ox, int oy, int n, int wx, int wy, stem_complex *window, size_t win_stride);
+
 #endif

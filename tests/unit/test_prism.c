@@ -8,8 +8,13 @@
  *    way (window in one piece), by translation invariance of periodic
  *    multislice. The shift is a whole number of pixels of both the full grid
  *    (so the potential is the same, rolled) and the S-matrix grid (so the
- *    window moves by whole pixels). */
+ *    window moves by whole pixels);
+ *  - the output step's vectorised window sums (a run of probes in the vector lanes)
+ *    equal the plain sum over beams of each probe alone, bit for bit, for runs of 1 to
+ *    16 probes whose windows wrap around the box. */
 #include "sim.h"
+
+#include "prism.h"
 
 static const char *si_xyz = STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz";
 
@@ -150,6 +155,58 @@ static void test_window_wrap(int fx, int fy, int tx, int ty)
     sim_free(&b);
 }
 
+/* Uniform in [-1, 1) from a 64-bit LCG: the same numbers everywhere. */
+static float lcg_float(unsigned long long *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*state >> 40) / 8388608.0 - 1.0);
+}
+
+/* stem_prism_gather_windows against sum_b coef[t][b] * S[pixel][b] in C's complex arithmetic
+ * for each window alone: equal bit for bit (the same sum in the same order), every window
+ * value written, nothing outside the windows. */
+static void test_gather_windows(int n, int ox0, int step, int oy)
+{
+    enum { CX = 40, CY = 28, NB = 37, WX = 17, WY = 11, RUN = STEM_PRISM_RUN };
+    unsigned long long state = 12345 + n;
+    stem_complex *S = malloc(sizeof(stem_complex) * CX * CY * NB);
+    stem_complex coef[RUN][NB];
+    float coef_re[NB * RUN], coef_im[NB * RUN];
+    size_t stride = WX * WY + 3; /* not a multiple of anything */
+    stem_complex *win = malloc(sizeof(stem_complex) * RUN * stride);
+    for (int k = 0; k < CX * CY * NB; k++) S[k] = lcg_float(&state) + I * lcg_float(&state);
+    for (int t = 0; t < RUN; t++)
+        for (int b = 0; b < NB; b++) {
+            coef[t][b] = t < n ? lcg_float(&state) + I * lcg_float(&state) : 0;
+            coef_re[b * RUN + t] = crealf(coef[t][b]);
+            coef_im[b * RUN + t] = cimagf(coef[t][b]);
+        }
+    int ox[RUN];
+    for (int t = 0; t < n; t++) ox[t] = ox0 + t * step + (step ? t / 3 : 0); /* uneven steps, as positions rounded */
+    for (size_t k = 0; k < RUN * stride; k++) win[k] = NAN;
+    stem_prism_gather_windows(S, CX, CY, NB, coef_re, coef_im, ox, oy, n, WX, WY, win, stride);
+    int mismatches = 0, unwritten = 0, spilled = 0;
+    for (int t = 0; t < RUN; t++)
+        for (size_t k = 0; k < stride; k++) {
+            stem_complex v = win[t * stride + k];
+            if (t >= n || k >= WX * WY) {
+                spilled += !isnan(crealf(v));
+                continue;
+            }
+            int i = (int)(k % WX), j = (int)(k / WX);
+            int gx = ((ox[t] + i) % CX + CX) % CX, gy = ((oy + j) % CY + CY) % CY;
+            stem_complex sum = 0;
+            for (int b = 0; b < NB; b++) sum += coef[t][b] * S[((size_t)gy * CX + gx) * NB + b];
+            unwritten += isnan(crealf(v));
+            mismatches += memcmp(&v, &sum, sizeof v) != 0;
+        }
+    CHECK_MSG(mismatches == 0 && unwritten == 0 && spilled == 0,
+              "run of %d from x %d (step %d), y %d: %d values differ from the plain sum, %d unwritten, %d written "
+              "outside the windows", n, ox0, step, oy, mismatches, unwritten, spilled);
+    free(S);
+    free(win);
+}
+
 int main(void)
 {
     stem_log_init(0, STEM_LOG_QUIET);
@@ -157,5 +214,10 @@ int main(void)
     test_window_wrap(2, 2, 2, 2);
     test_window_wrap(4, 4, 2, 2);
     test_window_wrap(2, 4, 2, 3); /* rectangular cell, different factors: catches x/y mix-ups */
+    test_gather_windows(1, 3, 1, 2);
+    test_gather_windows(16, -5, 1, -3); /* wraps on the left and at the top */
+    test_gather_windows(16, 30, 2, 20);  /* wraps on the right and at the bottom */
+    test_gather_windows(7, 0, 3, 0);
+    test_gather_windows(16, 0, 0, 0);    /* probes on the same window */
     return check_exit("test_prism");
 }
