@@ -11,6 +11,9 @@
 #    2 streams per GPU.
 # 3. The paper's SrTiO3 slab (benchmarks/paper_srtio3.ini, 32 configurations) at f = 16, 8, 4.
 # `gemm3m` (not in all): the paper's f = 4 job with cublasCgemm3m, its difference printed.
+# `tiles` (not in all): the paper's f = 4 with 2 configurations, output tiles of 16 (auto),
+#   24 and 32 probes a side, and [debug] gpu_gemm = tf32 with its difference printed.
+# `tf32` (not in all): the paper's whole f = 4 job with [debug] gpu_gemm = tf32.
 # Prints each run's whole-process time and its GPU log lines; logs are copied to $OUT.
 set -uo pipefail
 source benchmarks/device_common.sh device_fft_gemm
@@ -58,5 +61,19 @@ if [ "$what" = gemm3m ]; then # the paper's f = 4 job with cublasCgemm3m ([debug
   grep -E "time per phase|rank 0:" $w/paper_f4_3m.log | tail -2
   echo "3m against standard CGEMM (relative RMS per dataset):"
   python3 tests/check_h5.py compare $w/out_paper_f4_3m.h5 $w/out_paper_f4.h5 --tol 1e-5 | tail -12
+fi
+if [ "$what" = tiles ]; then # the paper's f = 4 output step, 2 configurations: tile edges and the TF32 path
+  p4=(benchmarks/paper_srtio3.ini --set simulation.interpolation_x=4 --set simulation.interpolation_y=4 --set compute.device=gpu
+      --set simulation.frozen_phonons=2)
+  for tile in 0 24 32; do run paper_f4_2cfg_tile$tile "${p4[@]}" --set debug.gpu_tile=$tile; done
+  run paper_f4_2cfg_tf32 "${p4[@]}" --set debug.gpu_gemm=tf32
+  echo "TF32 against standard CGEMM (relative RMS per dataset):"
+  python3 tests/check_h5.py compare $w/out_paper_f4_2cfg_tf32.h5 $w/out_paper_f4_2cfg_tile0.h5 --tol 1e-2 | tail -9
+  for tile in 24 32; do python3 tests/check_h5.py compare $w/out_paper_f4_2cfg_tile$tile.h5 $w/out_paper_f4_2cfg_tile0.h5 --tol 1e-6 | tail -1; done
+fi
+if [ "$what" = tf32 ]; then # the paper's whole f = 4 job (32 configurations) with [debug] gpu_gemm = tf32
+  run paper_f4_tf32 benchmarks/paper_srtio3.ini --set simulation.interpolation_x=4 --set simulation.interpolation_y=4 \
+    --set compute.device=gpu --set debug.gpu_gemm=tf32
+  grep -E "time per phase|rank 0:" $w/paper_f4_tf32.log | tail -2
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader

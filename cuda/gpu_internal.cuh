@@ -85,11 +85,6 @@ int gpu_prop_shared_upload_each(const stem_plan *plan, const gpu_devices *d, con
                                 const stem_complex *trans, gpu_prop_shared *sh);
 void gpu_prop_shared_free(gpu_prop_shared *sh);
 int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w);
-/* A batched plan like the worker's (made on *h, work area left to the caller) whose loads run
- * the LTO callback found under the first of names[*name_used ..] that cuFFT links (its index
- * back in *name_used), with *factor as its data (cuda/lto/fft_callbacks.cu). */
-cufftResult gpu_fft_callback_plan(const stem_plan *plan, const gpu_prop_plan *pp, const char *const *names, int n_names,
-                                  gpu_fft_load_factor *factor, cufftHandle *h, size_t *work, int *name_used);
 void gpu_prop_worker_free(gpu_prop_worker *w);
 /* Probes [g0, g0 + n) (global indices) into the batch, in real space. */
 int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,

@@ -251,7 +251,7 @@ typedef struct gpu_out_ctx {
     double *beam_q[GPU_MAX_DEVICES];
     gpu_det det[GPU_MAX_DEVICES];
     out_worker *w;
-    int gemm3m;
+    int gemm; /* stem_gpu_gemm */
 } out_ctx;
 
 /* This configuration's S-matrix on each GPU: the caller's device copies (S_given), or the
@@ -376,9 +376,13 @@ static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H,
     for (int k = 0; k < n; k++) {
         const float2 *A = src + pc[k].a_off;
         float2 *C = w->out + pc[k].c_off;
-        if (c->gemm3m)
+        if (c->gemm == STEM_GPU_GEMM_3M)
             CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, nb, sA,
                                                     w->coef, nb, 0, &zero, C, tl->w, sC, pc[k].rows));
+        else if (c->gemm == STEM_GPU_GEMM_TF32) /* tensor cores: inputs rounded to TF32, sums in FP32 */
+            CUBLAS_CALL(cublasGemmStridedBatchedEx(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, CUDA_C_32F,
+                                                   nb, sA, w->coef, CUDA_C_32F, nb, 0, &zero, C, CUDA_C_32F, tl->w, sC,
+                                                   pc[k].rows, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
         else
             CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, nb, sA,
                                                   w->coef, nb, 0, &zero, C, tl->w, sC, pc[k].rows));
@@ -517,7 +521,7 @@ static int out_create(out_ctx *c, const stem_engine *e, const stem_plan *plan, c
 {
     c->plan = plan;
     c->det_tables = det;
-    c->gemm3m = plan->opt.gpu_gemm == STEM_GPU_GEMM_3M;
+    c->gemm = plan->opt.gpu_gemm;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
     gpu_prop_plan pp;
@@ -615,7 +619,7 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
                   "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
                   "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
                   n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer",
-                  c->op.direct ? "direct reduction" : (c->gemm3m ? "CGEMM3M" : "CGEMM"), c->op.tiling.T, c->op.tiling.T,
+                  c->op.direct ? "direct reduction" : (c->gemm == STEM_GPU_GEMM_3M ? "CGEMM3M" : c->gemm == STEM_GPU_GEMM_TF32 ? "CGEMM (TF32 tensor cores)" : "CGEMM"), c->op.tiling.T, c->op.tiling.T,
                   c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
                   fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
                   c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9,

@@ -275,8 +275,11 @@ static cufftResult make_batch_plan(const stem_plan *plan, const gpu_prop_plan *p
     return cufftMakePlanMany(h, 2, n, NULL, 1, grid, NULL, 1, grid, CUFFT_C2C, pp->batch, work);
 }
 
-cufftResult gpu_fft_callback_plan(const stem_plan *plan, const gpu_prop_plan *pp, const char *const *names, int n_names,
-                                  gpu_fft_load_factor *factor, cufftHandle *h, size_t *work, int *name_used)
+/* A batched plan like the worker's (made on *h, work area left to the caller) whose loads run
+ * the LTO callback found under the first of names[*name_used ..] that cuFFT links (its index
+ * back in *name_used), with *factor as its data (cuda/lto/fft_callbacks.cu). */
+static cufftResult callback_plan(const stem_plan *plan, const gpu_prop_plan *pp, const char *const *names, int n_names,
+                                 gpu_fft_load_factor *factor, cufftHandle *h, size_t *work, int *name_used)
 {
     cufftResult r = CUFFT_NOT_SUPPORTED;
     for (int k = *name_used; k < n_names; k++) {
@@ -305,13 +308,13 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
     double t0 = stem_wall_time();
     static const char *names[GPU_FFT_LOAD_N_NAMES] = GPU_FFT_LOAD_NAMES;
     int name = 0;
-    cufftResult r = gpu_fft_callback_plan(plan, pp, names, GPU_FFT_LOAD_N_NAMES, &w->factors[0], &w->fft_t, work_t, &name);
+    cufftResult r = callback_plan(plan, pp, names, GPU_FFT_LOAD_N_NAMES, &w->factors[0], &w->fft_t, work_t, &name);
     if (r != CUFFT_SUCCESS) {
         snprintf(w->fft_note, sizeof w->fft_note, "cuFFT error %d", (int)r);
         cudaGetLastError();
         return STEM_OK;
     }
-    r = gpu_fft_callback_plan(plan, pp, names, GPU_FFT_LOAD_N_NAMES, &w->factors[1], &w->fft_p, work_p, &name);
+    r = callback_plan(plan, pp, names, GPU_FFT_LOAD_N_NAMES, &w->factors[1], &w->fft_p, work_p, &name);
     if (r != CUFFT_SUCCESS) {
         cufftDestroy(w->fft_t);
         snprintf(w->fft_note, sizeof w->fft_note, "cuFFT error %d on the inverse plan", (int)r);

@@ -25,7 +25,7 @@ typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
 typedef enum { STEM_DIST_AUTO = 0, STEM_DIST_ON = 1, STEM_DIST_OFF = 2 } stem_dist_mode;
 typedef enum { STEM_CHECKPOINT_AUTO = 0, STEM_CHECKPOINT_ON = 1, STEM_CHECKPOINT_OFF = 2 } stem_checkpoint_mode;
-typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1 } stem_gpu_gemm;
+typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1, STEM_GPU_GEMM_TF32 = 2 } stem_gpu_gemm;
 
 typedef struct {
     char name[STEM_IMAGE_NAME_MAX];

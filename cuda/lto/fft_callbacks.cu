@@ -39,11 +39,3 @@ __device__ cufftComplex stem_fft_load_multiply_cxx(void *data, unsigned long lon
     (void)shared;
     return load_multiply(data, offset, info);
 }
-
-/* The load alone (no multiply): what a callback itself costs cuFFT (gpu_kernel_check --bench). */
-extern "C" __device__ cufftComplex stem_fft_load_identity(void *data, unsigned long long offset, void *info, void *shared)
-{
-    (void)info;
-    (void)shared;
-    return ((const cufftComplex *)data)[offset];
-}

@@ -570,31 +570,8 @@ static int check_fft_callbacks(const stem_plan *base, int nx, int ny, int batch,
         CUFFT_CALL(cufftExecC2C(sep.w.fft, sep.w.waves, sep.w.waves, CUFFT_INVERSE));
     }
     float us_pair = t.stop_us(sep.w.stream, reps * n_slices);
-    // the same pair with a load callback that only loads: what cuFFT's callback kernels cost by themselves
-    const char *identity[1] = {"stem_fft_load_identity"};
-    int name = 0;
-    size_t work = 0;
-    cufftHandle h;
-    float us_identity = NAN;
-    cufftResult r = gpu_fft_callback_plan(&sep.plan, &sep.pp, identity, 1, fused.w.factors, &h, &work, &name);
-    if (r != CUFFT_SUCCESS) std::printf("| identity load callback: cuFFT error %d |\n", (int)r);
-    if (r == CUFFT_SUCCESS) {
-        void *area = NULL;
-        if (work) GPU_ALLOC(area, work, "cuFFT work area");
-        CUFFT_CALL(cufftSetWorkArea(h, area));
-        CUFFT_CALL(cufftSetStream(h, sep.w.stream));
-        t.start(sep.w.stream);
-        for (int r = 0; r < reps * n_slices; r++) {
-            CUFFT_CALL(cufftExecC2C(h, sep.w.waves, sep.w.waves, CUFFT_FORWARD));
-            CUFFT_CALL(cufftExecC2C(h, sep.w.waves, sep.w.waves, CUFFT_INVERSE));
-        }
-        us_identity = t.stop_us(sep.w.stream, reps * n_slices);
-        cufftDestroy(h);
-        gpu_free(area);
-    }
-    std::printf("| per slice   | %-34s | pair %.1f us, with identity load callbacks %.1f us | separate kernels %.1f us "
-                "(%.2fx) | callbacks %.1f us (%.2fx) |\n",
-                size, us_pair, us_identity, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
+    std::printf("| per slice   | %-34s | pair %.1f us | separate kernels %.1f us (%.2fx) | callbacks %.1f us (%.2fx) |\n",
+                size, us_pair, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
     gpu_prop_worker_free(&sep.w);
     gpu_prop_worker_free(&fused.w);
     gpu_prop_worker_free(&fused_stream.w);
