@@ -14,6 +14,9 @@
 # `tiles` (not in all): the paper's f = 4 with 2 configurations, output tiles of 16 (auto),
 #   24 and 32 probes a side, and [debug] gpu_gemm = tf32 with its difference printed.
 # `tf32` (not in all): the paper's whole f = 4 job with [debug] gpu_gemm = tf32.
+# `split` (not in all): the output CGEMM's shapes timed alone, and the paper's f = 4 job against
+#   build/stemsim_before (2 configurations; measured with the products cut into 64-column
+#   multiples and the rest, which was not faster and was taken out again).
 # Prints each run's whole-process time and its GPU log lines; logs are copied to $OUT.
 set -uo pipefail
 source benchmarks/device_common.sh device_fft_gemm
@@ -75,5 +78,16 @@ if [ "$what" = tf32 ]; then # the paper's whole f = 4 job (32 configurations) wi
   run paper_f4_tf32 benchmarks/paper_srtio3.ini --set simulation.interpolation_x=4 --set simulation.interpolation_y=4 \
     --set compute.device=gpu --set debug.gpu_gemm=tf32
   grep -E "time per phase|rank 0:" $w/paper_f4_tf32.log | tail -2
+fi
+if [ "$what" = split ]; then # the output CGEMM cut into 64-column multiples: the paper's f = 4 against the previous binary
+  p4=(benchmarks/paper_srtio3.ini --set simulation.interpolation_x=4 --set simulation.interpolation_y=4 --set compute.device=gpu)
+  build/tests/gpu_kernel_check 20 --bench | grep "output CGEMM"
+  run paper_f4_2cfg_split "${p4[@]}" --set simulation.frozen_phonons=2
+  t0=$(date +%s.%N)
+  build/stemsim_before "${p4[@]}" --set simulation.frozen_phonons=2 --set output.file=$w/out_before.h5 --set output.overwrite=true -q
+  echo "== previous binary, 2 configurations: $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s"
+  python3 tests/check_h5.py compare $w/out_paper_f4_2cfg_split.h5 $w/out_before.h5 --tol 1e-6 | tail -6
+  run paper_f4_split "${p4[@]}"
+  grep -E "time per phase|rank 0:" $w/paper_f4_split.log | tail -2
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader

@@ -362,31 +362,44 @@ static void out_worker_free(out_worker *w)
     memset(w, 0, sizeof *w);
 }
 
+/* C(col, p) = sum_b A(b, col) coef(b, p) for m columns (region pixels, nb apart in A, 1 apart
+ * in C whose probes are ldc apart), P probes, one product per region row (rows of them, sA and
+ * sC apart), with the [debug] gpu_gemm variant. */
+static int rows_gemm(out_ctx *c, out_worker *w, const float2 *A, float2 *C, int m, int P, long long sA, int ldc,
+                     long long sC, int rows)
+{
+    int nb = c->plan->n_beams;
+    const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
+    if (c->gemm == STEM_GPU_GEMM_3M)
+        CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef, nb,
+                                                0, &zero, C, ldc, sC, rows));
+    else if (c->gemm == STEM_GPU_GEMM_TF32) /* tensor cores: inputs rounded to TF32, sums in FP32 */
+        CUBLAS_CALL(cublasGemmStridedBatchedEx(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, CUDA_C_32F, nb, sA,
+                                               w->coef, CUDA_C_32F, nb, 0, &zero, C, CUDA_C_32F, ldc, sC, rows,
+                                               CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    else
+        CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef, nb, 0,
+                                              &zero, C, ldc, sC, rows));
+    w->flops += 8.0 * m * P * nb * rows;
+    return STEM_OK;
+}
+
 /* sum_b coef[p][b] S[pixel][b] for every pixel of the tile region and every probe of the tile:
  * out[row][p][col] = S_row^T(col, b) coef(b, p), one strided batch over the region's rows per
- * piece of the region that does not wrap around the source grid. */
+ * piece of the region that does not wrap around the source grid. (cuBLAS runs widths that are
+ * multiples of 64 faster per column, but cutting a piece into such a width and the rest is not
+ * faster: gpu_kernel_check --bench, "output CGEMM", benchmarks/GPU_LIMITS.md.) */
 static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H, int sx, int sy, const gpu_tile *tl, int P)
 {
     int nb = c->plan->n_beams;
     gpu_gemm_piece pc[MAX_PIECES];
     int n = gpu_tile_pieces(W, H, nb, sx, sy, tl->w, tl->h, P, pc, MAX_PIECES);
     if (n < 0) return STEM_FAIL(STEM_ERR_INTERNAL, "tile region %d x %d wraps too often", tl->w, tl->h);
-    const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
     long long sA = (long long)W * nb, sC = (long long)tl->w * P;
     for (int k = 0; k < n; k++) {
         const float2 *A = src + pc[k].a_off;
         float2 *C = w->out + pc[k].c_off;
-        if (c->gemm == STEM_GPU_GEMM_3M)
-            CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, nb, sA,
-                                                    w->coef, nb, 0, &zero, C, tl->w, sC, pc[k].rows));
-        else if (c->gemm == STEM_GPU_GEMM_TF32) /* tensor cores: inputs rounded to TF32, sums in FP32 */
-            CUBLAS_CALL(cublasGemmStridedBatchedEx(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, CUDA_C_32F,
-                                                   nb, sA, w->coef, CUDA_C_32F, nb, 0, &zero, C, CUDA_C_32F, tl->w, sC,
-                                                   pc[k].rows, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-        else
-            CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, pc[k].m, P, nb, &one, A, nb, sA,
-                                                  w->coef, nb, 0, &zero, C, tl->w, sC, pc[k].rows));
-        w->flops += 8.0 * pc[k].m * P * nb * pc[k].rows;
+        STEM_TRY(rows_gemm(c, w, A, C, pc[k].m, P, sA, tl->w, sC, pc[k].rows));
     }
     return STEM_OK;
 }

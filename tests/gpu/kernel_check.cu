@@ -580,6 +580,61 @@ static int check_fft_callbacks(const stem_plan *base, int nx, int ny, int batch,
     return STEM_OK;
 }
 
+// The PRISM output step's batched CGEMM (one product per region row: C[p][col] over m
+// region pixels, P probes, nb beams) timed alone at the paper case's f = 4 shape, with the
+// region width m as the engine has it (the window plus the tile's span) and rounded to
+// multiples of 64, and transposed (probes as rows): which shapes cuBLAS runs fastest.
+static int time_output_gemm(int reps)
+{
+    const int nb = 885, P = 256, rows = 134, widths[] = {134, 128, 192};
+    size_t a_n = (size_t)192 * rows * nb, c_n = (size_t)192 * P * rows;
+    float2 *A, *B, *C;
+    GPU_ALLOC(A, sizeof(float2) * a_n, "S-matrix rows");
+    GPU_ALLOC(B, sizeof(float2) * nb * P, "coefficients");
+    GPU_ALLOC(C, sizeof(float2) * c_n, "product");
+    CUDA_CALL(cudaMemset(A, 0, sizeof(float2) * a_n));
+    CUDA_CALL(cudaMemset(B, 0, sizeof(float2) * nb * P));
+    cublasHandle_t h;
+    CUBLAS_CALL(cublasCreate(&h));
+    const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
+    for (int layout = 0; layout < 2; layout++)
+        for (int m : widths) {
+            long long sA = (long long)m * nb, sC = (long long)m * P;
+            timer t;
+            for (int r = -1; r < reps; r++) {
+                if (r == 0) t.start(0);
+                if (layout == 0) // as the engine: C[p][col] = A^T(col, b) B(b, p)
+                    CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, B, nb, 0,
+                                                          &zero, C, m, sC, rows));
+                else // transposed: C[col][p] = B^T(p, b) A(b, col)
+                    CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, P, m, nb, &one, B, nb, 0, A, nb, sA,
+                                                          &zero, C, P, sC, rows));
+            }
+            float us = t.stop_us(0, reps);
+            double flops = 8.0 * m * P * nb * rows;
+            std::printf("| output CGEMM | %s m %d x P %d x nb %d, %d rows | %.1f us | %.1f TFLOP/s |\n",
+                        layout ? "probes as rows:" : "as the engine: ", m, P, nb, rows, us, flops / us / 1e6);
+        }
+    { // the engine's cut: 134 columns as 128 + 6
+        timer t;
+        for (int r = -1; r < reps; r++) {
+            if (r == 0) t.start(0);
+            CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 128, P, nb, &one, A, nb, 134LL * nb, B, nb, 0,
+                                                  &zero, C, 134, 134LL * P, rows));
+            CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 6, P, nb, &one, A + 128 * nb, nb, 134LL * nb,
+                                                  B, nb, 0, &zero, C + 128, 134, 134LL * P, rows));
+        }
+        float us = t.stop_us(0, reps);
+        std::printf("| output CGEMM | as the engine, 134 = 128 + 6 columns | %.1f us | %.1f TFLOP/s |\n", us,
+                    8.0 * 134 * P * nb * rows / us / 1e6);
+    }
+    cublasDestroy(h);
+    gpu_free(A);
+    gpu_free(B);
+    gpu_free(C);
+    return STEM_OK;
+}
+
 int main(int argc, char **argv)
 {
     int count = 0;
@@ -621,6 +676,7 @@ int main(int argc, char **argv)
     // the benchmarks' sizes: amorphous carbon's 1000^2 (the GPU engine's batch of 8) and SrTiO3's 1024^2
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1000, 1000, 8, 20, reps);
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1024, 1024, 8, 20, reps);
+    if (!err && bench) err = time_output_gemm(reps);
     if (err) {
         std::printf("FAIL: set-up error %d\n", err);
         return 1;
