@@ -17,6 +17,7 @@ void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
     free(b->focal_part);
     stem_node_buffer_free(&b->S_node, b->S);
     stem_node_buffer_free(&b->by_pixel_node, b->by_pixel);
+    stem_shared_free(&b->queue_node);
     stem_fft_free(b->local);
     memset(b, 0, sizeof *b);
 }
@@ -44,6 +45,27 @@ static stem_complex *beams_destination(const stem_plan *plan, const stem_mpi *m,
     if (plan->layout.group_size == 1) return buf->S;
     if (m->share.active) return buf->S + (size_t)plan->beam_begin * plan->crop_nx * plan->crop_ny;
     return buf->local;
+}
+
+/* The S-matrix step of a node's ranks from one queue (engine->prism_smatrix_queue): the
+ * node's beams are those its ranks would compute one by one (consecutive group ranks), taken
+ * one batch at a time, so a rank slowed by its neighbours on the node leaves beams to the
+ * others instead of keeping them waiting. The counter is reset and then published to the
+ * node before anyone takes from it; the exchange's node synchronisation ends the step. */
+static int smatrix_node_queue(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m,
+                              const stem_complex *trans, stem_algorithm_buffers *buf)
+{
+    const stem_node_share *s = &m->share;
+    if (!buf->queue_node.base) STEM_TRY(stem_shared_alloc(s, sizeof(long), "S-matrix beam counter", &buf->queue_node));
+    long *next = buf->queue_node.base;
+    int first_rank = m->layout.group_rank - s->node_rank; /* the node's ranks are consecutive in the group */
+    long b0, e0, b1, e1;
+    stem_split_range(plan->n_beams, m->layout.group_size, first_rank, &b0, &e0);
+    stem_split_range(plan->n_beams, m->layout.group_size, first_rank + s->node_size - 1, &b1, &e1);
+    if (s->node_rank == 0) __atomic_store_n(next, 0L, __ATOMIC_RELAXED);
+    STEM_TRY(stem_shared_sync(s, &buf->queue_node));
+    stem_beam_queue q = {next, (int)b0, (int)(e1 - b0), buf->S};
+    return engine->prism_smatrix_queue(engine, plan, trans, &q);
 }
 
 static int smatrix_exchange(const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
@@ -167,6 +189,8 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
     int err = prism_buffers(engine, plan, m, buf);
     if (!err && io && io->load)
         err = io->load(io->ctx, plan, buf->config, plan->beam_begin, plan->beam_end, beams_destination(plan, m, buf));
+    else if (!err && engine->prism_smatrix_queue && m->share.active && plan->layout.group_size > 1)
+        err = smatrix_node_queue(engine, plan, m, trans, buf);
     else if (!err)
         err = engine->prism_smatrix(engine, plan, trans, beams_destination(plan, m, buf));
     t = stem_phase_add(STEM_PHASE_SMATRIX, t);

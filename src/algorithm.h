@@ -40,6 +40,7 @@ typedef struct {
 typedef struct {
     stem_complex *S, *local, *by_pixel; /* local: only in groups of several ranks without node sharing */
     stem_shared_buffer S_node, by_pixel_node; /* node-shared: S and by_pixel point into them */
+    stem_shared_buffer queue_node;            /* node-shared: the counter the node's ranks take beams from */
     /* focal spread (coherence.h): for each plan of a series' points (slot), one plan per
      * defocus (stable pointers, so an engine's kept state follows them) and their weights;
      * one defocus's results (one per detection plane) */

@@ -12,6 +12,7 @@ typedef struct {
     long n_items;
     int batch;
     atomic_long next, done;
+    long *shared_next; /* not NULL: batches come from this counter, shared with other processes */
     atomic_int status;
     stem_progress progress;
 } dispatch_state;
@@ -30,7 +31,8 @@ static void *worker_main(void *p)
     /* a stop signal ends the stage early; the campaign's next safe point
      * notices it on every rank and discards the partial result */
     while (!err && !atomic_load(&s->status) && !stem_signal_pending()) {
-        long b = atomic_fetch_add(&s->next, s->batch);
+        long b = s->shared_next ? __atomic_fetch_add(s->shared_next, s->batch, __ATOMIC_RELAXED)
+                                : atomic_fetch_add(&s->next, s->batch);
         if (b >= s->n_items) break;
         long e = b + s->batch < s->n_items ? b + s->batch : s->n_items;
         err = w->work(w->ctx, arg->worker, b, e);
@@ -47,11 +49,17 @@ static void *worker_main(void *p)
 
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage)
 {
+    return stem_dispatch_shared(work, n_items, batch, n_workers, stage, NULL);
+}
+
+int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
+                         long *shared_next)
+{
     if (n_items <= 0) return STEM_OK;
     if (n_workers < 1) n_workers = 1;
     long max_workers = (n_items + batch - 1) / batch;
     if (n_workers > max_workers) n_workers = (int)max_workers;
-    dispatch_state s = {.work = work, .n_items = n_items, .batch = batch};
+    dispatch_state s = {.work = work, .n_items = n_items, .batch = batch, .shared_next = shared_next};
     atomic_init(&s.next, 0);
     atomic_init(&s.done, 0);
     atomic_init(&s.status, 0);

@@ -14,5 +14,10 @@ typedef struct {
 
 /* Runs n_items in batches over n_workers threads; stops early on the first error. */
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage);
+/* The same with the next batch taken from *shared_next, a counter that other processes
+ * of the node (node-shared memory) take batches from too: this rank runs the batches
+ * it gets, until the counter passes n_items. The counter starts at 0 (the caller's). */
+int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
+                         long *shared_next);
 
 #endif

@@ -25,6 +25,13 @@ static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const 
     return stem_prism_smatrix_local(plan, trans, S_local);
 }
 
+static int cpu_prism_smatrix_queue(const stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                                   const stem_beam_queue *queue)
+{
+    (void)e;
+    return stem_prism_smatrix_queue(plan, trans, queue);
+}
+
 /* S: beam-fastest (the algorithm arranged it, output_beam_fastest). */
 static int cpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_pixel,
                             const stem_detector *det, stem_result *res)
@@ -42,6 +49,7 @@ static int cpu_engine(stem_engine *engine)
     engine->describe = cpu_describe;
     engine->multislice = cpu_multislice;
     engine->prism_smatrix = cpu_prism_smatrix;
+    engine->prism_smatrix_queue = cpu_prism_smatrix_queue;
     engine->prism_output = cpu_prism_output;
     return STEM_OK;
 }

@@ -28,6 +28,10 @@ typedef struct stem_engine {
                       const stem_detector *det, stem_result *res);
     int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                          stem_complex *S_local);
+    /* Optional (NULL on the GPU): the S-matrix step with the node's beams taken from a counter
+     * the node's ranks share (node-shared memory), so that no rank waits for a slower one. */
+    int (*prism_smatrix_queue)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                               const stem_beam_queue *queue);
     int uses_fftw; /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
     int output_beam_fastest; /* prism_output reads S beam-fastest, [crop_ny][crop_nx][beam], arranged on the
                                 host by the algorithm (the CPU); 0: as gathered (the GPU arranges it itself) */

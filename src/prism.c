@@ -14,7 +14,8 @@
 typedef struct {
     const stem_plan *plan;
     const stem_complex *trans, *prop;
-    stem_complex *S_local;
+    int first;             /* the beam of item 0 */
+    stem_complex *S_local; /* where beam first goes; beam first + i at S_local + i * box */
     stem_complex **waves, **box;
     stem_fft *fft, *fft_box;
 } smatrix_job;
@@ -73,7 +74,7 @@ static int smatrix_work(void *ctx, int w, long begin, long end)
     stem_complex *waves = job->waves[w];
     for (int b = 0; b < batch; b++) {
         if (b < n) {
-            int beam = plan->beam_begin + (int)begin + b;
+            int beam = job->first + (int)begin + b;
             plane_wave(plan, plan->beam_kx[beam], plan->beam_ky[beam], waves + b * grid);
         } else {
             memset(waves + b * grid, 0, grid * sizeof(stem_complex));
@@ -87,11 +88,13 @@ static int smatrix_work(void *ctx, int w, long begin, long end)
     return STEM_OK;
 }
 
-int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+/* Beams [first, first + count) into S_local, from this rank's own counter or from the node's (shared_next). */
+static int smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count, stem_complex *S_local,
+                         long *shared_next)
 {
     int workers = plan->threads;
     size_t grid = (size_t)plan->nx * plan->ny;
-    smatrix_job job = {.plan = plan, .trans = trans, .S_local = S_local};
+    smatrix_job job = {.plan = plan, .trans = trans, .first = first, .S_local = S_local};
     stem_complex *prop = stem_fft_alloc(grid, "propagator");
     job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.box = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
@@ -101,13 +104,25 @@ int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, s
     if (!err) err = stem_propagator_build(plan, prop);
     job.prop = prop;
     stem_work work = {&job, smatrix_setup, smatrix_work, smatrix_teardown};
-    if (!err) err = stem_dispatch(&work, plan->beam_end - plan->beam_begin, plan->batch_size, workers, "S-matrix plane waves");
+    if (!err)
+        err = stem_dispatch_shared(&work, count, plan->batch_size, workers, "S-matrix plane waves", shared_next);
     stem_fft_free(prop);
     free(job.waves);
     free(job.box);
     free(job.fft);
     free(job.fft_box);
     return err;
+}
+
+int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+{
+    return smatrix_beams(plan, trans, plan->beam_begin, plan->beam_end - plan->beam_begin, S_local, NULL);
+}
+
+int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue)
+{
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    return smatrix_beams(plan, trans, queue->first, queue->count, queue->S + (size_t)queue->first * box, queue->next);
 }
 
 void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,

@@ -7,6 +7,17 @@
 /* Propagate this rank's beams [beam_begin, beam_end) and store each exit wave
  * cut to the Fourier box and transformed back: S_local[beam - beam_begin][crop_ny][crop_nx]. */
 int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
+
+/* Beams [first, first + count) of the S-matrix, shared by the ranks of a node (node-shared
+ * memory): each worker of each of them takes the next beams from *next, a counter in the
+ * node's shared memory that starts at 0, and writes them at S + beam * box. Which rank
+ * computes a beam does not change it. */
+typedef struct {
+    long *next;
+    int first, count;
+    stem_complex *S; /* the whole S-matrix, [beam][crop_ny][crop_nx] */
+} stem_beam_queue;
+int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue);
 /* Reorder all beams [beam][pixel] into the beam-fastest layout [pixel][beam]
  * that the output step reads contiguously. */
 void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel);
