@@ -384,6 +384,13 @@ static int rows_gemm(out_ctx *c, out_worker *w, const float2 *A, float2 *C, int 
     return STEM_OK;
 }
 
+/* How the output step forms its products, for the log. */
+static const char *product_name(const out_ctx *c)
+{
+    if (c->op.direct) return "direct reduction";
+    return c->gemm == STEM_GPU_GEMM_3M ? "CGEMM3M" : c->gemm == STEM_GPU_GEMM_TF32 ? "CGEMM (TF32 tensor cores)" : "CGEMM";
+}
+
 /* sum_b coef[p][b] S[pixel][b] for every pixel of the tile region and every probe of the tile:
  * out[row][p][col] = S_row^T(col, b) coef(b, p), one strided batch over the region's rows per
  * piece of the region that does not wrap around the source grid. (cuBLAS runs widths that are
@@ -632,7 +639,7 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
                   "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
                   "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
                   n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer",
-                  c->op.direct ? "direct reduction" : (c->gemm == STEM_GPU_GEMM_3M ? "CGEMM3M" : c->gemm == STEM_GPU_GEMM_TF32 ? "CGEMM (TF32 tensor cores)" : "CGEMM"), c->op.tiling.T, c->op.tiling.T,
+                  product_name(c), c->op.tiling.T, c->op.tiling.T,
                   c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
                   fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
                   c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9,

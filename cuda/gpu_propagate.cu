@@ -305,6 +305,10 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
                               size_t *work_p)
 {
     GPU_ALLOC(w->factors, 2 * sizeof(gpu_fft_load_factor), "cuFFT callback data");
+    gpu_fft_load_factor f[2] = {{NULL, (unsigned long long)plan->nx * plan->ny, 0, 0}}; /* the factors: per slice */
+    gpu_fft_divisor((unsigned)f[0].grid, &f[0].magic, &f[0].shift);
+    f[1] = f[0];
+    CUDA_CALL(cudaMemcpy(w->factors, f, sizeof f, cudaMemcpyHostToDevice));
     double t0 = stem_wall_time();
     static const char *names[GPU_FFT_LOAD_N_NAMES] = GPU_FFT_LOAD_NAMES;
     int name = 0;
@@ -447,18 +451,12 @@ static const float2 *stream_slice_in(const stem_plan *plan, const stem_complex *
     return w->slice[k];
 }
 
-/* The callback data in stream order: the forward plan's factor is this slice's t. */
-static __global__ void k_set_factors(gpu_fft_load_factor *f, const float2 *t, const float2 *prop, unsigned long long grid)
+/* The callback data's factors in stream order: the forward plan's is this slice's t (the
+ * grid and its divisor were set when the plans were made). */
+static __global__ void k_set_factors(gpu_fft_load_factor *f, const float2 *t, const float2 *prop)
 {
-    unsigned magic, shift;
-    gpu_fft_divisor((unsigned)grid, &magic, &shift);
     f[0].factor = t;
     f[1].factor = prop;
-    for (int k = 0; k < 2; k++) {
-        f[k].grid = grid;
-        f[k].magic = magic;
-        f[k].shift = shift;
-    }
 }
 
 /* gpu_propagate with the multiplies inside cuFFT's loads: per slice one forward FFT that
@@ -469,14 +467,14 @@ static int propagate_fused(const stem_plan *plan, const gpu_prop_plan *pp, const
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     if (from > 0) {
-        k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, sh->trans, sh->prop, grid);
+        k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, sh->trans, sh->prop);
         CUDA_LAUNCH();
         CUFFT_CALL(cufftExecC2C(w->fft_p, w->waves, w->waves, CUFFT_INVERSE));
     }
     for (int s = from; s < to; s++) {
         const float2 *t = pp->streaming ? stream_slice_in(plan, host_trans, w, s) : sh->trans + (size_t)s * grid;
         if (!t) return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
-        k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, t, sh->prop, grid);
+        k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, t, sh->prop);
         CUDA_LAUNCH();
         CUFFT_CALL(cufftExecC2C(w->fft_t, w->waves, w->waves, CUFFT_FORWARD));
         if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[s & 1], w->stream));

@@ -77,9 +77,9 @@ static void propagate(const stem_plan *plan, dist_state *st)
     stem_hrtem_plane_wave_rows(plan, d->row0, d->rows, st->wave);
     for (int s = 0; s < plan->n_slices; s++) {
         const stem_complex *t = st->trans + (size_t)s * slab;
-        for (size_t i = 0; i < slab; i++) st->wave[i] *= t[i];
+        stem_multiply_grid(st->wave, t, slab);
         stem_dist_fft_forward(d, st->wave);
-        for (size_t i = 0; i < (size_t)d->cols * plan->ny; i++) st->wave[i] *= st->prop[i];
+        stem_multiply_grid(st->wave, st->prop, (size_t)d->cols * plan->ny);
         if (s + 1 < plan->n_slices) stem_dist_fft_inverse(d, st->wave);
     }
 }

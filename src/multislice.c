@@ -25,14 +25,8 @@ int stem_propagator_build(const stem_plan *plan, stem_complex *prop)
     return STEM_OK;
 }
 
-/* w[k] *= t[k] for n values, written out in real arithmetic: C's complex product checks
- * for infinities and NaNs after each multiply, which keeps the loop from vectorising; for
- * finite numbers both are the same two roundings per part, so results are unchanged. No FMA
- * (its other rounding would make results depend on the build). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void multiply_grid(stem_complex *restrict w, const stem_complex *restrict t, size_t n)
+STEM_VECTOR_CLONES
+void stem_multiply_grid(stem_complex *restrict w, const stem_complex *restrict t, size_t n)
 {
     float *a = (float *)w;
     const float *b = (const float *)t;
@@ -50,9 +44,9 @@ void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans,
     if (from > 0) stem_fft_inverse(fft, waves); /* back to real space below the last detection plane */
     for (int s = from; s < to; s++) {
         const stem_complex *t = trans + s * grid;
-        for (int b = 0; b < batch; b++) multiply_grid(waves + b * grid, t, grid);
+        for (int b = 0; b < batch; b++) stem_multiply_grid(waves + b * grid, t, grid);
         stem_fft_forward(fft, waves);
-        for (int b = 0; b < batch; b++) multiply_grid(waves + b * grid, prop, grid);
+        for (int b = 0; b < batch; b++) stem_multiply_grid(waves + b * grid, prop, grid);
         if (s + 1 < to) stem_fft_inverse(fft, waves);
     }
 }

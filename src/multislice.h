@@ -10,6 +10,10 @@
 int stem_propagator_build(const stem_plan *plan, stem_complex *prop);
 /* Its value at one frequency (qx, qy), 1/Angstrom. */
 stem_complex stem_propagator_at(const stem_plan *plan, double qx, double qy);
+/* w[k] *= t[k] for n values, written out in real arithmetic: C's complex product checks
+ * for infinities and NaNs after each multiply, which keeps the loop from vectorising; for
+ * finite numbers both give the same two roundings per part. */
+void stem_multiply_grid(stem_complex *w, const stem_complex *t, size_t n);
 /* Propagate `batch` waves through slices [from, to). The waves come in real
  * space when from = 0, else as this function left them after slice from - 1;
  * on return they hold the band-limited waves below slice to - 1 in Fourier

@@ -201,9 +201,7 @@ static void output_teardown(void *ctx, int w)
  * numbers; no FMA, whose different rounding would make results depend on the build. */
 typedef float run_lanes __attribute__((vector_size(32), aligned(4)));
 _Static_assert(STEM_PRISM_RUN == 16, "run_sums holds a run in two vectors of 8");
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-__attribute__((target_clones("avx2", "default")))
-#endif
+STEM_VECTOR_CLONES
 static void run_sums(const stem_complex *restrict s, int nb, const float *restrict coef_re,
                      const float *restrict coef_im, float *restrict acc_re, float *restrict acc_im)
 {
