@@ -1,8 +1,9 @@
 /* Transmission functions on the GPU: the same steps as src/potential.c's
- * trans_work, slice by slice on the rank's first GPU. The host places each atom
- * (stem_atom_placement: pixel and sub-pixel kernel, exactly as the CPU does);
- * the device adds the kernels (float atomics: the sum's order, and so its last
- * bits, differ from the CPU's), undoes the pixel averaging, takes exp(i sigma V),
+ * trans_work, slice by slice on the rank's first GPU. The host lists each atom's
+ * shares of the slices (stem_atom_slice_weights, as the CPU does); the device adds
+ * their blurred profiles at their exact positions (64-bit fixed-point atomics: integer
+ * sums do not depend on the order the atoms arrive in, so the result is the same bits
+ * run after run), divides the blur out inside the band, takes exp(i sigma V),
  * band-limits, and the slice is copied to the host buffer the campaign owns
  * (it is broadcast to the group and uploaded like a CPU-built one). */
 #include <stdlib.h>
@@ -14,16 +15,20 @@ extern "C" {
 }
 
 typedef struct {
-    int kernel;    /* index into the table's kernels: species, depth node and sub-pixel position */
-    int px, py;    /* kernel centre pixel, before wrapping */
-    float weight;  /* occupancy times the depth kernel's weight */
+    int profile;   /* index into the table's profiles: species and depth node */
+    int px, py;    /* the pixel at or below the atom, before wrapping */
+    float fx, fy;  /* the atom's position past that pixel, in pixels */
+    float weight;  /* occupancy times the depth profile's weight */
 } gpu_atom;
+
+/* Fixed-point scale of the potential sums: 2^-32 V Angstrom resolution, 2^31 V Angstrom range. */
+#define FIXED_SCALE 4294967296.0
 
 typedef struct gpu_tr_ctx {
     const stem_plan *plan;
-    const stem_potential_table *table; /* what the uploaded kernels came from */
-    float *kernels;                    /* the table's kernels on the device */
-    float *V;                          /* one slice's potential */
+    const stem_potential_table *table; /* what the uploaded profiles came from */
+    float *profiles;                   /* the table's profiles on the device */
+    long long *V;                      /* one slice's blurred potential, fixed point */
     float2 *t;                         /* one slice's transmission function */
     gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices, sorted by slice */
     long atoms_cap;
@@ -33,35 +38,43 @@ typedef struct gpu_tr_ctx {
     cudaStream_t stream;
 } tr_ctx;
 
-/* V[wrapped pixel] += weight * kernel: one block per atom of the slice. */
-static __global__ void k_add_atoms(float *__restrict__ V, const gpu_atom *__restrict__ atoms, const float *__restrict__ kernels,
-                                   int nx, int ny, int kx, int ky, int rx, int ry)
+/* V[wrapped pixel] += weight * h(r): one block per atom of the slice, each thread a pixel of
+ * the atom's box; the same lookup as potential.c's add_profile_rows. */
+static __global__ void k_add_atoms(long long *__restrict__ V, const gpu_atom *__restrict__ atoms,
+                                   const float *__restrict__ profiles, int nx, int ny, int kx, int ky, int rx, int ry,
+                                   float dx, float dy, float reach2, float per_step, int points)
 {
     gpu_atom a = atoms[blockIdx.x];
-    const float *k = kernels + (size_t)a.kernel * kx * ky;
+    const float *h = profiles + (size_t)a.profile * points;
     for (int e = threadIdx.x; e < kx * ky; e += blockDim.x) {
         int j = e / kx, i = e - j * kx;
-        int gy = ((a.py + j - ry) % ny + ny) % ny, gx = ((a.px + i - rx) % nx + nx) % nx;
-        atomicAdd(&V[(size_t)gy * nx + gx], __fmul_rn(a.weight, k[e]));
+        float ox = __fmul_rn(__fsub_rn((float)(i - rx), a.fx), dx), oy = __fmul_rn(__fsub_rn((float)(j - ry), a.fy), dy);
+        float r2 = __fadd_rn(__fmul_rn(ox, ox), __fmul_rn(oy, oy));
+        if (r2 >= reach2) continue;
+        float u = __fmul_rn(__fsqrt_rn(r2), per_step);
+        int k = (int)u;
+        float v = __fmul_rn(a.weight, __fadd_rn(h[k], __fmul_rn(__fsub_rn(u, (float)k), __fsub_rn(h[k + 1], h[k]))));
+        int gy = ((a.py + j) % ny + ny) % ny, gx = ((a.px + i) % nx + nx) % nx;
+        atomicAdd((unsigned long long *)&V[(size_t)gy * nx + gx], (unsigned long long)__double2ll_rn((double)v * FIXED_SCALE));
     }
 }
 
-static __global__ void k_to_complex(float2 *__restrict__ t, const float *__restrict__ V, size_t grid)
+static __global__ void k_to_complex(float2 *__restrict__ t, const long long *__restrict__ V, size_t grid)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < grid) t[i] = make_float2(V[i], 0.0f);
+    if (i < grid) t[i] = make_float2((float)((double)V[i] / FIXED_SCALE), 0.0f);
 }
 
-/* Divide by sinc(kx/nx) sinc(ky/ny) and by the grid size (undo_pixel_average). */
-static __global__ void k_unaverage(float2 *__restrict__ t, int nx, int ny)
+/* Times stem_potential_deblur: the Gaussian divided out inside the band, zero beyond. */
+static __global__ void k_deblur(float2 *__restrict__ t, int nx, int ny, double cx, double cy, double q2max, double blur,
+                                double grid)
 {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nx * ny) return;
     int i = (int)(idx % nx), j = (int)(idx / nx);
-    double ay = M_PI * stem_fft_index(j, ny) / ny, sy = ay ? sin(ay) / ay : 1;
-    double ax = M_PI * stem_fft_index(i, nx) / nx, sx = ax ? sin(ax) / ax : 1;
-    float d = (float)(sx * sy * ((double)nx * ny));
-    t[idx] = make_float2(__fdiv_rn(t[idx].x, d), __fdiv_rn(t[idx].y, d));
+    double qx = stem_fft_index(i, nx) / cx, qy = stem_fft_index(j, ny) / cy, q2 = qx * qx + qy * qy;
+    float f = (float)(q2 <= q2max ? exp(blur * q2) / grid : 0.0);
+    t[idx] = make_float2(__fmul_rn(t[idx].x, f), __fmul_rn(t[idx].y, f));
 }
 
 static __global__ void k_phase(float2 *__restrict__ t, float sigma, size_t grid)
@@ -89,7 +102,7 @@ static void tr_release(tr_ctx *c)
 {
     if (c->has_fft) cufftDestroy(c->fft);
     if (c->stream) cudaStreamDestroy(c->stream);
-    gpu_free(c->kernels);
+    gpu_free(c->profiles);
     gpu_free(c->V);
     gpu_free(c->t);
     gpu_free(c->atoms);
@@ -107,17 +120,17 @@ void gpu_transmission_cache_free(gpu_engine_state *st)
     st->tr = NULL;
 }
 
-/* What does not depend on the configuration: the kernels, one slice's buffers, the plan. */
+/* What does not depend on the configuration: the profiles, one slice's buffers, the plan. */
 static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_table *table)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
-    size_t k_bytes = sizeof(float) * (size_t)table->n_kernels * table->kx * table->ky; /* species x depth nodes x sub-pixels */
+    size_t p_bytes = sizeof(float) * (size_t)table->n_profiles * table->points; /* species x depth nodes */
     c->plan = plan;
     c->table = table;
     CUDA_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    GPU_ALLOC(c->kernels, k_bytes, "potential lookup kernels");
-    CUDA_CALL(cudaMemcpy(c->kernels, table->kernels, k_bytes, cudaMemcpyHostToDevice));
-    GPU_ALLOC(c->V, sizeof(float) * grid, "slice potential");
+    GPU_ALLOC(c->profiles, p_bytes, "potential profiles");
+    CUDA_CALL(cudaMemcpy(c->profiles, table->profiles, p_bytes, cudaMemcpyHostToDevice));
+    GPU_ALLOC(c->V, sizeof(long long) * grid, "slice potential");
     GPU_ALLOC(c->t, sizeof(float2) * grid, "slice transmission function");
     CUFFT_CALL(cufftPlan2d(&c->fft, plan->ny, plan->nx, CUFFT_C2C));
     c->has_fft = 1;
@@ -126,7 +139,7 @@ static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_tabl
     return c->first ? STEM_OK : STEM_ERR_MEMORY;
 }
 
-/* Every atom's share of every slice it reaches (one entry per weighted depth kernel; with
+/* Every atom's share of every slice it reaches (one entry per weighted depth profile; with
  * the infinite projection one per atom), counted per slice. */
 static long tr_count_entries(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, long *first)
 {
@@ -154,8 +167,8 @@ static int tr_reserve(tr_ctx *c, long n)
     return STEM_OK;
 }
 
-/* Place every atom on the host (stem_atom_placement and stem_atom_slice_weights, as the
- * CPU does), sorted by slice (counting sort), and upload them. */
+/* List every atom's shares on the host (stem_atom_slice_weights, as the CPU does), sorted
+ * by slice (counting sort), and upload them. */
 static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
 {
     const stem_plan *plan = c->plan;
@@ -165,21 +178,21 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
     long *next = (long *)stem_alloc(sizeof(long) * plan->n_slices, "atoms per slice");
     if (!next) return STEM_ERR_MEMORY;
     memcpy(next, c->first, sizeof(long) * plan->n_slices);
-    size_t node_stride = (size_t)t->ss * t->ss;
     stem_node_weight w[4];
     for (long i = 0; i < atoms->n; i++) {
-        long px, py;
-        size_t kernel;
         int s0, s1;
-        stem_atom_placement(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], &px, &py, &kernel);
+        double ux = atoms->x[i] / plan->dx, uy = atoms->y[i] / plan->dy;
+        long px = (long)floor(ux), py = (long)floor(uy);
         stem_atom_slice_range(plan, t, atoms->z[i], &s0, &s1);
         for (int s = s0; s < s1; s++) {
             int n = stem_atom_slice_weights(plan, t, atoms->z[i], s, w);
             for (int k = 0; k < n; k++) {
                 gpu_atom *a = &c->host_atoms[next[s]++];
-                a->kernel = (int)(kernel + w[k].node * node_stride);
-                a->px = (int)px;
-                a->py = (int)py;
+                a->profile = t->species_of_z[atoms->Z[i]] * t->n_nodes + w[k].node;
+                a->px = (int)(px - t->rx);
+                a->py = (int)(py - t->ry);
+                a->fx = (float)(ux - px);
+                a->fy = (float)(uy - py);
                 a->weight = (float)(atoms->occupancy[i] * w[k].weight);
             }
         }
@@ -190,7 +203,7 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
     return STEM_OK;
 }
 
-/* One slice: potential, pixel averaging undone, exp(i sigma V), band limit; into host memory. */
+/* One slice: blurred potential, the blur divided out, exp(i sigma V), band limit; into host memory. */
 static int tr_slice(tr_ctx *c, int s, stem_complex *out)
 {
     const stem_plan *plan = c->plan;
@@ -199,16 +212,18 @@ static int tr_slice(tr_ctx *c, int s, stem_complex *out)
     size_t grid = (size_t)nx * ny;
     unsigned blocks = gpu_blocks(grid, 256);
     long n = c->first[s + 1] - c->first[s];
-    CUDA_CALL(cudaMemsetAsync(c->V, 0, sizeof(float) * grid, c->stream));
+    CUDA_CALL(cudaMemsetAsync(c->V, 0, sizeof(long long) * grid, c->stream));
     if (n > 0) {
-        k_add_atoms<<<(unsigned)n, 128, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->kernels, nx, ny, t->kx, t->ky,
-                                                          t->rx, t->ry);
+        k_add_atoms<<<(unsigned)n, 256, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->profiles, nx, ny, t->kx, t->ky,
+                                                          t->rx, t->ry, (float)plan->dx, (float)plan->dy,
+                                                          (float)(t->reach * t->reach), (float)(1 / t->step), t->points);
         CUDA_LAUNCH();
     }
     k_to_complex<<<blocks, 256, 0, c->stream>>>(c->t, c->V, grid);
     CUDA_LAUNCH();
     CUFFT_CALL(cufftExecC2C(c->fft, c->t, c->t, CUFFT_FORWARD));
-    k_unaverage<<<blocks, 256, 0, c->stream>>>(c->t, nx, ny);
+    k_deblur<<<blocks, 256, 0, c->stream>>>(c->t, nx, ny, plan->cell[0], plan->cell[1], plan->q_limit * plan->q_limit,
+                                            2 * M_PI * M_PI * t->blur_sigma * t->blur_sigma, (double)grid);
     CUDA_LAUNCH();
     CUFFT_CALL(cufftExecC2C(c->fft, c->t, c->t, CUFFT_INVERSE));
     k_phase<<<blocks, 256, 0, c->stream>>>(c->t, (float)plan->sigma, grid);
@@ -235,7 +250,7 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
     if (!st->tr) {
         /* the other steps' memory plans leave this step only their reserve: a grid too
          * large for a small part of it is built on the CPU instead (the same numbers) */
-        double need = 12.0 * plan->nx * plan->ny + 4.0 * table->n_kernels * table->kx * table->ky + 16.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
+        double need = 16.0 * plan->nx * plan->ny + 4.0 * table->n_profiles * table->points + 24.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
         if (need > 0.25 * st->dev.usable_bytes) {
             stem_info("transmission functions built on the CPU: on the GPU they would need %.2f GiB", need / GPU_GIB);
             st->tr_declined = plan;

@@ -135,7 +135,15 @@ static const key_spec key_table[] = {
     {"simulation", "potential_radius", K_DOUBLE, OFF(potential_radius), "3", 0.1, 50, NULL, "Angstrom",
      "cutoff radius of each atom's projected potential"},
     {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",
-     "sub-pixel positions per pixel in the potential lookup"},
+     "retired (accepted with a warning, no effect): atoms are now placed at their exact positions, with no "
+     "sub-pixel lookup to refine"},
+    {"simulation", "transmission_oversampling", K_ENUM, OFF(transmission_oversampling), "auto", 0, 0,
+     "auto|1|2|3|4|5|6|7|8", "-",
+     "each slice's transmission function exp(i sigma V) is formed on a grid this many times finer than the "
+     "simulation's and then band-limited to it: the strong phase of heavy atoms has structure far beyond the band "
+     "limit that would otherwise be lost (up to +15-17% HAADF for Au and U at 0.025 Angstrom pixels). auto: a "
+     "transmission pixel of at most 0.05 Angstrom for models up to Z = 10, 0.025 up to Z = 20, 0.0125 beyond "
+     "(at most 4; README, Physics). Costs the factor squared in the transmission build's time and scratch memory"},
     {"simulation", "parametrisation", K_ENUM, OFF(parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
      "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or $STEMSIM_KIRKLAND) "
      "or lobato (Lobato & Van Dyck 2014, abTEM's and MULTEM's default; data/lobato_params.txt or $STEMSIM_LOBATO)"},
@@ -681,6 +689,9 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->thermal == 0 && cfg->frozen_phonons > 1)
         stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",
                   source, cfg->frozen_phonons);
+    if (stem_config_given(cfg, "simulation", "supersampling"))
+        stem_warn("%s: [simulation] supersampling has no effect any more: every atom's potential is placed at its "
+                  "exact position (README, Physics)", source);
     return STEM_OK;
 }
 

@@ -157,8 +157,8 @@ static int build_ahead_finish(build_ahead *b)
     return b->err ? -1 : b->c; /* a failure here is met again, and reported, when c is built for use */
 }
 
-/* The lookup table (it depends only on species and grid: once per run), each
- * rank of the group building a share of its kernels, then exchanged: every
+/* The profile table (it depends only on species and grid: once per run), each
+ * rank of the group building a share of its profiles, then exchanged: every
  * rank of the group needs it to build its slices. err: a failure before it,
  * agreed here with the group. */
 int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
@@ -167,10 +167,10 @@ int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const s
     const stem_layout *L = &m->layout;
     if (!err) err = stem_potential_table_init(plan, atoms, table); /* every rank comes here: it agrees below */
     long k0 = 0, k1 = 0;
-    if (!err) stem_split_range(table->n_kernels, L->group_size, L->group_rank, &k0, &k1);
-    if (!err) err = stem_potential_table_kernels(plan, potentials, table, k0, k1);
+    if (!err) stem_split_range(table->n_profiles, L->group_size, L->group_rank, &k0, &k1);
+    if (!err) err = stem_potential_table_profiles(plan, potentials, table, k0, k1);
     STEM_TRY(stem_mpi_agree(err, m->group));
-    return stem_mpi_allgather_blocks(table->kernels, sizeof(float) * table->kx * table->ky, table->n_kernels, m->group);
+    return stem_mpi_allgather_blocks(table->profiles, sizeof(float) * table->points, table->n_profiles, m->group);
 }
 
 /* Spatial partial coherence: the blur needs each real-space channel over the
@@ -312,7 +312,7 @@ int stem_potential_source_slices(void *ctx, int c, int s0, int s1, float *V)
     stem_potential_source *src = ctx;
     const stem_plan *plan = src->plan;
     if (plan->opt.potential_file[0]) return stem_potential_file_read(plan, c, s0, s1, V);
-    if (!src->table.kernels) STEM_TRY(stem_potential_table_build(plan, src->atoms, src->potentials, &src->table));
+    if (!src->table.profiles) STEM_TRY(stem_potential_table_build(plan, src->atoms, src->potentials, &src->table));
     if (src->displaced_config != c) {
         stem_atoms_free(&src->displaced);
         src->displaced_config = -1;

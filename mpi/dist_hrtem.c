@@ -45,7 +45,7 @@ static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, stem
 }
 
 /* Slice s's transmission rows, as potential.c builds a whole slice: the potential, the
- * pixel-average sinc divided out, exp(i sigma V), the band limit. */
+ * blurred potential deblurred (band-limited), exp(i sigma V), the band limit. */
 static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int s)
 {
     const stem_dist_fft *d = &st->fft;
@@ -55,9 +55,7 @@ static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *
     stem_complex *w = st->work;
     for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
     stem_dist_fft_forward(d, w);
-    FOR_FOURIER(plan, d, {
-        w[at] /= (float)(stem_pixel_average_sinc(ix, plan->nx) * stem_pixel_average_sinc(j_, plan->ny) * grid);
-    })
+    FOR_FOURIER(plan, d, { w[at] *= (float)stem_potential_deblur(plan, &st->table, qx * qx + qy * qy); })
     stem_dist_fft_inverse(d, w);
     for (size_t i = 0; i < slab; i++) w[i] = cexpf(I * (float)plan->sigma * crealf(w[i]));
     stem_dist_fft_forward(d, w);

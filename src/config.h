@@ -62,7 +62,8 @@ typedef struct {
     int grid_x, grid_y;      /* 0: derived from pixel_size */
     double slice_thickness;  /* Angstrom */
     double potential_radius; /* Angstrom */
-    int supersampling;
+    int supersampling;          /* retired: accepted with a warning */
+    int transmission_oversampling; /* 0: auto, else the factor (potential.c) */
     int parametrisation;     /* stem_parametrisation */
     int finite_projection;   /* 0: infinite (each atom's whole projection in its slice) */
     char potential_file[STEM_PATH_MAX]; /* slices read from a stemsim output's /potential ("": from the atoms) */

@@ -42,9 +42,9 @@ typedef struct {
     double focal_spread;     /* standard deviation of defocus, Angstrom (coherence.h); 0: coherent */
     int soft_aperture;       /* the aperture's edge softened over one grid pixel (probe.c) */
     int focal_points;        /* Gauss-Hermite points over the focal spread */
-    int supersampling;       /* even: see potential.c */
     int parametrisation;     /* stem_parametrisation */
     int finite_projection;   /* atoms' potentials split over the slices they reach (potential.c) */
+    int oversampling;        /* transmission functions formed on a grid this many times finer (potential.c) */
     const char *potential_file; /* [simulation] potential_file: the configuration's ("": none) */
     const char *smatrix_file;   /* [simulation] smatrix_file: PRISM's S-matrices read, not computed ("": none) */
     int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission, gpu_gemm_check; /* [debug] */
@@ -69,6 +69,7 @@ typedef struct {
     double dx, dy;   /* Angstrom */
     double cell[3];
     int n_slices;
+    int heaviest_z;  /* the model's heaviest element (choose_oversampling) */
     double dz;
     /* hrtem on a distributed FFT (mpi/dist_fft.h): this rank's real-space rows and
      * transposed Fourier-space columns of the group's one wave; dist 0: serial */
@@ -148,19 +149,31 @@ int stem_fft_good_multiple(int n, int m);
 /* Count and split [0, n) into `parts` contiguous pieces; piece i is [*b, *e). */
 void stem_split_range(long n, int parts, int i, long *b, long *e);
 
-/* Build the plan; layout gives this rank's place in the decomposition. */
-/* Bytes of the potential lookup table for n_species species (potential.c builds it). */
-/* Depth nodes of the finite projection's lookup kernels (potential.c). */
+/* Depth nodes of the finite projection's profiles (potential.c). */
 #define STEM_FINITE_NODES 24
+/* The blurred atom profiles (potential.c): the Gaussian's spectrum at the nearest alias of
+ * the band edge is STEM_BLUR_ALIAS of its value at the edge; a profile is tabulated every
+ * sigma / STEM_BLUR_STEPS out to the cutoff plus STEM_BLUR_REACH sigmas. */
+#define STEM_BLUR_ALIAS 1e-5
+#define STEM_BLUR_STEPS 128
+#define STEM_BLUR_REACH 6
+typedef struct {
+    double sigma; /* Angstrom */
+    double reach; /* Angstrom from the atom */
+    double step;  /* Angstrom between samples */
+    int points;   /* samples per profile */
+    int rx, ry;   /* pixels reached either side of the atom's own */
+} stem_blur_geometry;
+stem_blur_geometry stem_plan_blur_geometry(const stem_plan *plan);
+/* Bytes of the potential's profile table for n_species species (potential.c builds it). */
 double stem_plan_table_bytes(const stem_plan *plan, int n_species);
-/* Lookup-table geometry shared by the estimate and potential.c: kernel half-widths in pixels. */
-int stem_plan_kernel_radius(double cutoff, double pixel);
 /* Probe diameter (Angstrom) that a PRISM window must hold: the Airy disc
  * 1.22 lambda/alpha plus twice the largest geometric ray displacement of
  * the aberrations inside the aperture. */
 double stem_plan_probe_diameter(const stem_plan *plan);
 /* The sample's thickness (cell z, Angstrom) and the slices that cover it (dz set). */
 void stem_plan_set_thickness(stem_plan *plan, double cell_z);
+/* Build the plan; layout gives this rank's place in the decomposition. */
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
 /* A campaign unit holds points_per_unit results (its defoci x depths) on each rank
  * and the whole unit on its group leader (mpi/series_campaign.c): counted in mem_results. */

@@ -1,4 +1,13 @@
-/* Projected potential lookup, slicing and transmission functions. */
+/* Projected potential: blurred radial profiles, slices, the band-limited potential and the
+ * transmission functions.
+ *
+ * Sampling an atom's potential on the grid aliases what lies beyond Nyquist into the band,
+ * and that alias depends on where the atom sits within a pixel (heavy atoms: 10-25% of
+ * the high-angle signal). Each atom's profile is therefore blurred by a Gaussian whose
+ * spectrum has fallen by STEM_BLUR_ALIAS (plan.h) from the band edge to its nearest alias,
+ * sampled at the atom's exact position, and the Gaussian is divided out in Fourier space
+ * inside the band: the slice's potential is then the band-limited potential itself, to
+ * about 1e-5, on any grid and for any sub-pixel position. */
 #include "potential.h"
 
 #include <math.h>
@@ -18,8 +27,8 @@
 
 static double radius_of(int i, double cutoff) { return (i + 0.5) * cutoff / RADIAL_POINTS; }
 
-/* v(r) - v(cutoff) on a fine radial grid; linear interpolation is ample at
- * the sub-pixel sample distances used (never closer than dx/(2 ss)). */
+/* v(r) - v(cutoff) at the midpoints of RADIAL_POINTS cells from 0 to the cutoff: the
+ * nodes of the blur's quadrature (blur_profile). */
 static void radial_table(const stem_atom_potential *p, double cutoff, float *tab)
 {
     double v_cut = stem_projected_potential(p, cutoff);
@@ -45,47 +54,57 @@ static void finite_radial_tables(const stem_atom_potential *p, const stem_potent
     }
 }
 
-static double radial_lookup(const float *tab, double cutoff, double r)
+/* exp(-x) I0(x) for x >= 0 (Abramowitz & Stegun 9.8.1-2, relative error below 2e-7). */
+static double bessel_i0_scaled(double x)
 {
-    double u = r / cutoff * RADIAL_POINTS - 0.5;
-    if (u >= RADIAL_POINTS - 1) return 0;
-    if (u <= 0) return tab[0];
-    int i = (int)u;
-    double t = u - i;
-    return (1 - t) * tab[i] + t * tab[i + 1];
+    if (x < 3.75) {
+        double t = (x / 3.75) * (x / 3.75);
+        double i0 = 1 + t * (3.5156229 + t * (3.0899424 + t * (1.2067492 + t * (0.2659732 + t * (0.0360768 + t * 0.0045813)))));
+        return i0 * exp(-x);
+    }
+    double u = 3.75 / x;
+    double p = 0.39894228 + u * (0.01328592 + u * (0.00225319 + u * (-0.00157565 + u * (0.00916281 +
+               u * (-0.02057706 + u * (0.02635537 + u * (-0.01647633 + u * 0.00392377)))))));
+    return p / sqrt(x);
 }
 
-/* The radial function on the fine lattice of every kernel's samples: sample a of pixel i
- * for sub-pixel position sub_x sits at (i - rx) + (a + 0.5) / ss - 0.5 - sub_x / ss pixels,
- * which depends only on X = i ss + a - sub_x; fine[(Y + ss - 1) w + X + ss - 1] holds it,
- * w = (kx + 2) ss. One lookup per lattice point instead of one per sample of every kernel. */
-static void fine_lattice(const stem_plan *plan, const stem_potential_table *t, const float *tab, double *fine)
+/* The radial table's cells gathered into blocks about sigma / 64 wide: each block's
+ * integral of p(r') r' dr' and its centroid (the blur's quadrature nodes). */
+static int profile_blocks(const float *tab, double cutoff, double sigma, double *weight, double *centre)
 {
-    int ss = t->ss, w = (t->kx + 2) * ss, h = (t->ky + 2) * ss;
-    for (int Y = 0; Y < h; Y++)
-        for (int X = 0; X < w; X++) {
-            double ux = (X - (ss - 1) - t->rx * ss + 0.5 - 0.5 * ss) / ss;
-            double uy = (Y - (ss - 1) - t->ry * ss + 0.5 - 0.5 * ss) / ss;
-            double r = hypot(ux * plan->dx, uy * plan->dy);
-            fine[(size_t)Y * w + X] = r < t->cutoff ? radial_lookup(tab, t->cutoff, r) : 0;
+    double cell = cutoff / RADIAL_POINTS;
+    int per = (int)fmax(1, floor(sigma / 64 / cell)), n = 0;
+    for (int i0 = 0; i0 < RADIAL_POINTS; i0 += per, n++) {
+        double w = 0, m = 0;
+        for (int i = i0; i < i0 + per && i < RADIAL_POINTS; i++) {
+            double r = radius_of(i, cutoff);
+            w += tab[i] * r * cell;
+            m += tab[i] * r * r * cell;
         }
+        weight[n] = w;
+        centre[n] = w > 0 ? m / w : radius_of(i0, cutoff);
+    }
+    return n;
 }
 
-/* Kernel for an atom sitting sub_x/ss, sub_y/ss pixels past a pixel centre:
- * each pixel is the mean of ss x ss samples across its area. With ss even the
- * samples never fall on the atom, where K0 diverges. */
-static void build_kernel(const stem_potential_table *t, const double *fine, int sub_x, int sub_y, float *out)
+/* h(r_i) = (p * g)(r_i) at r_i = i step: the 2D convolution of the radial profile p with
+ * a normalised Gaussian of width sigma, in polar form
+ * h(r) = int p(r') r' exp(-(r - r')^2 / 2 sigma^2) I0e(r r' / sigma^2) dr' / sigma^2. */
+static void blur_profile(const stem_potential_table *t, const float *tab, double *weight, double *centre, float *h)
 {
-    int ss = t->ss, w = (t->kx + 2) * ss;
-    for (int j = 0; j < t->ky; j++)
-        for (int i = 0; i < t->kx; i++) {
-            double sum = 0;
-            for (int b = 0; b < ss; b++) {
-                const double *row = fine + (size_t)(j * ss + b - sub_y + ss - 1) * w + (i * ss - sub_x + ss - 1);
-                for (int a = 0; a < ss; a++) sum += row[a];
-            }
-            out[(size_t)j * t->kx + i] = (float)(sum / (ss * ss));
+    double s = t->blur_sigma, s2 = s * s, span = (STEM_BLUR_REACH + 1) * s;
+    int n = profile_blocks(tab, t->cutoff, s, weight, centre);
+    double block = t->cutoff / n;
+    for (int i = 0; i < t->points; i++) {
+        double r = i * t->step, sum = 0;
+        int b0 = (int)fmax(0, floor((r - span) / block) - 1), b1 = (int)fmin(n, ceil((r + span) / block) + 1);
+        for (int b = b0; b < b1; b++) {
+            double d = r - centre[b];
+            if (weight[b] != 0 && fabs(d) < span) sum += weight[b] * exp(-d * d / (2 * s2)) * bessel_i0_scaled(r * centre[b] / s2);
         }
+        h[i] = (float)(sum / s2);
+    }
+    h[t->points - 1] = h[t->points - 2] = 0; /* beyond the reach: nothing */
 }
 
 int stem_potential_table_init(const stem_plan *plan, const stem_atoms *atoms, stem_potential_table *t)
@@ -105,29 +124,30 @@ int stem_potential_table_init(const stem_plan *plan, const stem_atoms *atoms, st
     t->n_nodes = stem_potential_nodes(plan);
     for (int k = 0; t->finite && k < t->n_nodes; k++)
         t->z_nodes[k] = cutoff * sinh(FINITE_STRETCH * (k + 1) / t->n_nodes) / sinh(FINITE_STRETCH);
-    t->ss = plan->opt.supersampling; /* even: see build_kernel */
-    t->rx = stem_plan_kernel_radius(cutoff, plan->dx);
-    t->ry = stem_plan_kernel_radius(cutoff, plan->dy);
-    t->kx = 2 * t->rx + 1;
-    t->ky = 2 * t->ry + 1;
-    t->n_kernels = (long)t->n_species * t->n_nodes * t->ss * t->ss;
-    /* kernels wider than the cell are fine: add_atom_rows wraps, summing periodic images */
-    STEM_ALLOC(t->kernels, (size_t)t->kx * t->ky * t->n_kernels, "potential lookup kernels");
+    stem_blur_geometry g = stem_plan_blur_geometry(plan);
+    t->blur_sigma = g.sigma;
+    t->reach = g.reach;
+    t->step = g.step;
+    t->points = g.points;
+    t->rx = g.rx;
+    t->ry = g.ry;
+    t->kx = 2 * t->rx + 2; /* the box starts at the pixel below the atom minus rx */
+    t->ky = 2 * t->ry + 2;
+    t->n_profiles = (long)t->n_species * t->n_nodes;
+    /* profiles wider than the cell are fine: add_profile_rows wraps, summing periodic images */
+    STEM_ALLOC(t->profiles, (size_t)t->points * t->n_profiles, "potential profiles");
     return STEM_OK;
 }
 
 int stem_potential_nodes(const stem_plan *plan) { return plan->opt.finite_projection ? STEM_FINITE_NODES : 1; }
 
-/* Per-worker state of the table build: the radial table of every species and depth. */
+/* State of the table build: the radial table of every species and depth, then their blurs. */
 typedef struct {
-    const stem_plan *plan;
     stem_potential_table *t;
     const stem_atom_potential *potentials;
-    float *tabs;   /* [species][node][RADIAL_POINTS] */
-    long first;    /* the dispatcher's item i is kernel first + i */
-    int species0;  /* radial tables: species species0 + i / RADIAL_CHUNKS */
-    double **fine; /* per worker: the fine lattice of one radial table */
-    long *fine_of; /* per worker: which table (species * nodes + node) it holds, -1: none */
+    float *tabs;  /* [species][node][RADIAL_POINTS] */
+    long first;   /* blur item i is profile first + i */
+    int species0; /* radial tables: species species0 + i / RADIAL_CHUNKS */
 } table_job;
 
 #define RADIAL_CHUNKS 64
@@ -148,58 +168,32 @@ static int radial_work(void *ctx, int w, long i0, long i1)
     return STEM_OK;
 }
 
-static int table_setup(void *ctx, int w)
+static int blur_work(void *ctx, int w, long i0, long i1)
 {
-    table_job *job = ctx;
-    const stem_potential_table *t = job->t;
-    job->fine[w] = stem_alloc(sizeof(double) * (size_t)(t->kx + 2) * t->ss * (size_t)(t->ky + 2) * t->ss,
-                              "fine lattice of a potential kernel");
-    job->fine_of[w] = -1;
-    return job->fine[w] ? STEM_OK : STEM_ERR_MEMORY;
-}
-
-static void table_teardown(void *ctx, int w)
-{
-    table_job *job = ctx;
-    free(job->fine[w]);
-    job->fine[w] = NULL;
-}
-
-static int table_work(void *ctx, int w, long i0, long i1)
-{
+    (void)w;
     table_job *job = ctx;
     stem_potential_table *t = job->t;
-    size_t per_kernel = (size_t)t->kx * t->ky, subs = (size_t)t->ss * t->ss;
-    for (long k = job->first + i0; k < job->first + i1; k++) { /* k = ((species * nodes + node) * ss + sub_y) * ss + sub_x */
-        long table = k / (long)subs; /* species * nodes + node */
-        int sub = (int)(k % (long)subs);
-        if (job->fine_of[w] != table) {
-            fine_lattice(job->plan, t, job->tabs + (size_t)table * RADIAL_POINTS, job->fine[w]);
-            job->fine_of[w] = table;
-        }
-        build_kernel(t, job->fine[w], sub % t->ss, sub / t->ss, t->kernels + (size_t)k * per_kernel);
-    }
+    double *quad = stem_alloc(2 * sizeof(double) * RADIAL_POINTS, "blur quadrature");
+    if (!quad) return STEM_ERR_MEMORY;
+    for (long k = job->first + i0; k < job->first + i1; k++) /* k = species * nodes + node */
+        blur_profile(t, job->tabs + (size_t)k * RADIAL_POINTS, quad, quad + RADIAL_POINTS,
+                     t->profiles + (size_t)k * t->points);
+    free(quad);
     return STEM_OK;
 }
 
-int stem_potential_table_kernels(const stem_plan *plan, const stem_atom_potential *potentials, stem_potential_table *t,
-                                 long k0, long k1)
+int stem_potential_table_profiles(const stem_plan *plan, const stem_atom_potential *potentials, stem_potential_table *t,
+                                  long k0, long k1)
 {
     if (k1 <= k0) return STEM_OK;
-    long per_species = (long)t->n_nodes * t->ss * t->ss;
-    int s0 = (int)(k0 / per_species), s1 = (int)((k1 - 1) / per_species) + 1; /* the species this range needs */
+    int s0 = (int)(k0 / t->n_nodes), s1 = (int)((k1 - 1) / t->n_nodes) + 1; /* the species this range needs */
     float *tabs = stem_alloc(sizeof(float) * RADIAL_POINTS * t->n_nodes * t->n_species, "radial potential tables");
     if (!tabs) return STEM_ERR_MEMORY;
-    table_job job = {plan, t, potentials, tabs, k0, s0, NULL, NULL};
-    job.fine = stem_calloc(plan->threads, sizeof(double *), "worker lattices");
-    job.fine_of = stem_calloc(plan->threads, sizeof(long), "worker lattices");
-    int err = job.fine && job.fine_of ? STEM_OK : STEM_ERR_MEMORY;
+    table_job job = {t, potentials, tabs, k0, s0};
     stem_work radial = {&job, NULL, radial_work, NULL};
-    if (!err) err = stem_dispatch(&radial, (long)(s1 - s0) * RADIAL_CHUNKS, 1, plan->threads, "radial potential tables");
-    stem_work kernels = {&job, table_setup, table_work, table_teardown};
-    if (!err) err = stem_dispatch(&kernels, k1 - k0, 1, plan->threads, "potential lookup table");
-    free(job.fine);
-    free(job.fine_of);
+    int err = stem_dispatch(&radial, (long)(s1 - s0) * RADIAL_CHUNKS, 1, plan->threads, "radial potential tables");
+    stem_work blur = {&job, NULL, blur_work, NULL};
+    if (!err) err = stem_dispatch(&blur, k1 - k0, 1, plan->threads, "potential profiles");
     free(tabs);
     return err;
 }
@@ -208,13 +202,13 @@ int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, c
                                stem_potential_table *t)
 {
     STEM_TRY(stem_potential_table_init(plan, atoms, t));
-    return stem_potential_table_kernels(plan, potentials, t, 0, t->n_kernels);
+    return stem_potential_table_profiles(plan, potentials, t, 0, t->n_profiles);
 }
 
 void stem_potential_table_free(stem_potential_table *t)
 {
-    free(t->kernels);
-    t->kernels = NULL;
+    free(t->profiles);
+    t->profiles = NULL;
 }
 
 int stem_potential_slice_of(const stem_plan *plan, double z)
@@ -267,34 +261,45 @@ int stem_atom_slice_weights(const stem_plan *plan, const stem_potential_table *t
     return n;
 }
 
-void stem_atom_placement(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
-                         long *px, long *py, size_t *kernel)
+const float *stem_atom_profile(const stem_potential_table *t, int species)
 {
-    int ss = t->ss;
-    double ux = x / plan->dx, uy = y / plan->dy;
-    *px = (long)floor(ux), *py = (long)floor(uy);
-    int sx = (int)floor((ux - *px) * ss + 0.5), sy = (int)floor((uy - *py) * ss + 0.5);
-    if (sx == ss) sx = 0, (*px)++;
-    if (sy == ss) sy = 0, (*py)++;
-    *kernel = ((size_t)species * t->n_nodes * ss + sy) * ss + sx;
+    return t->profiles + (size_t)species * t->n_nodes * t->points;
 }
 
-/* Add weight times kernel k, centred on pixel (px, py) and wrapped periodically, to the
- * rows [row0, row0 + rows) that V holds (a whole slice: 0, ny). */
-static void add_kernel_rows(const stem_plan *plan, const stem_potential_table *t, size_t kernel, long px, long py,
-                            double weight, long row0, long rows, float *V)
+/* The grid the potential is built on: the run's, or `oversampling` times finer. */
+typedef struct {
+    int nx, ny, m;
+    double dx, dy;
+} potential_grid;
+
+static potential_grid grid_of(const stem_plan *plan)
 {
-    int nx = plan->nx, ny = plan->ny;
-    const float *k = t->kernels + kernel * t->kx * t->ky;
+    int m = plan->opt.oversampling > 1 ? plan->opt.oversampling : 1;
+    return (potential_grid){m * plan->nx, m * plan->ny, m, plan->dx / m, plan->dy / m};
+}
+
+/* Add weight times the blurred profile h, centred at (x, y) Angstrom and wrapped
+ * periodically, to the rows [row0, row0 + rows) of the potential's grid that V holds. */
+static void add_profile_rows(const stem_plan *plan, const stem_potential_table *t, const float *h, double x, double y,
+                             double weight, long row0, long rows, float *V)
+{
+    potential_grid g = grid_of(plan);
+    int nx = g.nx, ny = g.ny;
+    double ux = x / g.dx, uy = y / g.dy, reach2 = t->reach * t->reach, per_step = 1 / t->step;
+    long px = (long)floor(ux) - t->rx, py = (long)floor(uy) - t->ry; /* the box's first pixel */
     for (int j = 0; j < t->ky; j++) {
-        long gy = ((py + j - t->ry) % ny + ny) % ny;
+        long gy = ((py + j) % ny + ny) % ny;
         if (gy < row0 || gy >= row0 + rows) continue;
+        double oy = (py + j - uy) * g.dy, oy2 = oy * oy;
+        if (oy2 >= reach2) continue;
         float *row = V + (gy - row0) * nx;
-        const float *krow = k + (size_t)j * t->kx;
-        long gx = ((px - t->rx) % nx + nx) % nx;
-        for (int i = 0; i < t->kx; i++) {
-            row[gx] += (float)weight * krow[i];
-            if (++gx == nx) gx = 0;
+        long gx = (px % nx + nx) % nx;
+        for (int i = 0; i < t->kx; i++, gx = gx + 1 == nx ? 0 : gx + 1) {
+            double ox = (px + i - ux) * g.dx, r2 = ox * ox + oy2;
+            if (r2 >= reach2) continue;
+            double u = sqrt(r2) * per_step;
+            int k = (int)u;
+            row[gx] += (float)(weight * (h[k] + (u - k) * (h[k + 1] - h[k])));
         }
     }
 }
@@ -305,20 +310,16 @@ static void add_atom_rows(const stem_plan *plan, const stem_potential_table *t, 
 {
     stem_node_weight w[4];
     int n = stem_atom_slice_weights(plan, t, atoms->z[i], s, w);
-    if (!n) return;
-    long px, py;
-    size_t kernel;
-    stem_atom_placement(plan, t, t->species_of_z[atoms->Z[i]], atoms->x[i], atoms->y[i], &px, &py, &kernel);
-    size_t node_stride = (size_t)t->ss * t->ss;
+    const float *h = stem_atom_profile(t, t->species_of_z[atoms->Z[i]]);
     for (int k = 0; k < n; k++)
-        add_kernel_rows(plan, t, kernel + w[k].node * node_stride, px, py, atoms->occupancy[i] * w[k].weight, row0, rows,
-                        V);
+        add_profile_rows(plan, t, h + (size_t)w[k].node * t->points, atoms->x[i], atoms->y[i],
+                         atoms->occupancy[i] * w[k].weight, row0, rows, V);
 }
 
 int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s,
                               long row0, long rows, float *V)
 {
-    memset(V, 0, sizeof(float) * (size_t)rows * plan->nx);
+    memset(V, 0, sizeof(float) * (size_t)rows * grid_of(plan).nx);
     for (long i = 0; i < atoms->n; i++) add_atom_rows(plan, t, atoms, i, s, row0, rows, V);
     return STEM_OK;
 }
@@ -326,13 +327,14 @@ int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table 
 int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s0,
                           int s1, float *V)
 {
-    size_t grid = (size_t)plan->nx * plan->ny;
+    potential_grid g = grid_of(plan);
+    size_t grid = (size_t)g.nx * g.ny;
     memset(V, 0, sizeof(float) * grid * (s1 - s0));
     for (long i = 0; i < atoms->n; i++) {
         int a0, a1;
         stem_atom_slice_range(plan, t, atoms->z[i], &a0, &a1);
         for (int s = a0 > s0 ? a0 : s0; s < a1 && s < s1; s++)
-            add_atom_rows(plan, t, atoms, i, s, 0, plan->ny, V + (size_t)(s - s0) * grid);
+            add_atom_rows(plan, t, atoms, i, s, 0, g.ny, V + (size_t)(s - s0) * grid);
     }
     return STEM_OK;
 }
@@ -345,22 +347,25 @@ typedef struct {
     const float *given;  /* potentials of slices first.. ([slice][ny][nx]) instead of the atoms' */
     stem_complex *trans; /* the transmission functions, or NULL: potentials wanted */
     float *V_out;        /* potentials of slices first.. (when trans is NULL) */
-    float **V;
-    stem_fft *fft;
-    long first; /* the dispatcher's item i is slice first + i */
+    float **V;           /* per worker: a slice's blurred potential on the potential's grid */
+    stem_complex **work; /* per worker: a wave on the potential's grid */
+    stem_fft *fine;      /* per worker: FFTs on the potential's grid */
+    stem_fft *run;       /* per worker: FFTs on the run's grid (oversampling > 1 only) */
+    long first;          /* the dispatcher's item i is slice first + i */
 } trans_job;
 
 static int trans_setup(void *ctx, int w)
 {
     trans_job *job = ctx;
-    size_t grid = (size_t)job->plan->nx * job->plan->ny;
-    job->V[w] = stem_alloc(sizeof(float) * grid, "slice potential");
-    if (!job->V[w]) return STEM_ERR_MEMORY;
-    stem_complex *tmp = stem_fft_alloc(grid, "FFT planning buffer");
-    if (!tmp) return STEM_ERR_MEMORY;
-    int err = stem_fft_create(&job->fft[w], job->plan->nx, job->plan->ny, 1, tmp, 0);
-    stem_fft_free(tmp);
-    return err;
+    const stem_plan *plan = job->plan;
+    potential_grid g = job->given ? (potential_grid){plan->nx, plan->ny, 1, plan->dx, plan->dy} : grid_of(plan);
+    size_t fine = (size_t)g.nx * g.ny;
+    job->V[w] = stem_alloc(sizeof(float) * fine, "slice potential");
+    job->work[w] = stem_fft_alloc(fine, "slice transmission scratch");
+    if (!job->V[w] || !job->work[w]) return STEM_ERR_MEMORY;
+    STEM_TRY(stem_fft_create(&job->fine[w], g.nx, g.ny, 1, job->work[w], 0));
+    if (g.m == 1) return STEM_OK;
+    return stem_fft_create(&job->run[w], plan->nx, plan->ny, 1, job->work[w], 0);
 }
 
 static void trans_teardown(void *ctx, int w)
@@ -368,79 +373,93 @@ static void trans_teardown(void *ctx, int w)
     trans_job *job = ctx;
     free(job->V[w]);
     job->V[w] = NULL;
-    stem_fft_destroy(&job->fft[w]);
+    stem_fft_free(job->work[w]);
+    job->work[w] = NULL;
+    stem_fft_destroy(&job->fine[w]);
+    stem_fft_destroy(&job->run[w]);
 }
 
-/* Pixel averaging multiplies the potential's spectrum by sinc(kx/nx) sinc(ky/ny)
- * (about 0.83 per axis at the band limit, which lowered HAADF by ~15% at 0.06 A
- * pixels); dividing it out leaves the band-limited Kirkland potential itself. */
-double stem_pixel_average_sinc(int k, int n)
+double stem_potential_deblur(const stem_plan *plan, const stem_potential_table *t, double q2)
 {
-    double a = M_PI * stem_fft_index(k, n) / n;
-    return a ? sin(a) / a : 1;
+    int m = grid_of(plan).m;
+    double s = t->blur_sigma, q2max = (m * plan->q_limit) * (m * plan->q_limit);
+    return q2 <= q2max ? exp(2 * M_PI * M_PI * s * s * q2) / ((double)m * m * plan->nx * plan->ny) : 0;
 }
 
-static void undo_pixel_average(const stem_plan *plan, const stem_fft *fft, const float *V, stem_complex *work)
+/* The blurred samples V on grid g times stem_potential_deblur, in Fourier space, into work. */
+static void deblurred_spectrum(const stem_plan *plan, const stem_potential_table *t, potential_grid g,
+                               const stem_fft *fft, const float *V, stem_complex *work)
 {
-    int nx = plan->nx, ny = plan->ny;
-    size_t grid = (size_t)nx * ny;
+    size_t grid = (size_t)g.nx * g.ny;
     for (size_t i = 0; i < grid; i++) work[i] = V[i];
     stem_fft_forward(fft, work);
-    for (int j = 0; j < ny; j++) {
-        double sy = stem_pixel_average_sinc(j, ny);
-        for (int i = 0; i < nx; i++) {
-            double sx = stem_pixel_average_sinc(i, nx);
-            work[(size_t)j * nx + i] /= (float)(sx * sy * grid);
+    for (int j = 0; j < g.ny; j++) {
+        double qy = stem_fft_index(j, g.ny) / plan->cell[1];
+        for (int i = 0; i < g.nx; i++) {
+            double qx = stem_fft_index(i, g.nx) / plan->cell[0];
+            work[(size_t)j * g.nx + i] *= (float)stem_potential_deblur(plan, t, qx * qx + qy * qy);
         }
     }
-    stem_fft_inverse(fft, work);
 }
 
-/* Slice s's potential as its transmission function sees it (pixel averaging undone; the
- * real part), into V; work is a grid of scratch. */
-static void slice_potential(const trans_job *job, int w, long s, float *V, stem_complex *work)
-{
-    size_t grid = (size_t)job->plan->nx * job->plan->ny;
-    stem_potential_slices(job->plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]);
-    undo_pixel_average(job->plan, &job->fft[w], job->V[w], work);
-    for (size_t i = 0; i < grid; i++) V[i] = crealf(work[i]);
-}
-
-/* t = exp(i sigma V), then zero every Fourier component beyond the band limit. */
-static void transmission_of(const stem_plan *plan, const stem_fft *fft, const float *V, stem_complex *t)
+/* The run's band (|q| <= q_limit) of a spectrum on grid g, divided by scale, into the run's
+ * grid's spectrum out (zero beyond the band): the fine grid's frequencies the run holds. */
+static void run_band(const stem_plan *plan, potential_grid g, const stem_complex *in, double scale, stem_complex *out)
 {
     int nx = plan->nx, ny = plan->ny;
-    size_t grid = (size_t)nx * ny;
-    float q2max = (float)(plan->q_limit * plan->q_limit);
-    for (size_t i = 0; i < grid; i++) t[i] = cexpf(I * (float)plan->sigma * V[i]);
-    stem_fft_forward(fft, t);
+    double q2max = plan->q_limit * plan->q_limit;
     for (int j = 0; j < ny; j++) {
-        float qy = stem_fft_index(j, ny) / (float)plan->cell[1];
+        int ky = stem_fft_index(j, ny);
+        double qy = ky / plan->cell[1];
         for (int i = 0; i < nx; i++) {
-            float qx = stem_fft_index(i, nx) / (float)plan->cell[0];
-            t[(size_t)j * nx + i] = qx * qx + qy * qy <= q2max ? t[(size_t)j * nx + i] / (float)grid : 0;
+            int kx = stem_fft_index(i, nx);
+            double qx = kx / plan->cell[0];
+            size_t at = (size_t)((ky + g.ny) % g.ny) * g.nx + (kx + g.nx) % g.nx;
+            out[(size_t)j * nx + i] = qx * qx + qy * qy <= q2max ? in[at] / (float)scale : 0;
         }
     }
-    stem_fft_inverse(fft, t);
+}
+
+/* exp(i sigma V) of the real part of work (a potential on grid g), then the run's band of
+ * it into t (the run's grid). */
+static void transmission_of(const stem_plan *plan, potential_grid g, const stem_fft *fine, const stem_fft *run,
+                            stem_complex *work, stem_complex *t)
+{
+    size_t grid = (size_t)g.nx * g.ny;
+    for (size_t i = 0; i < grid; i++) work[i] = cexpf(I * (float)plan->sigma * crealf(work[i]));
+    stem_fft_forward(fine, work);
+    run_band(plan, g, work, (double)grid, t);
+    stem_fft_inverse(g.m > 1 ? run : fine, t);
 }
 
 static int trans_work(void *ctx, int w, long s0, long s1)
 {
     trans_job *job = ctx;
-    size_t grid = (size_t)job->plan->nx * job->plan->ny;
+    const stem_plan *plan = job->plan;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    potential_grid g = job->given ? (potential_grid){plan->nx, plan->ny, 1, plan->dx, plan->dy} : grid_of(plan);
+    stem_complex *work = job->work[w];
+    const stem_fft *run = g.m > 1 ? &job->run[w] : &job->fine[w];
     for (long s = job->first + s0; s < job->first + s1; s++) {
         size_t at = (size_t)(s - job->first) * grid;
-        if (!job->trans) { /* the potentials themselves (a transmission slice as scratch) */
-            stem_complex *work = stem_fft_alloc(grid, "slice scratch");
-            if (!work) return STEM_ERR_MEMORY;
-            slice_potential(job, w, s, job->V_out + at, work);
-            stem_fft_free(work);
+        if (job->given) { /* a stored potential (the run's grid, band-limited) */
+            for (size_t i = 0; i < grid; i++) work[i] = job->given[at + i];
+            transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid);
             continue;
         }
-        stem_complex *t = job->trans + s * grid;
-        const float *V = job->given ? job->given + at : job->V[w];
-        if (!job->given) slice_potential(job, w, s, job->V[w], t);
-        transmission_of(job->plan, &job->fft[w], V, t);
+        stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]);
+        deblurred_spectrum(plan, job->table, g, &job->fine[w], job->V[w], work);
+        if (!job->trans) { /* the potential itself: its band on the run's grid, real part */
+            stem_complex *band = stem_fft_alloc(grid, "slice potential");
+            if (!band) return STEM_ERR_MEMORY;
+            run_band(plan, g, work, 1.0, band);
+            stem_fft_inverse(run, band);
+            for (size_t i = 0; i < grid; i++) job->V_out[at + i] = crealf(band[i]);
+            stem_fft_free(band);
+            continue;
+        }
+        stem_fft_inverse(&job->fine[w], work);
+        transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid);
     }
     return STEM_OK;
 }
@@ -449,12 +468,16 @@ static int run_trans_job(trans_job *job, int s0, int s1, const char *what)
 {
     int workers = job->plan->threads;
     job->V = stem_calloc(workers, sizeof(float *), "worker buffers");
-    job->fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
-    int err = job->V && job->fft ? STEM_OK : STEM_ERR_MEMORY;
+    job->work = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
+    job->fine = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    job->run = stem_calloc(workers, sizeof(stem_fft), "worker plans");
+    int err = job->V && job->work && job->fine && job->run ? STEM_OK : STEM_ERR_MEMORY;
     stem_work work = {job, trans_setup, trans_work, trans_teardown};
     if (!err) err = stem_dispatch(&work, s1 - s0, 1, workers, what);
     free(job->V);
-    free(job->fft);
+    free(job->work);
+    free(job->fine);
+    free(job->run);
     return err;
 }
 

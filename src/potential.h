@@ -1,27 +1,34 @@
-/* Projected potentials: per-species lookup kernels on a supersampled grid,
- * slices, and the band-limited transmission functions t = exp(i sigma V). */
+/* Projected potentials: per-species blurred radial profiles, slices, the band-limited
+ * potential and the transmission functions t = exp(i sigma V). */
 #ifndef STEM_POTENTIAL_H
 #define STEM_POTENTIAL_H
 
 #include "physics.h"
 #include "plan.h"
 
+/* Every atom's profile is blurred by one Gaussian (blur_sigma) before it is sampled on the
+ * grid at the atom's exact position, and the blur is divided out in Fourier space: the
+ * Gaussian makes the samples alias-free inside the band limit (potential.c), so a slice's
+ * band-limited potential does not depend on where atoms sit within a pixel nor on the grid. */
 typedef struct {
     int n_species;
     int species_z[STEM_MAX_Z + 1];
     int species_of_z[STEM_MAX_Z + 1]; /* -1 if absent */
-    int finite;      /* finite projection: kernels of each depth node (potential.c) */
-    int n_nodes;     /* depth nodes per species: 1 (infinite projection) or the finite ones */
-    double z_nodes[32]; /* finite: the depths (Angstrom, up to the cutoff) the kernels are tabulated at */
-    double cutoff;   /* Angstrom */
-    int ss;          /* sub-pixel positions per pixel */
-    int rx, ry;      /* kernel half-widths in pixels */
-    int kx, ky;      /* kernel sizes 2r+1 */
-    long n_kernels;  /* n_species * n_nodes * ss * ss */
-    float *kernels;  /* [species][node][sub_y][sub_x][ky][kx], V Angstrom, pixel-averaged */
+    int finite;         /* finite projection: a profile per depth node (potential.c) */
+    int n_nodes;        /* depth nodes per species: 1 (infinite projection) or the finite ones */
+    double z_nodes[32]; /* finite: the depths (Angstrom, up to the cutoff) the profiles are tabulated at */
+    double cutoff;      /* Angstrom */
+    double blur_sigma;  /* Angstrom: the Gaussian every profile is blurred with */
+    double reach;       /* Angstrom: where a blurred profile ends (cutoff + STEM_BLUR_REACH sigmas) */
+    double step;        /* Angstrom between a profile's samples */
+    int points;         /* samples per profile (the last two zero) */
+    int rx, ry;         /* pixels an atom reaches either side of its own */
+    int kx, ky;         /* box of pixels an atom may reach: 2r + 2 */
+    long n_profiles;    /* n_species * n_nodes */
+    float *profiles;    /* [species][node][points]: blurred profile at r = i step, V Angstrom */
 } stem_potential_table;
 
-/* One term of an atom's share of a slice: weight times the kernel of depth node `node`. */
+/* One term of an atom's share of a slice: weight times the profile of depth node `node`. */
 typedef struct {
     int node;
     double weight;
@@ -34,42 +41,41 @@ int stem_potential_nodes(const stem_plan *plan);
 int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
                                stem_potential_table *table);
 /* The same in two steps, so that ranks can share the work: species, sizes and the
- * (unfilled) kernels; then kernels [k0, k1) of table->n_kernels. */
+ * (unfilled) profiles; then profiles [k0, k1) of table->n_profiles. */
 int stem_potential_table_init(const stem_plan *plan, const stem_atoms *atoms, stem_potential_table *table);
-int stem_potential_table_kernels(const stem_plan *plan, const stem_atom_potential *potentials, stem_potential_table *table,
+int stem_potential_table_profiles(const stem_plan *plan, const stem_atom_potential *potentials, stem_potential_table *table,
                                  long k0, long k1);
 void stem_potential_table_free(stem_potential_table *table);
 /* The slice an atom at depth z belongs to (atoms on a boundary: the slice starting there). */
 int stem_potential_slice_of(const stem_plan *plan, double z);
 /* The slices [*s0, *s1) an atom at depth z reaches (infinite projection: its own). */
 void stem_atom_slice_range(const stem_plan *plan, const stem_potential_table *t, double z, int *s0, int *s1);
-/* An atom at depth z's share of slice s as at most 4 weighted depth kernels; returns how
+/* An atom at depth z's share of slice s as at most 4 weighted depth profiles; returns how
  * many (0: it does not reach the slice). */
 int stem_atom_slice_weights(const stem_plan *plan, const stem_potential_table *t, double z, int s,
                             stem_node_weight w[4]);
-/* Where an atom's kernel goes: the pixel (px, py) of its kernel centre, before wrapping, and
- * the kernel of its species, depth node 0 and nearest sub-pixel position (index into
- * table->kernels; node k is k * ss * ss further). */
-void stem_atom_placement(const stem_plan *plan, const stem_potential_table *t, int species, double x, double y,
-                         long *px, long *py, size_t *kernel);
-/* Projected potential of slices [s0, s1) into V ([slice - s0][ny][nx], V Angstrom). */
+/* The blurred profile of species `species`, depth node 0 (node k is k * points further). */
+const float *stem_atom_profile(const stem_potential_table *t, int species);
+/* The blurred projected potential of slices [s0, s1) into V ([slice - s0][ny][nx], V Angstrom):
+ * the samples stem_potential_deblur turns into the band-limited potential. */
 int stem_potential_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                           int s0, int s1, float *V);
-/* Rows [row0, row0 + rows) of slice s's projected potential into V ([rows][nx]): what
+/* Rows [row0, row0 + rows) of slice s's blurred projected potential into V ([rows][nx]): what
  * one rank of a distributed FFT builds (the same sums as stem_potential_slices). */
 int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms, int s,
                               long row0, long rows, float *V);
-/* The pixel average's transfer along one axis at FFT index k of n: sinc(k / n), which
- * the transmission build divides out (potential.c, and on slabs mpi/dist_hrtem.c). */
-double stem_pixel_average_sinc(int k, int n);
+/* The factor that turns the blurred samples' spectrum (divided by the grid size) into the
+ * band-limited potential's at |q|^2 = q2: the Gaussian divided out inside the band, zero
+ * beyond it (potential.c, on slabs mpi/dist_hrtem.c, on the GPU cuda/gpu_potential.cu). */
+double stem_potential_deblur(const stem_plan *plan, const stem_potential_table *t, double q2);
 /* All transmission functions ([slice][ny][nx]) with plan->threads threads. */
 int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                             stem_complex *trans);
 /* Slices [s0, s1) only, into their places in trans (ranks of a group share the slices). */
 int stem_transmission_build_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                    int s0, int s1, stem_complex *trans);
-/* Slices [s0, s1)'s potentials as the transmission functions use them (projected
- * potential, pixel averaging undone; V Angstrom) into V ([slice - s0][ny][nx]):
+/* Slices [s0, s1)'s potentials as the transmission functions use them (the projected
+ * potential band-limited to the plan's q_limit; V Angstrom) into V ([slice - s0][ny][nx]):
  * what [output] save_potential writes. */
 int stem_potential_band_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                int s0, int s1, float *V);

@@ -75,7 +75,7 @@ def check_closed_form():
     ini = os.path.join(A.workdir, "one_si.ini")
     with open(ini, "w") as f:
         f.write("[sample]\nxyz = %s\n[simulation]\nalgorithm = hrtem\ngrid_x = 160\ngrid_y = 160\n"
-                "slice_thickness = %g\npotential_radius = 8\nsupersampling = 4\n[output]\noverwrite = true\n"
+                "slice_thickness = %g\npotential_radius = 8\n[output]\noverwrite = true\n"
                 "save_potential = true\n[compute]\nthreads = 2\n" % (xyz, dz))
     yuk, gau = kirkland_silicon()
     n = int(round(cell / dz))

@@ -216,10 +216,10 @@ static void test_duplicate_atoms(void)
 static void test_table_estimate(void)
 {
     sim_case s;
-    REQUIRE(sim_prepare(&s, SI "[simulation]\npixel_size = 0.07\nsupersampling = 5\npotential_radius = 2.5\n", NULL) == STEM_OK);
+    REQUIRE(sim_prepare(&s, SI "[simulation]\npixel_size = 0.07\npotential_radius = 2.5\n", NULL) == STEM_OK);
     stem_potential_table t;
     REQUIRE(stem_potential_table_build(&s.plan, &s.atoms, s.kirkland, &t) == STEM_OK);
-    double bytes = 4.0 * t.n_species * t.ss * t.ss * t.kx * t.ky;
+    double bytes = 4.0 * t.n_profiles * t.points;
     CHECK_CLOSE(s.plan.mem_table, bytes, 0);
     CHECK(s.plan.mem_table > 0);
     CHECK_LE(s.plan.mem_table, s.plan.mem_total);
