@@ -28,13 +28,15 @@ typedef struct gpu_tr_ctx {
     const stem_plan *plan;
     const stem_potential_table *table; /* what the uploaded profiles came from */
     float *profiles;                   /* the table's profiles on the device */
-    long long *V;                      /* one slice's blurred potential, fixed point */
-    float2 *t;                         /* one slice's transmission function */
+    int m, fnx, fny;                   /* the potential's grid: m times finer than the run's */
+    long long *V;                      /* one slice's blurred potential, fixed point (potential's grid) */
+    float2 *tf;                        /* its potential, then exp(i sigma V) (potential's grid) */
+    float2 *t;                         /* one slice's transmission function (the run's grid) */
     gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices, sorted by slice */
     long atoms_cap;
     long *first;                       /* first entry of each slice (n_slices + 1) */
-    cufftHandle fft;
-    int has_fft;
+    cufftHandle fft, fft_run;          /* the potential's grid, the run's (m > 1) */
+    int has_fft, has_fft_run;
     cudaStream_t stream;
 } tr_ctx;
 
@@ -86,25 +88,29 @@ static __global__ void k_phase(float2 *__restrict__ t, float sigma, size_t grid)
     t[i] = make_float2(c, s);
 }
 
-/* Keep |q| <= the band limit (divided by the grid size), zero the rest. */
-static __global__ void k_band_limit(float2 *__restrict__ t, int nx, int ny, float cx, float cy, float q2max)
+/* The run's band of the potential grid's spectrum tf (fnx x fny), divided by that grid's
+ * size, into the run's grid's spectrum t (potential.c's run_band). */
+static __global__ void k_run_band(float2 *__restrict__ t, const float2 *__restrict__ tf, int nx, int ny, int fnx, int fny,
+                                  double cx, double cy, double q2max)
 {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nx * ny) return;
-    int i = (int)(idx % nx), j = (int)(idx / nx);
-    float qx = __fdiv_rn((float)stem_fft_index(i, nx), cx), qy = __fdiv_rn((float)stem_fft_index(j, ny), cy);
-    float g = (float)nx * (float)ny;
-    int keep = __fadd_rn(__fmul_rn(qx, qx), __fmul_rn(qy, qy)) <= q2max;
-    t[idx] = keep ? make_float2(__fdiv_rn(t[idx].x, g), __fdiv_rn(t[idx].y, g)) : make_float2(0.0f, 0.0f);
+    int kx = stem_fft_index((int)(idx % nx), nx), ky = stem_fft_index((int)(idx / nx), ny);
+    double qx = kx / cx, qy = ky / cy;
+    float g = (float)((double)fnx * fny);
+    float2 v = tf[(size_t)((ky + fny) % fny) * fnx + (kx + fnx) % fnx];
+    t[idx] = qx * qx + qy * qy <= q2max ? make_float2(__fdiv_rn(v.x, g), __fdiv_rn(v.y, g)) : make_float2(0.0f, 0.0f);
 }
 
 static void tr_release(tr_ctx *c)
 {
     if (c->has_fft) cufftDestroy(c->fft);
+    if (c->has_fft_run) cufftDestroy(c->fft_run);
     if (c->stream) cudaStreamDestroy(c->stream);
     gpu_free(c->profiles);
     gpu_free(c->V);
     gpu_free(c->t);
+    gpu_free(c->tf);
     gpu_free(c->atoms);
     free(c->host_atoms);
     free(c->first);
@@ -130,11 +136,21 @@ static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_tabl
     CUDA_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     GPU_ALLOC(c->profiles, p_bytes, "potential profiles");
     CUDA_CALL(cudaMemcpy(c->profiles, table->profiles, p_bytes, cudaMemcpyHostToDevice));
-    GPU_ALLOC(c->V, sizeof(long long) * grid, "slice potential");
+    c->m = plan->opt.oversampling > 1 ? plan->opt.oversampling : 1;
+    c->fnx = c->m * plan->nx;
+    c->fny = c->m * plan->ny;
+    size_t fine = (size_t)c->fnx * c->fny;
+    GPU_ALLOC(c->V, sizeof(long long) * fine, "slice potential");
+    GPU_ALLOC(c->tf, sizeof(float2) * fine, "slice transmission function (oversampled)");
     GPU_ALLOC(c->t, sizeof(float2) * grid, "slice transmission function");
-    CUFFT_CALL(cufftPlan2d(&c->fft, plan->ny, plan->nx, CUFFT_C2C));
+    CUFFT_CALL(cufftPlan2d(&c->fft, c->fny, c->fnx, CUFFT_C2C));
     c->has_fft = 1;
     CUFFT_CALL(cufftSetStream(c->fft, c->stream));
+    if (c->m > 1) {
+        CUFFT_CALL(cufftPlan2d(&c->fft_run, plan->ny, plan->nx, CUFFT_C2C));
+        c->has_fft_run = 1;
+        CUFFT_CALL(cufftSetStream(c->fft_run, c->stream));
+    }
     c->first = (long *)stem_calloc(plan->n_slices + 1, sizeof(long), "atoms per slice");
     return c->first ? STEM_OK : STEM_ERR_MEMORY;
 }
@@ -181,7 +197,7 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
     stem_node_weight w[4];
     for (long i = 0; i < atoms->n; i++) {
         int s0, s1;
-        double ux = atoms->x[i] / plan->dx, uy = atoms->y[i] / plan->dy;
+        double ux = atoms->x[i] / (plan->dx / c->m), uy = atoms->y[i] / (plan->dy / c->m);
         long px = (long)floor(ux), py = (long)floor(uy);
         stem_atom_slice_range(plan, t, atoms->z[i], &s0, &s1);
         for (int s = s0; s < s1; s++) {
@@ -203,36 +219,38 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
     return STEM_OK;
 }
 
-/* One slice: blurred potential, the blur divided out, exp(i sigma V), band limit; into host memory. */
+/* One slice: blurred potential on the potential's grid, the blur divided out, exp(i sigma V),
+ * the run's band; into host memory. */
 static int tr_slice(tr_ctx *c, int s, stem_complex *out)
 {
     const stem_plan *plan = c->plan;
     const stem_potential_table *t = c->table;
-    int nx = plan->nx, ny = plan->ny;
-    size_t grid = (size_t)nx * ny;
-    unsigned blocks = gpu_blocks(grid, 256);
+    int nx = plan->nx, ny = plan->ny, m = c->m;
+    size_t grid = (size_t)nx * ny, fine = (size_t)c->fnx * c->fny;
+    unsigned blocks = gpu_blocks(fine, 256);
     long n = c->first[s + 1] - c->first[s];
-    CUDA_CALL(cudaMemsetAsync(c->V, 0, sizeof(long long) * grid, c->stream));
+    double fq = m * plan->q_limit;
+    CUDA_CALL(cudaMemsetAsync(c->V, 0, sizeof(long long) * fine, c->stream));
     if (n > 0) {
-        k_add_atoms<<<(unsigned)n, 256, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->profiles, nx, ny, t->kx, t->ky,
-                                                          t->rx, t->ry, (float)plan->dx, (float)plan->dy,
+        k_add_atoms<<<(unsigned)n, 256, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->profiles, c->fnx, c->fny, t->kx,
+                                                          t->ky, t->rx, t->ry, (float)(plan->dx / m), (float)(plan->dy / m),
                                                           (float)(t->reach * t->reach), (float)(1 / t->step), t->points);
         CUDA_LAUNCH();
     }
-    k_to_complex<<<blocks, 256, 0, c->stream>>>(c->t, c->V, grid);
+    k_to_complex<<<blocks, 256, 0, c->stream>>>(c->tf, c->V, fine);
     CUDA_LAUNCH();
-    CUFFT_CALL(cufftExecC2C(c->fft, c->t, c->t, CUFFT_FORWARD));
-    k_deblur<<<blocks, 256, 0, c->stream>>>(c->t, nx, ny, plan->cell[0], plan->cell[1], plan->q_limit * plan->q_limit,
-                                            2 * M_PI * M_PI * t->blur_sigma * t->blur_sigma, (double)grid);
+    CUFFT_CALL(cufftExecC2C(c->fft, c->tf, c->tf, CUFFT_FORWARD));
+    k_deblur<<<blocks, 256, 0, c->stream>>>(c->tf, c->fnx, c->fny, plan->cell[0], plan->cell[1], fq * fq,
+                                            2 * M_PI * M_PI * t->blur_sigma * t->blur_sigma, (double)fine);
     CUDA_LAUNCH();
-    CUFFT_CALL(cufftExecC2C(c->fft, c->t, c->t, CUFFT_INVERSE));
-    k_phase<<<blocks, 256, 0, c->stream>>>(c->t, (float)plan->sigma, grid);
+    CUFFT_CALL(cufftExecC2C(c->fft, c->tf, c->tf, CUFFT_INVERSE));
+    k_phase<<<blocks, 256, 0, c->stream>>>(c->tf, (float)plan->sigma, fine);
     CUDA_LAUNCH();
-    CUFFT_CALL(cufftExecC2C(c->fft, c->t, c->t, CUFFT_FORWARD));
-    k_band_limit<<<blocks, 256, 0, c->stream>>>(c->t, nx, ny, (float)plan->cell[0], (float)plan->cell[1],
-                                                (float)(plan->q_limit * plan->q_limit));
+    CUFFT_CALL(cufftExecC2C(c->fft, c->tf, c->tf, CUFFT_FORWARD));
+    k_run_band<<<gpu_blocks(grid, 256), 256, 0, c->stream>>>(c->t, c->tf, nx, ny, c->fnx, c->fny, plan->cell[0],
+                                                             plan->cell[1], plan->q_limit * plan->q_limit);
     CUDA_LAUNCH();
-    CUFFT_CALL(cufftExecC2C(c->fft, c->t, c->t, CUFFT_INVERSE));
+    CUFFT_CALL(cufftExecC2C(m > 1 ? c->fft_run : c->fft, c->t, c->t, CUFFT_INVERSE));
     CUDA_CALL(cudaMemcpyAsync(out, c->t, sizeof(float2) * grid, cudaMemcpyDeviceToHost, c->stream));
     CUDA_CALL(cudaStreamSynchronize(c->stream));
     return STEM_OK;
@@ -250,7 +268,9 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
     if (!st->tr) {
         /* the other steps' memory plans leave this step only their reserve: a grid too
          * large for a small part of it is built on the CPU instead (the same numbers) */
-        double need = 16.0 * plan->nx * plan->ny + 4.0 * table->n_profiles * table->points + 24.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
+        double m = plan->opt.oversampling > 1 ? plan->opt.oversampling : 1;
+        double need = 16.0 * m * m * plan->nx * plan->ny + 8.0 * plan->nx * plan->ny + 4.0 * table->n_profiles * table->points +
+                      24.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
         if (need > 0.25 * st->dev.usable_bytes) {
             stem_info("transmission functions built on the CPU: on the GPU they would need %.2f GiB", need / GPU_GIB);
             st->tr_declined = plan;

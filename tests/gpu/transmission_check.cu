@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
@@ -64,7 +65,7 @@ int main(int argc, char **argv)
     }
     for (long i = 0; i < moved.n; i++) moved.x[i] = std::fmod(moved.x[i] + plan.dx, plan.cell[0]);
     size_t n = (size_t)plan.nx * plan.ny * plan.n_slices;
-    std::vector<stem_complex> cpu(n), gpu(n), shifted(n);
+    std::vector<stem_complex> cpu(n), gpu(n), again(n), shifted(n);
     double t0 = stem_wall_time();
     err = stem_transmission_build(&plan, &table, &displaced, cpu.data());
     double t1 = stem_wall_time();
@@ -72,6 +73,7 @@ int main(int argc, char **argv)
     double t2 = stem_wall_time();
     if (!err) err = engine.transmission(&engine, &plan, &table, &displaced, gpu.data());
     double t3 = stem_wall_time();
+    if (!err) err = engine.transmission(&engine, &plan, &table, &displaced, again.data()); // the same bits again
     if (!err) err = stem_transmission_build(&plan, &table, &moved, shifted.data());
     if (err) {
         std::printf("FAIL: error %d\n", err);
@@ -85,7 +87,10 @@ int main(int argc, char **argv)
                 tol, e <= tol ? "ok" : "FAIL");
     std::printf("| sensitivity: model moved by one pixel | same measure | %.2e | must exceed %.0e | %s |\n", e_moved,
                 100 * tol, e_moved > 100 * tol ? "ok" : "FAIL");
-    int fail = !(e <= tol) || !(e_moved > 100 * tol);
+    int same = std::memcmp(gpu.data(), again.data(), n * sizeof(stem_complex)) == 0;
+    std::printf("| reproducible: the GPU build twice (oversampling %d) | bitwise | %s | %s |\n", plan.opt.oversampling,
+                same ? "equal" : "differ", same ? "ok" : "FAIL");
+    int fail = !(e <= tol) || !(e_moved > 100 * tol) || !same;
     engine.destroy(&engine);
     std::printf("gpu_transmission_check: %s\n", fail ? "FAIL" : "PASS");
     return fail;
