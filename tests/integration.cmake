@@ -87,7 +87,7 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                      --set probe.defocus=-40 --set probe.cs=0.002 --set probe.focal_spread=50
                      --run 1 --run 3 --run 1:compute.threads=2)
     stemsim_mpi_case(focal_spread_coherent_limit_${_alg} compare ${_small} --set simulation.algorithm=${_alg}
-                     --set probe.defocus=-40 --set probe.cs=0.002 --run 1 --run 1:probe.focal_spread=1e-3)
+                     --set probe.defocus=-40 --set probe.cs=0.002 --run 1 --run 1:probe.focal_spread=3e-4)
   endforeach()
   # A segmented detector (2 rings x 4 segments on ring edges, rotated): 1 rank = 3 ranks
   # = 2 threads, its segments sum to their rings (mpi_case.py), with DPC from segments.
@@ -230,6 +230,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
            COMMAND ${STEMSIM_PYTHON} ${_it_dir}/potentials.py --stemsim $<TARGET_FILE:stemsim>
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(potentials PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  # The potential's grid independence: one U atom over sub-pixel offsets and against its
+  # converged value, an Au layer on grids with atoms on and off pixels
+  add_test(NAME grid_independence
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/grid_independence.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(grid_independence PROPERTIES LABELS "physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
   # PRISM's S-matrix stored and read back: beams = tilted plane waves, ranks agree, refusals
   add_test(NAME stored_smatrix
