@@ -57,10 +57,11 @@
  *   /axes/tilt_x, /axes/tilt_y  float64, degrees (units = "deg")
  *   /axes/defocus               float64, C10 in Angstrom (units = "Angstrom")
  *
- *   /potential              float32 [configuration][slice][ny][nx] ([output] save_potential): each
- *                           slice's projected potential as its transmission function uses it
- *                           (V Angstrom); attributes units, axes, parametrisation, projection,
- *                           slice_thickness_angstrom, cell_x_angstrom, cell_y_angstrom; read back
+ *   /potential              float32 [configuration][slice][m ny][m nx] ([output] save_potential): each
+ *                           slice's projected potential as its transmission function uses it, on
+ *                           the grid m = transmission_oversampling times finer (V Angstrom); attributes
+ *                           units, axes, parametrisation, projection, slice_thickness_angstrom,
+ *                           transmission_oversampling, cell_x_angstrom, cell_y_angstrom; read back
  *                           by [simulation] potential_file (io/potential_file.c)
  *   /smatrix                float32 [configuration][beam][crop_ny][crop_nx][2] ([output] save_smatrix):
  *                           PRISM's compact S-matrix; attributes wavelength, grid, cell, slices,
@@ -989,16 +990,18 @@ static int stem_output_potential_slices(const stem_output *o)
     if (!o->stored || !o->stored->potential) return STEM_OK;
     const stem_plan *plan = o->plan;
     stem_output_stack st = {STEM_POTENTIAL_DATASET, 4,
-                            {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->ny, (hsize_t)plan->nx},
+                            {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->pot_ny, (hsize_t)plan->pot_nx},
                             potential_plane};
     const stem_output_attr attrs[] = {
         {"units", "V Angstrom", 0},
         {"axes", "configuration, slice, y, x", 0},
-        {"content", "projected potential of each slice as its transmission function uses it (pixel averaging "
-                    "undone): t = exp(i sigma V), then band-limited", 0},
+        {"content", "projected potential of each slice as its transmission function uses it, on a grid "
+                    "transmission_oversampling times finer than the run's, band-limited to 2/3 of its Nyquist: "
+                    "t = exp(i sigma V), then band-limited to the run's band", 0},
         {"parametrisation", o->stored->potential->parametrisation, 0},
         {"projection", o->stored->potential->projection, 0},
         {"slice_thickness_angstrom", NULL, plan->dz},
+        {"transmission_oversampling", NULL, plan->opt.oversampling},
         {"cell_x_angstrom", NULL, plan->cell[0]},
         {"cell_y_angstrom", NULL, plan->cell[1]},
     };

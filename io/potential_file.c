@@ -14,10 +14,10 @@ static int check_open(const stem_plan *plan, const stem_stored *s, hid_t dset)
 {
     hsize_t dims[4] = {0};
     STEM_TRY(stem_stored_dims(s, dset, 4, "configuration, slice, y, x", dims));
-    if ((long)dims[2] != plan->ny || (long)dims[3] != plan->nx)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: grid %llu x %llu, this run's is %d x %d (set [simulation] grid_x, "
-                         "grid_y or pixel_size as when it was written)", s->key, s->path, (unsigned long long)dims[3],
-                         (unsigned long long)dims[2], plan->nx, plan->ny);
+    if ((long)dims[2] != plan->pot_ny || (long)dims[3] != plan->pot_nx)
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: grid %llu x %llu, this run's potential grid is %d x %d (set [simulation] "
+                         "grid_x, grid_y or pixel_size, and transmission_oversampling, as when it was written)", s->key,
+                         s->path, (unsigned long long)dims[3], (unsigned long long)dims[2], plan->pot_nx, plan->pot_ny);
     if ((long)dims[1] != plan->n_slices)
         return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %llu slices, this run has %d", s->key, s->path,
                          (unsigned long long)dims[1], plan->n_slices);
@@ -47,6 +47,6 @@ int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float
 {
     stem_stored s = potential_dataset(plan);
     hsize_t start[4] = {(hsize_t)c, (hsize_t)s0, 0, 0};
-    hsize_t count[4] = {1, (hsize_t)(s1 - s0), (hsize_t)plan->ny, (hsize_t)plan->nx};
+    hsize_t count[4] = {1, (hsize_t)(s1 - s0), (hsize_t)plan->pot_ny, (hsize_t)plan->pot_nx};
     return stem_stored_read(&s, 4, start, count, H5T_NATIVE_FLOAT, V);
 }

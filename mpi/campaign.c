@@ -37,7 +37,7 @@ static int injected_failure(const stem_mpi *m, const char *site)
 /* Slices [s0, s1) of configuration c from [simulation] potential_file instead of the atoms. */
 static int transmission_from_file(const stem_plan *plan, int c, int s0, int s1, stem_complex *trans)
 {
-    float *V = stem_alloc(sizeof(float) * (size_t)plan->nx * plan->ny * (size_t)(s1 - s0 > 0 ? s1 - s0 : 1),
+    float *V = stem_alloc(sizeof(float) * (size_t)plan->pot_nx * plan->pot_ny * (size_t)(s1 - s0 > 0 ? s1 - s0 : 1),
                           "potential slices read from potential_file");
     if (!V) return STEM_ERR_MEMORY;
     int err = s1 > s0 ? stem_potential_file_read(plan, c, s0, s1, V) : STEM_OK;

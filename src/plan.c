@@ -272,6 +272,12 @@ static double transmission_pixel_needed(int heaviest)
     return heaviest <= 10 ? 0.05 : (heaviest <= 20 ? 0.025 : 0.0125);
 }
 
+static void set_potential_grid(stem_plan *plan)
+{
+    plan->pot_nx = plan->opt.oversampling * plan->nx;
+    plan->pot_ny = plan->opt.oversampling * plan->ny;
+}
+
 /* [simulation] transmission_oversampling: auto takes the smallest factor that reaches the
  * heaviest element's transmission pixel, at most 4 (16x the transmission build). */
 static void choose_oversampling(stem_plan *plan, const stem_atoms *atoms)
@@ -279,11 +285,16 @@ static void choose_oversampling(stem_plan *plan, const stem_atoms *atoms)
     int heaviest = 0;
     for (long i = 0; i < atoms->n; i++) heaviest = atoms->Z[i] > heaviest ? atoms->Z[i] : heaviest;
     plan->heaviest_z = heaviest;
-    if (plan->opt.oversampling > 0) return;
+    if (plan->opt.oversampling > 0) {
+        set_potential_grid(plan);
+        return;
+    }
     double need = transmission_pixel_needed(heaviest), pixel = fmax(plan->dx, plan->dy);
     int m = (int)ceil(pixel / need - 1e-6);
     plan->opt.oversampling = m < 1 ? 1 : (m > 4 ? 4 : m);
+    set_potential_grid(plan);
 }
+
 
 static int count_species(const stem_atoms *atoms)
 {
@@ -477,6 +488,7 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     if (cfg->distributed_fft == STEM_DIST_AUTO && serial <= plan->mem_limit) return;
     plan->dist = 1;
     plan->opt.oversampling = 1; /* a slab's potential is built on the run's grid (dist_hrtem.c) */
+    set_potential_grid(plan);
     stem_dist_fft_slabs(plan->nx, plan->ny, L->group_size, L->group_rank, &plan->dist_rows, &plan->dist_row0,
                         &plan->dist_cols, &plan->dist_col0);
     plan->probe_begin = 0; /* every rank of the group works on the one wave */

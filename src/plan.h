@@ -70,6 +70,7 @@ typedef struct {
     double cell[3];
     int n_slices;
     int heaviest_z;  /* the model's heaviest element (choose_oversampling) */
+    int pot_nx, pot_ny; /* the potential's grid: opt.oversampling times the run's (potential.c) */
     double dz;
     /* hrtem on a distributed FFT (mpi/dist_fft.h): this rank's real-space rows and
      * transposed Fourier-space columns of the group's one wave; dist 0: serial */

@@ -344,9 +344,9 @@ typedef struct {
     const stem_plan *plan;
     const stem_potential_table *table;
     const stem_atoms *atoms;
-    const float *given;  /* potentials of slices first.. ([slice][ny][nx]) instead of the atoms' */
+    const float *given;  /* potentials of slices first.. (the potential's grid) instead of the atoms' */
     stem_complex *trans; /* the transmission functions, or NULL: potentials wanted */
-    float *V_out;        /* potentials of slices first.. (when trans is NULL) */
+    float *V_out;        /* potentials of slices first.. on the potential's grid (when trans is NULL) */
     float **V;           /* per worker: a slice's blurred potential on the potential's grid */
     stem_complex **work; /* per worker: a wave on the potential's grid */
     stem_fft *fine;      /* per worker: FFTs on the potential's grid */
@@ -358,7 +358,7 @@ static int trans_setup(void *ctx, int w)
 {
     trans_job *job = ctx;
     const stem_plan *plan = job->plan;
-    potential_grid g = job->given ? (potential_grid){plan->nx, plan->ny, 1, plan->dx, plan->dy} : grid_of(plan);
+    potential_grid g = grid_of(plan);
     size_t fine = (size_t)g.nx * g.ny;
     job->V[w] = stem_alloc(sizeof(float) * fine, "slice potential");
     job->work[w] = stem_fft_alloc(fine, "slice transmission scratch");
@@ -420,8 +420,8 @@ static void run_band(const stem_plan *plan, potential_grid g, const stem_complex
     }
 }
 
-/* exp(i sigma V) of the real part of work (a potential on grid g), then the run's band of
- * it into t (the run's grid). */
+/* exp(i sigma V) of work (a real potential on grid g), then the run's band of it into t
+ * (the run's grid). */
 static void transmission_of(const stem_plan *plan, potential_grid g, const stem_fft *fine, const stem_fft *run,
                             stem_complex *work, stem_complex *t)
 {
@@ -437,28 +437,25 @@ static int trans_work(void *ctx, int w, long s0, long s1)
     trans_job *job = ctx;
     const stem_plan *plan = job->plan;
     size_t grid = (size_t)plan->nx * plan->ny;
-    potential_grid g = job->given ? (potential_grid){plan->nx, plan->ny, 1, plan->dx, plan->dy} : grid_of(plan);
+    potential_grid g = grid_of(plan);
+    size_t fine = (size_t)g.nx * g.ny;
     stem_complex *work = job->work[w];
     const stem_fft *run = g.m > 1 ? &job->run[w] : &job->fine[w];
     for (long s = job->first + s0; s < job->first + s1; s++) {
-        size_t at = (size_t)(s - job->first) * grid;
-        if (job->given) { /* a stored potential (the run's grid, band-limited) */
-            for (size_t i = 0; i < grid; i++) work[i] = job->given[at + i];
+        size_t at = (size_t)(s - job->first) * fine;
+        if (job->given) { /* a stored potential: the same floats the atoms' path exponentiates */
+            for (size_t i = 0; i < fine; i++) work[i] = job->given[at + i];
             transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid);
             continue;
         }
         stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]);
         deblurred_spectrum(plan, job->table, g, &job->fine[w], job->V[w], work);
-        if (!job->trans) { /* the potential itself: its band on the run's grid, real part */
-            stem_complex *band = stem_fft_alloc(grid, "slice potential");
-            if (!band) return STEM_ERR_MEMORY;
-            run_band(plan, g, work, 1.0, band);
-            stem_fft_inverse(run, band);
-            for (size_t i = 0; i < grid; i++) job->V_out[at + i] = crealf(band[i]);
-            stem_fft_free(band);
+        stem_fft_inverse(&job->fine[w], work);
+        if (!job->trans) { /* the potential itself (real part) */
+            for (size_t i = 0; i < fine; i++) job->V_out[at + i] = crealf(work[i]);
             continue;
         }
-        stem_fft_inverse(&job->fine[w], work);
+        for (size_t i = 0; i < fine; i++) work[i] = crealf(work[i]); /* as a stored potential would be */
         transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid);
     }
     return STEM_OK;

@@ -75,11 +75,12 @@ int stem_transmission_build(const stem_plan *plan, const stem_potential_table *t
 int stem_transmission_build_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                    int s0, int s1, stem_complex *trans);
 /* Slices [s0, s1)'s potentials as the transmission functions use them (the projected
- * potential band-limited to the plan's q_limit; V Angstrom) into V ([slice - s0][ny][nx]):
+ * potential on the potential's grid, plan->pot_ny x pot_nx, band-limited to its 2/3 of
+ * Nyquist; V Angstrom) into V ([slice - s0][pot_ny][pot_nx]):
  * what [output] save_potential writes. */
 int stem_potential_band_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                int s0, int s1, float *V);
-/* Transmission functions of slices [s0, s1) from such potentials (V[slice - s0][ny][nx]),
+/* Transmission functions of slices [s0, s1) from such potentials (V[slice - s0][pot_ny][pot_nx]),
  * into their places in trans: [simulation] potential_file. */
 int stem_transmission_from_potentials(const stem_plan *plan, const float *V, int s0, int s1, stem_complex *trans);
 

@@ -47,7 +47,7 @@ static void pot_build(pot_case *c, const char *ini, double cell_xy, double cell_
     stem_layout L = {.world_size = 1, .n_groups = 1, .group_size = 1, .ranks_on_node = 1};
     REQUIRE(stem_plan_build(&c->plan, &c->cfg, &c->atoms, &L) == STEM_OK);
     REQUIRE(stem_potential_table_build(&c->plan, &c->atoms, pot, &c->table) == STEM_OK);
-    c->V = calloc((size_t)c->plan.nx * c->plan.ny * c->plan.n_slices, sizeof(float));
+    c->V = calloc((size_t)c->plan.pot_nx * c->plan.pot_ny * c->plan.n_slices, sizeof(float)); /* the potential's grid */
     REQUIRE(c->V);
     REQUIRE(stem_potential_band_slices(&c->plan, &c->table, &c->atoms, 0, c->plan.n_slices, c->V) == STEM_OK);
 }
@@ -95,8 +95,9 @@ static void profile_transform(const stem_kirkland *p, double rc, double dq, int 
 static double compare_spectrum(const pot_case *c, double ax, double ay, const stem_kirkland *p, const char *what)
 {
     const stem_plan *pl = &c->plan;
-    int nx = pl->nx, ny = pl->ny, nq = 2048;
-    double area = pl->cell[0] * pl->cell[1], dq = 1.5 * pl->q_limit / nq, P[2048];
+    int nx = pl->pot_nx, ny = pl->pot_ny, nq = 2048;
+    double band = pl->opt.oversampling * pl->q_limit; /* the potential grid's 2/3 of Nyquist */
+    double area = pl->cell[0] * pl->cell[1], dq = 1.5 * band / nq, P[2048];
     profile_transform(p, c->cfg.potential_radius, dq, nq, P);
     double complex *rows = calloc((size_t)nx * ny, sizeof *rows);
     REQUIRE(rows);
@@ -113,8 +114,8 @@ static double compare_spectrum(const pot_case *c, double ax, double ay, const st
             for (int j = 0; j < ny; j++) acc += rows[(size_t)j * nx + k] * cexp(-2 * M_PI * I * (double)l * j / ny);
             acc *= area / ((double)nx * ny);
             double qx = stem_fft_index(k, nx) / pl->cell[0], qy = stem_fft_index(l, ny) / pl->cell[1], q = hypot(qx, qy);
-            if (fabs(q - pl->q_limit) < 1e-9 * pl->q_limit) continue; /* on the edge: rounding decides */
-            if (q > pl->q_limit) {
+            if (fabs(q - band) < 1e-9 * band) continue; /* on the edge: rounding decides */
+            if (q > band) {
                 beyond = fmax(beyond, cabs(acc));
                 continue;
             }
@@ -136,7 +137,7 @@ static const char *ini_spectrum = "[sample]\nxyz = inline\n[simulation]\npixel_s
 /* Si and Au on a pixel centre, a quarter and a half pixel off along x, y and the diagonal,
  * and near the cell's corner (wrapped): the spectrum is the closed form's to 1.5e-5 of P(0)
  * (float potentials summed over 14400 pixels; the blur's quadrature is ~1e-5). The same
- * with the potential built on a 2x finer grid and cut to the run's band. */
+ * with the potential built on a 2x finer grid (band-limited to that grid's 2/3 of Nyquist). */
 static void test_spectrum(void)
 {
     const double offsets[7][2] = {{0, 0}, {0.25, 0}, {0.5, 0}, {0, 0.5}, {0.25, 0.25}, {0.5, 0.5}, {-5.75, 5.9}};
@@ -180,8 +181,8 @@ static void test_integral(void)
             double at[3] = {12.03, 11.96, 1.0};
             pot_build(&c, ini, 24, 2, 1, at, zs[k], 1.0);
             double sum = 0;
-            for (size_t i = 0; i < (size_t)c.plan.nx * c.plan.ny; i++) sum += c.V[i];
-            sum *= c.plan.dx * c.plan.dy;
+            for (size_t i = 0; i < (size_t)c.plan.pot_nx * c.plan.pot_ny; i++) sum += c.V[i];
+            sum *= c.plan.cell[0] / c.plan.pot_nx * c.plan.cell[1] / c.plan.pot_ny;
             pot_free(&c);
             double expect = full - cutoff_loss(p, rc); /* rc = 10: the loss is < 1e-6 relative */
             CHECK_MSG(fabs(sum - expect) <= 1e-5 * expect,
