@@ -420,11 +420,27 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     memcpy(plan->images, cfg->images, sizeof plan->images);
 }
 
+int stem_slice_count(double cell_z, double dz, double *dz_last)
+{
+    double x = cell_z / dz;
+    long whole = lround(x);
+    if (whole >= 1 && fabs(x - whole) <= STEM_SLICE_FIT) { /* fits: the remainder is rounding in the model file */
+        *dz_last = dz;
+        return (int)whole;
+    }
+    long n = (long)ceil(x);
+    if (n < 1) { /* thinner than one slice: one slice of the cell's thickness */
+        *dz_last = cell_z > 0 ? cell_z : dz;
+        return 1;
+    }
+    *dz_last = cell_z - (n - 1) * dz;
+    return (int)n;
+}
+
 void stem_plan_set_thickness(stem_plan *plan, double cell_z)
 {
     plan->cell[2] = cell_z;
-    plan->n_slices = (int)ceil(plan->cell[2] / plan->dz - 1e-9);
-    if (plan->n_slices < 1) plan->n_slices = 1;
+    plan->n_slices = stem_slice_count(cell_z, plan->dz, &plan->dz_last);
 }
 
 /* hrtem on a distributed FFT: whether (on: always; auto: a group of several ranks, and only when
@@ -451,7 +467,8 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     plan->mem_node_shared = 0;
     plan->mem_results = stem_channel_bytes_per_probe(plan);
     plan->mem_detector = 0;
-    plan->mem_workspace = 4 * buffer + 4.0 * slab; /* wave, work, propagator, lens; one slice's potential rows */
+    /* wave, work, propagator (two with a thinner last slice), lens; one slice's potential rows */
+    plan->mem_workspace = (4 + stem_plan_thin_last(plan)) * buffer + 4.0 * slab;
     plan->mem_total = plan->mem_potential + plan->mem_table + plan->mem_smatrix + plan->mem_results +
                       plan->mem_detector + plan->mem_workspace;
 }
@@ -626,7 +643,9 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0], plan->cell[1], plan->cell[2]);
     fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
     fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx, plan->dy);
-    fprintf(out, "  slices             %d of %.3f Angstrom\n", plan->n_slices, plan->dz);
+    fprintf(out, "  slices             %d of %.6g Angstrom", plan->n_slices, plan->dz);
+    if (stem_plan_thin_last(plan)) fprintf(out, ", the last %.6g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
+    fprintf(out, "\n");
     fprintf(out, "  band limit         %.1f mrad (2/3 of Nyquist)\n", plan->max_angle_mrad);
     fprintf(out, "  beams              %d plane waves inside %.2f mrad\n", plan->n_beams, plan->alpha * 1e3);
     if (plan->algorithm == STEM_ALG_PRISM)
