@@ -131,7 +131,9 @@ static const key_spec key_table[] = {
     {"simulation", "grid_y", K_INT, OFF(grid_y), "0", 0, 65536, NULL, "pixels",
      "explicit grid size along y (0: from pixel_size)"},
     {"simulation", "slice_thickness", K_DOUBLE, OFF(slice_thickness), "2", 0.01, 1000, NULL, "Angstrom",
-     "thickness of each potential slice"},
+     "thickness of each potential slice; a cell within 1e-4 of a slice of a whole number N of slices gets N "
+     "(the remainder, rounding in the model file, is dropped), any other cell a thinner last slice (cell z - (N - 1) "
+     "slice_thickness, printed in the plan), propagated by its own thickness"},
     {"simulation", "potential_radius", K_DOUBLE, OFF(potential_radius), "3", 0.1, 50, NULL, "Angstrom",
      "cutoff radius of each atom's projected potential"},
     {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",
