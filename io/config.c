@@ -92,8 +92,9 @@ static const key_spec key_table[] = {
      "older name of phi12 (giving both is an error)"},
     {"probe", "source_size", K_DOUBLE, OFF(source_size), "0", 0, 1000, NULL, "Angstrom",
      "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
-     "scan with it, wrapping where the scan covers the cell, mirrored at the scan's edges otherwise; 4D patterns "
-     "are not changed"},
+     "scan with it, exactly for the band-limited image whatever the scan step (in Fourier space: exp(-2 pi^2 sigma^2 q^2)), "
+     "wrapping where the scan covers the cell, mirrored at the scan's edges otherwise (an approximation near them: "
+     "warned); 4D patterns are not changed"},
     {"probe", "soft_aperture", K_BOOL, OFF(soft_aperture), "false", 0, 0, NULL, "-",
      "soften the aperture's edge over one pixel of the simulation grid (abTEM's soft aperture: weight "
      "clip((alpha - theta) / d(phi) + 1/2, 0, 1), d the grid's angular step along the azimuth phi); false: hard edge"},

@@ -13,6 +13,7 @@
 #include "../io/smatrix_file.h"
 #include "../mpi/dist_fft.h"
 #include "channels.h"
+#include "coherence.h"
 #include "memlimit.h"
 #include "probe.h"
 #include "physics.h"
@@ -533,6 +534,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
             stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
     STEM_TRY(choose_scan(plan, cfg));
+    stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
     if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan)); /* before anything is allocated */
