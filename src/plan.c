@@ -444,6 +444,19 @@ void stem_plan_set_thickness(stem_plan *plan, double cell_z)
     plan->n_slices = stem_slice_count(cell_z, plan->dz, &plan->dz_last);
 }
 
+/* Say how the cell was sliced where it is no exact multiple of the slice thickness. */
+static void log_slicing(const stem_plan *plan)
+{
+    double rest = plan->cell[2] - plan->n_slices * plan->dz;
+    if (stem_plan_thin_last(plan))
+        stem_info("slices: the %.6f Angstrom cell is %.6g slices of %.9g Angstrom: %d slices, the last %.9g Angstrom thick",
+                  plan->cell[2], plan->cell[2] / plan->dz, plan->dz, plan->n_slices, plan->dz_last);
+    else if (fabs(rest) > 1e-9 * plan->dz)
+        stem_info("slices: the %.6f Angstrom cell is %d slices of %.9g Angstrom to within %.2g Angstrom (at most %g of a "
+                  "slice is taken as rounding in the model): %d slices", plan->cell[2], plan->n_slices, plan->dz, fabs(rest),
+                  STEM_SLICE_FIT, plan->n_slices);
+}
+
 /* hrtem on a distributed FFT: whether (on: always; auto: a group of several ranks, and only when
  * the serial plan exceeds the limit), this rank's slabs, and the memory per rank. */
 static void choose_distribution(stem_plan *plan, const stem_config *cfg)
@@ -506,6 +519,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     STEM_TRY(check_optics(plan));
     plan->dz = cfg->slice_thickness;
     stem_plan_set_thickness(plan, plan->cell[2]);
+    log_slicing(plan);
     choose_crop(plan->nx, plan->cell[0], plan->q_limit, plan->fx, &plan->crop_nx, &plan->out_nx);
     choose_crop(plan->ny, plan->cell[1], plan->q_limit, plan->fy, &plan->crop_ny, &plan->out_ny);
     plan->out_dqx = plan->fx / plan->cell[0];
@@ -645,8 +659,8 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0], plan->cell[1], plan->cell[2]);
     fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
     fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx, plan->dy);
-    fprintf(out, "  slices             %d of %.6g Angstrom", plan->n_slices, plan->dz);
-    if (stem_plan_thin_last(plan)) fprintf(out, ", the last %.6g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
+    fprintf(out, "  slices             %d of %.9g Angstrom", plan->n_slices, plan->dz);
+    if (stem_plan_thin_last(plan)) fprintf(out, ", the last %.9g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
     fprintf(out, "\n");
     fprintf(out, "  band limit         %.1f mrad (2/3 of Nyquist)\n", plan->max_angle_mrad);
     fprintf(out, "  beams              %d plane waves inside %.2f mrad\n", plan->n_beams, plan->alpha * 1e3);
