@@ -5,9 +5,10 @@
  *  - physics in vacuum, against the closed-form Fresnel propagator exp(-i pi lambda q^2 T)
  *    over exactly T = 9 A: a probe (multislice's propagation), a tilted plane wave (hrtem's
  *    exit wave) and every plane wave of PRISM's S-matrix;
- *  - atoms: the exit wave of a 9 A cell (last slice 1 A) propagated by a further 1 A of
- *    vacuum equals that of the same atoms in a 10 A cell (5 full slices), to 1e-3 of what
- *    the last 1 A changes. */
+ *  - atoms (Si and Au, one in the last slice), infinite and finite projection: the same
+ *    transmission functions in a 9 A and a 10 A cell, and the exit wave of the 9 A cell (last
+ *    slice 1 A) propagated by a further 1 A of vacuum equals that of the 10 A cell (5 full
+ *    slices), to 1e-3 of what the last 1 A changes. */
 #include "hrtem.h"
 #include "probe.h"
 #include "sim.h"
@@ -143,25 +144,28 @@ static void test_vacuum_smatrix(void)
 static const char *atoms_xyz = "atoms\n10.86 10.86 %g\n14 2.0 3.0 0.7 1.0 0.0\n79 6.1 5.2 3.1 1.0 0.0\n"
                                "14 8.3 8.8 5.5 1.0 0.0\n79 4.4 7.7 7.2 1.0 0.0\n14 5.0 2.2 8.5 1.0 0.0\n";
 
-static void atoms_exit_wave(double cell_z, sim_case *s, stem_complex **wave)
+static void atoms_exit_wave(double cell_z, const char *projection, sim_case *s, stem_complex **wave)
 {
     stem_atoms a;
-    char xyz[512];
+    char xyz[512], ini[512];
     snprintf(xyz, sizeof xyz, atoms_xyz, cell_z);
     REQUIRE(stem_xyz_read_string("atoms.xyz", xyz, &a) == STEM_OK);
-    REQUIRE(sim_setup(s, "[sample]\nxyz = inline\n[simulation]\nalgorithm = hrtem\npixel_size = 0.1\n"
-                      "slice_thickness = 2\nthermal = false\n", &a) == STEM_OK);
+    snprintf(ini, sizeof ini, "[sample]\nxyz = inline\n[simulation]\nalgorithm = hrtem\npixel_size = 0.1\n"
+             "slice_thickness = 2\nthermal = false\nprojection = %s\n", projection);
+    REQUIRE(sim_setup(s, ini, &a) == STEM_OK);
     stem_atoms_free(&a);
     *wave = stem_fft_alloc((size_t)s->plan.nx * s->plan.ny, "wave");
     REQUIRE(*wave && stem_hrtem_exit_wave(&s->plan, s->trans, *wave) == STEM_OK);
 }
 
-static void test_atoms(void)
+/* Both projections: the finite one's last slice reaches down to everything below its top
+ * (potential.c), so the 9 A and 10 A cells have the same slices. */
+static void test_atoms(const char *projection)
 {
     sim_case thin, full;
     stem_complex *w9, *w10;
-    atoms_exit_wave(9, &thin, &w9);
-    atoms_exit_wave(10, &full, &w10);
+    atoms_exit_wave(9, projection, &thin, &w9);
+    atoms_exit_wave(10, projection, &full, &w10);
     const stem_plan *p = &thin.plan;
     REQUIRE(p->n_slices == 5 && full.plan.n_slices == 5 && fabs(p->dz_last - 1) < 1e-12 && full.plan.dz_last == 2);
     size_t grid = (size_t)p->nx * p->ny;
@@ -177,8 +181,8 @@ static void test_atoms(void)
             moved = fmax(moved, cabsf(w9[k] - w10[k]));
             peak = fmax(peak, cabsf(w10[k]));
         }
-    printf("atoms: 9 A cell + 1 A of vacuum vs 10 A cell: max |diff| %.3g (peak %.3g; the two cells' exit waves "
-           "differ by %.3g)\n", worst, peak, moved);
+    printf("atoms, %s projection: 9 A cell + 1 A of vacuum vs 10 A cell: max |diff| %.3g (peak %.3g; the two cells' "
+           "exit waves differ by %.3g)\n", projection, worst, peak, moved);
     CHECK_MSG(worst <= 1e-3 * moved, "9 A cell propagated 1 A further vs 10 A cell: max |diff| %.3g (they differ by %.3g)",
               worst, moved);
     CHECK_MSG(moved >= 1e-4 * peak, "the 9 A and 10 A cells' exit waves should differ (by %.3g)", moved);
@@ -196,6 +200,7 @@ int main(void)
     test_vacuum_probe();
     test_vacuum_plane_wave();
     test_vacuum_smatrix();
-    test_atoms();
+    test_atoms("infinite");
+    test_atoms("finite");
     return check_exit("test_slices");
 }
