@@ -9,7 +9,8 @@
 # with a segmented detector (binned on the GPU) and 3 configurations; and a focal
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
 # GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU; probe
-# positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU.
+# positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU;
+# a thinner last slice (its own propagator) on the GPU = on the CPU.
 set -uo pipefail
 source benchmarks/device_common.sh device_gpu_checks
 status=0
@@ -63,6 +64,22 @@ for alg in multislice prism; do
   build/stemsim "${pos[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/pg.h5 || status=1
   echo "$alg, positions file and beam tilt: $(python3 tests/check_h5.py compare /tmp/dgc/pg.h5 /tmp/dgc/pc.h5 --tol 1e-4 | tail -1)"
   python3 tests/check_h5.py compare /tmp/dgc/pg.h5 /tmp/dgc/pc.h5 --tol 1e-4 | grep -q PASS || status=1
+done
+# a thinner last slice (21.72 Angstrom in slices of 2: ten of 2 and one of 1.72, its own
+# propagator) on the GPU = on the CPU (which is tested against the closed-form Fresnel
+# propagator, tests/unit/test_slices.c): multislice with a depth inside and the exit, PRISM;
+# plain multiplies and the multiplies inside cuFFT's loads
+build/stemsim "${si[@]}" --set simulation.slice_thickness=2 --dry-run | grep -q "slices  *11 of 2 Angstrom, the last 1.72 Angstrom" ||
+  { status=1; echo "thin last slice: not in the plan"; }
+for alg in multislice prism; do
+  thin=(--set simulation.algorithm=$alg --set simulation.slice_thickness=2 --set simulation.frozen_phonons=1)
+  [ $alg = multislice ] && thin+=(--set output.depths="8 21.72")
+  build/stemsim "${si[@]}" "${thin[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/tc.h5 || status=1
+  for v in compute.fft_callbacks=off compute.fft_callbacks=on; do
+    build/stemsim "${si[@]}" "${thin[@]}" --set compute.device=gpu --set $v --set output.file=/tmp/dgc/tg.h5 || status=1
+    echo "$alg, thinner last slice, $v: $(python3 tests/check_h5.py compare /tmp/dgc/tg.h5 /tmp/dgc/tc.h5 --tol 1e-4 | tail -1)"
+    python3 tests/check_h5.py compare /tmp/dgc/tg.h5 /tmp/dgc/tc.h5 --tol 1e-4 | grep -q PASS || status=1
+  done
 done
 # algorithm = cbed: the GPU engine's multislice for one probe = the CPU's
 cb=(benchmarks/gpu_check_si.ini -q --set output.overwrite=true --set simulation.algorithm=cbed --set probe.defocus=0

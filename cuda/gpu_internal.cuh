@@ -49,6 +49,7 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
 typedef struct {
     float2 *trans;                  /* single-transfer: every slice */
     float2 *prop;                   /* propagator, 1/N folded in */
+    float2 *prop_last;              /* the thinner last slice's (plan.h; NULL: prop) */
     int n_ap;                       /* probe aperture pixels (multislice) */
     int *ap_index;
     double *ap_q;                   /* [n_ap][4]: qx, qy, chi, aperture weight / root of the sum of their squares */
@@ -92,6 +93,11 @@ int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_p
 /* Plane waves of beams [b0, b0 + n) into the batch, in real space. */
 int gpu_plane_waves_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, gpu_prop_worker *w,
                           int b0, int n);
+/* The propagator the consumer applies after slice below - 1 (the last slice may be thinner). */
+static inline const float2 *gpu_prop_after(const stem_plan *plan, const gpu_prop_shared *sh, int below)
+{
+    return below == plan->n_slices && sh->prop_last ? sh->prop_last : sh->prop;
+}
 /* Slices [from, to): transmission, FFT, propagator, inverse FFT. On return the batch is in
  * Fourier space after slice to - 1's forward FFT; the last propagator is applied by the
  * consumer. from > 0 continues from where a call ending at `from` left the batch. */

@@ -40,7 +40,7 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
     if (per_worker < 1) per_worker = 1;
     if (batch > per_worker) batch = (int)per_worker;
     double trans = 8.0 * grid * plan->n_slices;
-    double shared = 8.0 * grid; /* propagator */
+    double shared = 8.0 * grid * stem_propagator_count(plan); /* propagators */
     if (smatrix) shared += 8.0 * plan->n_beams;
     else shared += 28.0 * plan->n_beams /* aperture list (f = 1: the beams are the aperture) */ + gpu_det_bytes(plan, 1);
     int mode = plan->opt.memory_mode, chosen = -1, b;
@@ -154,12 +154,14 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
     memset(sh, 0, sizeof *sh);
     int nx = plan->nx, ny = plan->ny;
     size_t grid = (size_t)nx * ny;
-    stem_complex *prop = (stem_complex *)stem_alloc(grid * sizeof(stem_complex), "propagator");
+    int n_prop = stem_propagator_count(plan); /* 2: the thinner last slice's after the others' */
+    stem_complex *prop = (stem_complex *)stem_alloc(n_prop * grid * sizeof(stem_complex), "propagator");
     if (!prop) return STEM_ERR_MEMORY;
     int err = stem_propagator_build(plan, prop);
-    if (!err) err = gpu_alloc_((void **)&sh->prop, grid * sizeof(float2), "propagator", __FILE__, __LINE__, __func__);
-    if (!err && cudaMemcpy(sh->prop, prop, grid * sizeof(float2), cudaMemcpyHostToDevice) != cudaSuccess)
+    if (!err) err = gpu_alloc_((void **)&sh->prop, n_prop * grid * sizeof(float2), "propagator", __FILE__, __LINE__, __func__);
+    if (!err && cudaMemcpy(sh->prop, prop, n_prop * grid * sizeof(float2), cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(propagator)", __FILE__, __LINE__, __func__);
+    if (!err && n_prop == 2) sh->prop_last = sh->prop + grid; /* freed with prop */
     free(prop);
     if (err) return err;
     if (!pp->streaming) {
@@ -517,7 +519,7 @@ int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 
 {
     if (n <= 0) return STEM_OK;
     dim3 blocks(gpu_blocks((size_t)plan->crop_nx * plan->crop_ny, 256), n);
-    k_crop<<<blocks, 256, 0, s>>>(box, waves, sh->prop, plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);
+    k_crop<<<blocks, 256, 0, s>>>(box, waves, gpu_prop_after(plan, sh, plan->n_slices), plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);
     CUDA_LAUNCH();
     return STEM_OK;
 }

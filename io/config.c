@@ -92,8 +92,9 @@ static const key_spec key_table[] = {
      "older name of phi12 (giving both is an error)"},
     {"probe", "source_size", K_DOUBLE, OFF(source_size), "0", 0, 1000, NULL, "Angstrom",
      "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
-     "scan with it, wrapping where the scan covers the cell, mirrored at the scan's edges otherwise; 4D patterns "
-     "are not changed"},
+     "scan with it, exactly for the band-limited image whatever the scan step (in Fourier space: exp(-2 pi^2 sigma^2 q^2)), "
+     "wrapping where the scan covers the cell, mirrored at the scan's edges otherwise (an approximation near them: "
+     "warned); 4D patterns are not changed"},
     {"probe", "soft_aperture", K_BOOL, OFF(soft_aperture), "false", 0, 0, NULL, "-",
      "soften the aperture's edge over one pixel of the simulation grid (abTEM's soft aperture: weight "
      "clip((alpha - theta) / d(phi) + 1/2, 0, 1), d the grid's angular step along the azimuth phi); false: hard edge"},
@@ -131,7 +132,9 @@ static const key_spec key_table[] = {
     {"simulation", "grid_y", K_INT, OFF(grid_y), "0", 0, 65536, NULL, "pixels",
      "explicit grid size along y (0: from pixel_size)"},
     {"simulation", "slice_thickness", K_DOUBLE, OFF(slice_thickness), "2", 0.01, 1000, NULL, "Angstrom",
-     "thickness of each potential slice"},
+     "thickness of each potential slice; a cell within 1e-4 of a slice of a whole number N of slices gets N "
+     "(the remainder, rounding in the model file, is dropped), any other cell a thinner last slice (cell z - (N - 1) "
+     "slice_thickness, printed in the plan), propagated by its own thickness"},
     {"simulation", "potential_radius", K_DOUBLE, OFF(potential_radius), "3", 0.1, 50, NULL, "Angstrom",
      "cutoff radius of each atom's projected potential"},
     {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",

@@ -246,7 +246,7 @@ static void point_name(const emd *e, int p, char *suffix, size_t n, double *dept
         {"tilt_x", "_tx"}, {"tilt_y", "_ty"}, {"beam_tilt_x", "_bx"}, {"beam_tilt_y", "_by"}, {"defocus", "_df"}};
     hsize_t at[EMD_MAX_LEAD];
     point_index(e, p, at);
-    *depth = e->plan->n_slices * e->plan->dz; /* the exit surface */
+    *depth = stem_plan_depth(e->plan, e->plan->n_slices); /* the exit surface */
     *defocus = NULL;
     int d = 0;
     if (e->depth_axis >= 0) {

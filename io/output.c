@@ -1043,6 +1043,7 @@ static int stem_output_smatrix_stack(const stem_output *o)
         {"cell_x_angstrom", NULL, plan->cell[0]},
         {"cell_y_angstrom", NULL, plan->cell[1]},
         {"slice_thickness_angstrom", NULL, plan->dz},
+        {"last_slice_thickness_angstrom", NULL, plan->dz_last},
         {"slices", NULL, plan->n_slices},
         {"interpolation_x", NULL, plan->fx},
         {"interpolation_y", NULL, plan->fy},

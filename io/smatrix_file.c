@@ -21,6 +21,8 @@ static int check_attrs(const stem_plan *plan, const stem_stored *s, hid_t dset)
     STEM_TRY(stem_stored_match(s, dset, "cell_y_angstrom", plan->cell[1], "cell along y (Angstrom)"));
     STEM_TRY(stem_stored_match(s, dset, "slice_thickness_angstrom", plan->dz, "slices (Angstrom thick)"));
     STEM_TRY(stem_stored_match(s, dset, "slices", plan->n_slices, "number of slices"));
+    STEM_TRY(stem_stored_match(s, dset, "last_slice_thickness_angstrom", plan->dz_last,
+                               "last slice (Angstrom thick; the cell's thickness)"));
     STEM_TRY(stem_stored_match(s, dset, "interpolation_x", plan->fx, "interpolation_x"));
     return stem_stored_match(s, dset, "interpolation_y", plan->fy, "interpolation_y");
 }

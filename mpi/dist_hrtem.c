@@ -20,6 +20,7 @@ typedef struct {
     stem_dist_fft fft;
     stem_complex *trans;  /* [slice][rows][nx] */
     stem_complex *wave, *work, *prop, *lens; /* FFT buffers (d->alloc each) */
+    stem_complex *prop_last;                 /* the thinner last slice's propagator (NULL: prop) */
     float *V;             /* one slice's potential rows */
     stem_potential_table table;
 } dist_state;
@@ -38,10 +39,10 @@ typedef struct {
         }                                                                                           \
     }
 
-/* multislice.c's Fresnel propagator on this rank's Fourier columns. */
-static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, stem_complex *prop)
+/* multislice.c's Fresnel propagator over dz on this rank's Fourier columns. */
+static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, double dz, stem_complex *prop)
 {
-    FOR_FOURIER(plan, d, { prop[at] = stem_propagator_at(plan, qx, qy); })
+    FOR_FOURIER(plan, d, { prop[at] = stem_propagator_at(plan, dz, qx, qy); })
 }
 
 /* Slice s's transmission rows, as potential.c builds a whole slice: the potential, the
@@ -77,7 +78,8 @@ static void propagate(const stem_plan *plan, dist_state *st)
         const stem_complex *t = st->trans + (size_t)s * slab;
         stem_multiply_grid(st->wave, t, slab);
         stem_dist_fft_forward(d, st->wave);
-        stem_multiply_grid(st->wave, st->prop, (size_t)d->cols * plan->ny);
+        int thin = s == plan->n_slices - 1 && st->prop_last; /* the last slice is thinner (plan.h) */
+        stem_multiply_grid(st->wave, thin ? st->prop_last : st->prop, (size_t)d->cols * plan->ny);
         if (s + 1 < plan->n_slices) stem_dist_fft_inverse(d, st->wave);
     }
 }
@@ -140,7 +142,10 @@ static int state_create(const stem_mpi *m, const stem_plan *plan, dist_state *st
     if (!err && !(st->wave = stem_dist_fft_alloc(&st->fft, "wave slab"))) err = STEM_ERR_MEMORY;
     if (!err && !(st->work = stem_dist_fft_alloc(&st->fft, "work slab"))) err = STEM_ERR_MEMORY;
     if (!err && !(st->prop = stem_dist_fft_alloc(&st->fft, "propagator slab"))) err = STEM_ERR_MEMORY;
-    if (!err) build_propagator(plan, &st->fft, st->prop);
+    if (!err) build_propagator(plan, &st->fft, plan->dz, st->prop);
+    if (!err && stem_plan_thin_last(plan) && !(st->prop_last = stem_dist_fft_alloc(&st->fft, "last slice's propagator")))
+        err = STEM_ERR_MEMORY;
+    if (!err && st->prop_last) build_propagator(plan, &st->fft, plan->dz_last, st->prop_last);
     return err;
 }
 
@@ -151,6 +156,7 @@ static void state_free(dist_state *st)
     stem_fft_free(st->wave);
     stem_fft_free(st->work);
     stem_fft_free(st->prop);
+    stem_fft_free(st->prop_last);
     free(st->V);
     stem_potential_table_free(&st->table);
 }

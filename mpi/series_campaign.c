@@ -79,9 +79,8 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
             stem_atoms_free(&a);
         }
     }
-    /* as stem_plan_set_thickness slices it: the depths every tilt reaches */
-    int slices = (int)ceil(thinnest / cfg->slice_thickness - 1e-9);
-    return stem_series_resolve_depths(s, cfg, slices < 1 ? 1 : slices);
+    /* sliced as stem_plan_set_thickness slices it: the depths every tilt reaches */
+    return stem_series_resolve_depths(s, cfg, thinnest);
 }
 
 static void layout_build(const stem_plan *plan, unit_layout *L)

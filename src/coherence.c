@@ -5,60 +5,114 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fftw3.h>
+
 int stem_scan_is_periodic(const stem_plan *plan, int axis)
 {
     int n = axis ? plan->scan_ny : plan->scan_nx;
     return fabs(n * plan->scan_step - plan->cell[axis]) <= 1e-6 * plan->cell[axis];
 }
 
-/* Index i of a line of n samples, outside [0, n) wrapped or mirrored. */
-static long edge_index(long i, long n, int periodic)
+/* One axis's blur in Fourier space: each line is copied out, transformed (periodic: a
+ * real DFT of its n samples; otherwise a DCT-II, the DFT of its mirrored extension of 2n
+ * samples, d c b a | a b c d | d c b a), its frequency q (1/Angstrom) multiplied by the
+ * continuous Gaussian's transform exp(-2 pi^2 sigma^2 q^2) and transformed back. This is
+ * the exact convolution of the band-limited interpolant of the samples with the Gaussian,
+ * whatever the step: a sampled cosine comes out attenuated by exactly that factor. */
+typedef struct {
+    long n, N;        /* samples; length of the periodic line transformed (n or 2n) */
+    int periodic;
+    double *line, *gain; /* gain[k] for each transform coefficient, the 1/N of the round trip folded in */
+    fftw_complex *spec;
+    fftw_plan fwd, inv;
+} blur_axis_plan;
+
+static void axis_plan_free(blur_axis_plan *a)
 {
-    if (periodic) return ((i % n) + n) % n;
-    long period = 2 * n;
-    i = ((i % period) + period) % period;
-    return i < n ? i : period - 1 - i;
+    if (a->fwd) fftw_destroy_plan(a->fwd);
+    if (a->inv) fftw_destroy_plan(a->inv);
+    fftw_free(a->line);
+    fftw_free(a->spec);
+    free(a->gain);
 }
 
-/* One axis: n samples `stride` records apart, lines starting at every offset of `starts`. */
-static void blur_axis(double *data, long n, long stride, long n_lines, long line_step, long width, const double *w,
-                      int radius, int periodic, double *line)
+static int axis_plan_create(blur_axis_plan *a, long n, int periodic, double sigma, double step)
 {
-    for (long l = 0; l < n_lines; l++) {
-        double *base = data + l * line_step;
-        for (long k = 0; k < width; k++) {
-            for (long i = 0; i < n; i++) line[i] = base[i * stride * width + k];
-            for (long i = 0; i < n; i++) {
-                double s = 0;
-                for (int d = -radius; d <= radius; d++) s += w[d + radius] * line[edge_index(i + d, n, periodic)];
-                base[i * stride * width + k] = s;
-            }
-        }
+    memset(a, 0, sizeof *a);
+    a->n = n, a->periodic = periodic, a->N = periodic ? n : 2 * n;
+    long coeffs = periodic ? n / 2 + 1 : n;
+    a->line = fftw_malloc(sizeof(double) * n);
+    a->spec = periodic ? fftw_malloc(sizeof(fftw_complex) * coeffs) : NULL;
+    a->gain = stem_alloc(sizeof(double) * coeffs, "source blur gains");
+    if (!a->line || (periodic && !a->spec) || !a->gain) {
+        axis_plan_free(a);
+        return STEM_FAIL(STEM_ERR_MEMORY, "out of memory for the source size blur (%ld samples)", n);
     }
+    for (long k = 0; k < coeffs; k++) {
+        double q = k / (a->N * step); /* the DCT's k: cos(pi k (2 j + 1) / 2n), frequency k / (2 n step) */
+        a->gain[k] = exp(-2 * M_PI * M_PI * sigma * sigma * q * q) / a->N;
+    }
+    if (periodic) {
+        a->fwd = fftw_plan_dft_r2c_1d((int)n, a->line, a->spec, FFTW_ESTIMATE);
+        a->inv = fftw_plan_dft_c2r_1d((int)n, a->spec, a->line, FFTW_ESTIMATE);
+    } else {
+        a->fwd = fftw_plan_r2r_1d((int)n, a->line, a->line, FFTW_REDFT10, FFTW_ESTIMATE);
+        a->inv = fftw_plan_r2r_1d((int)n, a->line, a->line, FFTW_REDFT01, FFTW_ESTIMATE);
+    }
+    if (!a->fwd || !a->inv) {
+        axis_plan_free(a);
+        return STEM_FAIL(STEM_ERR_INTERNAL, "FFTW could not plan the source size blur (%ld samples)", n);
+    }
+    return STEM_OK;
+}
+
+/* The line at base, n samples `stride` values apart, blurred in place. */
+static void axis_blur_line(blur_axis_plan *a, double *base, long stride)
+{
+    for (long i = 0; i < a->n; i++) a->line[i] = base[i * stride];
+    fftw_execute(a->fwd);
+    if (a->periodic) {
+        for (long k = 0; k <= a->n / 2; k++) a->spec[k] *= a->gain[k]; /* fftw_complex is C99's complex (complex.h first) */
+    } else {
+        for (long k = 0; k < a->n; k++) a->line[k] *= a->gain[k];
+    }
+    fftw_execute(a->inv);
+    for (long i = 0; i < a->n; i++) base[i * stride] = a->line[i];
+}
+
+/* One axis: n samples `stride` records apart, n_lines lines line_step values apart, each record `width` values. */
+static int blur_axis(double *data, long n, long stride, long n_lines, long line_step, long width, int periodic,
+                     double sigma, double step)
+{
+    blur_axis_plan a;
+    STEM_TRY(axis_plan_create(&a, n, periodic, sigma, step));
+    for (long l = 0; l < n_lines; l++)
+        for (long k = 0; k < width; k++) axis_blur_line(&a, data + l * line_step + k, stride * width);
+    axis_plan_free(&a);
+    return STEM_OK;
 }
 
 int stem_source_blur(const stem_plan *plan, double *data, long width)
 {
-    double sigma = plan->opt.source_size / (2 * sqrt(2 * log(2))) / plan->scan_step; /* in scan steps */
+    double sigma = plan->opt.source_size / (2 * sqrt(2 * log(2))); /* Angstrom */
     if (!(sigma > 0) || width <= 0) return STEM_OK;
-    int radius = (int)(4 * sigma + 0.5);
     long nx = plan->scan_nx, ny = plan->scan_ny;
-    double *w = stem_alloc(sizeof(double) * (2 * radius + 1), "source blur kernel");
-    double *line = stem_alloc(sizeof(double) * (nx > ny ? nx : ny), "source blur line");
-    if (!w || !line) {
-        free(w);
-        free(line);
-        return STEM_ERR_MEMORY;
-    }
-    double sum = 0;
-    for (int d = -radius; d <= radius; d++) sum += w[d + radius] = exp(-0.5 * d * d / (sigma * sigma));
-    for (int d = 0; d <= 2 * radius; d++) w[d] /= sum;
     /* rows (along x): ny lines of nx probes, 1 record apart; then columns: nx lines of ny probes, nx records apart */
-    blur_axis(data, nx, 1, ny, nx * width, width, w, radius, stem_scan_is_periodic(plan, 0), line);
-    blur_axis(data, ny, nx, nx, width, width, w, radius, stem_scan_is_periodic(plan, 1), line);
-    free(w);
-    free(line);
-    return STEM_OK;
+    STEM_TRY(blur_axis(data, nx, 1, ny, nx * width, width, stem_scan_is_periodic(plan, 0), sigma, plan->scan_step));
+    return blur_axis(data, ny, nx, nx, width, width, stem_scan_is_periodic(plan, 1), sigma, plan->scan_step);
+}
+
+int stem_source_blur_warn(const stem_plan *plan)
+{
+    if (!(plan->opt.source_size > 0) || plan->positions) return 0;
+    int px = stem_scan_is_periodic(plan, 0), py = stem_scan_is_periodic(plan, 1);
+    if (px && py) return 0;
+    stem_warn("[probe] source_size: the scan (%d x %d probes of %g Angstrom) does not cover the %g x %g Angstrom cell "
+              "periodically along %s: the blur there mirrors the images at the scan's edges, an approximation within "
+              "about a source size (%g Angstrom FWHM) of them; a scan of the whole cell (from 0 to the cell's length, "
+              "the step dividing it) is blurred exactly", plan->scan_nx, plan->scan_ny, plan->scan_step, plan->cell[0],
+              plan->cell[1], px ? "y" : py ? "x" : "x and y", plan->opt.source_size);
+    return 1;
 }
 
 /* Eigen-decomposition of the symmetric n x n matrix a (destroyed: its diagonal

@@ -11,11 +11,16 @@
  * blur wraps around periodically; otherwise it mirrors at the scan's edges
  * (d c b a | a b c d | d c b a, scipy.ndimage's "reflect"). */
 int stem_scan_is_periodic(const stem_plan *plan, int axis);
-/* Blur data [scan_ny][scan_nx][width] (the whole scan) in place with the
- * Gaussian of plan->opt.source_size, sampled at the scan step and cut at 4
- * standard deviations, normalised to sum 1 (scipy.ndimage.gaussian_filter's
- * kernel). Separable: along x, then along y. */
+/* Blur data [scan_ny][scan_nx][width] (the whole scan) in place with the Gaussian of
+ * plan->opt.source_size (FWHM, Angstrom): the exact convolution of the band-limited
+ * interpolant of the scan with the continuous Gaussian, done in Fourier space, so that
+ * it does not depend on the scan step (a sampled cosine of frequency q is multiplied by
+ * exp(-2 pi^2 sigma^2 q^2)): along a periodic axis the DFT of the samples, otherwise the
+ * DFT of their mirrored extension (a DCT-II). Separable: along x, then along y. */
 int stem_source_blur(const stem_plan *plan, double *data, long width);
+/* Warn (stem_warn) when a source size is set and the scan does not cover the cell
+ * periodically along both axes (its edges are then mirrored, an approximation); 1 if so. */
+int stem_source_blur_warn(const stem_plan *plan);
 
 /* Temporal partial coherence: a Gaussian spread of defocus of standard deviation
  * sigma = [probe] focal_spread (chromatic aberration times the spread of beam

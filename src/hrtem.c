@@ -24,10 +24,9 @@ void stem_hrtem_plane_wave_rows(const stem_plan *plan, long row0, long rows, ste
 
 int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_complex *wave)
 {
-    size_t grid = (size_t)plan->nx * plan->ny;
-    stem_complex *prop = stem_fft_alloc(grid, "propagator");
+    stem_complex *prop = stem_propagator_alloc(plan);
     stem_fft fft = {0};
-    int err = prop ? stem_propagator_build(plan, prop) : STEM_ERR_MEMORY;
+    int err = prop ? STEM_OK : STEM_ERR_MEMORY;
     if (!err) err = stem_fft_create(&fft, plan->nx, plan->ny, 1, wave, plan->opt.fft_measure);
     if (!err) {
         stem_hrtem_plane_wave_rows(plan, 0, plan->ny, wave);

@@ -238,7 +238,9 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
     if (s->depth_slice) {
         printf("  depth slices");
         for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) printf(" %d", s->depth_slice[k]);
-        printf(" (of %.3f Angstrom)\n", plan->dz);
+        printf(" (of %.6g Angstrom", plan->dz);
+        if (stem_plan_thin_last(plan)) printf(", the last %.6g: the exit surface at %.6g", plan->dz_last, stem_plan_depth(plan, plan->n_slices));
+        printf(")\n");
     }
     printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d point%s: beam tilts x defoci x depths)\n",
            s->n_tilts, plan->n_configs, s->n_tilts * plan->n_configs, stem_series_per_tilt(s),

@@ -8,21 +8,38 @@
 #include "dispatcher.h"
 #include "probe.h"
 
-stem_complex stem_propagator_at(const stem_plan *plan, double qx, double qy)
+stem_complex stem_propagator_at(const stem_plan *plan, double dz, double qx, double qy)
 {
     double scale = 1.0 / ((double)plan->nx * plan->ny), q2 = qx * qx + qy * qy;
-    double phase = -M_PI * plan->lambda * plan->dz * q2;
+    double phase = -M_PI * plan->lambda * dz * q2;
     return q2 <= plan->q_limit * plan->q_limit ? (stem_complex)(scale * (cos(phase) + I * sin(phase))) : 0;
 }
+
+int stem_propagator_count(const stem_plan *plan) { return stem_plan_thin_last(plan) ? 2 : 1; }
 
 int stem_propagator_build(const stem_plan *plan, stem_complex *prop)
 {
     int nx = plan->nx, ny = plan->ny;
-    for (int j = 0; j < ny; j++) {
-        double qy = stem_fft_index(j, ny) / plan->cell[1];
-        for (int i = 0; i < nx; i++) prop[(size_t)j * nx + i] = stem_propagator_at(plan, stem_fft_index(i, nx) / plan->cell[0], qy);
+    size_t grid = (size_t)nx * ny;
+    for (int k = 0; k < stem_propagator_count(plan); k++) {
+        double dz = k ? plan->dz_last : plan->dz;
+        for (int j = 0; j < ny; j++) {
+            double qy = stem_fft_index(j, ny) / plan->cell[1];
+            for (int i = 0; i < nx; i++)
+                prop[k * grid + (size_t)j * nx + i] = stem_propagator_at(plan, dz, stem_fft_index(i, nx) / plan->cell[0], qy);
+        }
     }
     return STEM_OK;
+}
+
+stem_complex *stem_propagator_alloc(const stem_plan *plan)
+{
+    stem_complex *prop = stem_fft_alloc((size_t)plan->nx * plan->ny * stem_propagator_count(plan), "propagator");
+    if (prop && stem_propagator_build(plan, prop) != STEM_OK) {
+        stem_fft_free(prop);
+        return NULL;
+    }
+    return prop;
 }
 
 STEM_VECTOR_CLONES
@@ -46,7 +63,8 @@ void stem_multislice_propagate(const stem_plan *plan, const stem_complex *trans,
         const stem_complex *t = trans + s * grid;
         for (int b = 0; b < batch; b++) stem_multiply_grid(waves + b * grid, t, grid);
         stem_fft_forward(fft, waves);
-        for (int b = 0; b < batch; b++) stem_multiply_grid(waves + b * grid, prop, grid);
+        const stem_complex *p = stem_propagator_of(plan, prop, s);
+        for (int b = 0; b < batch; b++) stem_multiply_grid(waves + b * grid, p, grid);
         if (s + 1 < to) stem_fft_inverse(fft, waves);
     }
 }
@@ -128,14 +146,12 @@ static int ms_work(void *ctx, int w, long begin, long end)
 int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res)
 {
     int workers = plan->threads;
-    size_t grid = (size_t)plan->nx * plan->ny;
     ms_job job = {plan, trans, NULL, det, res, NULL, NULL, NULL};
-    stem_complex *prop = stem_fft_alloc(grid, "propagator");
+    stem_complex *prop = stem_propagator_alloc(plan);
     job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.intensity = stem_calloc(workers, sizeof(float *), "worker buffers");
     job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     int err = prop && job.waves && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
-    if (!err) err = stem_propagator_build(plan, prop);
     job.prop = prop;
     stem_work work = {&job, ms_setup, ms_work, ms_teardown};
     if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "multislice probes");

@@ -13,6 +13,7 @@
 #include "../io/smatrix_file.h"
 #include "../mpi/dist_fft.h"
 #include "channels.h"
+#include "coherence.h"
 #include "memlimit.h"
 #include "probe.h"
 #include "physics.h"
@@ -469,11 +470,40 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     memcpy(plan->images, cfg->images, sizeof plan->images);
 }
 
+int stem_slice_count(double cell_z, double dz, double *dz_last)
+{
+    double x = cell_z / dz;
+    long whole = lround(x);
+    if (whole >= 1 && fabs(x - whole) <= STEM_SLICE_FIT) { /* fits: the remainder is rounding in the model file */
+        *dz_last = dz;
+        return (int)whole;
+    }
+    long n = (long)ceil(x);
+    if (n < 1) { /* thinner than one slice: one slice of the cell's thickness */
+        *dz_last = cell_z > 0 ? cell_z : dz;
+        return 1;
+    }
+    *dz_last = cell_z - (n - 1) * dz;
+    return (int)n;
+}
+
 void stem_plan_set_thickness(stem_plan *plan, double cell_z)
 {
     plan->cell[2] = cell_z;
-    plan->n_slices = (int)ceil(plan->cell[2] / plan->dz - 1e-9);
-    if (plan->n_slices < 1) plan->n_slices = 1;
+    plan->n_slices = stem_slice_count(cell_z, plan->dz, &plan->dz_last);
+}
+
+/* Say how the cell was sliced where it is no exact multiple of the slice thickness. */
+static void log_slicing(const stem_plan *plan)
+{
+    double rest = plan->cell[2] - plan->n_slices * plan->dz;
+    if (stem_plan_thin_last(plan))
+        stem_info("slices: the %.6f Angstrom cell is %.6g slices of %.9g Angstrom: %d slices, the last %.9g Angstrom thick",
+                  plan->cell[2], plan->cell[2] / plan->dz, plan->dz, plan->n_slices, plan->dz_last);
+    else if (fabs(rest) > 1e-9 * plan->dz)
+        stem_info("slices: the %.6f Angstrom cell is %d slices of %.9g Angstrom to within %.2g Angstrom (at most %g of a "
+                  "slice is taken as rounding in the model): %d slices", plan->cell[2], plan->n_slices, plan->dz, fabs(rest),
+                  STEM_SLICE_FIT, plan->n_slices);
 }
 
 /* hrtem on a distributed FFT: whether (on: always; auto: a group of several ranks, and only when
@@ -502,7 +532,8 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     plan->mem_node_shared = 0;
     plan->mem_results = stem_channel_bytes_per_probe(plan);
     plan->mem_detector = 0;
-    plan->mem_workspace = 4 * buffer + 4.0 * slab; /* wave, work, propagator, lens; one slice's potential rows */
+    /* wave, work, propagator (two with a thinner last slice), lens; one slice's potential rows */
+    plan->mem_workspace = (4 + stem_plan_thin_last(plan)) * buffer + 4.0 * slab;
     plan->mem_total = plan->mem_potential + plan->mem_table + plan->mem_smatrix + plan->mem_results +
                       plan->mem_detector + plan->mem_workspace;
 }
@@ -539,6 +570,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     STEM_TRY(check_optics(plan));
     plan->dz = cfg->slice_thickness;
     stem_plan_set_thickness(plan, plan->cell[2]);
+    log_slicing(plan);
     choose_crop(plan->nx, plan->cell[0], plan->q_limit, plan->fx, &plan->crop_nx, &plan->out_nx);
     choose_crop(plan->ny, plan->cell[1], plan->q_limit, plan->fy, &plan->crop_ny, &plan->out_ny);
     plan->out_dqx = plan->fx / plan->cell[0];
@@ -567,6 +599,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
             stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
     STEM_TRY(choose_scan(plan, cfg));
+    stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
     if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan)); /* before anything is allocated */
@@ -678,7 +711,9 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0], plan->cell[1], plan->cell[2]);
     fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
     fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx, plan->dy);
-    fprintf(out, "  slices             %d of %.3f Angstrom\n", plan->n_slices, plan->dz);
+    fprintf(out, "  slices             %d of %.9g Angstrom", plan->n_slices, plan->dz);
+    if (stem_plan_thin_last(plan)) fprintf(out, ", the last %.9g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
+    fprintf(out, "\n");
     fprintf(out, "  band limit         %.1f mrad (2/3 of Nyquist)\n", plan->max_angle_mrad);
     fprintf(out, "  transmission       formed on a %dx finer grid (%.4f A pixels; heaviest element Z = %d)\n",
             plan->opt.oversampling, fmax(plan->dx, plan->dy) / plan->opt.oversampling, plan->heaviest_z);

@@ -71,7 +71,8 @@ typedef struct {
     int n_slices;
     int heaviest_z;  /* the model's heaviest element (choose_oversampling) */
     int pot_nx, pot_ny; /* the potential's grid: opt.oversampling times the run's (potential.c) */
-    double dz;
+    double dz;       /* every slice's thickness but the last's */
+    double dz_last;  /* the last slice's (Angstrom): dz, or thinner where the cell is no whole number of slices */
     /* hrtem on a distributed FFT (mpi/dist_fft.h): this rank's real-space rows and
      * transposed Fourier-space columns of the group's one wave; dist 0: serial */
     int dist;
@@ -139,6 +140,25 @@ static inline int stem_plan_plane_slices(const stem_plan *plan, int k)
     return plan->n_depths > 0 ? plan->depth_slice[k] : plan->n_slices;
 }
 
+/* A cell within STEM_SLICE_FIT of a slice of a whole number of slices is cut into that
+ * number, all dz thick (the remainder, at most 1e-4 of a slice, is dropped: 6-decimal model
+ * files); otherwise the last slice is thinner: cell_z - (n - 1) dz. */
+#define STEM_SLICE_FIT 1e-4
+/* The slices that cover cell_z (at least 1) and the last one's thickness. */
+int stem_slice_count(double cell_z, double dz, double *dz_last);
+/* Slice s's thickness (Angstrom). */
+static inline double stem_plan_slice_dz(const stem_plan *plan, int s)
+{
+    return s == plan->n_slices - 1 ? plan->dz_last : plan->dz;
+}
+/* Whether the last slice is thinner than the others (it then has its own propagator). */
+static inline int stem_plan_thin_last(const stem_plan *plan) { return plan->dz_last != plan->dz; }
+/* Depth below the entrance surface of the plane under the first `slices` slices (Angstrom). */
+static inline double stem_plan_depth(const stem_plan *plan, int slices)
+{
+    return slices >= plan->n_slices ? (plan->n_slices - 1) * plan->dz + plan->dz_last : slices * plan->dz;
+}
+
 /* Probe index p -> scan position in Angstrom (row-major, x fastest). */
 void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y);
 
@@ -172,7 +192,7 @@ double stem_plan_table_bytes(const stem_plan *plan, int n_species);
  * 1.22 lambda/alpha plus twice the largest geometric ray displacement of
  * the aberrations inside the aperture. */
 double stem_plan_probe_diameter(const stem_plan *plan);
-/* The sample's thickness (cell z, Angstrom) and the slices that cover it (dz set). */
+/* The sample's thickness (cell z, Angstrom) and the slices that cover it (dz set; stem_slice_count). */
 void stem_plan_set_thickness(stem_plan *plan, double cell_z);
 /* Build the plan; layout gives this rank's place in the decomposition. */
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);

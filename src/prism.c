@@ -93,15 +93,13 @@ static int smatrix_beams(const stem_plan *plan, const stem_complex *trans, int f
                          long *shared_next)
 {
     int workers = plan->threads;
-    size_t grid = (size_t)plan->nx * plan->ny;
     smatrix_job job = {.plan = plan, .trans = trans, .first = first, .S_local = S_local};
-    stem_complex *prop = stem_fft_alloc(grid, "propagator");
+    stem_complex *prop = stem_propagator_alloc(plan);
     job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.box = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.fft = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     job.fft_box = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     int err = prop && job.waves && job.box && job.fft && job.fft_box ? STEM_OK : STEM_ERR_MEMORY;
-    if (!err) err = stem_propagator_build(plan, prop);
     job.prop = prop;
     stem_work work = {&job, smatrix_setup, smatrix_work, smatrix_teardown};
     if (!err)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"
+
 const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x", "tilt_y", "beam_tilt_x", "beam_tilt_y",
                                                                 "defocus", "depth"};
 const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "mrad", "mrad", "Angstrom", "Angstrom"};
@@ -171,39 +173,58 @@ static int depths_every(stem_series *s, int every, int slices)
     return STEM_OK;
 }
 
+/* Depth of the boundary under slice k of `slices` (the last dz_last thick). */
+static double boundary_depth(int k, int slices, double dz, double dz_last)
+{
+    return k >= slices ? (slices - 1) * dz + dz_last : k * dz;
+}
+
+/* The slice boundary nearest to depth d (at least one slice). */
+static int nearest_boundary(double d, int slices, double dz, double dz_last)
+{
+    long k = lround(d / dz);
+    if (k < 1) k = 1;
+    if (k >= slices - 1) /* near the exit: the thinner last slice moves the last boundary up */
+        k = fabs(d - boundary_depth(slices - 1, slices, dz, dz_last)) < fabs(d - boundary_depth(slices, slices, dz, dz_last))
+                ? slices - 1 : slices;
+    return k < 1 ? 1 : (int)k;
+}
+
 /* Given depths: the nearest slice boundary each (at least one slice). */
-static int depths_rounded(stem_series *s, double dz, int slices)
+static int depths_rounded(stem_series *s, double dz, int slices, double dz_last)
 {
     int n = s->n[STEM_SERIES_DEPTH];
+    double thickness = boundary_depth(slices, slices, dz, dz_last);
     if (n > STEM_MAX_DEPTHS) return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %d depths, at most %d", n, STEM_MAX_DEPTHS);
     STEM_ALLOC(s->depth_slice, n, "depths");
     for (int k = 0; k < n; k++) {
         double d = s->v[STEM_SERIES_DEPTH][k];
-        long slice = lround(d / dz);
-        if (slice < 1) slice = 1;
-        if (slice > slices)
+        if (d - thickness >= 0.5 * dz_last)
             return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %g Angstrom is below the exit surface: the sample%s has %d "
                              "slices of %g Angstrom (%g Angstrom)", d, s->n_tilts > 1 ? " at its thinnest tilt" : "",
-                             slices, dz, slices * dz);
+                             slices, dz, thickness);
+        int slice = nearest_boundary(d, slices, dz, dz_last);
         if (k > 0 && slice <= s->depth_slice[k - 1])
             return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %g Angstrom %s %g Angstrom (slices of %g Angstrom): give "
                              "depths in increasing order, at least one slice apart", d,
                              slice == s->depth_slice[k - 1] ? "falls on the same slice as" : "comes after",
                              s->v[STEM_SERIES_DEPTH][k - 1], dz);
-        s->depth_slice[k] = (int)slice;
+        s->depth_slice[k] = slice;
     }
     return STEM_OK;
 }
 
-int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, int slices)
+int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, double thickness)
 {
     if (!s->given[STEM_SERIES_DEPTH] || s->depth_slice) return STEM_OK;
-    double dz = cfg->slice_thickness;
-    STEM_TRY(cfg->depth_every > 0 ? depths_every(s, cfg->depth_every, slices) : depths_rounded(s, dz, slices));
+    double dz = cfg->slice_thickness, dz_last;
+    int slices = stem_slice_count(thickness, dz, &dz_last);
+    STEM_TRY(cfg->depth_every > 0 ? depths_every(s, cfg->depth_every, slices) : depths_rounded(s, dz, slices, dz_last));
     for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) {
-        double was = s->v[STEM_SERIES_DEPTH][k], now = s->depth_slice[k] * dz;
+        double was = s->v[STEM_SERIES_DEPTH][k], now = boundary_depth(s->depth_slice[k], slices, dz, dz_last);
         if (cfg->depth_every == 0 && fabs(was - now) > 1e-9 * dz)
-            stem_info("depth %g Angstrom rounded to %g Angstrom (slice %d of %g Angstrom)", was, now, s->depth_slice[k], dz);
+            stem_info("depth %g Angstrom rounded to %g Angstrom (slice %d of %g Angstrom%s)", was, now, s->depth_slice[k],
+                      dz, s->depth_slice[k] == slices && dz_last != dz ? ": the exit surface, the last slice thinner" : "");
         s->v[STEM_SERIES_DEPTH][k] = now;
     }
     return count_points(s);

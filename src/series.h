@@ -43,11 +43,12 @@ int stem_series_parse(const char *text, const char *what, double **values, int *
  * holding [sample] tilt_x, tilt_y and [probe] C10. Depths are as given until
  * stem_series_resolve_depths has placed them on slices. */
 int stem_series_build(const stem_config *cfg, stem_series *s);
-/* Depths onto slice boundaries: each given depth to the nearest multiple of the
- * slice thickness dz (at least one slice), or every depth_every slices; all must
- * lie within `slices` (the thinnest tilt's slice count), ascending and distinct
- * once rounded. Logs each rounding. Nothing to do without depths. */
-int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, int slices);
+/* Depths onto slice boundaries: each given depth to the nearest slice boundary
+ * (multiples of the slice thickness dz, the exit surface where the last slice is
+ * thinner: stem_slice_count; at least one slice), or every depth_every slices; all
+ * must lie within `thickness` (the thinnest tilt's cell z, Angstrom), ascending and
+ * distinct once rounded. Logs each rounding. Nothing to do without depths. */
+int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, double thickness);
 /* hrtem's beam tilts onto the grid: each value to the nearest Fourier pixel of the cell
  * (lambda in Angstrom, cell[2] the plan's x and y lengths), logged when it moves; every
  * (beam_tilt_x, beam_tilt_y) must lie inside the band q_limit (1/Angstrom) and the values

@@ -20,6 +20,7 @@ set(STEMSIM_UNIT_TESTS
   depths          # detection planes inside the sample vs separately built thinner samples
   hrtem           # plane-wave exit wave and HRTEM image against closed forms (vacuum, perfect lens)
   cross_section   # single atoms' detector cross-sections vs the thin phase object and first Born, on and off pixel
+  slices          # slices that fit the cell, a thinner last slice against Fresnel propagation in closed form
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)

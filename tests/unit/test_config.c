@@ -280,7 +280,7 @@ static void test_depths(void)
     free(msg);
     CHECK(stem_series_active(&cfg));
     CHECK(stem_series_build(&cfg, &s) == STEM_OK);
-    CHECK(stem_series_resolve_depths(&s, &cfg, 4) == STEM_OK); /* 4.1 -> slice 2 (4 Angstrom), 8 -> 4 */
+    CHECK(stem_series_resolve_depths(&s, &cfg, 8) == STEM_OK); /* 4.1 -> slice 2 (4 Angstrom), 8 -> 4 */
     CHECK(s.n_points == 6 && s.n[STEM_SERIES_DEPTH] == 3 && stem_series_per_tilt(&s) == 6);
     CHECK(s.depth_slice && s.depth_slice[0] == 1 && s.depth_slice[1] == 2 && s.depth_slice[2] == 4);
     CHECK(s.v[STEM_SERIES_DEPTH][1] == 4 && s.v[STEM_SERIES_DEPTH][2] == 8);
@@ -289,12 +289,12 @@ static void test_depths(void)
     CHECK(df == 20 && stem_series_tilt_of(&s, 4) == 0);
     stem_series_free(&s);
     CHECK(stem_series_build(&cfg, &s) == STEM_OK);
-    CHECK(stem_series_resolve_depths(&s, &cfg, 3) == STEM_ERR_CONFIG); /* 8 Angstrom is below 3 slices of 2 */
+    CHECK(stem_series_resolve_depths(&s, &cfg, 6) == STEM_ERR_CONFIG); /* 8 Angstrom is below 3 slices of 2 */
     stem_series_free(&s);
     CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepth_every = 3\n", &cfg, &msg) == STEM_OK);
     free(msg);
     CHECK(stem_series_active(&cfg) && stem_series_build(&cfg, &s) == STEM_OK);
-    CHECK(stem_series_resolve_depths(&s, &cfg, 10) == STEM_OK); /* 3, 6, 9 and the exit surface, 10 */
+    CHECK(stem_series_resolve_depths(&s, &cfg, 20) == STEM_OK); /* 3, 6, 9 and the exit surface, 10 */
     CHECK(s.n[STEM_SERIES_DEPTH] == 4 && s.depth_slice[2] == 9 && s.depth_slice[3] == 10 && s.n_points == 4);
     stem_series_free(&s);
     CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 5 3\n[simulation]\nslice_thickness = 1\n", &cfg, &msg) ==
@@ -308,6 +308,25 @@ static void test_depths(void)
     free(msg);
     CHECK(stem_series_build(&cfg, &s) == STEM_OK);
     CHECK(stem_series_resolve_depths(&s, &cfg, 10) == STEM_ERR_CONFIG); /* the same slice twice */
+    stem_series_free(&s);
+    /* a 9 Angstrom sample in slices of 2: four of 2 and a last one of 1; 8.6 is nearer the exit (9) than 8 */
+    CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = 0\n[output]\ndepths = 2 8.6\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 9) == STEM_OK);
+    CHECK(s.depth_slice[0] == 1 && s.depth_slice[1] == 5 && s.v[STEM_SERIES_DEPTH][1] == 9);
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = 0\n[output]\ndepths = 9.6\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 9) == STEM_ERR_CONFIG); /* more than half the last slice below the exit */
+    stem_series_free(&s);
+    CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = 0\n[output]\ndepth_every = 2\n", &cfg, &msg) == STEM_OK);
+    free(msg);
+    CHECK(stem_series_build(&cfg, &s) == STEM_OK);
+    CHECK(stem_series_resolve_depths(&s, &cfg, 9) == STEM_OK); /* slices 2, 4 and the exit, 5: 4, 8 and 9 Angstrom */
+    CHECK(s.n[STEM_SERIES_DEPTH] == 3 && s.depth_slice[2] == 5 && s.v[STEM_SERIES_DEPTH][2] == 9 &&
+          s.v[STEM_SERIES_DEPTH][1] == 8);
     stem_series_free(&s);
     CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 0 2\n", &cfg, &msg) == STEM_ERR_CONFIG);
     free(msg);
