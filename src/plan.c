@@ -352,7 +352,7 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
                           48.0 * plan->n_atoms * 2;
     /* the transmission build's workers: a potential and a wave on the oversampled grid each */
     double m = plan->opt.oversampling;
-    plan->mem_potential += 12.0 * m * m * grid * (plan->opt.device == STEM_DEVICE_CPU ? plan->threads : 1);
+    plan->mem_potential += 12.0 * m * m * grid * (plan->opt.device == STEM_DEVICE_GPU ? 1 : plan->threads);
     /* a GPU run's group leaders build the next configuration while the GPU works (campaign.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
@@ -627,8 +627,9 @@ static const char *memory_advice(const stem_plan *plan)
     const double part[6] = {plan->mem_potential, plan->mem_table, plan->mem_smatrix, plan->mem_results,
                             plan->mem_detector, plan->mem_workspace};
     static const char *advice[6] = {
-        "every rank holds the transmission functions of all slices, so more ranks do not help: use thicker slices, "
-        "a coarser [simulation] pixel_size or a smaller cell",
+        "every rank holds the transmission functions of all slices, and each thread building them a slice on the "
+        "grid [simulation] transmission_oversampling times finer, so more ranks do not help: use thicker slices, a "
+        "coarser pixel_size, a lower transmission_oversampling, fewer [compute] threads or a smaller cell",
         "the potential's profile table is large: lower [simulation] potential_radius (more ranks do not help)",
         "every rank holds the whole S-matrix, so more ranks do not help: raise [simulation] interpolation_x/y or use a "
         "coarser pixel_size",

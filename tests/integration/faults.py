@@ -348,14 +348,15 @@ def s_memory_rlimit():
         return 77
     d = fresh("memory_rlimit")
     cfg = local_config(d)
-    # a 4 GiB lookup table against an address space of ~2 GiB
-    big = ["simulation.pixel_size=0.02", "simulation.supersampling=32", "simulation.potential_radius=10", "output.file=out.h5"]
+    # 4 threads each building a slice's transmission on a grid 8 x 8 times the 0.01 A one (~3.6 GiB)
+    # against an address space of ~2 GiB
+    big = ["simulation.pixel_size=0.01", "simulation.transmission_oversampling=8", "compute.threads=4", "output.file=out.h5"]
     argv = " ".join(shlex.quote(c) for c in cmd(A.ranks, cfg, big))
     rc, _, err = run(f"ulimit -v 2500000 && exec {argv}", cwd=d, shell=True)
     problems = []
     expect(problems, rc == 5, f"exit {rc}, expected 5")
     expect(problems, "RLIMIT_AS" in err, "the message does not name RLIMIT_AS")
-    expect(problems, "lookup table" in err and "supersampling" in err, "no advice for the part that is too large")
+    expect(problems, "transmission" in err and "transmission_oversampling" in err, "no advice for the part that is too large")
     expect(problems, len(error_lines(err)) == 1, f"{len(error_lines(err))} error lines, expected 1")
     expect(problems, os.listdir(d) == ["case.ini"], f"files left: {os.listdir(d)}")
     return finish(problems, "memory_rlimit")
