@@ -140,7 +140,7 @@ algorithm = multislice
 pixel_size = {pixel_size}
 slice_thickness = {slice_thickness}
 potential_radius = 3
-supersampling = 8
+transmission_oversampling = 1
 frozen_phonons = 1
 thermal = false
 [scan]
@@ -509,6 +509,17 @@ def silicon_ini(work, step):
     return ini, h5
 
 
+def stemsim_saved_potential(exe, ini, h5):
+    """stemsim's own slices of configuration 0 ([output] save_potential; the config has
+    transmission_oversampling = 1, so they are on the run's grid), V[s][y][x] in V Angstrom."""
+    import h5py
+
+    subprocess.run([exe, "-q", ini, "--set", f"output.file={h5}", "--set", "output.save_potential=true",
+                    "--set", "output.overwrite=true"], check=True)
+    with h5py.File(h5) as f:
+        return np.asarray(f["potential"][0], dtype=np.float32)
+
+
 class SiliconCase:
     """Silicon [100] 4 x 4 x 4 cells, 1.3575 Angstrom slices, stemsim's grid at 0.06 Angstrom,
     one unit cell scanned at `step`: stemsim's config (ini, h5), its plan, and abTEM's
@@ -532,8 +543,8 @@ class SiliconCase:
         nx, ny, ns = self.plan["nx"], self.plan["ny"], self.plan["n_slices"]
         cell, Z, pos, occ = tile_like_stemsim(ucell, uZ, upos, uocc, tiles)
         self.cell = cell
-        vfunc = KirklandParametrization().projected_potential("Si")
-        V, _ = stemsim_like_potential(Z, pos, occ, cell, nx, ny, ns, dz, 3.0, 8, vfunc)
+        V = stemsim_saved_potential(self.exe, self.ini, os.path.join(self.work, "potential.h5"))
+        assert V.shape == (ns, ny, nx), V.shape
         self.potential = abtem.PotentialArray(np.ascontiguousarray(V.transpose(0, 2, 1)), slice_thickness=dz,
                                               extent=(cell[0], cell[1]))
         self.grid = f"grid {nx} x {ny}, {ns} slices"

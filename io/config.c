@@ -145,8 +145,8 @@ static const key_spec key_table[] = {
      "each slice's transmission function exp(i sigma V) is formed on a grid this many times finer than the "
      "simulation's and then band-limited to it: the strong phase of heavy atoms has structure far beyond the band "
      "limit that would otherwise be lost (up to +15-17% HAADF for Au and U at 0.025 Angstrom pixels). auto: a "
-     "transmission pixel of at most 0.05 Angstrom for models up to Z = 10, 0.025 up to Z = 20, 0.0125 beyond "
-     "(at most 4; README, Physics). Costs the factor squared in the transmission build's time and scratch memory"},
+     "transmission pixel of at most 0.05 Angstrom for models up to Z = 10, 0.025 up to Z = 20, 0.0125 up to "
+     "Z = 50, 0.008 beyond (at most 4; README, Potentials). Costs the factor squared in the transmission build's time and scratch memory"},
     {"simulation", "parametrisation", K_ENUM, OFF(parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
      "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or $STEMSIM_KIRKLAND) "
      "or lobato (Lobato & Van Dyck 2014, abTEM's and MULTEM's default; data/lobato_params.txt or $STEMSIM_LOBATO)"},

@@ -265,12 +265,14 @@ double stem_plan_table_bytes(const stem_plan *plan, int n_species)
 }
 
 /* Transmission pixel (Angstrom) the heaviest element needs: with the potential band-limited
- * at 2/3 of that grid's Nyquist, the 70-130 mrad signal of one atom at 300 keV was measured
- * within ~1% of its converged value (Ti +1.6%, Sr +4.5%, Au +15%, U +17% at 0.025 A; all
- * within 0.4-1.8% at 0.0125 A; C within 0.1% at 0.025 A). */
+ * at 2/3 of that grid's Nyquist, one atom's high-angle signal at 300 keV was measured within
+ * ~1% of its converged value (70-130 mrad, probe on the atom: Ti +1.6%, Sr +4.5%, Au +15%,
+ * U +17% at 0.025 A, 0.4-1.8% at 0.0125 A, C 0.1% at 0.025 A; Au 70-200 mrad plane wave
+ * against the exact thin phase object: +3.3% at 0.0125 A, +1.1% at 0.01, +0.2% at 0.0083,
+ * benchmarks/POTENTIAL_ACCURACY.md). */
 static double transmission_pixel_needed(int heaviest)
 {
-    return heaviest <= 10 ? 0.05 : (heaviest <= 20 ? 0.025 : 0.0125);
+    return heaviest <= 10 ? 0.05 : (heaviest <= 20 ? 0.025 : (heaviest <= 50 ? 0.0125 : 0.008));
 }
 
 static void set_potential_grid(stem_plan *plan)
@@ -293,6 +295,10 @@ static void choose_oversampling(stem_plan *plan, const stem_atoms *atoms)
     double need = transmission_pixel_needed(heaviest), pixel = fmax(plan->dx, plan->dy);
     int m = (int)ceil(pixel / need - 1e-6);
     plan->opt.oversampling = m < 1 ? 1 : (m > 4 ? 4 : m);
+    if (m > 4 && plan->layout.world_rank == 0)
+        stem_info("transmission functions formed on %.4f A pixels (transmission_oversampling auto, at most 4); Z = %d "
+                  "needs %.4f A for high-angle signals within ~1%% (set transmission_oversampling = %d to get there)",
+                  pixel / 4, heaviest, need, m);
     set_potential_grid(plan);
 }
 
@@ -566,6 +572,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
         return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] pixel_size %g gives a %d x %d grid: too large", cfg->pixel_size, plan->nx, plan->ny);
     plan->dx = plan->cell[0] / plan->nx;
     plan->dy = plan->cell[1] / plan->ny;
+    choose_oversampling(plan, atoms);
     plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
     STEM_TRY(check_optics(plan));
     plan->dz = cfg->slice_thickness;
@@ -606,7 +613,6 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     if (cfg->smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan));
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
-    choose_oversampling(plan, atoms);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
     choose_distribution(plan, cfg);
     return STEM_OK;
