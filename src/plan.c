@@ -325,6 +325,9 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     plan->mem_results = per_probe * local_probes;
     if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) /* one defocus's results beside the sums */
         plan->mem_results *= 2;
+    /* standard errors over configurations: their state and the sums before each configuration
+     * (none for 4D patterns), and each configuration's images summed over the scan */
+    plan->mem_results += stem_channel_error_bytes_per_probe(plan) * local_probes + 8.0 * plan->n_configs * plan->n_images;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
             if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float)
