@@ -48,6 +48,11 @@
  *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
  *   /axes/cbed_qx_mrad      float64 [cbed_nx], angle of each bin's centre (with /cbed, /pacbed)
  *   /axes/cbed_qy_mrad      float64 [cbed_ny], likewise along y
+ *   /standard_error/...     float64, two or more configurations: the standard error over
+ *                           configurations of images/<NAME>, rings, dpc_com_x, dpc_com_y,
+ *                           segments, total_intensity (each its dataset's shape and
+ *                           attributes, plus statistic, standard_error_of, n_configs);
+ *                           root attribute standard_error: where they are, or why none
  *
  * A series campaign ([series], mpi/series_campaign.h) puts leading axes in front of every
  * dataset above except those under /axes: one per [series] key given, in the order tilt_x, tilt_y,

@@ -656,6 +656,11 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
         fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx,
                 plan->scan_ny, plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
     fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups, L->group_size);
+    double se_bytes = stem_channel_error_bytes_per_probe(plan) * (double)(plan->probe_end - plan->probe_begin);
+    if (se_bytes > 0)
+        fprintf(out, "  standard errors    over the configurations (/standard_error), %.1f MiB on this rank\n", se_bytes / 1048576.0);
+    else
+        fprintf(out, "  standard errors    none (%s)\n", plan->n_configs < 2 ? "one configuration" : "the wave in slabs");
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);
