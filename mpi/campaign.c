@@ -213,6 +213,19 @@ int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *re
     return STEM_OK;
 }
 
+int stem_campaign_scan_errors(const stem_mpi *m, const stem_plan *plan, stem_result *res)
+{
+    double local[STEM_MAX_IMAGES] = {0};
+    if (res && m->layout.group == 0) { /* the written maps (every group holds the same) */
+        stem_result_errors_scan(res);
+        memcpy(local, res->image_se2, sizeof local);
+    }
+    if (plan->n_images > 0)
+        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, local, plan->n_images, MPI_DOUBLE, MPI_SUM, m->world));
+    if (res) memcpy(res->image_se2, local, sizeof local);
+    return STEM_OK;
+}
+
 /* A safe point: all ranks learn whether any failed (its message printed
  * once) or was asked to stop, and leave together with the same status, so
  * none waits in a collective the others abandoned. */
@@ -306,7 +319,6 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     t = stem_wall_time();
     STEM_TRY(combine_groups(m, plan, res));
     stem_result_finalise(res, plan->n_configs);
-    stem_result_log_errors(plan, res, "");
     if (res->pacbed) { /* every rank's probes of every group's configurations: the mean pattern */
         STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->pacbed, res->pattern_bins, MPI_DOUBLE, MPI_SUM, m->world));
         for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)plan->n_configs * plan->n_probes;
@@ -315,6 +327,8 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         err = L->group == 0 ? stem_campaign_blur(m, plan, res) : STEM_OK;
         STEM_TRY(stem_mpi_agree(err, m->world));
     }
+    STEM_TRY(stem_campaign_scan_errors(m, plan, res));
+    stem_result_log_errors(plan, res, "");
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     return STEM_OK;
 }

@@ -439,6 +439,7 @@ static int point_image_errors(campaign *cp, int p, stem_result *res)
     if (MPI_Allreduce(MPI_IN_PLACE, rows, (int)n, MPI_DOUBLE, MPI_SUM, cp->job->m->world) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the images of each configuration failed");
     if (!res) free(rows);
+    if (!err) err = stem_campaign_scan_errors(cp->job->m, plan, res);
     const stem_series *s = cp->job->series;
     if (!err && res && s->n_points <= 24) { /* a long series: the file holds them all */
         char where[64];
@@ -475,11 +476,11 @@ static int load_point(void *ctx, int p, stem_result *res)
         if (!err) stem_result_finalise(res, cp->n_configs);
     }
     err = stem_mpi_agree(err, m->world);
-    if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);
     if (!err && cp->job->plan->opt.source_size > 0) { /* only the first group's ranks write */
         err = m->layout.group == 0 ? stem_campaign_blur(m, &cp->plans[p / cp->n_planes], res) : STEM_OK;
         err = stem_mpi_agree(err, m->world);
     }
+    if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);
     return err;
 }
 

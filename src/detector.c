@@ -357,6 +357,17 @@ void stem_result_errors_merge_end(stem_result *res, int n_total)
     res->n_samples = n_total;
 }
 
+void stem_result_errors_scan(stem_result *res)
+{
+    for (int i = 0; i < res->n_images && i < STEM_MAX_IMAGES; i++) {
+        res->image_se2[i] = 0;
+        for (long p = 0; res->err[STEM_CH_IMAGES] && p < res->n_probes; p++) {
+            double se = res->err[STEM_CH_IMAGES][p * res->n_images + i];
+            res->image_se2[i] += se * se;
+        }
+    }
+}
+
 int stem_result_image_errors(const stem_plan *plan, const stem_result *res, stem_image_error *out)
 {
     int n = res->n_configs, ni = plan->n_images;
@@ -367,7 +378,7 @@ int stem_result_image_errors(const stem_plan *plan, const stem_result *res, stem
         e->inner_mrad = plan->images[i].inner_mrad;
         e->outer_mrad = plan->images[i].outer_mrad;
         e->n_configs = n;
-        e->mean = e->se = NAN;
+        e->mean = e->se = e->pixel_se = NAN;
         if (!res->config_images || n < 1) continue;
         double sum = 0, m2 = 0; /* two passes in configuration order: the same bits however the work was spread */
         for (int c = 0; c < n; c++) sum += res->config_images[(size_t)c * ni + i] / probes;
@@ -377,6 +388,7 @@ int stem_result_image_errors(const stem_plan *plan, const stem_result *res, stem
             m2 += d * d;
         }
         if (n > 1) e->se = sqrt(m2 / (n - 1) / n);
+        if (n > 1 && res->err[STEM_CH_IMAGES]) e->pixel_se = sqrt(res->image_se2[i] / probes);
     }
     return ni;
 }
@@ -394,8 +406,9 @@ void stem_result_log_errors(const stem_plan *plan, const stem_result *res, const
             stem_info("%s%s %s: %.4g (one configuration: no error can be estimated; frozen_phonons >= 2 gives one)",
                       where, e[i].name, range, e[i].mean);
         else
-            stem_info("%s%s %s: %.4g +- %.2g (%.2g%%) over %d configurations", where, e[i].name, range, e[i].mean,
-                      e[i].se, e[i].mean != 0 ? 100 * e[i].se / fabs(e[i].mean) : 0, e[i].n_configs);
+            stem_info("%s%s %s: %.4g +- %.2g (%.2g%%) over %d configurations; per probe position +- %.2g rms", where,
+                      e[i].name, range, e[i].mean, e[i].se, e[i].mean != 0 ? 100 * e[i].se / fabs(e[i].mean) : 0,
+                      e[i].n_configs, e[i].pixel_se);
     }
 }
 

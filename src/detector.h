@@ -47,6 +47,8 @@ typedef struct {
     int n_samples;         /* configurations in the sums (set by stem_result_errors_add) */
     int n_configs;         /* of the run: config_images' rows */
     double *config_images; /* [configuration][image]: each configuration's images summed over this rank's probes */
+    double image_se2[STEM_MAX_IMAGES]; /* each named image's squared standard errors summed over the scan
+                                          (stem_result_errors_scan, then summed over the ranks) */
 } stem_result;
 
 /* One named image's mean over the scan and its standard error over configurations. */
@@ -55,6 +57,7 @@ typedef struct {
     double inner_mrad, outer_mrad;
     double mean;           /* the image averaged over the scan and the configurations */
     double se;             /* standard error of mean over configurations; NaN with one configuration */
+    double pixel_se;       /* root mean square over the scan of the image's per-probe standard error (NaN: none) */
     int n_configs;
 } stem_image_error;
 
@@ -90,9 +93,12 @@ void stem_result_errors_add(stem_result *res, int config);
  * does not depend on how unequal the groups are. */
 void stem_result_errors_merge_begin(stem_result *res);
 void stem_result_errors_merge_end(stem_result *res, int n_total);
+/* After stem_result_finalise (and any blur): image_se2 from this rank's probes. */
+void stem_result_errors_scan(stem_result *res);
 /* Per named image (out: plan->n_images entries): mean and standard error over the scan
  * from config_images (summed over every rank holding probes, and every configuration's
- * row filled); returns the number of images. With one configuration se is NaN. */
+ * row filled), and the per-probe standard errors' rms from image_se2 (likewise summed);
+ * returns the number of images. With one configuration se and pixel_se are NaN. */
 int stem_result_image_errors(const stem_plan *plan, const stem_result *res, stem_image_error *out);
 /* Rank 0 logs each named image's mean with its standard error ("HAADF 70-200 mrad:
  * 0.0335 +- 0.0004 (1.2%) over 8 configurations"), prefixed by `where` (may be ""). */

@@ -7,7 +7,8 @@ is my simulation?"), checked against values computed here from stemsim's means o
            the 4-configuration run's /standard_error/images/*, rings, total_intensity and
            segments equal std(x_c, ddof=1) / sqrt(4), its DPC the first-order standard error
            of the ratio sum x_c / sum t_c, and the logged "NAME a-b mrad: mean +- se" lines
-           the standard error of the scan-averaged image; the one-configuration run has no
+           the standard error of the scan-averaged image (and the per-probe errors' rms);
+           the one-configuration run has no
            /standard_error, says why in the root attribute and the log
   ranks    1 rank = 3 ranks in one group (bit for bit); 3 groups of unequal size (2, 1, 1
            configurations: Chan's combination) = 1 rank to 1e-10
@@ -91,12 +92,15 @@ def scenario_values(args, extra, tag):
               "values (max rel. %.2g; largest %.3g)" % (tag, k, err, scale))
     # the log: each named image's scan mean with its standard error over configurations
     for name in [k[len("images/"):] for k in keys if k.startswith("images/")]:
-        m = re.search(r"^%s [^:]*: (\S+) \+- (\S+) \((\S+)%%\) over %d configurations$" % (re.escape(name), N), log, re.M)
+        m = re.search(r"^%s [^:]*: (\S+) \+- (\S+) \((\S+)%%\) over %d configurations; per probe position \+- (\S+) "
+                      r"rms$" % (re.escape(name), N), log, re.M)
         v = x["images/" + name].mean(axis=(1, 2))
+        se = np.std(v, ddof=1) / np.sqrt(N)
+        pixel = np.sqrt(np.mean(np.var(x["images/" + name], axis=0, ddof=1) / N))
         ok = m is not None and abs(float(m.group(1)) - v.mean()) <= 1e-3 * abs(v.mean()) and \
-            abs(float(m.group(2)) - np.std(v, ddof=1) / np.sqrt(N)) <= 0.05 * np.std(v, ddof=1) / np.sqrt(N)  # printed to 2 digits
-        check(ok, "%s: the log gives %s's scan mean %.4g +- %.2g over %d configurations (%s)" %
-              (tag, name, v.mean(), np.std(v, ddof=1) / np.sqrt(N), N, m.group(0) if m else "no line"))
+            abs(float(m.group(2)) - se) <= 0.05 * se and abs(float(m.group(4)) - pixel) <= 0.05 * pixel  # 2 digits
+        check(ok, "%s: the log gives %s's scan mean %.4g +- %.2g over %d configurations, per probe +- %.2g (%s)" %
+              (tag, name, v.mean(), se, N, pixel, m.group(0) if m else "no line"))
 
 
 def compare(a, b, what, tol):

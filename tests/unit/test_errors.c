@@ -136,10 +136,11 @@ static void unequal_groups(const stem_result *single)
 }
 
 /* The named images' scan means: mean and standard error of the per-configuration means. */
-static void image_errors(const stem_result *r)
+static void image_errors(stem_result *r)
 {
     stem_plan p = small_plan(CONFIGS);
     stem_image_error e[IMAGES];
+    stem_result_errors_scan(r); /* one rank holds the whole scan */
     CHECK(stem_result_image_errors(&p, r, e) == IMAGES);
     for (int i = 0; i < IMAGES; i++) {
         long double m[CONFIGS], mean = 0, s = 0;
@@ -153,6 +154,9 @@ static void image_errors(const stem_result *r)
         CHECK(!strcmp(e[i].name, i ? "HAADF" : "BF") && e[i].n_configs == CONFIGS);
         CHECK_CLOSE(e[i].mean, (double)mean, 1e-13);
         CHECK_MSG(fabs(e[i].se - se) <= 1e-6 * se, "image %d: se %.12g vs %.12g", i, e[i].se, se);
+        double s2 = 0; /* the per-probe standard errors' root mean square */
+        for (long q = 0; q < PROBES; q++) s2 += se_mean(STEM_CH_IMAGES, q * IMAGES + i) * se_mean(STEM_CH_IMAGES, q * IMAGES + i);
+        CHECK_MSG(fabs(e[i].pixel_se - sqrt(s2 / PROBES)) <= 1e-7 * sqrt(s2 / PROBES), "image %d: pixel se %.12g", i, e[i].pixel_se);
     }
 }
 
@@ -169,7 +173,7 @@ static void one_configuration(void)
     stem_image_error e[IMAGES];
     stem_result_image_errors(&p, &r, e);
     CHECK_CLOSE(e[0].mean, (value(STEM_CH_IMAGES, 0, 0) + value(STEM_CH_IMAGES, 0, 2) + value(STEM_CH_IMAGES, 0, 4)) / 3, 1e-15);
-    CHECK(isnan(e[0].se) && e[0].n_configs == 1);
+    CHECK(isnan(e[0].se) && isnan(e[0].pixel_se) && e[0].n_configs == 1);
     stem_result_free(&r);
 }
 
