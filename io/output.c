@@ -671,7 +671,8 @@ static int stem_output_root_attrs(const stem_output *o)
                                      "intensity value (none for 4D patterns, PACBED, exit waves and HRTEM images)"
                    : plan->n_configs < 2 ? "none: one frozen-phonon configuration, no error can be estimated "
                                            "([simulation] frozen_phonons >= 2)"
-                                         : "none (the wave distributed over the ranks)";
+                   : !plan->opt.standard_errors ? "none: [output] standard_errors = false"
+                                                : "none (the wave distributed over the ranks)";
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "standard_error", se));
     return stem_output_attr_int(o, o->file, "/", "n_configs", plan->n_configs);
 }

@@ -45,7 +45,7 @@ double stem_channel_bytes_per_probe(const stem_plan *plan)
 
 long stem_channel_error_width(const stem_plan *plan, int ch)
 {
-    if (plan->n_configs < 2 || plan->dist || !stem_channel_table[ch].error) return 0;
+    if (plan->n_configs < 2 || plan->dist || !plan->opt.standard_errors || !stem_channel_table[ch].error) return 0;
     if ((ch == STEM_CH_RINGS && !plan->opt.save_3d) || (ch == STEM_CH_COM && !plan->opt.save_dpc)) return 0;
     long w = stem_channel_width(plan, ch);
     /* the centre of mass is a ratio of sums: its co-moments with the total (and the total's own state) */

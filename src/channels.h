@@ -44,7 +44,7 @@ long stem_channel_width(const stem_plan *plan, int ch);
 double stem_channel_bytes_per_probe(const stem_plan *plan);
 /* Doubles per probe of channel ch's standard-error state (0: none): with two or more
  * configurations, for the channels that have one and are written (rings with save_3d,
- * DPC with save_dpc); twice the width for STEM_FINAL_PER_TOTAL (the co-moments with
+ * DPC with save_dpc) unless [output] standard_errors = false; twice the width for STEM_FINAL_PER_TOTAL (the co-moments with
  * the total as well, detector.h). */
 long stem_channel_error_width(const stem_plan *plan, int ch);
 /* Bytes per probe the standard errors add (their state and the sums before each

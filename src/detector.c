@@ -405,6 +405,9 @@ void stem_result_log_errors(const stem_plan *plan, const stem_result *res, const
         if (e[i].n_configs < 2)
             stem_info("%s%s %s: %.4g (one configuration: no error can be estimated; frozen_phonons >= 2 gives one)",
                       where, e[i].name, range, e[i].mean);
+        else if (isnan(e[i].pixel_se)) /* [output] standard_errors = false: no per-probe errors */
+            stem_info("%s%s %s: %.4g +- %.2g (%.2g%%) over %d configurations", where, e[i].name, range, e[i].mean,
+                      e[i].se, e[i].mean != 0 ? 100 * e[i].se / fabs(e[i].mean) : 0, e[i].n_configs);
         else
             stem_info("%s%s %s: %.4g +- %.2g (%.2g%%) over %d configurations; per probe position +- %.2g rms", where,
                       e[i].name, range, e[i].mean, e[i].se, e[i].mean != 0 ? 100 * e[i].se / fabs(e[i].mean) : 0,

@@ -384,6 +384,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_potential = cfg->save_potential;
     o->save_smatrix = cfg->save_smatrix;
     o->layout_emd = cfg->layout_emd;
+    o->standard_errors = cfg->standard_errors;
     o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
     if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
     o->save_pacbed = cfg->save_pacbed;
@@ -660,7 +661,9 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     if (se_bytes > 0)
         fprintf(out, "  standard errors    over the configurations (/standard_error), %.1f MiB on this rank\n", se_bytes / 1048576.0);
     else
-        fprintf(out, "  standard errors    none (%s)\n", plan->n_configs < 2 ? "one configuration" : "the wave in slabs");
+        fprintf(out, "  standard errors    none (%s)\n", plan->n_configs < 2            ? "one configuration"
+                                                      : !plan->opt.standard_errors ? "[output] standard_errors = false"
+                                                                                   : "the wave in slabs");
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);

@@ -12,7 +12,8 @@ is my simulation?"), checked against values computed here from stemsim's means o
            /standard_error, says why in the root attribute and the log
   ranks    1 rank = 3 ranks in one group (bit for bit); 3 groups of unequal size (2, 1, 1
            configurations: Chan's combination) = 1 rank to 1e-10
-  emd      [output] layout = emd keeps them under /stemsim/standard_error, equal to the native
+  emd      [output] layout = emd keeps them under /stemsim/standard_error, equal to the native;
+           [output] standard_errors = false writes none
   prism    the values check with PRISM and a focal spread (quadrature: no error of its own)
 Exit: 0 pass, 1 fail, 77 skip.
 """
@@ -132,6 +133,11 @@ def scenario_emd(args):
     native, emd = read(os.path.join(args.workdir, "native.h5")), read(os.path.join(args.workdir, "emd.h5"))
     kept = {k[len("stemsim/"):]: v for k, v in emd.items() if k.startswith("stemsim/standard_error/")}
     compare(kept, native, "EMD /stemsim/standard_error", 0)
+    log = itest.run(args, 1, base + ["--set", "output.standard_errors=false"], "off")
+    off = read(os.path.join(args.workdir, "off.h5"))
+    check(not any(k.startswith("standard_error") for k in off) and "standard_errors = false" in str(off["@standard_error"])
+          and "over 3 configurations\n" in log, "[output] standard_errors = false: none written, the root attribute "
+          "says why, the log keeps the scan means' errors")
 
 
 def main():

@@ -24,6 +24,7 @@ static stem_plan small_plan(int n_configs)
     p.n_configs = n_configs;
     p.opt.save_3d = 1;
     p.opt.save_dpc = 1;
+    p.opt.standard_errors = 1;
     snprintf(p.images[0].name, sizeof p.images[0].name, "BF");
     snprintf(p.images[1].name, sizeof p.images[1].name, "HAADF");
     p.images[0].outer_mrad = 20;
@@ -188,6 +189,8 @@ static void memory(void)
     CHECK(stem_channel_error_width(&p, STEM_CH_CBED) == 0);
     p.opt.save_3d = p.opt.save_dpc = 0;
     CHECK_CLOSE(stem_channel_error_bytes_per_probe(&p), 8.0 * ((IMAGES + IMAGES) + (1 + 1)), 0);
+    p.opt.standard_errors = 0; /* [output] standard_errors = false */
+    CHECK(stem_channel_error_bytes_per_probe(&p) == 0);
 }
 
 int main(void)
