@@ -268,6 +268,9 @@ int stem_result_alloc_errors(const stem_plan *plan, stem_result *res)
         STEM_ALLOC(res->err[ch], (size_t)(res->n_probes * e), "standard error state");
         STEM_ALLOC(res->before[ch], (size_t)(res->n_probes * res->width[ch]), "sums before a configuration");
     }
+    /* the scan means' errors in the log need each configuration's images even without the maps' */
+    if (plan->n_configs > 1 && plan->n_images > 0 && !res->before[STEM_CH_IMAGES])
+        STEM_ALLOC(res->before[STEM_CH_IMAGES], (size_t)(res->n_probes * res->width[STEM_CH_IMAGES]), "images before a configuration");
     return STEM_OK;
 }
 

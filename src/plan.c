@@ -328,6 +328,8 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     /* standard errors over configurations: their state and the sums before each configuration
      * (none for 4D patterns), and each configuration's images summed over the scan */
     plan->mem_results += stem_channel_error_bytes_per_probe(plan) * local_probes + 8.0 * plan->n_configs * plan->n_images;
+    if (plan->n_configs > 1 && !stem_channel_error_width(plan, STEM_CH_IMAGES)) /* the images before a configuration */
+        plan->mem_results += 8.0 * plan->n_images * local_probes;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
             if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float)
