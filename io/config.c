@@ -226,6 +226,10 @@ static const key_spec key_table[] = {
     {"output", "save_exit_wave", K_BOOL, OFF(save_exit_wave), "false", 0, 0, NULL, "-",
      "hrtem: write the exit wave /exit_wave (the configurations' mean complex wave, float32 [..][ny][nx][2]: "
      "real, imaginary)"},
+    {"output", "standard_errors", K_BOOL, OFF(standard_errors), "true", 0, 0, NULL, "-",
+     "with two or more frozen-phonon configurations, write each image, ring, DPC, segment and total-intensity "
+     "value's standard error over the configurations under /standard_error (README: How accurate is my "
+     "simulation?); false saves their memory (16 bytes per value)"},
     {"output", "save_potential", K_BOOL, OFF(save_potential), "false", 0, 0, NULL, "-",
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
      "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the projected potential), to reuse with "
@@ -241,7 +245,7 @@ static const key_spec key_table[] = {
      "annular_detector_depthNNNN (the HAADF image, else the first [images] range; each other range as "
      "..._<name>), virtual_detector_depthNNNN (rings), DPC_CoM_depthNNNN, datacubes/CBED_array_depthNNNN, x before "
      "y, series points as _dfNNNN (and _txNNNN, _tyNNNN, _bxNNNN, _byNNNN), depths as depthNNNN; converted from "
-     "the finished native file on rank 0 before the output is published (PACBED, segments and /axes kept under "
+     "the finished native file on rank 0 before the output is published (PACBED, segments, standard errors and /axes kept under "
      "/stemsim); multislice and prism scans only"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "

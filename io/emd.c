@@ -499,7 +499,7 @@ static int record(const emd *e, hid_t sim)
     for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
         if (exists(e->in, stored[i])) ok = H5Ocopy(e->in, stored[i], e->out, stored[i], H5P_DEFAULT, H5P_DEFAULT) >= 0;
     /* what Prismatic's tree has no place for is kept as stemsim wrote it, under /stemsim */
-    static const char *const unmapped[] = {"segments", "dpc_segments_x", "dpc_segments_y", "pacbed", "axes"};
+    static const char *const unmapped[] = {"segments", "dpc_segments_x", "dpc_segments_y", "pacbed", "axes", "standard_error"};
     hid_t keep = H5I_INVALID_HID;
     for (size_t i = 0; ok && i < sizeof unmapped / sizeof *unmapped; i++) {
         char from[32], to[48];

@@ -48,6 +48,11 @@
  *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
  *   /axes/cbed_qx_mrad      float64 [cbed_nx], angle of each bin's centre (with /cbed, /pacbed)
  *   /axes/cbed_qy_mrad      float64 [cbed_ny], likewise along y
+ *   /standard_error/...     float64, two or more configurations: the standard error over
+ *                           configurations of images/<NAME>, rings, dpc_com_x, dpc_com_y,
+ *                           segments, total_intensity (each its dataset's shape and
+ *                           attributes, plus statistic, standard_error_of, n_configs);
+ *                           root attribute standard_error: where they are, or why none
  *
  * A series campaign ([series], mpi/series_campaign.h) puts leading axes in front of every
  * dataset above except those under /axes: one per [series] key given, in the order tilt_x, tilt_y,
@@ -92,6 +97,7 @@
 #include <hdf5.h>
 
 #define STEM_OUTPUT_INTENSITY "fraction of incident intensity"
+#define STEM_OUTPUT_ERRORS "/standard_error" /* the standard errors mirror the datasets they belong to */
 
 /* One attribute: a string when text != NULL, else a double. */
 typedef struct {
@@ -130,6 +136,8 @@ typedef struct {
     hid_t fapl, dxpl, file;
     hsize_t begin, count;     /* this rank's flattened probes */
     int has_4d, has_dpc;      /* agreed over comm */
+    int has_errors;           /* standard errors over configurations (agreed over comm) */
+    int errors;               /* the channel writers write the standard errors, under /standard_error */
     double *scratch;          /* count values: one image column, one DPC axis */
     double *axis;             /* longest axis */
     char *config_text, *plan_text, *env_text; /* rank 0's texts, on every rank */
@@ -269,22 +277,25 @@ done:
 static int stem_output_agree_flags(stem_output *o)
 {
     const stem_result *r = o->res;
-    int mine[4] = {0, 0, 0, 0}, all[4];
+    int mine[6] = {0, 0, 0, 0, 0, 0}, all[6];
     if (o->writes) {
         mine[0] = r->has_4d != 0;
         mine[1] = r->has_dpc != 0;
         mine[2] = r->has_4d == 0;
         mine[3] = r->has_dpc == 0;
+        mine[4] = r->err[STEM_CH_TOTAL] != NULL; /* every result with errors has the total's */
+        mine[5] = r->err[STEM_CH_TOTAL] == NULL;
     }
-    if (MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, o->comm) != MPI_SUCCESS)
+    if (MPI_Allreduce(mine, all, 6, MPI_INT, MPI_MAX, o->comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Allreduce of the result switches failed", o->path);
-    if ((all[0] && all[2]) || (all[1] && all[3])) {
+    if ((all[0] && all[2]) || (all[1] && all[3]) || (all[4] && all[5])) {
         if (o->rank == 0)
-            STEM_FAIL(STEM_ERR_INTERNAL, "output %s: writing ranks disagree on 4D/DPC output", o->path);
+            STEM_FAIL(STEM_ERR_INTERNAL, "output %s: writing ranks disagree on 4D/DPC/error output", o->path);
         return STEM_ERR_INTERNAL;
     }
     o->has_4d = all[0];
     o->has_dpc = all[1];
+    o->has_errors = all[4];
     return STEM_OK;
 }
 
@@ -575,6 +586,18 @@ static stem_output_dataset stem_output_probe_axis(const stem_output *o, const st
     return p;
 }
 
+/* A standard error's own attributes, beside those of the values it belongs to. */
+static int stem_output_error_attrs(const stem_output *o, hid_t dset, const char *name)
+{
+    STEM_TRY(stem_output_attr_string(o, dset, name, "statistic",
+                                     "standard error of the mean over the frozen-phonon configurations: the sample "
+                                     "standard deviation of the per-configuration values (n - 1) divided by sqrt(n); "
+                                     "DPC: of the ratio of sums, to first order; with [probe] source_size blurred "
+                                     "like the values (an upper bound)"));
+    STEM_TRY(stem_output_attr_string(o, dset, name, "standard_error_of", name + strlen(STEM_OUTPUT_ERRORS)));
+    return stem_output_attr_int(o, dset, name, "n_configs", o->plan->n_configs);
+}
+
 /* Create a contiguous dataset (at the first series point; open it at the
  * others), write this rank's part collectively, add attributes. */
 static int stem_output_write_dataset(const stem_output *o, const stem_output_dataset *given)
@@ -610,6 +633,7 @@ static int stem_output_write_dataset(const stem_output *o, const stem_output_dat
     }
     if (first) rc = stem_output_attrs(o, dset, d->name, d->attrs, d->n_attrs);
     if (first && lead && !rc) rc = stem_output_series_attr(o, dset, d->name);
+    if (first && o->errors && !rc) rc = stem_output_error_attrs(o, dset, d->name);
 done:
     if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", o->path, d->name);
@@ -643,13 +667,40 @@ static int stem_output_root_attrs(const stem_output *o)
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "algorithm", alg));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "energy_kev", plan->energy_kev));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "wavelength_angstrom", plan->lambda));
+    const char *se = o->has_errors ? "under /standard_error: the standard error of the mean over the n_configs "
+                                     "frozen-phonon configurations of every image, ring, DPC, segment and total "
+                                     "intensity value (none for 4D patterns, PACBED, exit waves and HRTEM images)"
+                   : plan->n_configs < 2 ? "none: one frozen-phonon configuration, no error can be estimated "
+                                           "([simulation] frozen_phonons >= 2)"
+                   : !plan->opt.standard_errors ? "none: [output] standard_errors = false"
+                                                : "none (the wave distributed over the ranks)";
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "standard_error", se));
     return stem_output_attr_int(o, o->file, "/", "n_configs", plan->n_configs);
 }
 
 static int stem_output_groups(const stem_output *o)
 {
     STEM_TRY(stem_output_group(o, "/images"));
+    if (o->has_errors) {
+        STEM_TRY(stem_output_group(o, STEM_OUTPUT_ERRORS));
+        STEM_TRY(stem_output_group(o, STEM_OUTPUT_ERRORS "/images"));
+    }
     return stem_output_group(o, "/axes");
+}
+
+/* What channel ch's writer writes: the means, or (o->errors) their standard errors, both
+ * [probe][width] (stem_result_finalise). */
+static const double *stem_output_values(const stem_output *o, int ch)
+{
+    return o->errors ? o->res->err[ch] : o->res->data[ch];
+}
+
+/* The dataset's name, under /standard_error for the standard errors. */
+static const char *stem_output_name(const stem_output *o, const char *name, char *buf, size_t n)
+{
+    if (!o->errors) return name;
+    snprintf(buf, n, "%s%s", STEM_OUTPUT_ERRORS, name);
+    return buf;
 }
 
 /* A [scan_ny][scan_nx] float64 dataset from the packed scratch column. */
@@ -671,9 +722,9 @@ static void stem_output_pack(const stem_output *o, const double *src, int stride
 static int stem_output_image(const stem_output *o, int i)
 {
     const stem_image_range *im = &o->plan->images[i];
-    char name[STEM_IMAGE_NAME_MAX + 16];
-    snprintf(name, sizeof name, "/images/%s", im->name);
-    if (o->count) stem_output_pack(o, o->res->images, o->plan->n_images, i);
+    char name[STEM_IMAGE_NAME_MAX + 48];
+    snprintf(name, sizeof name, "%s/images/%s", o->errors ? STEM_OUTPUT_ERRORS : "", im->name);
+    if (o->count) stem_output_pack(o, stem_output_values(o, STEM_CH_IMAGES), o->plan->n_images, i);
     stem_output_attr attrs[] = {
         {"inner_mrad", NULL, im->inner_mrad},
         {"outer_mrad", NULL, im->outer_mrad},
@@ -690,24 +741,26 @@ static int stem_output_images(const stem_output *o)
 
 static int stem_output_total(const stem_output *o)
 {
-    if (o->count) stem_output_pack(o, o->res->total, 1, 0);
+    char buf[64];
+    if (o->count) stem_output_pack(o, stem_output_values(o, STEM_CH_TOTAL), 1, 0);
     stem_output_attr attrs[] = {
         {"units", STEM_OUTPUT_INTENSITY, 0},
         {"description", "intensity inside the simulated band limit: 1 minus what the anti-aliasing aperture "
                         "removed (a sanity map: strong scatterers show as dips)", 0},
     };
-    return stem_output_write_map(o, "/total_intensity", attrs, 2);
+    return stem_output_write_map(o, stem_output_name(o, "/total_intensity", buf, sizeof buf), attrs, 2);
 }
 
 static int stem_output_dpc(const stem_output *o, int axis)
 {
-    if (o->count) stem_output_pack(o, o->res->com, 2, axis);
+    char buf[64];
+    if (o->count) stem_output_pack(o, stem_output_values(o, STEM_CH_COM), 2, axis);
     stem_output_attr attrs[] = {
         {"units", "mrad", 0},
         {"description", axis ? "centre of mass of the diffraction pattern along y"
                              : "centre of mass of the diffraction pattern along x", 0},
     };
-    return stem_output_write_map(o, axis ? "/dpc_com_y" : "/dpc_com_x", attrs, 2);
+    return stem_output_write_map(o, stem_output_name(o, axis ? "/dpc_com_y" : "/dpc_com_x", buf, sizeof buf), attrs, 2);
 }
 
 static int stem_output_dpc_both(const stem_output *o)
@@ -746,11 +799,14 @@ static int stem_output_segments(const stem_output *o)
         {"axes", "scan_y, scan_x, ring (equal widths from inner_mrad), segment (from rotation_deg, azimuth from +x "
                  "towards +y)", 0},
     };
+    char buf[64];
     stem_output_dataset d = {
-        .name = "/segments", .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE, .rank = 4,
+        .name = stem_output_name(o, "/segments", buf, sizeof buf), .file_type = H5T_IEEE_F64LE,
+        .mem_type = H5T_NATIVE_DOUBLE, .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->seg_rings, (hsize_t)plan->seg_n},
-        .grid = 1, .data = o->count ? o->res->segments : NULL, .attrs = attrs, .n_attrs = 5};
+        .grid = 1, .data = o->count ? stem_output_values(o, STEM_CH_SEGMENTS) : NULL, .attrs = attrs, .n_attrs = 5};
     STEM_TRY(stem_output_write_dataset(o, &d));
+    if (o->errors) return STEM_OK; /* the segments' DPC (a ratio of them) has none */
     for (int axis = 0; axis < 2; axis++) {
         if (o->count) stem_output_segment_dpc(o, axis);
         stem_output_attr dattrs[] = {
@@ -772,10 +828,12 @@ static int stem_output_rings(const stem_output *o)
         {"units", STEM_OUTPUT_INTENSITY, 0},
         {"axes", "scan_y, scan_x, ring", 0},
     };
+    char buf[64];
     stem_output_dataset d = {
-        .name = "/rings", .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE, .rank = 3,
+        .name = stem_output_name(o, "/rings", buf, sizeof buf), .file_type = H5T_IEEE_F64LE,
+        .mem_type = H5T_NATIVE_DOUBLE, .rank = 3,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->n_bins},
-        .grid = 1, .data = o->count ? o->res->rings : NULL, .attrs = attrs, .n_attrs = 3};
+        .grid = 1, .data = o->count ? stem_output_values(o, STEM_CH_RINGS) : NULL, .attrs = attrs, .n_attrs = 3};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -1171,7 +1229,13 @@ static int stem_output_content(stem_output *o)
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_groups(o));
     for (int p = 0; p < points && !rc; p++) {
         if (o->series) rc = stem_output_load_point(o, p); /* agreed by the loader */
-        for (int ch = 0; ch < STEM_N_CHANNELS; ch++) STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
+        for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+            STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
+            if (!o->has_errors || !stem_channel_table[ch].error) continue;
+            o->errors = 1; /* the same writer again, for the channel's standard errors */
+            STEM_OUTPUT_STEP(rc, o->comm, stem_output_writers[ch](o));
+            o->errors = 0;
+        }
     }
     STEM_OUTPUT_STEP(rc, o->comm, stem_output_axes(o));
     if (!rc) rc = stem_output_potential_slices(o); /* agreed inside */

@@ -207,7 +207,22 @@ int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *re
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float) continue;
         STEM_TRY(blur_channel(m, plan, (double *)res->data[ch], res->width[ch]));
+        /* the standard error blurred alike: an upper bound of the blurred mean's (README) */
+        if (res->err[ch]) STEM_TRY(blur_channel(m, plan, res->err[ch], res->width[ch]));
     }
+    return STEM_OK;
+}
+
+int stem_campaign_scan_errors(const stem_mpi *m, const stem_plan *plan, stem_result *res)
+{
+    double local[STEM_MAX_IMAGES] = {0};
+    if (res && m->layout.group == 0) { /* the written maps (every group holds the same) */
+        stem_result_errors_scan(res);
+        memcpy(local, res->image_se2, sizeof local);
+    }
+    if (plan->n_images > 0)
+        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, local, plan->n_images, MPI_DOUBLE, MPI_SUM, m->world));
+    if (res) memcpy(res->image_se2, local, sizeof local);
     return STEM_OK;
 }
 
@@ -224,6 +239,20 @@ int stem_campaign_safe_point(const stem_mpi *m, int err)
     return any ? stem_signal_status(any) : err;
 }
 
+/* The groups' sums added up, their standard-error state combined (detector.h: the
+ * between-group terms, then a sum), each configuration's scan-summed images on every rank. */
+static int combine_groups(const stem_mpi *m, const stem_plan *plan, stem_result *res)
+{
+    stem_result_errors_merge_begin(res);
+    STEM_TRY(stem_mpi_sum_result(res, m->cross));
+    stem_result_errors_merge_end(res, plan->n_configs);
+    STEM_TRY(stem_mpi_sum_errors(res, m->cross));
+    if (res->config_images && m->layout.world_size > 1)
+        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->config_images, plan->n_configs * plan->n_images, MPI_DOUBLE,
+                                    MPI_SUM, m->world));
+    return STEM_OK;
+}
+
 int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
                       const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res)
 {
@@ -235,6 +264,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_shared_buffer trans_node = {.win = MPI_WIN_NULL};
     int err = injected_failure(m, "campaign");
     if (!err) err = stem_detector_build(plan, &det);
+    if (!err) err = stem_result_alloc_errors(plan, res);
     err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
     /* in the node's shared memory when the group's ranks build them together (the CPU);
      * an engine that builds them itself (the GPU) hands each rank its own copy */
@@ -268,7 +298,9 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         if (err) continue;
         buffers.config = c;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
+        stem_result_errors_begin(res); /* the configuration's own values, for its standard errors */
         err = stem_algorithm_run_config(engine, plan, m, trans, &det, res, &buffers);
+        if (!err) stem_result_errors_add(res, c);
         if (spare && (ready = build_ahead_finish(&ahead)) >= 0) {
             stem_complex *t = trans;
             trans = spare;
@@ -285,7 +317,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_detector_free(&det);
     if (err) return err;
     t = stem_wall_time();
-    STEM_TRY(stem_mpi_sum_result(res, m->cross));
+    STEM_TRY(combine_groups(m, plan, res));
     stem_result_finalise(res, plan->n_configs);
     if (res->pacbed) { /* every rank's probes of every group's configurations: the mean pattern */
         STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->pacbed, res->pattern_bins, MPI_DOUBLE, MPI_SUM, m->world));
@@ -295,6 +327,8 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         err = L->group == 0 ? stem_campaign_blur(m, plan, res) : STEM_OK;
         STEM_TRY(stem_mpi_agree(err, m->world));
     }
+    STEM_TRY(stem_campaign_scan_errors(m, plan, res));
+    stem_result_log_errors(plan, res, "");
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     return STEM_OK;
 }

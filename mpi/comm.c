@@ -154,6 +154,16 @@ int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
     return STEM_OK;
 }
 
+int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm)
+{
+    int size;
+    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
+    if (size == 1) return STEM_OK;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (res->err[ch]) STEM_TRY(sum_in_place(res->err[ch], res->n_probes * res->err_width[ch], MPI_DOUBLE, sizeof(double), comm));
+    return STEM_OK;
+}
+
 int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm)
 {
     int size, err = STEM_OK;

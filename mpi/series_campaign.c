@@ -390,27 +390,62 @@ static void group_state_free(campaign *cp)
 
 /* ------------------------------------------------------------ the output */
 
-/* Channel ch of point p, this rank's probes, summed over the configurations in order. */
-static int sum_channel(campaign *cp, int p, int ch, stem_result *res)
+/* Channel ch of point p, this rank's probes: configuration c's values added to the sums. */
+static int add_channel(campaign *cp, int p, int ch, int c, stem_result *res)
 {
     const stem_plan *plan = cp->job->plan;
     const unit_layout *L = &cp->layout;
     int t = p / cp->per_tilt, d = p % cp->per_tilt;
     size_t n = (size_t)res->n_probes * (size_t)L->width[ch];
     size_t at = (size_t)d * L->point_bytes + L->offset[ch] + (size_t)plan->probe_begin * L->width[ch] * L->elt[ch];
-    for (int c = 0; c < cp->n_configs; c++) {
-        STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, cp->scratch, n * L->elt[ch]));
-        if (stem_channel_table[ch].is_float) {
-            float *v = res->data[ch];
-            const float *u = cp->scratch;
-            for (size_t i = 0; i < n; i++) v[i] += u[i];
-        } else {
-            double *v = res->data[ch];
-            const double *u = cp->scratch;
-            for (size_t i = 0; i < n; i++) v[i] += u[i];
-        }
+    STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, cp->scratch, n * L->elt[ch]));
+    if (stem_channel_table[ch].is_float) {
+        float *v = res->data[ch];
+        const float *u = cp->scratch;
+        for (size_t i = 0; i < n; i++) v[i] += u[i];
+    } else {
+        double *v = res->data[ch];
+        const double *u = cp->scratch;
+        for (size_t i = 0; i < n; i++) v[i] += u[i];
     }
     return STEM_OK;
+}
+
+/* Point p's sums over the configurations in configuration order, each configuration's
+ * values entering the standard errors (detector.h) as it is added. */
+static int sum_point(campaign *cp, int p, stem_result *res)
+{
+    int err = STEM_OK;
+    for (int c = 0; c < cp->n_configs && !err; c++) {
+        stem_result_errors_begin(res);
+        for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
+            if (cp->layout.width[ch] && res->n_probes) err = add_channel(cp, p, ch, c, res);
+        if (!err) stem_result_errors_add(res, c);
+    }
+    return err;
+}
+
+/* Every configuration's images summed over the scan, on every rank (those that hold no
+ * probes add zeros); rank 0 logs the point's named images with their standard errors. */
+static int point_image_errors(campaign *cp, int p, stem_result *res)
+{
+    const stem_plan *plan = cp->job->plan;
+    size_t n = (size_t)cp->n_configs * plan->n_images;
+    if (!n) return STEM_OK;
+    double *rows = res ? res->config_images : stem_calloc(n, sizeof(double), "images of each configuration");
+    int err = rows ? STEM_OK : STEM_ERR_MEMORY;
+    STEM_TRY(stem_mpi_agree(err, cp->job->m->world));
+    if (MPI_Allreduce(MPI_IN_PLACE, rows, (int)n, MPI_DOUBLE, MPI_SUM, cp->job->m->world) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the images of each configuration failed");
+    if (!res) free(rows);
+    if (!err) err = stem_campaign_scan_errors(cp->job->m, plan, res);
+    const stem_series *s = cp->job->series;
+    if (!err && res && s->n_points <= 24) { /* a long series: the file holds them all */
+        char where[64];
+        snprintf(where, sizeof where, "point %d of %d: ", p + 1, s->n_points);
+        stem_result_log_errors(plan, res, where);
+    }
+    return err;
 }
 
 static int sum_pacbed(campaign *cp, int p, stem_result *res)
@@ -435,8 +470,7 @@ static int load_point(void *ctx, int p, stem_result *res)
     int err = STEM_OK;
     if (res) {
         stem_result_zero(res);
-        for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
-            if (cp->layout.width[ch] && res->n_probes) err = sum_channel(cp, p, ch, res);
+        err = sum_point(cp, p, res);
         if (!err && res->pacbed && m->layout.world_rank == 0) err = sum_pacbed(cp, p, res);
         if (!err) stem_result_finalise(res, cp->n_configs);
     }
@@ -445,6 +479,7 @@ static int load_point(void *ctx, int p, stem_result *res)
         err = m->layout.group == 0 ? stem_campaign_blur(m, &cp->plans[p / cp->n_planes], res) : STEM_OK;
         err = stem_mpi_agree(err, m->world);
     }
+    if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);
     return err;
 }
 
@@ -461,6 +496,7 @@ static int write_output(campaign *cp)
         if (b > scratch) scratch = b;
     }
     if (writes) err = stem_result_alloc(plan, &cp->out);
+    if (writes && !err) err = stem_result_alloc_errors(plan, &cp->out);
     if (!err && !(cp->scratch = stem_alloc(scratch, "checkpoint read buffer"))) err = STEM_ERR_MEMORY;
     STEM_TRY(stem_mpi_agree(err, m->world));
     stem_output_series desc = {.n_points = s->n_points, .load = load_point, .ctx = cp};

@@ -7,7 +7,8 @@
  * Groups take units dynamically (an MPI-3 atomic counter on rank 0; a group that
  * finishes early takes the next). Each finished unit is gathered to its group's
  * leader and stored in the checkpoint (checkpoint.h). The result of a point is
- * the sum of its units read back in configuration order, so no number depends on
+ * the sum of its units read back in configuration order (each unit one configuration's
+ * values, from which its standard errors are formed as they are added), so no number depends on
  * which group ran which unit, on how often the job was stopped, or on the rank
  * count (beyond the 1e-7 of float sums). A run finds the units already in the
  * checkpoint and computes only the others. */

@@ -33,6 +33,7 @@ typedef struct {
     int is_float;           /* float32 (large 4D patterns) or float64 */
     stem_channel_final final;
     int gpu_record;         /* binned on the GPU into the per-probe double record */
+    int error;              /* a standard error over configurations is kept and written (/standard_error/...) */
 } stem_channel;
 
 extern const stem_channel stem_channel_table[STEM_N_CHANNELS];
@@ -41,6 +42,14 @@ extern const stem_channel stem_channel_table[STEM_N_CHANNELS];
 long stem_channel_width(const stem_plan *plan, int ch);
 /* Bytes per probe of every produced channel (the memory estimate). */
 double stem_channel_bytes_per_probe(const stem_plan *plan);
+/* Doubles per probe of channel ch's standard-error state (0: none): with two or more
+ * configurations, for the channels that have one and are written (rings with save_3d,
+ * DPC with save_dpc) unless [output] standard_errors = false; twice the width for STEM_FINAL_PER_TOTAL (the co-moments with
+ * the total as well, detector.h). */
+long stem_channel_error_width(const stem_plan *plan, int ch);
+/* Bytes per probe the standard errors add (their state and the sums before each
+ * configuration; the memory estimate). */
+double stem_channel_error_bytes_per_probe(const stem_plan *plan);
 /* Doubles per probe in the GPU detector record, and where channel ch starts in it. */
 int stem_channel_record_stride(const stem_plan *plan);
 int stem_channel_record_offset(const stem_plan *plan, int ch);

@@ -86,6 +86,7 @@ typedef struct {
     int save_potential;      /* write /potential (every configuration's slices) */
     int save_smatrix;        /* PRISM: write /smatrix (every configuration's compact S-matrix) */
     int layout_emd;          /* [output] layout: 0 stemsim's own, 1 Prismatic's EMD tree (io/emd.h) */
+    int standard_errors;     /* [output] standard_errors: over the configurations, under /standard_error */
     double objective_aperture_mrad; /* hrtem: objective aperture semi-angle (0: none, the band limit) */
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */

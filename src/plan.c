@@ -381,6 +381,11 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     plan->mem_results = per_probe * local_probes;
     if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) /* one defocus's results beside the sums */
         plan->mem_results *= 2;
+    /* standard errors over configurations: their state and the sums before each configuration
+     * (none for 4D patterns), and each configuration's images summed over the scan */
+    plan->mem_results += stem_channel_error_bytes_per_probe(plan) * local_probes + 8.0 * plan->n_configs * plan->n_images;
+    if (plan->n_configs > 1 && !stem_channel_error_width(plan, STEM_CH_IMAGES)) /* the images before a configuration */
+        plan->mem_results += 8.0 * plan->n_images * local_probes;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
             if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float)
@@ -437,6 +442,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->save_potential = cfg->save_potential;
     o->save_smatrix = cfg->save_smatrix;
     o->layout_emd = cfg->layout_emd;
+    o->standard_errors = cfg->standard_errors;
     o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
     if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
     o->save_pacbed = cfg->save_pacbed;
@@ -749,6 +755,13 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
         fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx,
                 plan->scan_ny, plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
     fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups, L->group_size);
+    double se_bytes = stem_channel_error_bytes_per_probe(plan) * (double)(plan->probe_end - plan->probe_begin);
+    if (se_bytes > 0)
+        fprintf(out, "  standard errors    over the configurations (/standard_error), %.1f MiB on this rank\n", se_bytes / 1048576.0);
+    else
+        fprintf(out, "  standard errors    none (%s)\n", plan->n_configs < 2            ? "one configuration"
+                                                      : !plan->opt.standard_errors ? "[output] standard_errors = false"
+                                                                                   : "the wave in slabs");
     fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);

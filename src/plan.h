@@ -30,6 +30,7 @@ typedef struct {
 typedef struct {
     int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave, save_potential, save_smatrix;
     int layout_emd; /* [output] layout = emd */
+    int standard_errors; /* [output] standard_errors (channels.h: stem_channel_error_width) */
     double objective_aperture; /* hrtem: rad (0: none) */
     int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int device;             /* stem_device */

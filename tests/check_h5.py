@@ -3,7 +3,10 @@
 
   check_h5.py compare a.h5 b.h5 [--tol 1e-6] [--datasets images,rings,cbed]
       Prints the relative RMS difference ||a - b|| / ||b|| of each dataset
-      both files hold (or only those under the listed top-level names).
+      both files hold (or only those under the listed top-level names); a
+      standard error (standard_error/X) is measured against the values it belongs
+      to, ||a - b|| / ||b's X||: it is known to the precision of the values, not
+      to its own (a small difference of them).
       Exit 1 if any exceeds the tolerance, if shapes differ, if a listed
       dataset is missing, if nothing was compared, or if either file lacks
       the root attribute complete == 1.
@@ -52,8 +55,17 @@ def datasets(f):
     return out
 
 
-def rel_rms(da, db):
-    """||a - b|| / ||b|| (absolute when b is zero), streamed over the first axis."""
+def sum_squares(d):
+    """||d||^2, streamed over the first axis."""
+    if d.ndim == 0:
+        return float(np.float64(d[()]) ** 2)
+    step = max(1, (1 << 24) // max(1, d.size // max(1, d.shape[0])))
+    return sum(float(np.sum(np.asarray(d[i:i + step], dtype=np.float64) ** 2)) for i in range(0, d.shape[0], step))
+
+
+def rel_rms(da, db, scale=None):
+    """||a - b|| / ||b|| (absolute when b is zero), streamed over the first axis; with
+    scale (a dataset), ||a - b|| / ||scale||."""
     if da.shape == () or da.ndim == 0:
         a, b = np.float64(da[()]), np.float64(db[()])
         diff, ref = (a - b) ** 2, b ** 2
@@ -65,6 +77,8 @@ def rel_rms(da, db):
             b = np.asarray(db[i:i + step], dtype=np.float64)
             diff += float(np.sum((a - b) ** 2))
             ref += float(np.sum(b ** 2))
+    if scale is not None:
+        ref = sum_squares(scale)
     return float(np.sqrt(diff / ref)) if ref > 0 else float(np.sqrt(diff))
 
 
@@ -95,7 +109,8 @@ def compare(args):
                 print(f"FAIL {p}: shape {da.shape} vs {db.shape}")
                 failed += 1
                 continue
-            r = rel_rms(da, db)
+            values = p[len("standard_error/"):] if p.startswith("standard_error/") else None
+            r = rel_rms(da, db, fb[values] if values is not None and values in fb else None)
             ok = np.isfinite(r) and r <= args.tol
             print(f"{'ok  ' if ok else 'FAIL'} {p}: relative rms {r:.3e} (tol {args.tol:g}) shape {da.shape}")
             failed += not ok

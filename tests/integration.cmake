@@ -204,6 +204,20 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   endforeach()
 endif()
 
+# Standard errors over frozen-phonon configurations (tests/integration/errors.py): against
+# the per-configuration values of runs with 1..4 configurations, 1 rank = 3 ranks bit for
+# bit, unequal groups combined, the EMD layout, PRISM with a focal spread.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  foreach(_s values ranks emd prism)
+    add_test(NAME errors_${_s}
+             COMMAND ${STEMSIM_PYTHON} ${_it_dir}/errors.py ${_s}
+                     --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                     --config ${_it_dir}/small.ini --workdir ${_it_work})
+    set_tests_properties(errors_${_s} PROPERTIES LABELS "mpi;physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                         SKIP_RETURN_CODE 77 TIMEOUT 240)
+  endforeach()
+endif()
+
 # The microscope options against abTEM's stored numbers (tests/reference/abtem_options.json,
 # made by benchmarks/abtem_references.py): no abTEM at test time.
 if(STEMSIM_PYTHON)

@@ -7,11 +7,12 @@ One scenario per call:
 
 Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 ranks):
   equals_single  the campaign's every point equals the same point run alone with
-                 the single-run keys ([sample] tilt_x, [probe] C10) to 1e-6; the
-                 output has the leading axes and their values
+                 the single-run keys ([sample] tilt_x, [probe] C10) to 1e-6, standard
+                 errors included; the output has the leading axes and their values
   kill_resume    the job killed (SIGKILL) after 0, 1 and 4 of 6 units, then run
-                 again: "resuming", and the file equals the uninterrupted run bit
-                 for bit; the same after a kill in the middle of a checkpoint write
+                 again: "resuming", and the file (standard errors included) equals the
+                 uninterrupted run bit for bit; the same after a kill in the middle of a
+                 checkpoint write
   signals        SIGTERM, then SIGUSR1, to every rank mid-campaign (as Slurm's --signal and
                  preemption deliver them): exit 75, a valid partial checkpoint, the
                  rerun resumes and equals the uninterrupted run bit for bit
@@ -141,10 +142,19 @@ def reference(name="reference"):
     return datasets(path)
 
 
+def has_errors(ref, what):
+    """The campaign keeps each point's standard errors over its configurations (leading axes too)."""
+    want = ["standard_error/images/HAADF", "standard_error/rings", "standard_error/dpc_com_x", "standard_error/total_intensity"]
+    missing = [k for k in want if k not in ref or ref[k].shape[:2] != (3, 2)]
+    if missing:
+        log("FAIL %s: standard errors missing or without the series axes: %s" % (what, missing))
+    return 1 if missing else 0
+
+
 def scenario_equals_single():
     import numpy as np
     ref = reference()
-    bad = 0
+    bad = has_errors(ref, "equals_single")
     if list(ref["axes/tilt_x"]) != TILTS or list(ref["axes/defocus"]) != DEFOCI:
         log("FAIL axes: tilt_x %s defocus %s" % (ref["axes/tilt_x"], ref["axes/defocus"]))
         bad += 1
@@ -173,7 +183,7 @@ def scenario_equals_single():
 
 def scenario_kill_resume():
     ref = reference()
-    bad = 0
+    bad = has_errors(ref, "kill_resume")  # compared bit for bit below with everything else
     for tag, env in (("after0", {"STEMSIM_TEST_KILL_AFTER_UNITS": "0"}),
                      ("after1", {"STEMSIM_TEST_KILL_AFTER_UNITS": "1"}),
                      ("after4", {"STEMSIM_TEST_KILL_AFTER_UNITS": "4"}),

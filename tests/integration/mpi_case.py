@@ -104,7 +104,8 @@ def check_total_channel(path):
     return ""
 
 
-OPTIONAL = ("segments", "dpc_segments_x", "dpc_segments_y", "pacbed", "exit_wave", "hrtem", "cbed_pattern")
+OPTIONAL = ("segments", "dpc_segments_x", "dpc_segments_y", "pacbed", "exit_wave", "hrtem", "cbed_pattern",
+            "standard_error")
 
 
 def optional_datasets(path):
