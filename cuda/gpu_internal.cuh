@@ -119,16 +119,23 @@ typedef struct {
     int *seg;                       /* segment of each pixel, -1 none (NULL without segments) */
     uint32_t *mask;
     float *theta;                   /* [n_pix][2] */
+    int fixed_order;                /* [compute] gpu_deterministic: sums in an order fixed by the plan */
+    int tiles, warps;               /* fixed order: pixel tiles per probe, warps per block */
 } gpu_det;
 
 int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_full_grid, gpu_det *g);
 void gpu_det_free(gpu_det *g);
 size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid);
 size_t gpu_det_result_bytes(const stem_plan *plan, int n); /* device + pinned host per slot */
+/* Device work area of gpu_det_run for n probes (per stream; 0 without [compute] gpu_deterministic). */
+size_t gpu_det_work_bytes(const stem_plan *plan, int n);
 /* Intensities |w * prop|^2 * scale of n waves (stride complex numbers apart) binned into
- * dres[n][stride] (zeroed here) and, with 4D output, written centred into dcbed[n][oy][ox]. */
+ * dres[n][stride] and, with 4D output, written centred into dcbed[n][oy][ox]. With
+ * fixed_order every sum has an order fixed by the plan (tiles of DET_TILE pixels,
+ * partial sums in dwork, gpu_det_work_bytes), so a probe's record is the same bits
+ * whatever the batch, its place in it, the launch or the run; else float atomics. */
 int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const float2 *prop, float scale, int n,
-                double *dres, float *dcbed, int sm_count, cudaStream_t s);
+                double *dres, float *dcbed, float *dwork, int sm_count, cudaStream_t s);
 /* Add n probes' results to the rank's result: local probe local[i] (or begin + i). */
 void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed, int n, const long *local, long begin,
                         stem_result *res);
@@ -192,6 +199,10 @@ int gpu_tile_choose(const stem_plan *plan, double out_cap_bytes);
 /* Upper bound of a unit's region (pixels) for tiles T and units U. */
 double gpu_unit_pixels(const stem_plan *plan, int T, int U);
 double gpu_tile_out_bytes(const stem_plan *plan, int T);
+/* Probes in a whole tile of edge T (T x T, or fewer where the scan is narrower). */
+int gpu_tile_probes(const stem_plan *plan, int T);
+/* [compute] gpu_deterministic: each cuBLAS handle's own workspace (cuBLAS's recommended 32 MiB on Hopper) */
+#define GPU_BLAS_WORKSPACE ((size_t)32 << 20)
 
 /* ---- PRISM output plan (gpu_output.cu) ---------------------------------- */
 

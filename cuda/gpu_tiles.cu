@@ -47,6 +47,14 @@ double gpu_tile_out_bytes(const stem_plan *plan, int T)
     return w * h * tx * ty * 8.0;
 }
 
+int gpu_tile_probes(const stem_plan *plan, int T)
+{
+    int tx, ty;
+    double w, h;
+    tile_dims(plan, T, &tx, &ty, &w, &h);
+    return tx * ty;
+}
+
 double gpu_unit_pixels(const stem_plan *plan, int T, int U)
 {
     int tx, ty;
