@@ -213,6 +213,10 @@ typedef struct {
 } gpu_out_plan;
 
 int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op);
+/* Probes per window FFT (and per buffer): the rank's largest tile, or with [compute]
+ * gpu_deterministic a whole tile whatever the rank's share of the scan, so that every
+ * rank count meets the same cuFFT plan. */
+int gpu_out_window_batch(const stem_plan *plan, const gpu_tiling *t);
 void gpu_out_plan_free(gpu_out_plan *op);
 /* The output step's kernels for the P probes pr of tile tl, launched on stream s; separate
  * so that tests/gpu/kernel_check.cu checks each against its plain-C reference.

@@ -131,10 +131,7 @@ static long unit_count(const stem_plan *plan, int T, int U)
 
 void gpu_out_plan_free(gpu_out_plan *op) { gpu_tiling_free(&op->tiling); }
 
-/* Probes per window FFT (and per buffer): the rank's largest tile, or with [compute]
- * gpu_deterministic a whole tile whatever the rank's share of the scan, so that every
- * rank count meets the same cuFFT plan. */
-static int window_batch(const stem_plan *plan, const gpu_tiling *t)
+int gpu_out_window_batch(const stem_plan *plan, const gpu_tiling *t)
 {
     int P = plan->opt.gpu_deterministic ? gpu_tile_probes(plan, t->T) : t->max_p;
     if (P < t->max_p) P = t->max_p;
@@ -203,7 +200,7 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     STEM_TRY(gpu_tiling_build(plan, T, chosen ? U : 1, &op->tiling));
     const gpu_tiling *t = &op->tiling;
     op->bytes_shared = shared + (chosen ? 0 : S);
-    op->bytes_worker = out_worker_bytes(plan, op->direct, (double)t->max_out, window_batch(plan, t),
+    op->bytes_worker = out_worker_bytes(plan, op->direct, (double)t->max_out, gpu_out_window_batch(plan, t),
                                         chosen ? (double)t->max_unit : 0);
     op->bytes_total = op->bytes_shared + d->streams * op->bytes_worker;
     if (verbose) {
@@ -318,7 +315,7 @@ static int out_worker_create(out_ctx *c, out_worker *w)
 {
     const stem_plan *plan = c->plan;
     const gpu_tiling *t = &c->op.tiling;
-    int P = window_batch(plan, t), win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
+    int P = gpu_out_window_batch(plan, t), win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
     size_t stride = stem_channel_record_stride(plan);
     w->pending[0] = w->pending[1] = -1;
     CUDA_CALL(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));

@@ -154,9 +154,65 @@ static void run_case(const Case &k, std::mt19937 &rng)
     gpu_tiling_free(&t);
 }
 
+// [compute] gpu_deterministic: the batched cuFFT plans of the propagation and of the PRISM
+// windows must not depend on the rank's share of the job (1 rank and rank 0 of 3 the same
+// batch); without it they follow the share (the old behaviour, kept for gpu_deterministic = off).
+static void check_rank_independent_batches()
+{
+    stem_plan plan;
+    std::memset(&plan, 0, sizeof plan);
+    plan.nx = plan.ny = 256; // 8 M points / 65 536: up to 128 waves per batch
+    plan.n_slices = 4;
+    plan.n_probes = 60;
+    plan.n_beams = 50;
+    plan.cell[0] = plan.cell[1] = 20.0;
+    plan.crop_nx = plan.crop_ny = 64;
+    plan.out_nx = plan.out_ny = 16;
+    plan.scan_nx = 10;
+    plan.scan_ny = 6;
+    plan.scan_step = 2.0;
+    gpu_devices d;
+    std::memset(&d, 0, sizeof d);
+    d.n_gpus = 1;
+    d.streams = d.workers = 2;
+    d.free_bytes = d.total_bytes = d.usable_bytes = 1e12;
+    for (int det = 0; det <= 1; det++) {
+        plan.opt.gpu_deterministic = det;
+        int batch[2][2]; // [smatrix][one rank, rank 0 of 3]
+        for (int sm = 0; sm <= 1; sm++)
+            for (int r = 0; r <= 1; r++) {
+                plan.probe_begin = plan.beam_begin = 0;
+                plan.probe_end = r ? 20 : 60;
+                plan.beam_end = r ? 17 : 50;
+                gpu_prop_plan pp;
+                CHECK(!gpu_prop_plan_build(&plan, &d, sm, 0, &pp), "gpu_prop_plan_build failed");
+                batch[sm][r] = pp.batch;
+            }
+        gpu_tiling one, part; // tiles of 4 x 4 probes: rank 0 of 3 holds two rows only
+        plan.probe_begin = 0;
+        plan.probe_end = 60;
+        CHECK(!gpu_tiling_build(&plan, 4, 1, &one), "tiling failed");
+        int w_one = gpu_out_window_batch(&plan, &one);
+        plan.probe_end = 20;
+        CHECK(!gpu_tiling_build(&plan, 4, 1, &part), "tiling failed");
+        int w_part = gpu_out_window_batch(&plan, &part);
+        std::printf("gpu_deterministic = %s: batches 1 rank / rank 0 of 3: probes %d / %d, plane waves %d / %d, "
+                    "PRISM windows %d / %d\n", det ? "on" : "off", batch[0][0], batch[0][1], batch[1][0], batch[1][1],
+                    w_one, w_part);
+        if (det)
+            CHECK(batch[0][0] == batch[0][1] && batch[1][0] == batch[1][1] && w_one == w_part && w_one == 16,
+                  "gpu_deterministic: the batches depend on the rank's share");
+        else
+            CHECK(batch[0][0] != batch[0][1] && w_one != w_part, "gpu_deterministic = off: batches follow the share");
+        gpu_tiling_free(&one);
+        gpu_tiling_free(&part);
+    }
+}
+
 int main()
 {
     check_segments();
+    check_rank_independent_batches();
     std::mt19937 rng(12345);
     const Case cases[] = {
         // name, crop x/y, f, beams, scan, cell, step, origin, T, U, range
