@@ -19,7 +19,7 @@
  * (8 for up to ~1500 rings and segments; fewer for finer rings); 0 when even one does not. */
 static int det_warps(int n_bins, int n_seg, int n_images)
 {
-    size_t per_warp = sizeof(float) * (size_t)(n_bins + n_seg + n_images + 3);
+    size_t per_warp = sizeof(float) * (size_t)(n_bins + n_seg + n_images + 3 + 32);
     int w = (int)(DET_SMEM / per_warp);
     return w > DET_THREADS / 32 ? DET_THREADS / 32 : w;
 }
@@ -128,23 +128,21 @@ static __device__ __forceinline__ float det_intensity(const float2 *__restrict__
     return (v.x * v.x + v.y * v.y) * scale;
 }
 
-/* Adds each lane's I to bins[b] (b < 0: nothing) in lane order: every lane sums the
- * lanes that share its bin, 0 to 31, and the first of them stores the sum. Only
- * this warp touches bins, so the adds of successive calls come in program order. */
-static __device__ __forceinline__ void warp_bin_add(float *bins, int b, float I, int lane)
+/* Adds each lane's I to bins[b] (b < 0: nothing) in lane order: the lowest lane of each
+ * group of lanes that share a bin sums the group's values (through the warp's scratch[32])
+ * from the lowest lane up and adds the sum to the bin. Only this warp touches bins, so the
+ * adds of successive calls come in program order. */
+static __device__ __forceinline__ void warp_bin_add(float *bins, float *scratch, int b, float I, int lane)
 {
     if (__all_sync(0xffffffffu, b < 0)) return;
-    float acc = 0.0f;
-    int first = -1;
-    for (int l = 0; l < 32; l++) {
-        int bl = __shfl_sync(0xffffffffu, b, l);
-        float il = __shfl_sync(0xffffffffu, I, l);
-        if (bl == b) {
-            acc += il;
-            if (first < 0) first = l;
-        }
+    unsigned peers = __match_any_sync(0xffffffffu, b);
+    scratch[lane] = I;
+    __syncwarp();
+    if (b >= 0 && __ffs(peers) - 1 == lane) {
+        float acc = 0.0f;
+        for (unsigned m = peers; m; m &= m - 1) acc += scratch[__ffs(m) - 1];
+        bins[b] += acc;
     }
-    if (b >= 0 && first == lane) bins[b] += acc;
     __syncwarp();
 }
 
@@ -161,10 +159,11 @@ k_detect_fixed(const float2 *__restrict__ waves, size_t wave_stride, const int *
                int n_pix, int n_bins, int n_images, int ox, int oy, double *__restrict__ dres, float *__restrict__ work,
                float *__restrict__ cbed)
 {
-    extern __shared__ float sh[]; /* [warps][n_bins + n_seg] bins, then [warps][n_images + 3] sums */
+    extern __shared__ float sh[]; /* [warps][n_bins + n_seg] bins, [warps][n_images + 3] sums, [warps][32] scratch */
     int p = blockIdx.y, tile = blockIdx.x, warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int n_bs = n_bins + n_seg, n_sums = n_images + 3, n_vals = n_bins + n_sums + n_seg;
     float *bins = sh + (size_t)warp * n_bs, *sums = sh + (size_t)warps * n_bs;
+    float *scratch = sums + (size_t)warps * n_sums + 32 * warp;
     for (int i = threadIdx.x; i < warps * (n_bs + n_sums); i += blockDim.x) sh[i] = 0.0f;
     __syncthreads();
     const float2 *w = waves + (size_t)p * wave_stride;
@@ -194,8 +193,8 @@ k_detect_fixed(const float2 *__restrict__ waves, size_t wave_stride, const int *
                 if (mk >> m & 1u) img[m] += I;
             if (seg) sg = seg[k];
         }
-        warp_bin_add(bins, b, I, lane);
-        if (seg) warp_bin_add(bins + n_bins, sg, I, lane);
+        warp_bin_add(bins, scratch, b, I, lane);
+        if (seg) warp_bin_add(bins + n_bins, scratch, sg, I, lane);
     }
     tot = warp_sum(tot);
     cx = warp_sum(cx);
@@ -300,9 +299,9 @@ static int det_run_fixed(const gpu_det *g, const float2 *waves, size_t wave_stri
     if (g->warps < 1)
         return STEM_FAIL(STEM_ERR_CONFIG, "%d detector rings and %d segments exceed the GPU detector's limit (%d); use a "
                          "wider [detector] ring_width", g->n_bins, g->n_seg,
-                         (int)(DET_SMEM / sizeof(float)) - g->n_images - 3);
+                         (int)(DET_SMEM / sizeof(float)) - g->n_images - 3 - 32);
     if (g->tiles > 1 && !dwork) return STEM_FAIL(STEM_ERR_INTERNAL, "the fixed-order detector needs its work area");
-    size_t smem = sizeof(float) * (size_t)g->warps * (g->n_bins + g->n_seg + g->n_images + 3);
+    size_t smem = sizeof(float) * (size_t)g->warps * (g->n_bins + g->n_seg + g->n_images + 3 + 32);
     k_detect_fixed<<<dim3(g->tiles, n), 32 * g->warps, smem, s>>>(waves, wave_stride, g->src, prop, scale, g->bin, g->mask,
                                                                   (const float2 *)g->theta, g->seg, g->n_seg, g->n_pix,
                                                                   g->n_bins, g->n_images, g->ox, g->oy, dres, dwork,
