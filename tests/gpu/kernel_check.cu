@@ -201,7 +201,7 @@ static int report_fft_batches(int nx, int ny)
     size_t grid = (size_t)nx * ny;
     std::mt19937 rng(11);
     std::normal_distribution<float> gauss(0.0f, 1.0f);
-    std::vector<float2> w(grid * 64), out(grid), first(grid);
+    std::vector<float2> w(grid * 65), out(grid), first(grid); // the wave under test and 64 others
     for (auto &v : w) v = make_float2(gauss(rng), gauss(rng));
     float2 *d;
     GPU_ALLOC(d, sizeof(float2) * w.size(), "FFT batch");
