@@ -342,6 +342,7 @@ void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed
                         stem_result *res)
 {
     for (int i = 0; i < n; i++) {
+        if (local && local[i] < 0) continue; /* another rank's probe, of a whole tile */
         long p = local ? local[i] : begin + i;
         const double *d = hres + (size_t)i * g->stride;
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* the record holds the gpu_record channels in table order */

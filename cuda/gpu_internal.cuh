@@ -136,7 +136,7 @@ size_t gpu_det_work_bytes(const stem_plan *plan, int n);
  * whatever the batch, its place in it, the launch or the run; else float atomics. */
 int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const float2 *prop, float scale, int n,
                 double *dres, float *dcbed, float *dwork, int sm_count, cudaStream_t s);
-/* Add n probes' results to the rank's result: local probe local[i] (or begin + i). */
+/* Add n probes' results to the rank's result: local probe local[i] (or begin + i; local[i] < 0: none). */
 void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed, int n, const long *local, long begin,
                         stem_result *res);
 
@@ -159,9 +159,11 @@ typedef struct {
 
 typedef struct {
     int T, U;            /* tiles of T x T probes, units of U x U tiles */
-    long n_probes;
+    long n_probes;       /* probes processed: the rank's, and with whole tiles their tiles' others */
+    long n_local;        /* the rank's probes */
     gpu_probe *probe;    /* in processing order */
-    long *local;         /* local probe index of each, in processing order */
+    long *local;         /* local probe index of each, in processing order; -1: another rank's (whole tiles) */
+    long *global;        /* global probe index of each */
     int n_tiles, n_units;
     gpu_tile *tile;
     gpu_unit *unit;
@@ -192,6 +194,10 @@ typedef struct {
     int px, rows;
 } gpu_copy_piece;
 int gpu_unit_pieces(const stem_plan *plan, const gpu_unit *un, gpu_copy_piece *pc, int max_pc);
+/* The rank's probes in tiles and units. With [compute] gpu_deterministic, a tile that the
+ * rank's share of the scan cuts is taken whole (its other probes computed and dropped), so
+ * that every rank count makes the same matrix products, whose bits cuBLAS promises only
+ * for the same call. */
 int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t);
 void gpu_tiling_free(gpu_tiling *t);
 /* Tile edge T (probes) from a cost model of the batched matrix product; out_cap bounds the product's output. */

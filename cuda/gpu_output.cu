@@ -643,7 +643,7 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     int per_batch = c->op.streaming ? 1 : 4;
     if (!err) err = stem_dispatch(&work, c->op.tiling.n_units, per_batch, c->dev.workers, "GPU PRISM output");
     double t2 = stem_wall_time();
-    long n = c->op.tiling.n_probes;
+    long n = c->op.tiling.n_local;
     if (!err && n > 0) {
         double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1, gemm_flops = 0, gemm_s = 0;
         for (int i = 0; i < c->dev.workers; i++) {
