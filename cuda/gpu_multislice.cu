@@ -74,8 +74,8 @@ static int ms_work(void *ctx, int wi, long begin, long end)
         int below = stem_plan_plane_slices(plan, k);
         STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, above, below));
         /* the last propagator is applied only to the detector's pixels, inside the binning kernel */
-        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, c->sh[slot].prop, 1.0f, n, w->dres, w->dcbed, w->dwork, c->dev.sm_count,
-                                 s));
+        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, c->sh[slot].prop, 1.0f, n, w->dres, w->dcbed, w->dwork,
+                             c->dev.sm_count, s));
         CUDA_CALL(cudaMemcpyAsync(w->hres, w->dres, sizeof(double) * det->stride * n, cudaMemcpyDeviceToHost, s));
         if (det->has_4d)
             CUDA_CALL(cudaMemcpyAsync(w->hcbed, w->dcbed, sizeof(float) * det->n_pix * n, cudaMemcpyDeviceToHost, s));

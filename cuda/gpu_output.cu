@@ -482,7 +482,7 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
     CUFFT_CALL(cufftExecC2C(w->fft, w->win, w->win, CUFFT_FORWARD));
     float scale = 1.0f / ((float)win * (float)win);
     STEM_TRY(gpu_det_run(det, w->win, (size_t)win, NULL, scale, P, w->dres[s], w->dcbed[s], w->dwork, c->dev.sm_count,
-                               w->stream));
+                         w->stream));
     CUDA_CALL(cudaMemcpyAsync(w->hres[s], w->dres[s], sizeof(double) * det->stride * P, cudaMemcpyDeviceToHost, w->stream));
     if (det->has_4d)
         CUDA_CALL(cudaMemcpyAsync(w->hcbed[s], w->dcbed[s], sizeof(float) * win * P, cudaMemcpyDeviceToHost, w->stream));
