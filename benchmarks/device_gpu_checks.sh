@@ -10,7 +10,9 @@
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
 # GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU; probe
 # positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU;
-# a thinner last slice (its own propagator) on the GPU = on the CPU.
+# a thinner last slice (its own propagator) on the GPU = on the CPU;
+# and benchmarks/device_reproducibility.sh --no-timing (the same bits run after run, resumed,
+# on 1-3 ranks).
 set -uo pipefail
 source benchmarks/device_common.sh device_gpu_checks
 status=0
@@ -88,5 +90,9 @@ build/stemsim "${cb[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/cbc
 build/stemsim "${cb[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cbg.h5 || status=1
 echo "cbed defocus series: $(python3 tests/check_h5.py compare /tmp/dgc/cbg.h5 /tmp/dgc/cbc.h5 --tol 1e-4 | tail -1)"
 python3 tests/check_h5.py compare /tmp/dgc/cbg.h5 /tmp/dgc/cbc.h5 --tol 1e-4 | grep -q PASS || status=1
+# bit for bit ([compute] gpu_deterministic): two runs, kill and resume, 1-3 ranks sharing the GPU
+echo "== device_reproducibility.sh --no-timing"
+bash benchmarks/device_reproducibility.sh --no-timing > "$out/reproducibility.log" 2>&1 || status=1
+grep -E "^(PASS|FAIL)|^engine|^GPU-built|^device_reproducibility" "$out/reproducibility.log"
 echo "device_gpu_checks: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

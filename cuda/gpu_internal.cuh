@@ -125,17 +125,24 @@ typedef struct {
     int *seg;                       /* segment of each pixel, -1 none (NULL without segments) */
     uint32_t *mask;
     float *theta;                   /* [n_pix][2] */
+    int fixed_order;                /* [compute] gpu_deterministic: sums in an order fixed by the plan */
+    int tiles, warps;               /* fixed order: pixel tiles per probe, warps per block */
 } gpu_det;
 
 int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_full_grid, gpu_det *g);
 void gpu_det_free(gpu_det *g);
 size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid);
 size_t gpu_det_result_bytes(const stem_plan *plan, int n); /* device + pinned host per slot */
+/* Device work area of gpu_det_run for n probes (per stream; 0 without [compute] gpu_deterministic). */
+size_t gpu_det_work_bytes(const stem_plan *plan, int n);
 /* Intensities |w * prop|^2 * scale of n waves (stride complex numbers apart) binned into
- * dres[n][stride] (zeroed here) and, with 4D output, written centred into dcbed[n][oy][ox]. */
+ * dres[n][stride] and, with 4D output, written centred into dcbed[n][oy][ox]. With
+ * fixed_order every sum has an order fixed by the plan (tiles of DET_TILE pixels,
+ * partial sums in dwork, gpu_det_work_bytes), so a probe's record is the same bits
+ * whatever the batch, its place in it, the launch or the run; else float atomics. */
 int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const float2 *prop, float scale, int n,
-                double *dres, float *dcbed, int sm_count, cudaStream_t s);
-/* Add n probes' results to the rank's result: local probe local[i] (or begin + i). */
+                double *dres, float *dcbed, float *dwork, int sm_count, cudaStream_t s);
+/* Add n probes' results to the rank's result: local probe local[i] (or begin + i; local[i] < 0: none). */
 void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed, int n, const long *local, long begin,
                         stem_result *res);
 
@@ -158,9 +165,11 @@ typedef struct {
 
 typedef struct {
     int T, U;            /* tiles of T x T probes, units of U x U tiles */
-    long n_probes;
+    long n_probes;       /* probes processed: the rank's, and with whole tiles their tiles' others */
+    long n_local;        /* the rank's probes */
     gpu_probe *probe;    /* in processing order */
-    long *local;         /* local probe index of each, in processing order */
+    long *local;         /* local probe index of each, in processing order; -1: another rank's (whole tiles) */
+    long *global;        /* global probe index of each */
     int n_tiles, n_units;
     gpu_tile *tile;
     gpu_unit *unit;
@@ -191,6 +200,10 @@ typedef struct {
     int px, rows;
 } gpu_copy_piece;
 int gpu_unit_pieces(const stem_plan *plan, const gpu_unit *un, gpu_copy_piece *pc, int max_pc);
+/* The rank's probes in tiles and units. With [compute] gpu_deterministic, a tile that the
+ * rank's share of the scan cuts is taken whole (its other probes computed and dropped), so
+ * that every rank count makes the same matrix products, whose bits cuBLAS promises only
+ * for the same call. */
 int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t);
 void gpu_tiling_free(gpu_tiling *t);
 /* Tile edge T (probes) from a cost model of the batched matrix product; out_cap bounds the product's output. */
@@ -198,6 +211,10 @@ int gpu_tile_choose(const stem_plan *plan, double out_cap_bytes);
 /* Upper bound of a unit's region (pixels) for tiles T and units U. */
 double gpu_unit_pixels(const stem_plan *plan, int T, int U);
 double gpu_tile_out_bytes(const stem_plan *plan, int T);
+/* Probes in a whole tile of edge T (T x T, or fewer where the scan is narrower). */
+int gpu_tile_probes(const stem_plan *plan, int T);
+/* [compute] gpu_deterministic: each cuBLAS handle's own workspace (cuBLAS's recommended 32 MiB on Hopper) */
+#define GPU_BLAS_WORKSPACE ((size_t)32 << 20)
 
 /* ---- PRISM output plan (gpu_output.cu) ---------------------------------- */
 
@@ -208,6 +225,10 @@ typedef struct {
 } gpu_out_plan;
 
 int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op);
+/* Probes per window FFT (and per buffer): the rank's largest tile, or with [compute]
+ * gpu_deterministic a whole tile whatever the rank's share of the scan, so that every
+ * rank count meets the same cuFFT plan. */
+int gpu_out_window_batch(const stem_plan *plan, const gpu_tiling *t);
 void gpu_out_plan_free(gpu_out_plan *op);
 /* The output step's kernels for the P probes pr of tile tl, launched on stream s; separate
  * so that tests/gpu/kernel_check.cu checks each against its plain-C reference.

@@ -10,6 +10,7 @@ typedef struct {
     gpu_prop_worker pw;
     double *dres, *hres;
     float *dcbed, *hcbed;
+    float *dwork; /* the fixed-order detector's partial sums */
 } ms_worker;
 
 typedef struct gpu_ms_ctx {
@@ -32,6 +33,8 @@ static int ms_worker_create(ms_ctx *c, ms_worker *w)
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
     GPU_ALLOC(w->dres, sizeof(double) * stride * B, "detector sums");
     GPU_ALLOC_HOST(w->hres, sizeof(double) * stride * B, "detector sums");
+    size_t work = gpu_det_work_bytes(plan, B);
+    if (work) GPU_ALLOC(w->dwork, work, "detector partial sums");
     if (plan->opt.save_4d || plan->opt.save_pacbed) { /* patterns come back for both (cropped, binned, summed on the host) */
         GPU_ALLOC(w->dcbed, sizeof(float) * pix * B, "4D patterns");
         GPU_ALLOC_HOST(w->hcbed, sizeof(float) * pix * B, "4D patterns");
@@ -44,6 +47,7 @@ static void ms_worker_free(ms_worker *w)
     gpu_prop_worker_free(&w->pw);
     gpu_free(w->dres);
     gpu_free(w->dcbed);
+    gpu_free(w->dwork);
     gpu_free_host(w->hres);
     gpu_free_host(w->hcbed);
     memset(w, 0, sizeof *w);
@@ -70,7 +74,8 @@ static int ms_work(void *ctx, int wi, long begin, long end)
         int below = stem_plan_plane_slices(plan, k);
         STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, above, below));
         /* the last propagator is applied only to the detector's pixels, inside the binning kernel */
-        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, gpu_prop_after(plan, &c->sh[slot], below), 1.0f, n, w->dres, w->dcbed, c->dev.sm_count, s));
+        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, gpu_prop_after(plan, &c->sh[slot], below), 1.0f, n, w->dres, w->dcbed,
+                             w->dwork, c->dev.sm_count, s));
         CUDA_CALL(cudaMemcpyAsync(w->hres, w->dres, sizeof(double) * det->stride * n, cudaMemcpyDeviceToHost, s));
         if (det->has_4d)
             CUDA_CALL(cudaMemcpyAsync(w->hcbed, w->dcbed, sizeof(float) * det->n_pix * n, cudaMemcpyDeviceToHost, s));

@@ -115,9 +115,9 @@ static double out_worker_bytes(const stem_plan *plan, int direct, double out_ele
 {
     double win = (double)plan->out_nx * plan->out_ny;
     double b = (direct ? 0 : 8.0 * out_elems) + 16.0 * P * win + 8.0 * plan->n_beams * P;
-    b += 2.0 * (double)gpu_det_result_bytes(plan, P);
+    b += 2.0 * (double)gpu_det_result_bytes(plan, P) + (double)gpu_det_work_bytes(plan, P);
     b += 8.0 * plan->n_beams * unit_pixels;
-    return b + 40.0 * 1048576.0; /* cuBLAS workspace, streams, plans */
+    return b + 40.0 * 1048576.0; /* cuBLAS workspace (GPU_BLAS_WORKSPACE), streams, plans */
 }
 
 /* Units that the rank's probes fill for tiles T and units U (for load balance). */
@@ -130,6 +130,13 @@ static long unit_count(const stem_plan *plan, int T, int U)
 }
 
 void gpu_out_plan_free(gpu_out_plan *op) { gpu_tiling_free(&op->tiling); }
+
+int gpu_out_window_batch(const stem_plan *plan, const gpu_tiling *t)
+{
+    int P = plan->opt.gpu_deterministic ? gpu_tile_probes(plan, t->T) : t->max_p;
+    if (P < t->max_p) P = t->max_p;
+    return P > 0 ? P : 1;
+}
 
 int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose, gpu_out_plan *op)
 {
@@ -193,7 +200,8 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     STEM_TRY(gpu_tiling_build(plan, T, chosen ? U : 1, &op->tiling));
     const gpu_tiling *t = &op->tiling;
     op->bytes_shared = shared + (chosen ? 0 : S);
-    op->bytes_worker = out_worker_bytes(plan, op->direct, (double)t->max_out, t->max_p, chosen ? (double)t->max_unit : 0);
+    op->bytes_worker = out_worker_bytes(plan, op->direct, (double)t->max_out, gpu_out_window_batch(plan, t),
+                                        chosen ? (double)t->max_unit : 0);
     op->bytes_total = op->bytes_shared + d->streams * op->bytes_worker;
     if (verbose) {
         if (!need_stream)
@@ -227,6 +235,8 @@ typedef struct {
     float2 *coef, *out, *win, *region;
     double *dres[2], *hres[2];
     float *dcbed[2], *hcbed[2];
+    float *dwork; /* the fixed-order detector's partial sums (both slots: one stream) */
+    void *blas_work; /* [compute] gpu_deterministic: cuBLAS's workspace, owned here */
     cudaEvent_t done[2];
     int pending[2], next;
     double flops, s_bytes, dram, h2d;
@@ -305,7 +315,7 @@ static int out_worker_create(out_ctx *c, out_worker *w)
 {
     const stem_plan *plan = c->plan;
     const gpu_tiling *t = &c->op.tiling;
-    int P = t->max_p > 0 ? t->max_p : 1, win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
+    int P = gpu_out_window_batch(plan, t), win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
     size_t stride = stem_channel_record_stride(plan);
     w->pending[0] = w->pending[1] = -1;
     CUDA_CALL(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
@@ -322,10 +332,17 @@ static int out_worker_create(out_ctx *c, out_worker *w)
     w->has_blas = 1;
     CUBLAS_CALL(cublasSetStream(w->blas, w->stream));
     CUBLAS_CALL(cublasSetMathMode(w->blas, CUBLAS_DEFAULT_MATH)); /* full FP32, no TF32 */
+    if (plan->opt.gpu_deterministic) { /* cuBLAS's reproducibility rules: a handle per stream with a workspace of its own */
+        GPU_ALLOC(w->blas_work, GPU_BLAS_WORKSPACE, "cuBLAS workspace");
+        CUBLAS_CALL(cublasSetWorkspace(w->blas, w->blas_work, GPU_BLAS_WORKSPACE)); /* after cublasSetStream, which resets it */
+        CUBLAS_CALL(cublasSetAtomicsMode(w->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
+    }
     GPU_ALLOC(w->coef, sizeof(float2) * plan->n_beams * P, "beam coefficients");
     if (!c->op.direct) GPU_ALLOC(w->out, sizeof(float2) * (t->max_out ? t->max_out : 1), "tile product");
     GPU_ALLOC(w->win, sizeof(float2) * win * P, "probe windows");
     if (c->op.streaming) GPU_ALLOC(w->region, sizeof(float2) * plan->n_beams * t->max_unit, "S-matrix window (streaming)");
+    size_t work = gpu_det_work_bytes(plan, P);
+    if (work) GPU_ALLOC(w->dwork, work, "detector partial sums");
     for (int k = 0; k < 2; k++) {
         GPU_ALLOC(w->dres[k], sizeof(double) * stride * P, "detector sums");
         GPU_ALLOC_HOST(w->hres[k], sizeof(double) * stride * P, "detector sums");
@@ -349,6 +366,8 @@ static void out_worker_free(out_worker *w)
     gpu_free(w->out);
     gpu_free(w->win);
     gpu_free(w->region);
+    gpu_free(w->dwork);
+    gpu_free(w->blas_work);
     for (int k = 0; k < 2; k++) {
         gpu_free(w->dres[k]);
         gpu_free(w->dcbed[k]);
@@ -462,7 +481,8 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
     w->dram += 16.0 * P * nb + 8.0 * P * win * 4 + (det->has_4d ? 4.0 * P * win : 0);
     CUFFT_CALL(cufftExecC2C(w->fft, w->win, w->win, CUFFT_FORWARD));
     float scale = 1.0f / ((float)win * (float)win);
-    STEM_TRY(gpu_det_run(det, w->win, (size_t)win, NULL, scale, P, w->dres[s], w->dcbed[s], c->dev.sm_count, w->stream));
+    STEM_TRY(gpu_det_run(det, w->win, (size_t)win, NULL, scale, P, w->dres[s], w->dcbed[s], w->dwork, c->dev.sm_count,
+                         w->stream));
     CUDA_CALL(cudaMemcpyAsync(w->hres[s], w->dres[s], sizeof(double) * det->stride * P, cudaMemcpyDeviceToHost, w->stream));
     if (det->has_4d)
         CUDA_CALL(cudaMemcpyAsync(w->hcbed[s], w->dcbed[s], sizeof(float) * win * P, cudaMemcpyDeviceToHost, w->stream));
@@ -623,7 +643,7 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     int per_batch = c->op.streaming ? 1 : 4;
     if (!err) err = stem_dispatch(&work, c->op.tiling.n_units, per_batch, c->dev.workers, "GPU PRISM output");
     double t2 = stem_wall_time();
-    long n = c->op.tiling.n_probes;
+    long n = c->op.tiling.n_local;
     if (!err && n > 0) {
         double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1, gemm_flops = 0, gemm_s = 0;
         for (int i = 0; i < c->dev.workers; i++) {

@@ -19,7 +19,7 @@ static double prop_worker_bytes(const stem_plan *plan, int smatrix, int batch, i
     double b = 2.0 * batch * grid * 8.0; /* waves + cuFFT work area (at most one more copy) */
     if (streaming) b += 2.0 * grid * 8.0;
     if (smatrix) b += 2.0 * batch * box * 8.0; /* box + its cuFFT work area */
-    else b += (double)gpu_det_result_bytes(plan, batch);
+    else b += (double)gpu_det_result_bytes(plan, batch) + (double)gpu_det_work_bytes(plan, batch);
     return b + 4.0 * 1048576.0; /* streams, events, plan objects */
 }
 
@@ -36,7 +36,10 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
         double target = 8.0 * 1048576.0 / grid;
         batch = target < 1 ? 1 : (target > 128 ? 128 : (int)target);
     }
-    long per_worker = (pp->n_items + d->workers - 1) / d->workers;
+    /* no larger than a worker's share; with [compute] gpu_deterministic the share of the whole
+     * job, not of this rank, so that every rank count meets the same batched cuFFT plans */
+    long items = !plan->opt.gpu_deterministic ? pp->n_items : smatrix ? plan->n_beams : plan->n_probes;
+    long per_worker = (items + d->workers - 1) / d->workers;
     if (per_worker < 1) per_worker = 1;
     if (batch > per_worker) batch = (int)per_worker;
     double trans = 8.0 * grid * plan->n_slices;

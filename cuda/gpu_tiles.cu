@@ -47,6 +47,14 @@ double gpu_tile_out_bytes(const stem_plan *plan, int T)
     return w * h * tx * ty * 8.0;
 }
 
+int gpu_tile_probes(const stem_plan *plan, int T)
+{
+    int tx, ty;
+    double w, h;
+    tile_dims(plan, T, &tx, &ty, &w, &h);
+    return tx * ty;
+}
+
 double gpu_unit_pixels(const stem_plan *plan, int T, int U)
 {
     int tx, ty;
@@ -104,9 +112,48 @@ void gpu_tiling_free(gpu_tiling *t)
 {
     free(t->probe);
     free(t->local);
+    free(t->global);
     free(t->tile);
     free(t->unit);
     memset(t, 0, sizeof *t);
+}
+
+static void key_set(const gpu_tiling *t, long g, int scan_nx, probe_key *k)
+{
+    int px = (int)(g % scan_nx), py = (int)(g / scan_nx);
+    k->tx = px / t->T;
+    k->ty = py / t->T;
+    k->ux = k->tx / t->U;
+    k->uy = k->ty / t->U;
+    k->g = g;
+}
+
+/* Whether tile (tx, ty) of edge T holds one of the probes [b, e) (row-major on a scan nx wide). */
+static int tile_holds(long tx, long ty, int T, int nx, int ny, long b, long e)
+{
+    for (long qy = ty * T; qy < (ty + 1) * T && qy < ny; qy++) {
+        long lo = qy * nx + tx * T, hi = qy * nx + ((tx + 1) * T < nx ? (tx + 1) * T : nx);
+        if (lo < e && hi > b) return 1;
+    }
+    return 0;
+}
+
+/* Whole tiles: every probe of the scan whose tile holds one of the rank's probes [b, e);
+ * returns their count, and with key their keys. */
+static long whole_tile_keys(const stem_plan *plan, const gpu_tiling *t, probe_key *key)
+{
+    long b = plan->probe_begin, e = plan->probe_end, n = 0;
+    int nx = plan->scan_nx, ny = plan->scan_ny, T = t->T;
+    for (long ty = b / nx / T; ty <= (e - 1) / nx / T; ty++)
+        for (long tx = 0; tx * T < nx; tx++) {
+            if (!tile_holds(tx, ty, T, nx, ny, b, e)) continue;
+            for (long py = ty * T; py < (ty + 1) * T && py < ny; py++)
+                for (long px = tx * T; px < (tx + 1) * T && px < nx; px++) {
+                    if (key) key_set(t, py * nx + px, nx, &key[n]);
+                    n++;
+                }
+        }
+    return n;
 }
 
 int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t)
@@ -114,28 +161,26 @@ int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t)
     memset(t, 0, sizeof *t);
     t->T = T > 0 ? T : 1;
     t->U = U > 0 ? U : 1;
-    long n = plan->probe_end - plan->probe_begin;
+    t->n_local = plan->probe_end - plan->probe_begin;
+    if (t->n_local <= 0) return STEM_OK;
+    int whole = plan->opt.gpu_deterministic && t->T > 1 && !plan->positions &&
+                (plan->probe_begin > 0 || plan->probe_end < plan->n_probes);
+    long n = whole ? whole_tile_keys(plan, t, NULL) : t->n_local;
     t->n_probes = n;
-    if (n <= 0) return STEM_OK;
     probe_key *key = (probe_key *)stem_calloc(n, sizeof *key, "probe tiling");
     t->probe = (gpu_probe *)stem_calloc(n, sizeof *t->probe, "probe tiling");
     t->local = (long *)stem_calloc(n, sizeof *t->local, "probe tiling");
+    t->global = (long *)stem_calloc(n, sizeof *t->global, "probe tiling");
     t->tile = (gpu_tile *)stem_calloc(n, sizeof *t->tile, "probe tiling");
     t->unit = (gpu_unit *)stem_calloc(n, sizeof *t->unit, "probe tiling");
-    if (!key || !t->probe || !t->local || !t->tile || !t->unit) {
+    if (!key || !t->probe || !t->local || !t->global || !t->tile || !t->unit) {
         free(key);
         gpu_tiling_free(t);
         return STEM_ERR_MEMORY;
     }
-    for (long i = 0; i < n; i++) {
-        long g = plan->probe_begin + i;
-        int px = (int)(g % plan->scan_nx), py = (int)(g / plan->scan_nx);
-        key[i].tx = px / t->T;
-        key[i].ty = py / t->T;
-        key[i].ux = key[i].tx / t->U;
-        key[i].uy = key[i].ty / t->U;
-        key[i].g = g;
-    }
+    if (whole) whole_tile_keys(plan, t, key);
+    else
+        for (long i = 0; i < n; i++) key_set(t, plan->probe_begin + i, plan->scan_nx, &key[i]);
     qsort(key, n, sizeof *key, key_cmp);
     int wx = plan->out_nx, wy = plan->out_ny;
     for (long i = 0; i < n; i++) {
@@ -143,7 +188,8 @@ int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t)
         stem_plan_probe_position(plan, key[i].g, &p->x, &p->y);
         p->ox = stem_prism_window_origin(p->x, plan->cell[0], plan->crop_nx, wx);
         p->oy = stem_prism_window_origin(p->y, plan->cell[1], plan->crop_ny, wy);
-        t->local[i] = key[i].g - plan->probe_begin;
+        t->global[i] = key[i].g;
+        t->local[i] = key[i].g >= plan->probe_begin && key[i].g < plan->probe_end ? key[i].g - plan->probe_begin : -1;
         int new_unit = i == 0 || key[i].ux != key[i - 1].ux || key[i].uy != key[i - 1].uy;
         int new_tile = new_unit || key[i].tx != key[i - 1].tx || key[i].ty != key[i - 1].ty;
         if (new_tile) {

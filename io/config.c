@@ -300,6 +300,12 @@ static const key_spec key_table[] = {
      "(LTO callbacks, linked when the plans are made; an error if cuFFT cannot) instead of as separate kernels. "
      "Off by default: measured on an H100 with CUDA 13's cuFFT, the callback FFTs are slower than the separate "
      "kernels (1000^2, batch 8: 2.0x a bare FFT pair per slice against 1.4x) and linking takes ~1 s per stream"},
+    {"compute", "gpu_deterministic", K_ENUM, OFF(gpu_deterministic), "on", 0, 0, "off|on", "-",
+     "GPU engine: on adds every sum in an order fixed by the job alone (detector rings, images, DPC and segments "
+     "in fixed pixel tiles instead of float atomics; batched cuFFT plans, cuBLAS workspaces and PRISM output tiles "
+     "the same whatever the rank's share, a tile cut by the share computed whole), so a job gives the same bits run "
+     "after run, resumed or not, and on 1, 2 or 3 ranks sharing a GPU (with fp_groups fixed); off: float atomics, "
+     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/device_reproducibility.sh, README GPU engine"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",

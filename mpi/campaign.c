@@ -320,7 +320,8 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     STEM_TRY(combine_groups(m, plan, res));
     stem_result_finalise(res, plan->n_configs);
     if (res->pacbed) { /* every rank's probes of every group's configurations: the mean pattern */
-        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->pacbed, res->pattern_bins, MPI_DOUBLE, MPI_SUM, m->world));
+        STEM_TRY(stem_mpi_sum_pacbed(res, -1, m->world)); /* exact: the same bits on any rank count */
+        stem_result_pacbed_values(res, res->pacbed);
         for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)plan->n_configs * plan->n_probes;
     }
     if (plan->opt.source_size > 0) { /* only the first group's results are written */

@@ -164,6 +164,42 @@ int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm)
     return STEM_OK;
 }
 
+/* MPI_Op for stem_fixed128 (two's complement, memcpy: MPI's buffers need not be 16-byte aligned). */
+static void fixed128_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    for (int i = 0; i < *len; i++) {
+        unsigned __int128 a, b;
+        memcpy(&a, (char *)in + 16 * (size_t)i, 16);
+        memcpy(&b, (char *)inout + 16 * (size_t)i, 16);
+        b += a;
+        memcpy((char *)inout + 16 * (size_t)i, &b, 16);
+    }
+}
+
+int stem_mpi_sum_pacbed(stem_result *res, int root, MPI_Comm comm)
+{
+    int size, rank, err = STEM_OK;
+    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    if (size == 1 || !res->pacbed_sum) return STEM_OK;
+    _Static_assert(sizeof(stem_fixed128) == 16, "stem_fixed128 is 16 bytes");
+    MPI_Datatype t;
+    MPI_Op op;
+    STEM_MPI_CALL(MPI_Type_contiguous(16, MPI_BYTE, &t));
+    STEM_MPI_CALL(MPI_Type_commit(&t));
+    STEM_MPI_CALL(MPI_Op_create(fixed128_sum, 1, &op));
+    void *mine = root < 0 || rank == root ? MPI_IN_PLACE : res->pacbed_sum;
+    int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, res->pacbed_sum, res->pattern_bins, t, op, comm)
+                      : MPI_Reduce(mine, rank == root ? res->pacbed_sum : NULL, res->pattern_bins, t, op, root, comm);
+    int bad = res->pacbed_bad;
+    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&bad, &res->pacbed_bad, 1, MPI_INT, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) err = STEM_FAIL(STEM_ERR_MPI, "the sum of PACBED over the ranks failed");
+    MPI_Op_free(&op);
+    MPI_Type_free(&t);
+    return err;
+}
+
 int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm)
 {
     int size, err = STEM_OK;

@@ -266,6 +266,19 @@ static int gather_channel(campaign *cp, int d, int ch)
     return err;
 }
 
+/* The leader's exact PACBED sum of point d, as doubles, into the unit's payload. */
+static int pacbed_into_payload(campaign *cp, int d)
+{
+    const stem_result *res = &cp->res[d];
+    double *v = stem_alloc(sizeof(double) * (size_t)res->pattern_bins, "PACBED");
+    if (!v) return STEM_ERR_MEMORY;
+    stem_result_pacbed_values(res, v);
+    memcpy(cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset, v,
+           sizeof(double) * (size_t)res->pattern_bins);
+    free(v);
+    return STEM_OK;
+}
+
 /* The unit's points gathered to the group leader, which stores them; agreed over the group. */
 static int store_unit(campaign *cp, int u)
 {
@@ -276,9 +289,8 @@ static int store_unit(campaign *cp, int u)
         for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
             if (cp->layout.width[ch]) err = gather_channel(cp, d, ch);
         if (!err && plan->opt.save_pacbed) {
-            void *into = leader ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset : NULL;
-            if (MPI_Reduce(cp->res[d].pacbed, into, cp->res[d].pattern_bins, MPI_DOUBLE, MPI_SUM, 0, m->group) != MPI_SUCCESS)
-                err = STEM_FAIL(STEM_ERR_MPI, "MPI_Reduce of a finished unit's PACBED failed");
+            err = stem_mpi_sum_pacbed(&cp->res[d], 0, m->group); /* exact: the same bits on any group size */
+            if (!err && leader) err = pacbed_into_payload(cp, d);
         }
     }
     double t = stem_wall_time();

@@ -112,6 +112,7 @@ typedef struct {
     int gpus_per_rank, streams_per_gpu;
     int memory_mode;
     int fft_callbacks;       /* stem_fft_callbacks: GPU multiplies folded into cuFFT's loads */
+    int gpu_deterministic;   /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
     int fp_groups;
     int fft_planning;
     char fft_wisdom[STEM_PATH_MAX]; /* "": none */

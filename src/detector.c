@@ -113,8 +113,9 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     res->pattern_bins = plan->cbed_nx * plan->cbed_ny;
     if (plan->opt.save_pacbed) {
         res->pacbed = stem_calloc((size_t)res->pattern_bins, sizeof(double), "PACBED");
+        res->pacbed_sum = stem_calloc((size_t)res->pattern_bins, sizeof(stem_fixed128), "PACBED");
         res->pacbed_lock = stem_alloc(sizeof(pthread_mutex_t), "PACBED lock");
-        if (!res->pacbed || !res->pacbed_lock) return STEM_ERR_MEMORY;
+        if (!res->pacbed || !res->pacbed_sum || !res->pacbed_lock) return STEM_ERR_MEMORY;
         pthread_mutex_init(res->pacbed_lock, NULL);
     }
     res->n_segments = (int)res->width[STEM_CH_SEGMENTS];
@@ -130,9 +131,59 @@ void stem_result_free(stem_result *res)
     }
     free(res->config_images);
     free(res->pacbed);
+    free(res->pacbed_sum);
     if (res->pacbed_lock) pthread_mutex_destroy(res->pacbed_lock);
     free(res->pacbed_lock);
     memset(res, 0, sizeof *res);
+}
+
+/* v (mantissa m < 2^53, v = m 2^e2) in units of 2^-STEM_PACBED_FRAC, exactly where the
+ * units resolve it (truncated below them); *bad set when v is not finite or exceeds 2^46. */
+static stem_fixed128 fixed_from_parts(int neg, uint64_t m, int e2, int *bad)
+{
+    int shift = e2 + STEM_PACBED_FRAC;
+    if (m == 0 || shift <= -64) return 0;
+    if (shift + 64 - __builtin_clzll(m) > 126) { /* |v| >= 2^46: sums could leave the 128 bits */
+        *bad = 1;
+        return 0;
+    }
+    stem_fixed128 v = shift >= 0 ? (stem_fixed128)m << shift : (stem_fixed128)(m >> -shift);
+    return neg ? -v : v;
+}
+
+static stem_fixed128 fixed_from_float(float x, int *bad)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    int e = (int)(u >> 23 & 0xffu);
+    uint64_t m = u & 0x7fffffu;
+    if (e == 0xff) {
+        *bad = 1;
+        return 0;
+    }
+    if (e) m |= 0x800000u;
+    return fixed_from_parts((int)(u >> 31), m, (e ? e : 1) - 150, bad);
+}
+
+static stem_fixed128 fixed_from_double(double x, int *bad)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int e = (int)(u >> 52 & 0x7ffu);
+    uint64_t m = u & 0xfffffffffffffull;
+    if (e == 0x7ff) {
+        *bad = 1;
+        return 0;
+    }
+    if (e) m |= 1ull << 52;
+    return fixed_from_parts((int)(u >> 63), m, (e ? e : 1) - 1075, bad);
+}
+
+static double fixed_to_double(stem_fixed128 v) { return ldexp((double)v, -STEM_PACBED_FRAC); }
+
+void stem_result_pacbed_values(const stem_result *res, double *out)
+{
+    for (int i = 0; i < res->pattern_bins; i++) out[i] = res->pacbed_bad ? NAN : fixed_to_double(res->pacbed_sum[i]);
 }
 
 void stem_result_add_pattern(stem_result *res, long p, const int *bin, const float *intensity, int n_pixels)
@@ -142,10 +193,12 @@ void stem_result_add_pattern(stem_result *res, long p, const int *bin, const flo
         for (int k = 0; k < n_pixels; k++)
             if (bin[k] >= 0) out[bin[k]] += intensity[k];
     }
-    if (!res->pacbed) return;
+    if (!res->pacbed_sum) return;
+    int bad = 0;
     pthread_mutex_lock(res->pacbed_lock);
     for (int k = 0; k < n_pixels; k++)
-        if (bin[k] >= 0) res->pacbed[bin[k]] += intensity[k];
+        if (bin[k] >= 0) res->pacbed_sum[bin[k]] += fixed_from_float(intensity[k], &bad);
+    res->pacbed_bad |= bad;
     pthread_mutex_unlock(res->pacbed_lock);
 }
 
@@ -245,6 +298,8 @@ void stem_result_zero(stem_result *res)
             memset(res->data[ch], 0, (size_t)(res->n_probes * res->width[ch]) *
                                          (stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double)));
     if (res->pacbed) memset(res->pacbed, 0, sizeof(double) * (size_t)res->pattern_bins);
+    if (res->pacbed_sum) memset(res->pacbed_sum, 0, sizeof(stem_fixed128) * (size_t)res->pattern_bins);
+    res->pacbed_bad = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         if (res->err[ch]) memset(res->err[ch], 0, sizeof(double) * (size_t)(res->n_probes * res->err_width[ch]));
         if (res->before[ch]) memset(res->before[ch], 0, sizeof(double) * (size_t)(res->n_probes * res->width[ch]));
@@ -433,6 +488,9 @@ void stem_result_add_scaled(stem_result *res, const stem_result *part, double we
             for (long i = 0; i < n; i++) v[i] += weight * u[i];
         }
     }
-    if (res->pacbed && part->pacbed)
-        for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] += weight * part->pacbed[i];
+    if (res->pacbed_sum && part->pacbed_sum) { /* the part's exact sum, weighted, rounded once into the units */
+        for (int i = 0; i < res->pattern_bins; i++)
+            res->pacbed_sum[i] += fixed_from_double(weight * fixed_to_double(part->pacbed_sum[i]), &res->pacbed_bad);
+        res->pacbed_bad |= part->pacbed_bad;
+    }
 }

@@ -18,6 +18,12 @@ typedef struct {
     float *theta_x, *theta_y; /* mrad */
 } stem_detector;
 
+/* PACBED's sums: signed 128-bit fixed point in units of 2^-STEM_PACBED_FRAC (8e-25), exact
+ * for every float of magnitude 2^-80..2^46 and summed as integers, so that the result does
+ * not depend on the order of the adds (worker threads, ranks, rank counts). */
+#define STEM_PACBED_FRAC 80
+typedef __int128 stem_fixed128;
+
 /* Per-rank accumulated output for the probes [probe_begin, probe_end): one
  * array per output channel (channels.h), with named views of them. */
 typedef struct {
@@ -33,8 +39,10 @@ typedef struct {
     double *segments;      /* [probe][ring][segment] (NULL: no segmented detector) */
     int n_segments;        /* values per probe in segments */
     float *cbed;           /* [probe][cbed_ny][cbed_nx], centred (fftshifted), cropped and binned */
-    double *pacbed;        /* [cbed_ny][cbed_nx]: sum over this rank's probes (save_pacbed; not a channel) */
-    void *pacbed_lock;     /* pthread mutex: every worker thread adds its probes' patterns to pacbed */
+    double *pacbed;        /* [cbed_ny][cbed_nx]: the mean pattern once reduced (save_pacbed; not a channel) */
+    stem_fixed128 *pacbed_sum; /* [cbed_ny][cbed_nx]: exact sum over this rank's probes (stem_result_pacbed_values) */
+    int pacbed_bad;        /* an intensity was not finite or beyond 2^46: the sums read NaN */
+    void *pacbed_lock;     /* pthread mutex: every worker thread adds its probes' patterns to pacbed_sum */
     int pattern_bins;      /* cbed_nx * cbed_ny */
     /* Standard errors over configurations (stem_result_alloc_errors; all NULL without):
      * per channel with stem_channel_error_width > 0, per probe, Welford's sum of squared
@@ -69,9 +77,11 @@ void stem_result_free(stem_result *res);
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long local_probe);
 /* One probe's pattern (n_pixels intensities; bin[k]: the written pattern's bin of pixel k,
  * -1 cropped away) added to the 4D slot of local probe p and to PACBED, whichever are kept.
- * Thread safe: PACBED, shared by a rank's worker threads, is added under its lock, in an
- * order that varies with timing (the sum's rounding, ~1e-16, with it). */
+ * Thread safe: PACBED, shared by a rank's worker threads, is added under its lock, exactly
+ * (pacbed_sum), so the order in which the workers come does not change a bit. */
 void stem_result_add_pattern(stem_result *res, long p, const int *bin, const float *intensity, int n_pixels);
+/* The exact PACBED sums as doubles (each rounded once): out[pattern_bins]. */
+void stem_result_pacbed_values(const stem_result *res, double *out);
 /* The bin of the written pattern for each detector pixel in centred order (the GPU
  * returns centred patterns); malloc'd, -1 where cropped away. */
 int *stem_pattern_bins_centred(const stem_plan *plan, const stem_detector *det);

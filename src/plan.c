@@ -452,6 +452,7 @@ static void copy_options(stem_plan *plan, const stem_config *cfg)
     o->streams_per_gpu = cfg->streams_per_gpu;
     o->memory_mode = cfg->memory_mode;
     o->fft_callbacks = cfg->fft_callbacks;
+    o->gpu_deterministic = cfg->gpu_deterministic;
     o->batch_given = stem_config_given(cfg, "compute", "batch_size");
     o->seed = cfg->seed;
     o->thermal = cfg->thermal;

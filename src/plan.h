@@ -36,6 +36,7 @@ typedef struct {
     int device;             /* stem_device */
     int gpus_per_rank, streams_per_gpu, memory_mode, fft_callbacks;
     int batch_given;        /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
+    int gpu_deterministic;  /* [compute] gpu_deterministic: GPU sums in an order fixed by the job */
     long seed;
     int thermal;
     double potential_radius; /* Angstrom */

@@ -103,6 +103,10 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
     stemsim_mpi_case(mpi_pacbed_${_alg} compare ${_small} ${_fp} --set simulation.algorithm=${_alg}
                      --set detector.save_pacbed=true --set detector.cbed_max_angle=20 --set detector.cbed_bin=3
                      --run 1 --run 3 --run 3:compute.fp_groups=1 --run 1:compute.threads=2)
+    # PACBED's sum is exact (src/detector.c): every dataset the same bits on 1 and 3 ranks and 2 threads
+    stemsim_mpi_case(mpi_pacbed_bitwise_${_alg} compare ${_small} ${_fp} --set simulation.algorithm=${_alg}
+                     --set detector.save_pacbed=true --set compute.fp_groups=1 --tol 0
+                     --run 1 --run 3 --run 1:compute.threads=2)
   endforeach()
   # Threads: 1 and 2 worker threads per rank give the same result.
   stemsim_mpi_case(mpi_threads_multislice compare ${_small} ${_fp} --set simulation.algorithm=multislice

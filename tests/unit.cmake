@@ -22,6 +22,7 @@ set(STEMSIM_UNIT_TESTS
   cross_section   # single atoms' detector cross-sections vs the thin phase object and first Born, on and off pixel
   slices          # slices that fit the cell, a thinner last slice against Fresnel propagation in closed form
   errors          # standard errors over configurations: Welford, unequal groups, DPC ratio, against two-pass formulas
+  pacbed          # PACBED's sum over probes exact: the same bits in any order (threads, ranks)
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)

@@ -6,7 +6,9 @@
 //                                        the propagation at the benchmarks' grid sizes)
 //
 // | kernel (launcher)                 | reference (CPU engine)                                  |
-// | k_detect (gpu_det_run)            | stem_detect: rings, images, total, DPC, 4D              |
+// | k_detect (gpu_det_run)            | stem_detect: rings, images, total, DPC, 4D; fixed order |
+// |                                   |   (gpu_deterministic) and atomics; the fixed order's    |
+// |                                   |   record the same bits over repeats, launches, batches  |
 // | k_crop (gpu_crop_box)             | prism.c crop_to_box: box = wave(box bins) prop          |
 // | k_probes (gpu_probe_coefficients) | stem_probe_fourier: each probe on the full grid         |
 // | k_plane_waves (gpu_plane_waves_build) | prism.c plane_wave, idle slots zero                 |
@@ -93,8 +95,15 @@ static void compare(const char *kernel, const char *size, const A *a, const B *b
     std::printf("| %-12s | output one element out of place: %9.2e, the check cannot fail | FAIL |\n", kernel, moved);
 }
 
-static int check_detect(const stem_plan *plan, int n, int reps, cudaStream_t s, int sm_count)
+// The detector kernel against stem_detect, in the fixed order ([compute] gpu_deterministic = on)
+// or with float atomics (off); then, for the fixed order, what it promises: a probe's record
+// is the same bits run after run, alone or at any place in a batch, whatever the launch
+// (the atomic kernel's chunks follow the multiprocessor count; it is only reported).
+static int check_detect(const stem_plan *base, int n, int reps, cudaStream_t s, int sm_count, int fixed)
 {
+    stem_plan pl = *base;
+    pl.opt.gpu_deterministic = fixed;
+    const stem_plan *plan = &pl;
     stem_detector det;
     STEM_TRY(stem_detector_build(plan, &det));
     gpu_det g;
@@ -107,14 +116,16 @@ static int check_detect(const stem_plan *plan, int n, int reps, cudaStream_t s, 
     const float scale = 1.0f / (float)npix;
     float2 *dw;
     double *dres;
-    float *dcbed;
+    float *dcbed, *dwork = NULL;
+    size_t work = gpu_det_work_bytes(plan, n);
     GPU_ALLOC(dw, sizeof(float2) * w.size(), "waves");
     GPU_ALLOC(dres, sizeof(double) * g.stride * n, "record");
     GPU_ALLOC(dcbed, sizeof(float) * npix * n, "patterns");
+    if (work) GPU_ALLOC(dwork, work, "detector partial sums");
     CUDA_CALL(cudaMemcpy(dw, w.data(), sizeof(float2) * w.size(), cudaMemcpyHostToDevice));
     CUDA_CALL(cudaMemset(dres, 0xff, sizeof(double) * g.stride * n));
     CUDA_CALL(cudaMemset(dcbed, 0xff, sizeof(float) * npix * n));
-    STEM_TRY(gpu_det_run(&g, dw, npix, NULL, scale, n, dres, dcbed, sm_count, s));
+    STEM_TRY(gpu_det_run(&g, dw, npix, NULL, scale, n, dres, dcbed, dwork, sm_count, s));
     std::vector<double> rec((size_t)g.stride * n);
     std::vector<float> cbed(npix * n);
     CUDA_CALL(cudaMemcpy(rec.data(), dres, sizeof(double) * rec.size(), cudaMemcpyDeviceToHost));
@@ -144,18 +155,72 @@ static int check_detect(const stem_plan *plan, int n, int reps, cudaStream_t s, 
     }
     timer t;
     t.start(s);
-    for (int r = 0; r < reps; r++) STEM_TRY(gpu_det_run(&g, dw, npix, NULL, scale, n, dres, dcbed, sm_count, s));
+    for (int r = 0; r < reps; r++) STEM_TRY(gpu_det_run(&g, dw, npix, NULL, scale, n, dres, dcbed, dwork, sm_count, s));
     float us = t.stop_us(s, reps);
-    char size[64];
-    std::snprintf(size, sizeof size, "%d probes x %dx%d px, %d rings", n, plan->out_nx, plan->out_ny, plan->n_bins);
-    compare("k_detect", size, rec.data(), ref.data(), ref.size(), 1, 1e-5, us);
-    compare("k_detect 4D", size, cbed.data(), res.cbed, cbed.size(), 1, 1e-6, us);
+    char size[96], name[32];
+    std::snprintf(size, sizeof size, "%d probes x %dx%d px, %d rings, %d tiles", n, plan->out_nx, plan->out_ny, plan->n_bins,
+                  g.tiles);
+    std::snprintf(name, sizeof name, "k_detect %s", fixed ? "fixed" : "atomic");
+    compare(name, size, rec.data(), ref.data(), ref.size(), 1, 1e-5, us);
+    std::snprintf(name, sizeof name, "k_detect 4D %s", fixed ? "fixed" : "atomic");
+    compare(name, size, cbed.data(), res.cbed, cbed.size(), 1, 1e-6, us);
+    // the same bits: five repeats, other multiprocessor counts, the last probe alone and each probe
+    // in a batch of 3 whose first wave is another probe's
+    int same = 1;
+    std::vector<double> again((size_t)g.stride * n);
+    for (int r = 0; r < 5; r++) {
+        int sms[5] = {sm_count, 1, 7, 1000, sm_count};
+        STEM_TRY(gpu_det_run(&g, dw, npix, NULL, scale, n, dres, dcbed, dwork, sms[r], s));
+        CUDA_CALL(cudaMemcpy(again.data(), dres, sizeof(double) * again.size(), cudaMemcpyDeviceToHost));
+        same &= !std::memcmp(again.data(), rec.data(), sizeof(double) * rec.size());
+    }
+    for (int q = 1; q < n; q += n / 5 + 1) {
+        int m = q + 2 <= n ? 3 : 1, first = m == 3 ? q - 1 : q; // probes first .. first + m - 1
+        STEM_TRY(gpu_det_run(&g, dw + (size_t)first * npix, npix, NULL, scale, m, dres, dcbed, dwork, sm_count, s));
+        CUDA_CALL(cudaMemcpy(again.data(), dres, sizeof(double) * g.stride * m, cudaMemcpyDeviceToHost));
+        same &= !std::memcmp(again.data(), &rec[(size_t)first * g.stride], sizeof(double) * g.stride * m);
+    }
+    if (fixed) failures += !same;
+    std::printf("| %-12s | %-34s | same bits after 5 repeats, 4 launch sizes, 1-3 probe batches: %s |\n", name, size,
+                same ? "yes" : fixed ? "NO (FAIL)" : "no (atomics: expected)");
     stem_result_free(&res);
     gpu_free(dw);
     gpu_free(dres);
     gpu_free(dcbed);
+    gpu_free(dwork);
     gpu_det_free(&g);
     stem_detector_free(&det);
+    return STEM_OK;
+}
+
+// Does one wave's batched 2D transform depend on the batch it runs in (1, 7 or 64 waves,
+// at place 0 or 5)? Reported only: gpu_deterministic plans the same batch on every rank
+// count, so its results do not rest on the answer.
+static int report_fft_batches(int nx, int ny)
+{
+    size_t grid = (size_t)nx * ny;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> gauss(0.0f, 1.0f);
+    std::vector<float2> w(grid * 65), out(grid), first(grid); // the wave under test and 64 others
+    for (auto &v : w) v = make_float2(gauss(rng), gauss(rng));
+    float2 *d;
+    GPU_ALLOC(d, sizeof(float2) * w.size(), "FFT batch");
+    int batches[3] = {1, 7, 64}, places[3] = {0, 5, 5}, same = 1, n[2] = {ny, nx};
+    for (int k = 0; k < 3; k++) {
+        cufftHandle h;
+        CUFFT_CALL(cufftPlanMany(&h, 2, n, NULL, 1, (int)grid, NULL, 1, (int)grid, CUFFT_C2C, batches[k]));
+        for (int b = 0; b < batches[k]; b++) // the wave under test at its place, the others random
+            CUDA_CALL(cudaMemcpy(d + (size_t)b * grid, w.data() + (size_t)(b == places[k] ? 0 : b + 1) * grid,
+                                 sizeof(float2) * grid, cudaMemcpyHostToDevice));
+        CUFFT_CALL(cufftExecC2C(h, d, d, CUFFT_FORWARD));
+        CUDA_CALL(cudaMemcpy(out.data(), d + (size_t)places[k] * grid, sizeof(float2) * grid, cudaMemcpyDeviceToHost));
+        cufftDestroy(h);
+        if (k == 0) first = out;
+        else same &= !std::memcmp(out.data(), first.data(), sizeof(float2) * grid);
+    }
+    gpu_free(d);
+    std::printf("| cuFFT batch  | %dx%d C2C in batches of 1, 7 and 64   | same bits: %s (reported only) |\n", nx, ny,
+                same ? "yes" : "no");
     return STEM_OK;
 }
 
@@ -660,12 +725,19 @@ int main(int argc, char **argv)
                       "segments = 4\nsegment_inner = 5\nsegment_outer = 40\nsegment_rings = 2\nsegment_rotation = 10\n";
     const char *ini_ms = "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
                          "[simulation]\npixel_size = 0.05\nalgorithm = multislice\n";
-    stem_config cfg, cfg_ms;
-    stem_atoms atoms, atoms_ms;
-    stem_plan plan, plan_ms;
+    // a window of at most 2048 pixels: the fixed-order detector's one-tile path
+    const char *ini_one = "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.15\nalgorithm = prism\n"
+                          "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 2\n";
+    stem_config cfg, cfg_ms, cfg_one;
+    stem_atoms atoms, atoms_ms, atoms_one;
+    stem_plan plan, plan_ms, plan_one;
     int err = make_plan(ini, &cfg, &atoms, &plan);
     if (!err) err = make_plan(ini_ms, &cfg_ms, &atoms_ms, &plan_ms);
-    if (!err) err = check_detect(&plan, 64, reps, s, prop.multiProcessorCount);
+    if (!err) err = make_plan(ini_one, &cfg_one, &atoms_one, &plan_one);
+    if (!err) err = check_detect(&plan, 64, reps, s, prop.multiProcessorCount, 1);
+    if (!err) err = check_detect(&plan, 64, reps, s, prop.multiProcessorCount, 0);
+    if (!err) err = check_detect(&plan_one, 16, reps, s, prop.multiProcessorCount, 1); // one tile per probe
+    if (!err) err = report_fft_batches(256, 192);
     if (!err) err = check_crop(&plan, 16, reps, s);
     if (!err) err = check_probes(&plan_ms, 64, reps, s);
     if (!err) err = check_plane_waves(&plan, reps, s);

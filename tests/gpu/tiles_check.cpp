@@ -49,6 +49,7 @@ struct Case {
     double cell_x, cell_y, step, x0, y0;
     int T, U;
     long begin, end; // local probe range (end < 0: all)
+    int whole;       // [compute] gpu_deterministic: tiles cut by the range taken whole
 };
 
 static void run_case(const Case &k, std::mt19937 &rng)
@@ -70,6 +71,7 @@ static void run_case(const Case &k, std::mt19937 &rng)
     plan.scan_step = k.step;
     plan.probe_begin = k.begin;
     plan.probe_end = k.end < 0 ? plan.n_probes : k.end;
+    plan.opt.gpu_deterministic = k.whole;
     int T = k.T > 0 ? k.T : gpu_tile_choose(&plan, 64.0 * 1048576.0);
     gpu_tiling t;
     if (gpu_tiling_build(&plan, T, k.U, &t)) {
@@ -79,12 +81,27 @@ static void run_case(const Case &k, std::mt19937 &rng)
     int cx = plan.crop_nx, cy = plan.crop_ny, wx = plan.out_nx, wy = plan.out_ny, nb = plan.n_beams;
     long n_local = plan.probe_end - plan.probe_begin;
     std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<cd> S((size_t)cx * cy * nb), coef((size_t)n_local * nb);
+    std::vector<cd> S((size_t)cx * cy * nb), coef((size_t)plan.n_probes * nb); // by global probe
     for (auto &v : S) v = cd(u(rng), u(rng));
     for (auto &v : coef) v = cd(u(rng), u(rng));
-    // every local probe once
+    // every local probe once; others (whole tiles) only in tiles that hold a local one
     std::vector<int> seen(n_local, 0);
-    for (long i = 0; i < t.n_probes; i++) seen[t.local[i]]++;
+    for (long i = 0; i < t.n_probes; i++) {
+        CHECK(t.global[i] >= 0 && t.global[i] < plan.n_probes, "%s: global index %ld", k.name, t.global[i]);
+        if (t.local[i] >= 0) {
+            seen[t.local[i]]++;
+            CHECK(t.global[i] == plan.probe_begin + t.local[i], "%s: local and global indices disagree", k.name);
+        } else {
+            CHECK(k.whole && (t.global[i] < plan.probe_begin || t.global[i] >= plan.probe_end), "%s: probe %ld not local",
+                  k.name, t.global[i]);
+        }
+    }
+    for (int ti = 0; ti < t.n_tiles; ti++) {
+        int locals = 0;
+        for (long i = t.tile[ti].p0; i < t.tile[ti].p1; i++) locals += t.local[i] >= 0;
+        CHECK(locals > 0, "%s: tile %d holds none of the rank's probes", k.name, ti);
+    }
+    CHECK(t.n_local == n_local, "%s: n_local", k.name);
     for (long i = 0; i < n_local; i++) CHECK(seen[i] == 1, "%s: probe %ld appears %d times", k.name, i, seen[i]);
     double worst_single = 0, worst_stream = 0;
     std::vector<cd> out(t.max_out), region(t.max_unit * (size_t)nb), ref((size_t)wx * wy);
@@ -120,13 +137,13 @@ static void run_case(const Case &k, std::mt19937 &rng)
                             for (int m = 0; m < pc[q].m; m++) {
                                 cd acc = 0;
                                 const cd *a = src + pc[q].a_off + r * sA + (long)m * nb;
-                                const cd *b = coef.data() + (size_t)t.local[tl.p0 + p] * nb;
+                                const cd *b = coef.data() + (size_t)t.global[tl.p0 + p] * nb;
                                 for (int e = 0; e < nb; e++) acc += a[e] * b[e];
                                 out[pc[q].c_off + r * sC + (long)p * tl.w + m] = acc;
                             }
                 for (int p = 0; p < P; p++) {
                     const gpu_probe &pr = t.probe[tl.p0 + p];
-                    const cd *b = coef.data() + (size_t)t.local[tl.p0 + p] * nb;
+                    const cd *b = coef.data() + (size_t)t.global[tl.p0 + p] * nb;
                     // the CPU definition
                     for (int j = 0; j < wy; j++)
                         for (int i = 0; i < wx; i++) {
@@ -154,18 +171,115 @@ static void run_case(const Case &k, std::mt19937 &rng)
     gpu_tiling_free(&t);
 }
 
+// [compute] gpu_deterministic: the batched cuFFT plans of the propagation and of the PRISM
+// windows must not depend on the rank's share of the job (1 rank and rank 0 of 3 the same
+// batch); without it they follow the share (the old behaviour, kept for gpu_deterministic = off).
+static void check_rank_independent_batches()
+{
+    stem_plan plan;
+    std::memset(&plan, 0, sizeof plan);
+    plan.nx = plan.ny = 256; // 8 M points / 65 536: up to 128 waves per batch
+    plan.n_slices = 4;
+    plan.n_probes = 60;
+    plan.n_beams = 50;
+    plan.cell[0] = plan.cell[1] = 20.0;
+    plan.crop_nx = plan.crop_ny = 64;
+    plan.out_nx = plan.out_ny = 16;
+    plan.scan_nx = 10;
+    plan.scan_ny = 6;
+    plan.scan_step = 2.0;
+    gpu_devices d;
+    std::memset(&d, 0, sizeof d);
+    d.n_gpus = 1;
+    d.streams = d.workers = 2;
+    d.free_bytes = d.total_bytes = d.usable_bytes = 1e12;
+    for (int det = 0; det <= 1; det++) {
+        plan.opt.gpu_deterministic = det;
+        int batch[2][2]; // [smatrix][one rank, rank 0 of 3]
+        for (int sm = 0; sm <= 1; sm++)
+            for (int r = 0; r <= 1; r++) {
+                plan.probe_begin = plan.beam_begin = 0;
+                plan.probe_end = r ? 20 : 60;
+                plan.beam_end = r ? 17 : 50;
+                gpu_prop_plan pp;
+                CHECK(!gpu_prop_plan_build(&plan, &d, sm, 0, &pp), "gpu_prop_plan_build failed");
+                batch[sm][r] = pp.batch;
+            }
+        gpu_tiling one, part; // tiles of 4 x 4 probes: rank 0 of 3 holds two rows only
+        plan.probe_begin = 0;
+        plan.probe_end = 60;
+        CHECK(!gpu_tiling_build(&plan, 4, 1, &one), "tiling failed");
+        int w_one = gpu_out_window_batch(&plan, &one);
+        plan.probe_end = 20;
+        CHECK(!gpu_tiling_build(&plan, 4, 1, &part), "tiling failed");
+        int w_part = gpu_out_window_batch(&plan, &part);
+        std::printf("gpu_deterministic = %s: batches 1 rank / rank 0 of 3: probes %d / %d, plane waves %d / %d, "
+                    "PRISM windows %d / %d\n", det ? "on" : "off", batch[0][0], batch[0][1], batch[1][0], batch[1][1],
+                    w_one, w_part);
+        if (det)
+            CHECK(batch[0][0] == batch[0][1] && batch[1][0] == batch[1][1] && w_one == w_part && w_one == 16,
+                  "gpu_deterministic: the batches depend on the rank's share");
+        else
+            CHECK(batch[0][0] != batch[0][1] && w_one != w_part, "gpu_deterministic = off: batches follow the share");
+        gpu_tiling_free(&one);
+        gpu_tiling_free(&part);
+    }
+}
+
+// Whole tiles ([compute] gpu_deterministic): every tile of a rank's share (1, 2 or 3 ranks)
+// is a tile of the one-rank tiling, with the same probes in the same order and the same
+// region, so the matrix product of every tile is the same call on every rank count.
+static void check_whole_tiles()
+{
+    stem_plan plan;
+    std::memset(&plan, 0, sizeof plan);
+    plan.cell[0] = 20.0, plan.cell[1] = 18.0, plan.crop_nx = 48, plan.crop_ny = 40, plan.out_nx = 12, plan.out_ny = 10;
+    plan.n_beams = 7, plan.scan_nx = 9, plan.scan_ny = 7, plan.n_probes = 63, plan.scan_step = 2.5, plan.scan_y0 = 0.3;
+    plan.opt.gpu_deterministic = 1;
+    gpu_tiling all;
+    plan.probe_begin = 0, plan.probe_end = 63;
+    CHECK(!gpu_tiling_build(&plan, 4, 1, &all), "tiling failed");
+    int matched = 0, tiles = 0;
+    for (int ranks = 2; ranks <= 3; ranks++)
+        for (int r = 0; r < ranks; r++) {
+            long b, e;
+            stem_split_range(plan.n_probes, ranks, r, &b, &e);
+            plan.probe_begin = b, plan.probe_end = e;
+            gpu_tiling t;
+            CHECK(!gpu_tiling_build(&plan, 4, 1, &t), "tiling failed");
+            for (int k = 0; k < t.n_tiles; k++, tiles++) {
+                const gpu_tile &a = t.tile[k];
+                for (int q = 0; q < all.n_tiles; q++) {
+                    const gpu_tile &o = all.tile[q];
+                    if (all.global[o.p0] != t.global[a.p0]) continue;
+                    int same = o.p1 - o.p0 == a.p1 - a.p0 && o.x0 == a.x0 && o.y0 == a.y0 && o.w == a.w && o.h == a.h;
+                    for (long i = 0; same && i < a.p1 - a.p0; i++) same = all.global[o.p0 + i] == t.global[a.p0 + i];
+                    matched += same;
+                }
+            }
+            gpu_tiling_free(&t);
+        }
+    std::printf("whole tiles: %d of %d tiles of 2 and 3 ranks' shares equal a one-rank tile\n", matched, tiles);
+    CHECK(matched == tiles && tiles > 0, "whole tiles: a tile differs from the one-rank tiling");
+    gpu_tiling_free(&all);
+}
+
 int main()
 {
     check_segments();
+    check_rank_independent_batches();
+    check_whole_tiles();
     std::mt19937 rng(12345);
     const Case cases[] = {
         // name, crop x/y, f, beams, scan, cell, step, origin, T, U, range
-        {"f=4 whole scan, wraps", 48, 40, 4, 7, 9, 7, 20.0, 18.0, 2.5, 0.0, 0.3, 4, 1, 0, -1},
-        {"f=4 units of 2x2 tiles", 48, 40, 4, 7, 9, 7, 20.0, 18.0, 2.5, 0.0, 0.3, 3, 2, 0, -1},
-        {"f=2 partial rank range", 36, 36, 2, 5, 11, 6, 15.0, 15.0, 1.3, 0.7, 0.0, 4, 3, 13, 50},
-        {"f=1 window = crop", 24, 20, 1, 3, 5, 4, 10.0, 9.0, 2.0, 0.5, 0.5, 2, 1, 0, -1},
-        {"f=3 one row, cost model T", 30, 30, 3, 6, 17, 1, 12.0, 12.0, 0.7, 0.0, 6.0, 0, 2, 0, -1},
-        {"f=8 big step, edge x=cell", 64, 64, 8, 4, 5, 5, 32.0, 32.0, 8.0, 0.0, 0.0, 3, 2, 2, 24},
+        {"f=4 whole scan, wraps", 48, 40, 4, 7, 9, 7, 20.0, 18.0, 2.5, 0.0, 0.3, 4, 1, 0, -1, 0},
+        {"f=4 units of 2x2 tiles", 48, 40, 4, 7, 9, 7, 20.0, 18.0, 2.5, 0.0, 0.3, 3, 2, 0, -1, 0},
+        {"f=2 partial rank range", 36, 36, 2, 5, 11, 6, 15.0, 15.0, 1.3, 0.7, 0.0, 4, 3, 13, 50, 0},
+        {"f=1 window = crop", 24, 20, 1, 3, 5, 4, 10.0, 9.0, 2.0, 0.5, 0.5, 2, 1, 0, -1, 0},
+        {"f=3 one row, cost model T", 30, 30, 3, 6, 17, 1, 12.0, 12.0, 0.7, 0.0, 6.0, 0, 2, 0, -1, 0},
+        {"f=8 big step, edge x=cell", 64, 64, 8, 4, 5, 5, 32.0, 32.0, 8.0, 0.0, 0.0, 3, 2, 2, 24, 0},
+        {"f=2 partial range, whole", 36, 36, 2, 5, 11, 6, 15.0, 15.0, 1.3, 0.7, 0.0, 4, 3, 13, 50, 1},
+        {"f=4 rank 2 of 3, whole", 48, 40, 4, 7, 9, 7, 20.0, 18.0, 2.5, 0.0, 0.3, 3, 2, 42, 63, 1},
     };
     for (const Case &k : cases) run_case(k, rng);
     if (failures) {

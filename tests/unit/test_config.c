@@ -24,7 +24,7 @@ static int parse(const char *text, stem_config *cfg, char **msg)
 
 static void test_values_and_defaults(void)
 {
-    stem_config c;
+    stem_config c, d0;
     char *msg;
     int err = parse("[sample]\nxyz = model.xyz\ntile_x = 3\n[beam]\nenergy = 300\n[probe]\nsemiangle = 24.5\n"
                     "defocus = -55\n[simulation]\nalgorithm = PRISM\nthermal = yes\ninterpolation_x = 2\n", &c, &msg);
@@ -48,6 +48,11 @@ static void test_values_and_defaults(void)
     CHECK(!strcmp(c.images[1].name, "ABF") && c.images[1].inner_mrad == 12.25);
     CHECK(!strcmp(c.images[2].name, "ADF") && c.images[2].outer_mrad == 73.5);
     CHECK(!strcmp(c.images[3].name, "HAADF") && c.images[3].inner_mrad == 73.5);
+    CHECK_INT_EQ(c.gpu_deterministic, 1); /* bitwise reproducible GPU sums unless asked otherwise */
+    free(msg);
+    err = parse("[sample]\nxyz = m.xyz\n[compute]\ngpu_deterministic = off\n", &d0, &msg);
+    CHECK_INT_EQ(err, STEM_OK);
+    CHECK_INT_EQ(d0.gpu_deterministic, 0);
     free(msg);
     /* the effective config written to the output parses back to the same values */
     char *ini = stem_config_to_ini(&c);
