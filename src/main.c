@@ -10,6 +10,7 @@
 #include "../cuda/gpu_engine.h"
 #include "../io/output.h"
 #include "../mpi/campaign.h"
+#include "advice.h"
 #include "build_info.h"
 #include "../mpi/consistency.h"
 #include "../mpi/fft_wisdom.h"
@@ -246,6 +247,19 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
     printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
 }
 
+/* Rank 0: the plan's convergence advice (src/advice.h) to stdout, and as text for
+ * the output file (text may be NULL; *text "" when there is none, NULL without memory). */
+static void print_advice(const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
+                         int show, char **text)
+{
+    stem_advice *a = stem_alloc(sizeof *a, "convergence advice");
+    if (!a) return;
+    stem_advice_plan(plan, atoms, potentials, a);
+    if (show) stem_advice_print(a, stdout);
+    if (text) *text = stem_advice_to_text(a);
+    free(a);
+}
+
 static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_atom_potential *potentials,
                  stem_atoms *atoms, stem_series *series, stem_mpi *m, stem_plan *plan, stem_engine *engine,
                  stem_output_target *target)
@@ -292,6 +306,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         stem_plan_print(plan, stdout);
         print_decomposition(plan);
         if (series->n_points) print_campaign(cfg, series, plan);
+        print_advice(plan, atoms, potentials, 1, NULL);
     }
     /* a dry run checks all a real run checks, and exits with its code */
     if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
@@ -341,11 +356,12 @@ static char *environment_text(void)
 /* A checkpointed campaign: the units, then the output from the checkpoint. */
 static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_atom_potential *potentials,
                               const stem_atoms *atoms, const stem_series *series, const stem_mpi *m,
-                              const stem_plan *plan, const stem_engine *engine, const stem_output_target *target)
+                              const stem_plan *plan, const stem_engine *engine, const stem_output_target *target,
+                              const char *advice)
 {
     double t0 = stem_wall_time();
     char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
-    stem_output_texts texts = {ini, text, env};
+    stem_output_texts texts = {ini, text, env, advice};
     int err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
     err = stem_mpi_agree(err, m->world);
     stem_signal_keeps_checkpoint(1);
@@ -363,7 +379,7 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
 /* The campaign and the output, after a successful setup. */
 static int compute_and_write(const stem_config *cfg, const stem_atom_potential *potentials, const stem_atoms *atoms,
                              const stem_mpi *m, const stem_plan *plan, const stem_engine *engine,
-                             const stem_output_target *target)
+                             const stem_output_target *target, const char *advice)
 {
     stem_result res = {0};
     stem_smatrix_store store = {.fd = -1, .own = -1};
@@ -380,7 +396,7 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
         stem_output_target_discard(target);
     } else {
         char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
-        stem_output_texts texts = {ini, text, env};
+        stem_output_texts texts = {ini, text, env, advice};
         err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
         err = stem_mpi_agree(err, m->world); /* the write is collective */
         double tw = stem_wall_time();
@@ -425,13 +441,15 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
     int err = setup(o, world, rank, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
     if (!err && !o->dry_run) {
         if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
-        char *env = environment_text();
+        char *env = environment_text(), *advice = NULL;
         if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
         free(env);
+        if (rank == 0) print_advice(&plan, &atoms, potentials, stem_log_enabled(STEM_LOG_INFO), &advice); /* the output takes rank 0's texts */
         if (series.n_points)
-            err = campaign_and_write(o, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
+            err = campaign_and_write(o, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target, advice);
         else
-            err = compute_and_write(&cfg, potentials, &atoms, &m, &plan, &engine, &target);
+            err = compute_and_write(&cfg, potentials, &atoms, &m, &plan, &engine, &target, advice);
+        free(advice);
     }
     stem_series_free(&series);
     stem_engine_destroy(&engine);
