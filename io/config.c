@@ -444,6 +444,8 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
         break;
     }
     if (k->type == K_INT_AUTO && !strcasecmp(value, "auto")) return *(int *)field = 0, 0;
+    if (k->type == K_INT_AUTO && (!plain_decimal(value) || parse_double(value, &v)))
+        return snprintf(why, nwhy, "must be auto or an integer in [%g, %g]", k->min, k->max), -1;
     if (!plain_decimal(value))
         return snprintf(why, nwhy, "is not a plain decimal number (hexadecimal and leading zeros are refused)"), -1;
     if (parse_double(value, &v)) return snprintf(why, nwhy, "is not a finite number"), -1;

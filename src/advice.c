@@ -280,12 +280,17 @@ void stem_advice_prism_window(const stem_plan *plan, stem_advice *a)
             double s = 1; /* the smallest enlargement of the window that holds 99% */
             while (s < WINDOW_SCALES && outside(img[at], m, box, s * wx, s * wy) > STEM_ADVICE_WINDOW_LEAK) s += 0.05;
             int gx = (int)floor(plan->fx / s), gy = (int)floor(plan->fy / s);
+            char fix[160];
+            if (gx <= 1 && gy <= 1)
+                snprintf(fix, sizeof fix, "use interpolation 1 (multislice's accuracy) or a larger cell (tile_x, tile_y)");
+            else
+                snprintf(fix, sizeof fix, "use interpolation_x <= %d, interpolation_y <= %d%s", gx < 1 ? 1 : gx,
+                         gy < 1 ? 1 : gy, s >= WINDOW_SCALES ? " or smaller" : "");
             add(a, "prism_window",
                 "interpolation %d x %d: %.1f%% of the probe's intensity (in vacuum, at the %s) lies outside its "
                 "%.3g x %.3g A PRISM window (cell / f), where PRISM cuts it off, so every detector loses about as much: "
-                "use interpolation_x <= %d, interpolation_y <= %d%s",
-                plan->fx, plan->fy, 100 * leak[at], at ? "exit surface" : "entrance surface", wx, wy, gx < 1 ? 1 : gx,
-                gy < 1 ? 1 : gy, s >= WINDOW_SCALES ? " or smaller" : "");
+                "%s",
+                plan->fx, plan->fy, 100 * leak[at], at ? "exit surface" : "entrance surface", wx, wy, fix);
         }
     }
     free(img[0]);
@@ -346,8 +351,8 @@ static int error_decimals(double se)
 
 static void format_percent(double pct, char *out, size_t len)
 {
-    if (pct >= 0.095) snprintf(out, len, "%.1f%%", pct);
-    else snprintf(out, len, "%.2g%%", pct);
+    if (pct >= 0.995) snprintf(out, len, "%.1f%%", pct); /* 1.2% */
+    else snprintf(out, len, "%.2g%%", pct);               /* 0.6%, 0.15% */
 }
 
 int stem_advice_error_line(const char *name, double inner_mrad, double outer_mrad, double mean, double std_error,

@@ -19,6 +19,7 @@ set(STEMSIM_UNIT_TESTS
   coherence       # source-size blur against a direct 2D convolution, periodic and mirrored edges
   depths          # detection planes inside the sample vs separately built thinner samples
   hrtem           # plane-wave exit wave and HRTEM image against closed forms (vacuum, perfect lens)
+  advice          # convergence advice: each check tripped and passed, focal_points = auto, error-bar lines
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
