@@ -13,6 +13,7 @@
 #include "advice.h"
 #include "build_info.h"
 #include "../mpi/consistency.h"
+#include "../mpi/convergence.h"
 #include "../mpi/fft_wisdom.h"
 #include "../mpi/series_campaign.h"
 #include "../mpi/smatrix_store.h"
@@ -29,6 +30,8 @@ typedef struct {
     char **overrides;
     int n_overrides;
     int dry_run, quiet, verbose, help, version, help_config, restart;
+    int convergence;   /* --convergence: a scan window as configured and refined, no output file */
+    int variant;       /* inside --convergence: setup quietly, as a dry run */
 } cli_options;
 
 static void usage(FILE *out)
@@ -43,6 +46,9 @@ static void usage(FILE *out)
             "  -q, --quiet                  no progress output\n"
             "  -v, --verbose                more output\n"
             "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
+            "      --convergence            compute a window of at most 4 x 4 probes at the scan's centre as configured\n"
+            "                               and at half the pixel size and half the slice thickness, print each\n"
+            "                               [images] range's mean in both and its change; writes no output file\n"
             "      --help-config            print every config key with unit and default\n"
             "  -h, --help                   this help\n"
             "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n"
@@ -63,7 +69,7 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
         {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, 'V'},
         {"help-config", no_argument, NULL, 'C'}, {"restart", no_argument, NULL, 'R'},
-        {NULL, 0, NULL, 0}};
+        {"convergence", no_argument, NULL, 'K'}, {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     o->overrides = calloc(argc, sizeof(char *));
     if (!o->overrides) return STEM_ERR_MEMORY;
@@ -79,6 +85,7 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
         case 'V': o->version = 1; break;
         case 'C': o->help_config = 1; break;
         case 'R': o->restart = 1; break;
+        case 'K': o->convergence = 1; break;
         default:
             if (rank == 0) usage(stderr);
             return STEM_ERR_USAGE;
@@ -302,7 +309,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
     stem_atoms_free(&thickest);
-    if (!err && o->dry_run && rank == 0) {
+    if (!err && o->dry_run && !o->variant && rank == 0) {
         stem_plan_print(plan, stdout);
         print_decomposition(plan);
         if (series->n_points) print_campaign(cfg, series, plan);
@@ -312,7 +319,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
     /* once per run: the GPU engine chooses its devices and checks its memory here */
     if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
-    if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
+    if (!err && o->dry_run && !o->variant && rank == 0) engine->describe(engine, plan, stdout);
     stem_input_ref inputs[7];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
@@ -321,7 +328,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan); /* agreed: every rank or none */
         if (err) stem_output_target_discard(target);          /* the temporary file exists by now */
     }
-    if (!err && o->dry_run) stem_info("dry run: every check passed; a real run would start now");
+    if (!err && o->dry_run && !o->variant) stem_info("dry run: every check passed; a real run would start now");
     return err;
 }
 
@@ -427,9 +434,87 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
     return err;
 }
 
+/* Everything one run holds, set up by setup() and released by teardown(). */
+typedef struct {
+    stem_config cfg;
+    stem_atom_potential potentials[STEM_MAX_Z + 1];
+    stem_atoms atoms;
+    stem_series series;
+    stem_mpi m;
+    stem_plan plan;
+    stem_engine engine;
+    stem_output_target target;
+} run_state;
+
+static void teardown(run_state *s)
+{
+    stem_series_free(&s->series);
+    stem_engine_destroy(&s->engine);
+    stem_plan_free(&s->plan);
+    stem_mpi_free(&s->m);
+    stem_atoms_free(&s->atoms);
+}
+
+/* --convergence, one variant: the user's overrides plus the window's (and the
+ * refinement's), set up as a dry run; the [images] means into means. */
+static int convergence_variant(const cli_options *o, MPI_Comm world, int rank, char sets[][STEM_CONVERGENCE_SET_LEN],
+                               int n_sets, run_state *s, double *means)
+{
+    cli_options v = *o;
+    v.dry_run = v.variant = 1;
+    v.n_overrides = 0;
+    v.overrides = calloc((size_t)o->n_overrides + n_sets + 1, sizeof(char *));
+    if (!v.overrides) return STEM_FAIL(STEM_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < o->n_overrides; i++) v.overrides[v.n_overrides++] = o->overrides[i];
+    for (int i = 0; i < n_sets; i++) v.overrides[v.n_overrides++] = sets[i];
+    memset(s, 0, sizeof *s);
+    int err = setup(&v, world, rank, &s->cfg, s->potentials, &s->atoms, &s->series, &s->m, &s->plan, &s->engine,
+                    &s->target);
+    free(v.overrides);
+    if (!err && s->series.n_points)
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "--convergence: not with a [series] or depths campaign"), world);
+    if (!err && means) err = stem_convergence_means(&s->m, &s->plan, &s->engine, &s->atoms, s->potentials, means);
+    return err;
+}
+
+/* --convergence: the window as configured, then refined; the report on rank 0. */
+static int run_convergence(const cli_options *o, MPI_Comm world, int rank)
+{
+    run_state *s = calloc(2, sizeof *s);
+    double *means = calloc(2 * STEM_MAX_IMAGES, sizeof *means);
+    char sets[2][STEM_CONVERGENCE_MAX_SETS + 1][STEM_CONVERGENCE_SET_LEN];
+    int n[2] = {0, 0};
+    if (!s || !means) {
+        free(s);
+        free(means);
+        return STEM_FAIL(STEM_ERR_MEMORY, "out of memory");
+    }
+    int err = convergence_variant(o, world, rank, sets[0], 0, &s[0], NULL); /* the whole scan: where the window goes */
+    for (int refined = 0; refined < 2 && !err; refined++) {
+        n[refined] = stem_convergence_overrides(&s[0].plan, &s[0].cfg, refined, sets[refined]);
+        if (n[refined] < 0) err = STEM_ERR_CONFIG;
+        else snprintf(sets[refined][n[refined]++], STEM_CONVERGENCE_SET_LEN, "output.overwrite=true"); /* none written */
+    }
+    err = stem_mpi_agree(err, world);
+    teardown(&s[0]);
+    memset(&s[0], 0, sizeof s[0]);
+    for (int refined = 0; refined < 2 && !err; refined++) {
+        if (rank == 0) stem_info("--convergence: %s", refined ? "refined (half the pixel size and slice thickness)"
+                                                                : "as configured");
+        err = convergence_variant(o, world, rank, sets[refined], n[refined], &s[refined], means + refined * STEM_MAX_IMAGES);
+    }
+    if (!err && rank == 0) stem_convergence_report(stdout, &s[0].plan, &s[1].plan, means, means + STEM_MAX_IMAGES);
+    teardown(&s[0]);
+    teardown(&s[1]);
+    free(s);
+    free(means);
+    return err;
+}
+
 /* Everything after the command line; returns the exit status on this rank. */
 static int run(const cli_options *o, MPI_Comm world, int rank)
 {
+    if (o->convergence) return run_convergence(o, world, rank);
     stem_config cfg;
     stem_atom_potential potentials[STEM_MAX_Z + 1];
     stem_atoms atoms = {0};

@@ -194,7 +194,7 @@ endif()
 # [scan] positions: shuffled grid positions from a file equal the grid run probe by probe;
 # 1 rank = 3 ranks.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
-  # Convergence advice: printed by --dry-run, stored as /advice (EMD: /stemsim/advice).
+  # Convergence advice: printed by --dry-run, stored as /advice (EMD: /stemsim/advice); --convergence.
   add_test(NAME mpi_advice
            COMMAND ${STEMSIM_PYTHON} ${_it_dir}/advice.py
                    --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
