@@ -515,32 +515,23 @@ static int run_convergence(const cli_options *o, MPI_Comm world, int rank)
 static int run(const cli_options *o, MPI_Comm world, int rank)
 {
     if (o->convergence) return run_convergence(o, world, rank);
-    stem_config cfg;
-    stem_atom_potential potentials[STEM_MAX_Z + 1];
-    stem_atoms atoms = {0};
-    stem_series series = {0};
-    stem_mpi m = {0};
-    stem_plan plan = {0};
-    stem_engine engine = {0};
-    stem_output_target target = {0};
-    int err = setup(o, world, rank, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
+    run_state s = {0};
+    int err = setup(o, world, rank, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target);
     if (!err && !o->dry_run) {
-        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
+        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&s.plan, stdout);
         char *env = environment_text(), *advice = NULL;
         if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
         free(env);
-        if (rank == 0) print_advice(&plan, &atoms, potentials, stem_log_enabled(STEM_LOG_INFO), &advice); /* the output takes rank 0's texts */
-        if (series.n_points)
-            err = campaign_and_write(o, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target, advice);
+        /* the output takes rank 0's texts */
+        if (rank == 0) print_advice(&s.plan, &s.atoms, s.potentials, stem_log_enabled(STEM_LOG_INFO), &advice);
+        if (s.series.n_points)
+            err = campaign_and_write(o, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target,
+                                     advice);
         else
-            err = compute_and_write(&cfg, potentials, &atoms, &m, &plan, &engine, &target, advice);
+            err = compute_and_write(&s.cfg, s.potentials, &s.atoms, &s.m, &s.plan, &s.engine, &s.target, advice);
         free(advice);
     }
-    stem_series_free(&series);
-    stem_engine_destroy(&engine);
-    stem_plan_free(&plan);
-    stem_mpi_free(&m);
-    stem_atoms_free(&atoms);
+    teardown(&s);
     return err;
 }
 
