@@ -14,7 +14,8 @@
 #include "../src/series.h"
 #include "input_file.h"
 
-typedef enum { K_DOUBLE, K_INT, K_LONG, K_BOOL, K_STRING, K_ENUM } key_type;
+/* K_INT_AUTO: an int that may also be "auto", stored as 0 (its numbers start at 1) */
+typedef enum { K_DOUBLE, K_INT, K_LONG, K_BOOL, K_STRING, K_ENUM, K_INT_AUTO } key_type;
 
 typedef struct {
     const char *section, *key;
@@ -117,9 +118,11 @@ static const key_spec key_table[] = {
      "relativistically corrected energy, sigma_E = energy_spread / 2.355); not together with focal_spread"},
     {"probe", "energy_spread", K_DOUBLE, OFF(energy_spread), "0", 0, 1e3, NULL, "eV",
      "full width at half maximum of the beam's energy spread (with Cc)"},
-    {"probe", "focal_points", K_INT, OFF(focal_points), "7", 1, 64, NULL, "-",
+    {"probe", "focal_points", K_INT_AUTO, OFF(focal_points), "auto", 1, 64, NULL, "-",
      "Gauss-Hermite points over the focal spread (cost: that many output steps; exact for intensities polynomial "
-     "in defocus up to degree 2 n - 1)"},
+     "in defocus up to degree 2 n - 1); auto: the fewest (at most 64) whose error on the defocus average of every "
+     "phase factor exp(i pi lambda (q^2 - q'^2) dC) the aperture (hrtem: the objective aperture or band limit) "
+     "produces is below 1e-3 (README, Convergence advice); 1 without a focal spread"},
     {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism|hrtem|cbed", "-",
      "multislice or prism (STEM scans); hrtem: a plane wave (tilted by [probe] beam_tilt, rounded to the grid) through "
      "the sample, its exit wave and the HRTEM image through the objective lens of [probe] (aberrations, focal "
@@ -461,16 +464,20 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
     default:
         break;
     }
+    if (k->type == K_INT_AUTO && !strcasecmp(value, "auto")) return *(int *)field = 0, 0;
+    if (k->type == K_INT_AUTO && (!plain_decimal(value) || parse_double(value, &v)))
+        return snprintf(why, nwhy, "must be auto or an integer in [%g, %g]", k->min, k->max), -1;
     if (!plain_decimal(value))
         return snprintf(why, nwhy, "is not a plain decimal number (hexadecimal and leading zeros are refused)"), -1;
     if (parse_double(value, &v)) return snprintf(why, nwhy, "is not a finite number"), -1;
     if (v < k->min || v > k->max)
-        return snprintf(why, nwhy, "is out of range [%g, %g] %s", k->min, k->max, k->unit), -1;
+        return snprintf(why, nwhy, "is out of range [%g, %g] %s%s", k->min, k->max, k->unit,
+                        k->type == K_INT_AUTO ? " (or auto)" : ""), -1;
     if (k->type == K_DOUBLE) {
         *(double *)field = v;
     } else {
         if (v != floor(v)) return snprintf(why, nwhy, "must be an integer"), -1;
-        if (k->type == K_INT) *(int *)field = (int)v;
+        if (k->type != K_LONG) *(int *)field = (int)v;
         else *(long *)field = (long)v;
     }
     return 0;
@@ -817,6 +824,10 @@ static void format_value(const key_spec *k, const stem_config *cfg, char *out, s
     switch (k->type) {
     case K_DOUBLE: snprintf(out, n, "%.17g", *(const double *)f); break;
     case K_INT: snprintf(out, n, "%d", *(const int *)f); break;
+    case K_INT_AUTO:
+        if (*(const int *)f) snprintf(out, n, "%d", *(const int *)f);
+        else snprintf(out, n, "auto");
+        break;
     case K_LONG: snprintf(out, n, "%ld", *(const long *)f); break;
     case K_BOOL: snprintf(out, n, "%s", *(const int *)f ? "true" : "false"); break;
     case K_STRING: snprintf(out, n, "%s", (const char *)f); break;

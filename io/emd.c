@@ -482,7 +482,7 @@ static int parameters(const emd *e, hid_t sim)
  * version and build; the stored datasets copied unchanged. */
 static int record(const emd *e, hid_t sim)
 {
-    static const char *const texts[] = {"config", "plan", "environment", "build"};
+    static const char *const texts[] = {"config", "plan", "environment", "advice", "build"};
     hid_t log = H5Gopen2(sim, "log", H5P_DEFAULT);
     int ok = log >= 0;
     for (size_t i = 0; ok && i < sizeof texts / sizeof *texts; i++) {
@@ -509,6 +509,11 @@ static int record(const emd *e, hid_t sim)
         if (keep < 0 && (keep = H5Gcreate2(e->out, "/stemsim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) ok = 0;
         ok = ok && H5Ocopy(e->in, from, e->out, to, H5P_DEFAULT, H5P_DEFAULT) >= 0;
     }
+    /* the plan's convergence advice where the other stemsim extras live (always: "" when there is none) */
+    char *advice = native_text(e->in, "advice");
+    if (ok && keep < 0 && (keep = H5Gcreate2(e->out, "/stemsim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) ok = 0;
+    ok = ok && !attr_text(keep, "advice", advice ? advice : "");
+    free(advice);
     if (keep >= 0) H5Gclose(keep);
     return ok ? STEM_OK : fail(e, "the log and stored datasets");
 }

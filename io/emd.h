@@ -12,7 +12,7 @@
  *     data/realslices/DPC_CoM_depthNNNN[tag]             [Nx][Ny][2] in 1/Angstrom
  *     data/realslices/total_intensity_depthNNNN[tag]     [Nx][Ny] (stemsim's own)
  *     data/datacubes/CBED_array_depthNNNN[tag]           [Nx][Ny][Qx][Qy], chunked by pattern
- *     log                         stemsim's config, plan, environment and build as attributes
+ *     log                         stemsim's config, plan, environment, advice and build as attributes
  *     metadata/metadata_0/original/simulation_parameters Prismatic's short keys
  *
  * Every data group has emd_group_type 1, metadata 0, output_depth (Angstrom) and the
@@ -22,7 +22,8 @@
  * (sample tilts), _bxNNNN, _byNNNN (beam tilts), in that order. /potential, /smatrix and
  * /smatrix_beams are copied unchanged, so potential_file and smatrix_file read them; what
  * the tree has no place for (/segments, /dpc_segments_x/_y, /pacbed) and stemsim's /axes
- * are kept as written under /stemsim. */
+ * are kept as written under /stemsim, with the attribute advice (the plan's convergence
+ * advice, "" when there is none; src/advice.h). */
 #ifndef STEM_EMD_H
 #define STEM_EMD_H
 

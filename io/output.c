@@ -11,6 +11,8 @@
  *     plan                  the derived plan as text (grids, slices, decomposition)
  *     environment           the STEMSIM_* environment variables that were set,
  *                           one NAME=VALUE per line ("" if none)
+ *     advice                the plan's convergence advice (src/advice.h), one line
+ *                           per finding ("" if none)
  *     algorithm             "multislice" or "prism"
  *     energy_kev            beam energy (keV)
  *     wavelength_angstrom   relativistic electron wavelength (Angstrom)
@@ -140,7 +142,7 @@ typedef struct {
     int errors;               /* the channel writers write the standard errors, under /standard_error */
     double *scratch;          /* count values: one image column, one DPC axis */
     double *axis;             /* longest axis */
-    char *config_text, *plan_text, *env_text; /* rank 0's texts, on every rank */
+    char *config_text, *plan_text, *env_text, *advice_text; /* rank 0's texts, on every rank */
     const stem_output_series *series; /* NULL: one point, no leading axes */
     const stem_output_stored *stored; /* NULL: no /potential, no /smatrix */
     int n_lead;                /* leading series axes of every per-point dataset */
@@ -664,6 +666,7 @@ static int stem_output_root_attrs(const stem_output *o)
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "config", o->config_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "plan", o->plan_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "environment", o->env_text));
+    STEM_TRY(stem_output_attr_string(o, o->file, "/", "advice", o->advice_text));
     STEM_TRY(stem_output_attr_string(o, o->file, "/", "algorithm", alg));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "energy_kev", plan->energy_kev));
     STEM_TRY(stem_output_attr_double(o, o->file, "/", "wavelength_angstrom", plan->lambda));
@@ -1194,6 +1197,7 @@ static void stem_output_free(stem_output *o)
     free(o->config_text);
     free(o->plan_text);
     free(o->env_text);
+    free(o->advice_text);
 }
 
 /* The writer of each output channel (channels.h); it decides from the plan
@@ -1261,6 +1265,7 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->config_ini : NULL, "config", &o.config_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->plan : NULL, "plan", &o.plan_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->environment : NULL, "environment", &o.env_text));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->advice : NULL, "advice", &o.advice_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_verify_target(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_open(&o));
     if (!rc) rc = stem_output_content(&o);

@@ -25,6 +25,7 @@ typedef struct {
     const char *config_ini;   /* effective configuration */
     const char *plan;         /* the derived plan */
     const char *environment;  /* STEMSIM_* variables that were set ("" if none) */
+    const char *advice;       /* convergence advice from the plan, one line each ("" if none; src/advice.h) */
 } stem_output_texts;
 
 /* A series campaign's output: every per-point dataset gains leading axes (those with a

@@ -194,3 +194,38 @@ int stem_focal_points(const stem_plan *plan, double *offset, double *weight)
     }
     return n;
 }
+
+double stem_focal_quadrature_error(int n, double k_max)
+{
+    double x[STEM_MAX_FOCAL_POINTS], w[STEM_MAX_FOCAL_POINTS], worst = 0;
+    if (n < 1 || n > STEM_MAX_FOCAL_POINTS || stem_gauss_hermite(n, x, w) != STEM_OK) return 1;
+    /* the error oscillates in K with a period ~ pi / max|x|: 2000 samples resolve it up to K ~ 400 */
+    const int samples = 2000;
+    for (int s = 1; s <= samples; s++) {
+        double K = k_max * s / samples, rule = 0;
+        for (int i = 0; i < n; i++) rule += w[i] * cos(K * x[i]); /* the sine parts cancel (symmetric nodes) */
+        double err = fabs(rule / sqrt(M_PI) - exp(-K * K / 4));
+        if (err > worst) worst = err;
+    }
+    return worst;
+}
+
+double stem_focal_k_max(const stem_plan *plan)
+{
+    if (!(plan->opt.focal_spread > 0)) return 0;
+    double q;
+    if (plan->algorithm == STEM_ALG_HRTEM) /* the image's directions: inside the objective aperture or the band */
+        q = plan->opt.objective_aperture > 0 ? fmin(plan->opt.objective_aperture / plan->lambda, plan->q_limit)
+                                             : plan->q_limit;
+    else /* the probe's: chi is centred on the beam tilt, the aperture on tilt plus shift */
+        q = hypot(plan->aperture_q[0] - plan->tilt_q[0], plan->aperture_q[1] - plan->tilt_q[1]) + plan->alpha / plan->lambda;
+    return sqrt(2.0) * plan->opt.focal_spread * M_PI * plan->lambda * q * q;
+}
+
+int stem_focal_points_needed(double k_max, double tol)
+{
+    if (!(k_max > 0)) return 1;
+    for (int n = 1; n < STEM_MAX_FOCAL_POINTS; n++)
+        if (stem_focal_quadrature_error(n, k_max) < tol) return n;
+    return STEM_MAX_FOCAL_POINTS;
+}

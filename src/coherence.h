@@ -37,4 +37,19 @@ int stem_gauss_hermite(int n, double *x, double *w);
  * their number (1 with offset 0 and weight 1 without a focal spread). */
 int stem_focal_points(const stem_plan *plan, double *offset, double *weight);
 
+/* focal_points = auto. Defocus enters an intensity only through the phase factors
+ * exp(i pi lambda (q^2 - q'^2) dC) of pairs of the wave's directions q, q' (the probe's
+ * aperture; hrtem: the objective aperture, else the band limit): with dC = sqrt(2)
+ * sigma x, each is exp(i K x), K up to sqrt(2) sigma pi lambda q_max^2, whose exact
+ * Gaussian average is exp(-K^2 / 4). The error of the n-point rule, the largest over
+ * K in [0, K_max] (sampled finely): */
+#define STEM_FOCAL_TOLERANCE 1e-3
+double stem_focal_quadrature_error(int n, double k_max);
+/* K_max of a plan (0 without a focal spread): q_max the farthest direction from the
+ * centre of chi (the beam tilt) that carries intensity before the sample. */
+double stem_focal_k_max(const stem_plan *plan);
+/* The fewest points (1..STEM_MAX_FOCAL_POINTS) whose error is below tol for K_max;
+ * STEM_MAX_FOCAL_POINTS when none is (the advice says so). */
+int stem_focal_points_needed(double k_max, double tol);
+
 #endif

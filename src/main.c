@@ -10,8 +10,10 @@
 #include "../cuda/gpu_engine.h"
 #include "../io/output.h"
 #include "../mpi/campaign.h"
+#include "advice.h"
 #include "build_info.h"
 #include "../mpi/consistency.h"
+#include "../mpi/convergence.h"
 #include "../mpi/fft_wisdom.h"
 #include "../mpi/series_campaign.h"
 #include "../mpi/smatrix_store.h"
@@ -28,6 +30,8 @@ typedef struct {
     char **overrides;
     int n_overrides;
     int dry_run, quiet, verbose, help, version, help_config, restart;
+    int convergence;   /* --convergence: a scan window as configured and refined, no output file */
+    int variant;       /* inside --convergence: setup quietly, as a dry run */
 } cli_options;
 
 static void usage(FILE *out)
@@ -42,6 +46,9 @@ static void usage(FILE *out)
             "  -q, --quiet                  no progress output\n"
             "  -v, --verbose                more output\n"
             "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
+            "      --convergence            compute a window of at most 4 x 4 probes at the scan's centre as configured\n"
+            "                               and at half the pixel size and half the slice thickness, print each\n"
+            "                               [images] range's mean in both and its change; writes no output file\n"
             "      --help-config            print every config key with unit and default\n"
             "  -h, --help                   this help\n"
             "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n"
@@ -62,7 +69,7 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
         {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, 'V'},
         {"help-config", no_argument, NULL, 'C'}, {"restart", no_argument, NULL, 'R'},
-        {NULL, 0, NULL, 0}};
+        {"convergence", no_argument, NULL, 'K'}, {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     o->overrides = calloc(argc, sizeof(char *));
     if (!o->overrides) return STEM_ERR_MEMORY;
@@ -78,6 +85,7 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
         case 'V': o->version = 1; break;
         case 'C': o->help_config = 1; break;
         case 'R': o->restart = 1; break;
+        case 'K': o->convergence = 1; break;
         default:
             if (rank == 0) usage(stderr);
             return STEM_ERR_USAGE;
@@ -248,6 +256,19 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
     printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
 }
 
+/* Rank 0: the plan's convergence advice (src/advice.h) to stdout, and as text for
+ * the output file (text may be NULL; *text "" when there is none, NULL without memory). */
+static void print_advice(const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
+                         int show, char **text)
+{
+    stem_advice *a = stem_alloc(sizeof *a, "convergence advice");
+    if (!a) return;
+    stem_advice_plan(plan, atoms, potentials, a);
+    if (show) stem_advice_print(a, stdout);
+    if (text) *text = stem_advice_to_text(a);
+    free(a);
+}
+
 static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_atom_potential *potentials,
                  stem_atoms *atoms, stem_series *series, stem_mpi *m, stem_plan *plan, stem_engine *engine,
                  stem_output_target *target)
@@ -290,16 +311,17 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
     stem_atoms_free(&thickest);
-    if (!err && o->dry_run && rank == 0) {
+    if (!err && o->dry_run && !o->variant && rank == 0) {
         stem_plan_print(plan, stdout);
         print_decomposition(plan);
         if (series->n_points) print_campaign(cfg, series, plan);
+        print_advice(plan, atoms, potentials, 1, NULL);
     }
     /* a dry run checks all a real run checks, and exits with its code */
     if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
     /* once per run: the GPU engine chooses its devices and checks its memory here */
     if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
-    if (!err && o->dry_run && rank == 0) engine->describe(engine, plan, stdout);
+    if (!err && o->dry_run && !o->variant && rank == 0) engine->describe(engine, plan, stdout);
     stem_input_ref inputs[7];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
@@ -308,7 +330,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan); /* agreed: every rank or none */
         if (err) stem_output_target_discard(target);          /* the temporary file exists by now */
     }
-    if (!err && o->dry_run) stem_info("dry run: every check passed; a real run would start now");
+    if (!err && o->dry_run && !o->variant) stem_info("dry run: every check passed; a real run would start now");
     return err;
 }
 
@@ -343,11 +365,12 @@ static char *environment_text(void)
 /* A checkpointed campaign: the units, then the output from the checkpoint. */
 static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_atom_potential *potentials,
                               const stem_atoms *atoms, const stem_series *series, const stem_mpi *m,
-                              const stem_plan *plan, const stem_engine *engine, const stem_output_target *target)
+                              const stem_plan *plan, const stem_engine *engine, const stem_output_target *target,
+                              const char *advice)
 {
     double t0 = stem_wall_time();
     char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
-    stem_output_texts texts = {ini, text, env};
+    stem_output_texts texts = {ini, text, env, advice};
     int err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
     err = stem_mpi_agree(err, m->world);
     stem_signal_keeps_checkpoint(1);
@@ -365,7 +388,7 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
 /* The campaign and the output, after a successful setup. */
 static int compute_and_write(const stem_config *cfg, const stem_atom_potential *potentials, const stem_atoms *atoms,
                              const stem_mpi *m, const stem_plan *plan, const stem_engine *engine,
-                             const stem_output_target *target)
+                             const stem_output_target *target, const char *advice)
 {
     stem_result res = {0};
     stem_smatrix_store store = {.fd = -1, .own = -1};
@@ -382,7 +405,7 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
         stem_output_target_discard(target);
     } else {
         char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
-        stem_output_texts texts = {ini, text, env};
+        stem_output_texts texts = {ini, text, env, advice};
         err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
         err = stem_mpi_agree(err, m->world); /* the write is collective */
         double tw = stem_wall_time();
@@ -413,33 +436,104 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
     return err;
 }
 
+/* Everything one run holds, set up by setup() and released by teardown(). */
+typedef struct {
+    stem_config cfg;
+    stem_atom_potential potentials[STEM_MAX_Z + 1];
+    stem_atoms atoms;
+    stem_series series;
+    stem_mpi m;
+    stem_plan plan;
+    stem_engine engine;
+    stem_output_target target;
+} run_state;
+
+static void teardown(run_state *s)
+{
+    stem_series_free(&s->series);
+    stem_engine_destroy(&s->engine);
+    stem_plan_free(&s->plan);
+    stem_mpi_free(&s->m);
+    stem_atoms_free(&s->atoms);
+}
+
+/* --convergence, one variant: the user's overrides plus the window's (and the
+ * refinement's), set up as a dry run; the [images] means into means. */
+static int convergence_variant(const cli_options *o, MPI_Comm world, int rank, char sets[][STEM_CONVERGENCE_SET_LEN],
+                               int n_sets, run_state *s, double *means)
+{
+    cli_options v = *o;
+    v.dry_run = v.variant = 1;
+    v.n_overrides = 0;
+    v.overrides = calloc((size_t)o->n_overrides + n_sets + 1, sizeof(char *));
+    if (!v.overrides) return STEM_FAIL(STEM_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < o->n_overrides; i++) v.overrides[v.n_overrides++] = o->overrides[i];
+    for (int i = 0; i < n_sets; i++) v.overrides[v.n_overrides++] = sets[i];
+    memset(s, 0, sizeof *s);
+    int err = setup(&v, world, rank, &s->cfg, s->potentials, &s->atoms, &s->series, &s->m, &s->plan, &s->engine,
+                    &s->target);
+    free(v.overrides);
+    if (!err && s->series.n_points)
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "--convergence: not with a [series] or depths campaign"), world);
+    if (!err && means) err = stem_convergence_means(&s->m, &s->plan, &s->engine, &s->atoms, s->potentials, means);
+    return err;
+}
+
+/* --convergence: the window as configured, then refined; the report on rank 0. */
+static int run_convergence(const cli_options *o, MPI_Comm world, int rank)
+{
+    run_state *s = calloc(2, sizeof *s);
+    double *means = calloc(2 * STEM_MAX_IMAGES, sizeof *means);
+    char sets[2][STEM_CONVERGENCE_MAX_SETS + 1][STEM_CONVERGENCE_SET_LEN];
+    int n[2] = {0, 0};
+    if (!s || !means) {
+        free(s);
+        free(means);
+        return STEM_FAIL(STEM_ERR_MEMORY, "out of memory");
+    }
+    int err = convergence_variant(o, world, rank, sets[0], 0, &s[0], NULL); /* the whole scan: where the window goes */
+    for (int refined = 0; refined < 2 && !err; refined++) {
+        n[refined] = stem_convergence_overrides(&s[0].plan, &s[0].cfg, refined, sets[refined]);
+        if (n[refined] < 0) err = STEM_ERR_CONFIG;
+        else snprintf(sets[refined][n[refined]++], STEM_CONVERGENCE_SET_LEN, "output.overwrite=true"); /* none written */
+    }
+    err = stem_mpi_agree(err, world);
+    teardown(&s[0]);
+    memset(&s[0], 0, sizeof s[0]);
+    for (int refined = 0; refined < 2 && !err; refined++) {
+        if (rank == 0) stem_info("--convergence: %s", refined ? "refined (half the pixel size and slice thickness)"
+                                                                : "as configured");
+        err = convergence_variant(o, world, rank, sets[refined], n[refined], &s[refined], means + refined * STEM_MAX_IMAGES);
+    }
+    if (!err && rank == 0) stem_convergence_report(stdout, &s[0].plan, &s[1].plan, means, means + STEM_MAX_IMAGES);
+    teardown(&s[0]);
+    teardown(&s[1]);
+    free(s);
+    free(means);
+    return err;
+}
+
 /* Everything after the command line; returns the exit status on this rank. */
 static int run(const cli_options *o, MPI_Comm world, int rank)
 {
-    stem_config cfg;
-    stem_atom_potential potentials[STEM_MAX_Z + 1];
-    stem_atoms atoms = {0};
-    stem_series series = {0};
-    stem_mpi m = {0};
-    stem_plan plan = {0};
-    stem_engine engine = {0};
-    stem_output_target target = {0};
-    int err = setup(o, world, rank, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
+    if (o->convergence) return run_convergence(o, world, rank);
+    run_state s = {0};
+    int err = setup(o, world, rank, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target);
     if (!err && !o->dry_run) {
-        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&plan, stdout);
-        char *env = environment_text();
+        if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&s.plan, stdout);
+        char *env = environment_text(), *advice = NULL;
         if (env && env[0]) stem_info("environment (recorded in the output file):\n%.*s", (int)strlen(env) - 1, env);
         free(env);
-        if (series.n_points)
-            err = campaign_and_write(o, &cfg, potentials, &atoms, &series, &m, &plan, &engine, &target);
+        /* the output takes rank 0's texts */
+        if (rank == 0) print_advice(&s.plan, &s.atoms, s.potentials, stem_log_enabled(STEM_LOG_INFO), &advice);
+        if (s.series.n_points)
+            err = campaign_and_write(o, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target,
+                                     advice);
         else
-            err = compute_and_write(&cfg, potentials, &atoms, &m, &plan, &engine, &target);
+            err = compute_and_write(&s.cfg, s.potentials, &s.atoms, &s.m, &s.plan, &s.engine, &s.target, advice);
+        free(advice);
     }
-    stem_series_free(&series);
-    stem_engine_destroy(&engine);
-    stem_plan_free(&plan);
-    stem_mpi_free(&m);
-    stem_atoms_free(&atoms);
+    teardown(&s);
     return err;
 }
 

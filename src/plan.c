@@ -500,6 +500,15 @@ int stem_slice_count(double cell_z, double dz, double *dz_last)
     return (int)n;
 }
 
+/* [probe] focal_points: as given, or (auto) the fewest that keep the defocus average's
+ * quadrature error below STEM_FOCAL_TOLERANCE for this spread, aperture and energy. */
+static void choose_focal_points(stem_plan *plan, const stem_config *cfg)
+{
+    plan->opt.focal_auto = cfg->focal_points == 0;
+    if (!plan->opt.focal_auto) return;
+    plan->opt.focal_points = stem_focal_points_needed(stem_focal_k_max(plan), STEM_FOCAL_TOLERANCE);
+}
+
 void stem_plan_set_thickness(stem_plan *plan, double cell_z)
 {
     plan->cell[2] = cell_z;
@@ -582,6 +591,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     choose_oversampling(plan, atoms);
     plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
     STEM_TRY(check_optics(plan));
+    choose_focal_points(plan, cfg);
     plan->dz = cfg->slice_thickness;
     stem_plan_set_thickness(plan, plan->cell[2]);
     log_slicing(plan);
@@ -767,8 +777,8 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
             L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
             plan->threads, plan->batch_size);
     if (plan->opt.focal_spread > 0)
-        fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite)\n", plan->opt.focal_spread,
-                plan->opt.focal_points);
+        fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n", plan->opt.focal_spread,
+                plan->opt.focal_points, plan->opt.focal_auto ? ", chosen by focal_points = auto" : "");
     fprintf(out, "  FFT planning       %s%s%s\n", plan->opt.fft_measure ? "measure" : "estimate",
             plan->fft_wisdom[0] ? ", " : "", plan->fft_wisdom);
     if (L->shared_ranks > 1)

@@ -43,7 +43,8 @@ typedef struct {
     double source_size;      /* FWHM of the effective source, Angstrom (coherence.h) */
     double focal_spread;     /* standard deviation of defocus, Angstrom (coherence.h); 0: coherent */
     int soft_aperture;       /* the aperture's edge softened over one grid pixel (probe.c) */
-    int focal_points;        /* Gauss-Hermite points over the focal spread */
+    int focal_points;        /* Gauss-Hermite points over the focal spread (resolved: >= 1) */
+    int focal_auto;          /* [probe] focal_points = auto chose them (coherence.h) */
     int parametrisation;     /* stem_parametrisation */
     int finite_projection;   /* atoms' potentials split over the slices they reach (potential.c) */
     int oversampling;        /* transmission functions formed on a grid this many times finer (potential.c) */

@@ -198,6 +198,13 @@ endif()
 # [scan] positions: shuffled grid positions from a file equal the grid run probe by probe;
 # 1 rank = 3 ranks.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  # Convergence advice: printed by --dry-run, stored as /advice (EMD: /stemsim/advice); --convergence.
+  add_test(NAME mpi_advice
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/advice.py
+                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                   --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(mpi_advice PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 240)
   foreach(_alg multislice prism)
     add_test(NAME mpi_positions_${_alg}
              COMMAND ${STEMSIM_PYTHON} ${_it_dir}/positions.py --algorithm ${_alg}

@@ -23,6 +23,7 @@ set(STEMSIM_UNIT_TESTS
   slices          # slices that fit the cell, a thinner last slice against Fresnel propagation in closed form
   errors          # standard errors over configurations: Welford, unequal groups, DPC ratio, against two-pass formulas
   pacbed          # PACBED's sum over probes exact: the same bits in any order (threads, ranks)
+  advice          # convergence advice: each check tripped and passed, focal_points = auto, error-bar lines
 )
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
