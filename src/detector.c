@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advice.h"
+
 /* Segmented detector: the segment of angle theta (mrad) at (qx, qy), -1 outside: ring r of
  * seg_rings equal rings in [inner, outer), sector s of seg_n equal sectors starting at
  * seg_rotation (azimuth from +x towards +y); index r * seg_n + s. */
@@ -456,20 +458,15 @@ void stem_result_log_errors(const stem_plan *plan, const stem_result *res, const
     stem_image_error e[STEM_MAX_IMAGES];
     int ni = stem_result_image_errors(plan, res, e);
     for (int i = 0; i < ni; i++) {
-        char range[64];
+        char line[384];
         if (isnan(e[i].mean)) continue;
-        if (e[i].outer_mrad < 1e9) snprintf(range, sizeof range, "%g-%g mrad", e[i].inner_mrad, e[i].outer_mrad);
-        else snprintf(range, sizeof range, "%g mrad and beyond", e[i].inner_mrad); /* to the band limit */
-        if (e[i].n_configs < 2)
-            stem_info("%s%s %s: %.4g (one configuration: no error can be estimated; frozen_phonons >= 2 gives one)",
-                      where, e[i].name, range, e[i].mean);
-        else if (isnan(e[i].pixel_se)) /* [output] standard_errors = false: no per-probe errors */
-            stem_info("%s%s %s: %.4g +- %.2g (%.2g%%) over %d configurations", where, e[i].name, range, e[i].mean,
-                      e[i].se, e[i].mean != 0 ? 100 * e[i].se / fabs(e[i].mean) : 0, e[i].n_configs);
+        /* "HAADF 70-200 mrad: 0.0335 +- 0.0004 (1.2%) over 8 configurations; 32 would bring it to 0.6%" */
+        stem_advice_error_line(e[i].name, e[i].inner_mrad, e[i].outer_mrad, e[i].mean, e[i].se, e[i].n_configs, line,
+                               sizeof line);
+        if (e[i].n_configs < 2 || isnan(e[i].pixel_se)) /* [output] standard_errors = false: no per-probe errors */
+            stem_info("%s%s", where, line);
         else
-            stem_info("%s%s %s: %.4g +- %.2g (%.2g%%) over %d configurations; per probe position +- %.2g rms", where,
-                      e[i].name, range, e[i].mean, e[i].se, e[i].mean != 0 ? 100 * e[i].se / fabs(e[i].mean) : 0,
-                      e[i].n_configs, e[i].pixel_se);
+            stem_info("%s%s; per probe position +- %.2g rms", where, line, e[i].pixel_se);
     }
 }
 

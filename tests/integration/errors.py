@@ -93,13 +93,15 @@ def scenario_values(args, extra, tag):
               "values (max rel. %.2g; largest %.3g)" % (tag, k, err, scale))
     # the log: each named image's scan mean with its standard error over configurations
     for name in [k[len("images/"):] for k in keys if k.startswith("images/")]:
-        m = re.search(r"^%s [^:]*: (\S+) \+- (\S+) \((\S+)%%\) over %d configurations; per probe position \+- (\S+) "
-                      r"rms$" % (re.escape(name), N), log, re.M)
+        m = re.search(r"^%s [^:]*: (\S+) \+- (\S+) \((\S+)%%\) over %d configurations(; \d+ would bring it to \S+)?; "
+                      r"per probe position \+- (\S+) rms$" % (re.escape(name), N), log, re.M)
         v = x["images/" + name].mean(axis=(1, 2))
         se = np.std(v, ddof=1) / np.sqrt(N)
         pixel = np.sqrt(np.mean(np.var(x["images/" + name], axis=0, ddof=1) / N))
-        ok = m is not None and abs(float(m.group(1)) - v.mean()) <= 1e-3 * abs(v.mean()) and \
-            abs(float(m.group(2)) - se) <= 0.05 * se and abs(float(m.group(4)) - pixel) <= 0.05 * pixel  # 2 digits
+        # the mean and its error are printed to the error's first significant digit(s): half a unit of the last
+        last = 0.5 * 10.0 ** -len(m.group(2).split(".")[1]) * 1.001 if m and "." in m.group(2) else 0
+        ok = m is not None and abs(float(m.group(1)) - v.mean()) <= last and \
+            abs(float(m.group(2)) - se) <= last and abs(float(m.group(5)) - pixel) <= 0.05 * pixel  # 2 digits
         check(ok, "%s: the log gives %s's scan mean %.4g +- %.2g over %d configurations, per probe +- %.2g (%s)" %
               (tag, name, v.mean(), se, N, pixel, m.group(0) if m else "no line"))
 
@@ -136,7 +138,7 @@ def scenario_emd(args):
     log = itest.run(args, 1, base + ["--set", "output.standard_errors=false"], "off")
     off = read(os.path.join(args.workdir, "off.h5"))
     on = itest.run(args, 1, base, "on")
-    same = [line.split("; per probe")[0] for line in on.splitlines() if "configurations; per probe" in line]
+    same = [line.split("; per probe")[0] for line in on.splitlines() if "; per probe position" in line]
     check(not any(k.startswith("standard_error") for k in off) and "standard_errors = false" in str(off["@standard_error"])
           and len(same) == 4 and all(line + "\n" in log for line in same),
           "[output] standard_errors = false: none written, the root attribute says why, the log keeps the scan means' "
