@@ -53,8 +53,8 @@ spread() {
 # run NAME RANKS args...: one stemsim job (mpirun for RANKS > 1), its log in $work/NAME.log
 run() {
   local name=$1 np=$2; shift 2
-  local cmd=(timeout 240 "$exe") # a hang fails the check instead of the lease
-  [ "$np" -gt 1 ] && cmd=(timeout 240 mpirun --oversubscribe --bind-to none -np "$np" "$exe")
+  local cmd=(timeout "${DRP_TIMEOUT:-240}" "$exe") # a hang fails the check instead of the lease
+  [ "$np" -gt 1 ] && cmd=(timeout "${DRP_TIMEOUT:-240}" mpirun --oversubscribe --bind-to none -np "$np" "$exe")
   "${cmd[@]}" "$@" > "$work/$name.log" 2>&1
   local rc=$?
   [ $rc = 0 ] || { echo "FAIL $name: exit $rc"; tail -5 "$work/$name.log" | sed 's/^/    /'; status=1; }
