@@ -281,7 +281,11 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
      * inside a round is agreed at the next one */
     int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
     stem_complex *spare = NULL;
-    int ahead_wanted = !err && !loaded && engine->host_idle && L->group_rank == 0 && rounds > 1;
+    /* only where the leader alone builds and broadcasts (an engine with its own transmission step,
+     * or a group of one): where the group shares the build, a leader holding configuration c
+     * already would broadcast while the others wait in the shared build's exchange */
+    int ahead_wanted = !err && !loaded && engine->host_idle && L->group_rank == 0 && rounds > 1 &&
+                       (engine->transmission || L->group_size == 1);
     if (ahead_wanted)
         spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
     if (ahead_wanted && !spare) err = STEM_ERR_MEMORY;
