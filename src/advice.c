@@ -162,8 +162,8 @@ void stem_advice_pixel_potential(const stem_plan *plan, const int *present, cons
     double held = stem_advice_cross_section_within(&potentials[worst], plan->q_limit);
     add(a, "pixel_potential",
         "pixel %.4g A: the band limit %.2f 1/A (%.0f mrad) holds %.2f%% of %s's elastic cross-section (the integral "
-        "of |f_e(q)|^2 2 pi q dq, first Born); the rest, the atom's sharp core, is missing from its potential and "
-        "its scattering (heavy atoms need the finest pixels): use pixel_size <= %.2g A (%.0f%% within the band)",
+        "of |f_e(q)|^2 2 pi q dq, first Born); the rest, scattered by the atom's sharp core beyond the band, is "
+        "lost to every detector (heavy atoms need the finest pixels): use pixel_size <= %.2g A (%.0f%% within the band)",
         pixel_size(plan), plan->q_limit, plan->max_angle_mrad, 100 * held, element_symbols[worst],
         round_down(1 / (3 * q_need)), 100 * STEM_ADVICE_CROSS_SECTION);
 }
