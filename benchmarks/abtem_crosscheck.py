@@ -40,7 +40,8 @@ What it does (all cases small enough for a 2-core machine):
        i.e. what stemsim's supersampled pixel-averaged lookup did in Fourier
        space before commit 5d2b554 divided that sinc out again (a model of the
        old stemsim; it no longer matches the current one);
-    C  stemsim's own potential (Kirkland v(r) - v(cutoff), cut at
+    C  stemsim's potential before issue 26 (the option checks now give abTEM stemsim's saved
+       slices instead, stemsim_saved_potential; this variant models the old lookup): (Kirkland v(r) - v(cutoff), cut at
        potential_radius, pixel-averaged with `supersampling`, atoms snapped to
        1/ss pixel, stemsim slicing, and since 5d2b554 the pixel sinc divided
        out in Fourier space) rebuilt here in numpy and fed to abTEM's
