@@ -539,6 +539,10 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     double serial = plan->mem_total + (plan->probe_end > plan->probe_begin ? 0 : stem_channel_bytes_per_probe(plan));
     if (cfg->distributed_fft == STEM_DIST_AUTO && serial <= plan->mem_limit) return;
     plan->dist = 1;
+    if (plan->opt.oversampling > 1 && L->world_rank == 0)
+        stem_warn("the distributed FFT forms the transmission functions on the run's grid: transmission_oversampling "
+                  "%d is not applied (heavy atoms' high-angle scattering is then less accurate: README, Potentials)",
+                  plan->opt.oversampling);
     plan->opt.oversampling = 1; /* a slab's potential is built on the run's grid (dist_hrtem.c) */
     set_potential_grid(plan);
     stem_dist_fft_slabs(plan->nx, plan->ny, L->group_size, L->group_rank, &plan->dist_rows, &plan->dist_row0,
