@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,14 +69,37 @@ static int sync_dir(const char *dir)
     return rc;
 }
 
+/* Remove path if it is a regular file (a temporary a killed job left); anything else under a
+ * checkpoint's name (a link, a FIFO, a directory) is not stemsim's: refused, left alone. */
+static int remove_stale(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st)) return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a regular file (a link?): stemsim writes and "
+                         "deletes nothing through it; remove it", path);
+    if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    return STEM_OK;
+}
+
+/* A new file created exclusively, never through a link (O_EXCL refuses an existing link
+ * and O_NOFOLLOW any); a stale regular temporary of the same name is removed first. */
+static int create_exclusive(const char *path)
+{
+    if (remove_stale(path)) return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create %s: %s", path, strerror(errno));
+    return fd;
+}
+
 /* Write path atomically: path.tmp, fsync, rename, directory fsync. kill_after: test hook. */
 static int write_atomic(const char *dir, const char *path, const void *a, size_t na, const void *b, size_t nb,
                         int kill_halfway)
 {
     char tmp[STEM_PATH_MAX + 64];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create %s: %s", tmp, strerror(errno));
+    int fd = create_exclusive(tmp);
+    if (fd < 0) return STEM_ERR_IO;
     int ok = write_all(fd, a, na) == 0;
     if (ok && kill_halfway) { /* test hook: a job killed in the middle of a checkpoint write */
         ok = write_all(fd, b, nb / 2) == 0;
@@ -177,33 +201,86 @@ static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
     return err;
 }
 
-/* Rank 0: the directory ready, its manifest checked, its finished units listed. */
+/* A name a checkpoint holds: manifest, manifest.tmp, unit_NNNNNNN or unit_NNNNNNN.tmp. */
+static int checkpoint_name(const char *name)
+{
+    if (!strcmp(name, "manifest") || !strcmp(name, "manifest.tmp")) return 1;
+    if (strncmp(name, "unit_", 5)) return 0;
+    for (int i = 5; i < 12; i++)
+        if (name[i] < '0' || name[i] > '9') return 0;
+    return !name[12] || !strcmp(name + 12, ".tmp");
+}
+
+/* --restart: empties the checkpoint, and only a checkpoint: the directory must hold a
+ * stemsim manifest, and only the names it writes are removed (a model called
+ * unit_cell.xyz beside it stays); a link under such a name is refused. */
+static int restart_empty(const stem_checkpoint *ck)
+{
+    char path[STEM_PATH_MAX + 300], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    struct stat st;
+    if (lstat(path, &st)) return STEM_OK; /* no checkpoint yet: nothing to empty */
+    if (!S_ISREG(st.st_mode) || stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &text, &len) ||
+        strncmp(text, MANIFEST_HEAD, strlen(MANIFEST_HEAD))) {
+        free(text);
+        return STEM_FAIL(STEM_ERR_IO, "--restart: %s is not a stemsim checkpoint manifest: nothing in %s is removed",
+                         path, ck->dir);
+    }
+    free(text);
+    DIR *d = opendir(ck->dir);
+    if (!d) return STEM_FAIL(STEM_ERR_IO, "--restart: cannot read %s: %s", ck->dir, strerror(errno));
+    int err = STEM_OK;
+    for (struct dirent *e; !err && (e = readdir(d));) {
+        if (!checkpoint_name(e->d_name)) continue;
+        snprintf(path, sizeof path, "%s/%s", ck->dir, e->d_name);
+        err = remove_stale(path);
+    }
+    closedir(d);
+    return err;
+}
+
+/* Rank 0: the directory's lock, held until stem_checkpoint_free: one campaign at a time. */
+static int take_lock(stem_checkpoint *ck)
+{
+    char path[STEM_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/lock", ck->dir);
+    ck->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (ck->lock_fd < 0)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open the lock %s: %s", path, strerror(errno));
+    if (flock(ck->lock_fd, LOCK_EX | LOCK_NB)) {
+        int e = errno;
+        close(ck->lock_fd);
+        ck->lock_fd = -1;
+        if (e == EWOULDBLOCK)
+            return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is in use by another running campaign (it holds %s): wait for "
+                             "it to finish, or give this job another [output] file or checkpoint_dir", ck->dir, path);
+        if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS) { /* a file system without locks: say so, go on */
+            stem_warn("checkpoint: %s cannot be locked (%s): two campaigns given this directory at once would not be "
+                      "kept apart", ck->dir, strerror(e));
+            return STEM_OK;
+        }
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot lock %s: %s", path, strerror(e));
+    }
+    return STEM_OK;
+}
+
+/* Rank 0: the directory ready and locked, its manifest checked, its finished units listed. */
 static int open_on_root(stem_checkpoint *ck, const char *identity, int restart)
 {
-    if (restart) {
-        DIR *d = opendir(ck->dir);
-        for (struct dirent *e; d && (e = readdir(d));) { /* only what a checkpoint holds */
-            if (strncmp(e->d_name, "unit_", 5) && strcmp(e->d_name, "manifest") && strcmp(e->d_name, "manifest.tmp")) continue;
-            char p[STEM_PATH_MAX + 300];
-            snprintf(p, sizeof p, "%s/%s", ck->dir, e->d_name);
-            if (unlink(p)) {
-                closedir(d);
-                return STEM_FAIL(STEM_ERR_IO, "--restart: cannot remove %s: %s", p, strerror(errno));
-            }
-        }
-        if (d) closedir(d);
-    }
     if (mkdir(ck->dir, 0755) && errno != EEXIST)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create directory %s: %s", ck->dir, strerror(errno));
     struct stat st;
     if (stat(ck->dir, &st) || !S_ISDIR(st.st_mode))
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a directory", ck->dir);
+    STEM_TRY(take_lock(ck));
+    if (restart) STEM_TRY(restart_empty(ck));
     int resumed;
     STEM_TRY(check_manifest(ck, identity, &resumed));
     for (int u = 0; u < ck->n_units; u++) {
         char path[STEM_PATH_MAX + 32];
         unit_path(ck, u, ".tmp", path, sizeof path);
-        unlink(path); /* a write a killed job left half done */
+        STEM_TRY(remove_stale(path)); /* a write a killed job left half done */
         unit_path(ck, u, "", path, sizeof path);
         if (access(path, F_OK)) continue;
         STEM_TRY(check_unit(ck, u, path));
@@ -223,8 +300,10 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
     ck->identity = stem_hash_bytes(STEM_HASH_SEED, identity, strlen(identity));
     ck->n_units = n_units;
     ck->unit_bytes = unit_bytes;
+    ck->lock_fd = -1;
     ck->done = stem_calloc((size_t)n_units, 1, "checkpoint map");
-    int err = ck->done ? STEM_OK : STEM_ERR_MEMORY;
+    ck->verified = stem_calloc((size_t)n_units, 1, "checkpoint map");
+    int err = ck->done && ck->verified ? STEM_OK : STEM_ERR_MEMORY;
     err = stem_mpi_agree(err, comm);
     if (!err && rank == 0) err = open_on_root(ck, identity, restart);
     err = stem_mpi_agree(err, comm);
@@ -244,10 +323,14 @@ int stem_checkpoint_store(const stem_checkpoint *ck, int unit, const void *paylo
     return write_atomic(ck->dir, path, &h, sizeof h, payload, ck->unit_bytes, hook && atoi(hook) == unit);
 }
 
-int stem_checkpoint_load(const stem_checkpoint *ck, int unit, size_t offset, void *buf, size_t bytes)
+int stem_checkpoint_load(stem_checkpoint *ck, int unit, size_t offset, void *buf, size_t bytes)
 {
     char path[STEM_PATH_MAX + 32];
     unit_path(ck, unit, "", path, sizeof path);
+    if (!ck->verified[unit]) { /* whole and this campaign's now, not only when the campaign opened */
+        STEM_TRY(check_unit(ck, unit, path));
+        ck->verified[unit] = 1;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
     int bad = read_at(fd, buf, bytes, (off_t)(sizeof(unit_header) + offset));
@@ -264,6 +347,8 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
     }
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
     if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/lock", ck->dir); /* held until stem_checkpoint_free: the name goes now */
+    if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     if (rmdir(ck->dir)) stem_warn("checkpoint directory %s left in place: %s", ck->dir, strerror(errno));
     return STEM_OK;
 }
@@ -271,5 +356,8 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
 void stem_checkpoint_free(stem_checkpoint *ck)
 {
     free(ck->done);
-    ck->done = NULL;
+    free(ck->verified);
+    ck->done = ck->verified = NULL;
+    if (ck->lock_fd >= 0) close(ck->lock_fd); /* the lock goes with it */
+    ck->lock_fd = -1;
 }

@@ -11,10 +11,19 @@
  *                         file under its final name is whole: a job killed while
  *                         writing leaves only the .tmp, removed when it resumes
  *
+ *   <dir>/lock            held (flock, exclusive) by the campaign's rank 0 while it runs:
+ *                         a second campaign on the same directory is refused (exit 6);
+ *                         the kernel drops the lock when that process ends, however it
+ *                         ends (on node-local and most cluster file systems; see README)
+ *
  * A unit file is the map's entry: present means done. Opening a directory whose
  * manifest differs (another config, model, table or version) is refused naming
- * the first difference; --restart empties it first. A unit file that fails its
- * checks (damaged storage) is refused by name: nothing is deleted silently. */
+ * the first difference; --restart empties it first, removing only what a checkpoint
+ * holds (its manifest and files named exactly unit_NNNNNNN[.tmp], regular files, and
+ * only under a stemsim manifest). Temporaries are created exclusively and never through
+ * a link. A unit file that fails its checks (damaged storage, another campaign's) is
+ * refused by name, when the campaign opens and again when each unit is read back:
+ * nothing is deleted silently. */
 #ifndef STEM_CHECKPOINT_H
 #define STEM_CHECKPOINT_H
 
@@ -30,6 +39,8 @@ typedef struct {
     size_t unit_bytes;        /* payload of every unit */
     unsigned char *done;      /* [n_units]: in the checkpoint when opened (same on every rank) */
     int n_done;               /* of them */
+    unsigned char *verified;  /* [n_units]: checked (header, checksum) on this rank since the last store */
+    int lock_fd;              /* rank 0: <dir>/lock, held; -1 elsewhere */
 } stem_checkpoint;
 
 /* Collective over comm; rank 0 works on the directory, every rank learns the outcome. */
@@ -37,8 +48,9 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
                          size_t unit_bytes, int restart);
 /* One rank (a group's leader): unit u's payload, durably (see above). */
 int stem_checkpoint_store(const stem_checkpoint *ck, int unit, const void *payload);
-/* Bytes [offset, offset + bytes) of unit u's payload. */
-int stem_checkpoint_load(const stem_checkpoint *ck, int unit, size_t offset, void *buf, size_t bytes);
+/* Bytes [offset, offset + bytes) of unit u's payload; the unit is verified whole (header,
+ * identity, checksum) the first time this rank reads it. */
+int stem_checkpoint_load(stem_checkpoint *ck, int unit, size_t offset, void *buf, size_t bytes);
 /* Rank 0, once the output is published: the unit files, the manifest and the directory. */
 int stem_checkpoint_remove(const stem_checkpoint *ck);
 void stem_checkpoint_free(stem_checkpoint *ck);

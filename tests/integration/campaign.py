@@ -16,6 +16,9 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
   signals        SIGTERM, then SIGUSR1, to every rank mid-campaign (as Slurm's --signal and
                  preemption deliver them): exit 75, a valid partial checkpoint, the
                  rerun resumes and equals the uninterrupted run bit for bit
+  owned          a held lock refuses a second campaign (also --restart), a link planted
+                 as a temporary is refused and its target kept, --restart keeps files
+                 that are not the checkpoint's (unit_cell.xyz)
   damaged        a unit file with a flipped byte: refused by name (exit 6), nothing
                  deleted; after removing that file the run completes and is exact
   changed_key    a key changed between runs is refused naming it (exit 3);
@@ -482,6 +485,70 @@ def scenario_beam_tilts():
             log(out)
             log("FAIL %s: exit %d, expected 3 with '%s'" % (what, rc, says))
             bad += 1
+    return 1 if bad else 0
+
+
+def scenario_owned():
+    """A checkpoint belongs to one campaign: a held lock refuses a second one; a link planted
+    under a temporary's name is refused and its target left alone; --restart removes only the
+    checkpoint's own files (a model called unit_cell.xyz beside them stays); a unit replaced
+    after the campaign opened is refused when read back."""
+    import fcntl
+    bad = 0
+    name = "owned"
+    fresh(name)
+    cfg = write_config(name)
+    ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+    rc, out = run(1, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
+    units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_"))
+    if rc == 0 or not units:
+        log(out)
+        log("FAIL owned: the killed run left no unit (exit %d)" % rc)
+        return 1
+    # 1. another campaign holds the directory (the test takes its lock)
+    with open(os.path.join(ckpt, "lock"), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = sorted(os.listdir(ckpt))
+        rc, out = run(1, cfg)
+        if rc != 6 or "in use by another running campaign" not in out or sorted(os.listdir(ckpt)) != before:
+            log(out)
+            log("FAIL owned: with the lock held elsewhere exit %d, expected 6 and the checkpoint untouched" % rc)
+            bad += 1
+        rc, out = run(1, cfg, extra=["--restart"])
+        if rc != 6 or sorted(os.listdir(ckpt)) != before:
+            log(out)
+            log("FAIL owned: --restart with the lock held elsewhere: exit %d, expected 6 and nothing removed" % rc)
+            bad += 1
+    # 2. a link planted as a unit's temporary: refused, its target unchanged
+    victim = os.path.join(A.workdir, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("not stemsim's\n")
+    link = os.path.join(ckpt, "unit_%07d.tmp" % 5)
+    os.symlink(victim, link)
+    rc, out = run(1, cfg)
+    if rc != 6 or "not a regular file" not in out or open(victim).read() != "not stemsim's\n" or not os.path.islink(link):
+        log(out)
+        log("FAIL owned: a planted link: exit %d, expected 6 with the link and its target left alone" % rc)
+        bad += 1
+    if os.path.lexists(link):  # the old code removed it (a file it did not create)
+        os.remove(link)
+    # 3. --restart removes only the checkpoint's own names; the finished campaign too
+    fresh(name)
+    run(1, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
+    keep = os.path.join(ckpt, "unit_cell.xyz")
+    with open(keep, "w") as f:
+        f.write("a model\n")
+    rc, out = run(1, cfg, extra=["--restart"], env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
+    if not os.path.exists(keep):
+        log(out)
+        log("FAIL owned: --restart deleted unit_cell.xyz")
+        bad += 1
+    rc, out = run(1, cfg)
+    if rc != 0 or not os.path.exists(keep):
+        log(out)
+        log("FAIL owned: the campaign beside unit_cell.xyz: exit %d, the file %s" % (rc, "kept" if os.path.exists(keep) else "removed"))
+        bad += 1
+    log("owned: %s" % ("ok" if not bad else "%d failures" % bad))
     return 1 if bad else 0
 
 
