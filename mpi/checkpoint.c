@@ -19,6 +19,7 @@
 
 #define MANIFEST_HEAD "stemsim checkpoint 1\n"
 #define UNIT_FORMAT 1u
+#define LOCK_NAME "stemsim.lock"
 
 typedef struct {
     char magic[8];
@@ -240,12 +241,15 @@ static int restart_empty(const stem_checkpoint *ck)
     return err;
 }
 
-/* Rank 0: the directory's lock, held until stem_checkpoint_free: one campaign at a time. */
+/* Rank 0: the directory's lock (LOCK_NAME), held until stem_checkpoint_free: one campaign at
+ * a time. An existing lock file (a finished or killed job's) is reused, not removed. */
 static int take_lock(stem_checkpoint *ck)
 {
     char path[STEM_PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/lock", ck->dir);
-    ck->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    snprintf(path, sizeof path, "%s/" LOCK_NAME, ck->dir);
+    ck->lock_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    ck->lock_created = ck->lock_fd >= 0; /* only a lock file this job created is removed with the checkpoint */
+    if (ck->lock_fd < 0 && errno == EEXIST) ck->lock_fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (ck->lock_fd < 0)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open the lock %s: %s", path, strerror(errno));
     if (flock(ck->lock_fd, LOCK_EX | LOCK_NB)) {
@@ -347,8 +351,13 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
     }
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
     if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
-    snprintf(path, sizeof path, "%s/lock", ck->dir); /* held until stem_checkpoint_free: the name goes now */
-    if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    /* the lock, held until stem_checkpoint_free: its name goes now if it is one stemsim made
+     * (this job, or a killed one of this campaign: an empty regular file) */
+    snprintf(path, sizeof path, "%s/" LOCK_NAME, ck->dir);
+    struct stat st;
+    if ((ck->lock_created || (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_size == 0)) && unlink(path) &&
+        errno != ENOENT)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     if (rmdir(ck->dir)) stem_warn("checkpoint directory %s left in place: %s", ck->dir, strerror(errno));
     return STEM_OK;
 }

@@ -11,7 +11,7 @@
  *                         file under its final name is whole: a job killed while
  *                         writing leaves only the .tmp, removed when it resumes
  *
- *   <dir>/lock            held (flock, exclusive) by the campaign's rank 0 while it runs:
+ *   <dir>/stemsim.lock    held (flock, exclusive) by the campaign's rank 0 while it runs:
  *                         a second campaign on the same directory is refused (exit 6);
  *                         the kernel drops the lock when that process ends, however it
  *                         ends (on node-local and most cluster file systems; see README)
@@ -40,7 +40,8 @@ typedef struct {
     unsigned char *done;      /* [n_units]: in the checkpoint when opened (same on every rank) */
     int n_done;               /* of them */
     unsigned char *verified;  /* [n_units]: checked (header, checksum) on this rank since the last store */
-    int lock_fd;              /* rank 0: <dir>/lock, held; -1 elsewhere */
+    int lock_fd;              /* rank 0: <dir>/stemsim.lock, held; -1 elsewhere */
+    int lock_created;         /* rank 0 created it (and removes it with the checkpoint) */
 } stem_checkpoint;
 
 /* Collective over comm; rank 0 works on the directory, every rank learns the outcome. */

@@ -506,7 +506,7 @@ def scenario_owned():
         log("FAIL owned: the killed run left no unit (exit %d)" % rc)
         return 1
     # 1. another campaign holds the directory (the test takes its lock)
-    with open(os.path.join(ckpt, "lock"), "a") as held:
+    with open(os.path.join(ckpt, "stemsim.lock"), "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         before = sorted(os.listdir(ckpt))
         rc, out = run(1, cfg)
