@@ -459,8 +459,7 @@ static int trans_work(void *ctx, int w, long s0, long s1)
             for (size_t i = 0; i < fine; i++) job->V_out[at + i] = crealf(work[i]);
             continue;
         }
-        for (size_t i = 0; i < fine; i++) work[i] = crealf(work[i]); /* as a stored potential would be */
-        transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid);
+        transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid); /* the real part, as stored */
     }
     return STEM_OK;
 }
