@@ -178,15 +178,20 @@ def hankel_cross_sections(z, det, cut=None, rmax=20.0):
     return exact, born
 
 
-def born_lattice(z, det, L):
-    """Born cross-section of the periodic cell: the lattice sum sum_{n/L in det} |sigma V(n/L)|^2 / L^2."""
-    lam, sig, _ = optics()
+def detector_lattice(det, L):
+    """|q| (1/A) of the L x L cell's reciprocal lattice points inside the detector [inner, outer) mrad."""
+    lam, _, _ = optics()
     n = int(det[1] * 1e-3 / lam * L) + 2
     k = np.arange(-n, n + 1) / L
     q = np.hypot(k[:, None], k[None, :])
     th = q * lam * 1e3
-    m = (th >= det[0]) & (th < det[1])
-    return float(np.sum((sig * 2 * math.pi * A0E * fe(z, q[m])) ** 2) / L ** 2)
+    return q[(th >= det[0]) & (th < det[1])]
+
+
+def born_lattice(z, det, L):
+    """Born cross-section of the periodic cell: the lattice sum sum_{n/L in det} |sigma V(n/L)|^2 / L^2."""
+    _, sig, _ = optics()
+    return float(np.sum((sig * 2 * math.pi * A0E * fe(z, detector_lattice(det, L))) ** 2) / L ** 2)
 
 
 def freqs(L, N):
@@ -421,13 +426,7 @@ def table_eval(tab, q):
 def lattice_cross_section(tab, det, L):
     """Plane wave on the periodic L x L cell of one atom: L^2 sum_{n/L in det} |G(n/L) / L^2|^2
     (the tails of neighbouring images overlapping is left out: 12 Angstrom apart)."""
-    lam, _, _ = optics()
-    n = int(det[1] * 1e-3 / lam * L) + 2
-    k = np.arange(-n, n + 1) / L
-    q = np.hypot(k[:, None], k[None, :])
-    th = q * lam * 1e3
-    m = (th >= det[0]) & (th < det[1])
-    return float(np.sum(np.abs(table_eval(tab, q[m])) ** 2) / L ** 2)
+    return float(np.sum(np.abs(table_eval(tab, detector_lattice(det, L))) ** 2) / L ** 2)
 
 
 def table_transmission(tab, atoms, L, N):
