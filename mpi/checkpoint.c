@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../io/input_file.h"
@@ -147,20 +148,13 @@ static int manifest_text(const stem_checkpoint *ck, const char *identity, char *
     return STEM_OK;
 }
 
-/* A new checkpoint's manifest, or an existing one that must match. */
-static int check_manifest(const stem_checkpoint *ck, const char *identity, int *resumed)
+/* An existing manifest at path must be this campaign's (text mine). */
+static int compare_manifest(const stem_checkpoint *ck, const char *path, const char *mine)
 {
-    char path[STEM_PATH_MAX + 32], *mine, *theirs = NULL;
+    char *theirs = NULL;
     size_t len;
-    snprintf(path, sizeof path, "%s/manifest", ck->dir);
-    STEM_TRY(manifest_text(ck, identity, &mine));
-    struct stat st;
-    int err = STEM_OK;
-    *resumed = stat(path, &st) == 0;
-    if (!*resumed) {
-        err = write_atomic(ck->dir, path, mine, strlen(mine), "", 0, 0);
-    } else if (!(err = stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &theirs, &len)) &&
-               strcmp(theirs, mine)) {
+    int err = stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &theirs, &len);
+    if (!err && strcmp(theirs, mine)) {
         char diff[512];
         first_difference(theirs, mine, diff, sizeof diff);
         err = STEM_FAIL(STEM_ERR_CONFIG,
@@ -168,8 +162,20 @@ static int check_manifest(const stem_checkpoint *ck, const char *identity, int *
                         "the scattering table or the stemsim version changed. Run with --restart to discard it, or "
                         "set [output] checkpoint_dir elsewhere", ck->dir, diff);
     }
-    free(mine);
     free(theirs);
+    return err;
+}
+
+/* A new checkpoint's manifest, or an existing one that must match. */
+static int check_manifest(const stem_checkpoint *ck, const char *identity, int *resumed)
+{
+    char path[STEM_PATH_MAX + 32], *mine;
+    snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    STEM_TRY(manifest_text(ck, identity, &mine));
+    struct stat st;
+    *resumed = stat(path, &st) == 0;
+    int err = *resumed ? compare_manifest(ck, path, mine) : write_atomic(ck->dir, path, mine, strlen(mine), "", 0, 0);
+    free(mine);
     return err;
 }
 
@@ -214,13 +220,15 @@ static int checkpoint_name(const char *name)
 
 /* --restart: empties the checkpoint, and only a checkpoint: the directory must hold a
  * stemsim manifest, and only the names it writes are removed (a model called
- * unit_cell.xyz beside it stays); a link under such a name is refused. */
-static int restart_empty(const stem_checkpoint *ck)
+ * unit_cell.xyz beside it stays); a link under such a name is refused. With remove = 0
+ * (--dry-run) nothing is removed: *count says how many files would be. */
+static int restart_empty(const stem_checkpoint *ck, int remove, int *count)
 {
     char path[STEM_PATH_MAX + 300], *text = NULL;
     size_t len = 0;
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
     struct stat st;
+    *count = 0;
     if (lstat(path, &st)) return STEM_OK; /* no checkpoint yet: nothing to empty */
     if (!S_ISREG(st.st_mode) || stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &text, &len) ||
         strncmp(text, MANIFEST_HEAD, strlen(MANIFEST_HEAD))) {
@@ -235,7 +243,8 @@ static int restart_empty(const stem_checkpoint *ck)
     for (struct dirent *e; !err && (e = readdir(d));) {
         if (!checkpoint_name(e->d_name)) continue;
         snprintf(path, sizeof path, "%s/%s", ck->dir, e->d_name);
-        err = remove_stale(path);
+        ++*count;
+        if (remove) err = remove_stale(path);
     }
     closedir(d);
     return err;
@@ -278,19 +287,98 @@ static int open_on_root(stem_checkpoint *ck, const char *identity, int restart)
     if (stat(ck->dir, &st) || !S_ISDIR(st.st_mode))
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a directory", ck->dir);
     STEM_TRY(take_lock(ck));
-    if (restart) STEM_TRY(restart_empty(ck));
+    int removed;
+    if (restart) STEM_TRY(restart_empty(ck, 1, &removed));
     int resumed;
     STEM_TRY(check_manifest(ck, identity, &resumed));
+    stem_progress progress;
+    stem_progress_begin_quiet(&progress, "checking the checkpoint's units", ck->n_units);
     for (int u = 0; u < ck->n_units; u++) {
         char path[STEM_PATH_MAX + 32];
         unit_path(ck, u, ".tmp", path, sizeof path);
         STEM_TRY(remove_stale(path)); /* a write a killed job left half done */
         unit_path(ck, u, "", path, sizeof path);
+        stem_progress_update(&progress, u);
         if (access(path, F_OK)) continue;
         STEM_TRY(check_unit(ck, u, path));
         ck->done[u] = 1;
         ck->n_done++;
     }
+    stem_progress_end(&progress);
+    return STEM_OK;
+}
+
+/* Whether another process holds a flock on path (Linux's /proc/locks lists the locks of
+ * this node's processes by device and inode): looked up, never taken, so that a dry run
+ * cannot turn a campaign starting at that moment away. */
+static int lock_held_elsewhere(const char *path)
+{
+    struct stat st;
+    FILE *f = stat(path, &st) ? NULL : fopen("/proc/locks", "r");
+    if (!f) return 0;
+    char line[256];
+    int held = 0;
+    while (!held && fgets(line, sizeof line, f)) {
+        char kind[16];
+        unsigned maj, min;
+        unsigned long long ino;
+        long pid;
+        /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (device numbers in hex) */
+        if (sscanf(line, "%*s %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
+            !strcmp(kind, "FLOCK") && ino == (unsigned long long)st.st_ino && maj == major(st.st_dev) &&
+            min == minor(st.st_dev) && pid != (long)getpid())
+            held = 1;
+    }
+    fclose(f);
+    return held;
+}
+
+/* The units a real run would find (none when the manifest is absent); refuses as it would. */
+static int survey_units(const stem_checkpoint *ck, const char *identity, int *found)
+{
+    char path[STEM_PATH_MAX + 32], *mine;
+    snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    struct stat st;
+    *found = 0;
+    if (stat(path, &st)) return STEM_OK;
+    STEM_TRY(manifest_text(ck, identity, &mine));
+    int err = compare_manifest(ck, path, mine);
+    free(mine);
+    for (int u = 0; !err && u < ck->n_units; u++) {
+        unit_path(ck, u, "", path, sizeof path);
+        if (access(path, F_OK)) continue;
+        err = check_unit(ck, u, path);
+        *found += !err;
+    }
+    return err;
+}
+
+/* Rank 0 of a dry run: what the real run would do with the directory, printed; its refusals
+ * returned. Nothing is created, locked, removed or written. */
+static int survey_on_root(stem_checkpoint *ck, const char *identity, int restart)
+{
+    struct stat st;
+    char lock[STEM_PATH_MAX + 16];
+    if (stat(ck->dir, &st)) {
+        printf("checkpoint: %s does not exist yet: a real run creates it and computes all %d units\n", ck->dir,
+               ck->n_units);
+        return STEM_OK;
+    }
+    if (!S_ISDIR(st.st_mode)) return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a directory", ck->dir);
+    snprintf(lock, sizeof lock, "%s/" LOCK_NAME, ck->dir);
+    if (lock_held_elsewhere(lock))
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is in use by another running campaign (it holds %s): wait for "
+                         "it to finish, or give this job another [output] file or checkpoint_dir", ck->dir, lock);
+    int files, found;
+    if (restart) {
+        STEM_TRY(restart_empty(ck, 0, &files));
+        printf("checkpoint: --restart: a real run removes the %d checkpoint file%s in %s and computes all %d units\n",
+               files, files == 1 ? "" : "s", ck->dir, ck->n_units);
+        return STEM_OK;
+    }
+    STEM_TRY(survey_units(ck, identity, &found));
+    printf("checkpoint: %s holds %d of %d units of this campaign (each verified): a real run %s %d\n", ck->dir, found,
+           ck->n_units, found ? "resumes and computes the other" : "computes all", ck->n_units - found);
     return STEM_OK;
 }
 
@@ -314,6 +402,19 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
     if (!err) err = stem_mpi_bcast(ck->done, (size_t)n_units, 0, comm);
     if (!err) STEM_MPI_CALL(MPI_Bcast(&ck->n_done, 1, MPI_INT, 0, comm));
     return err;
+}
+
+int stem_checkpoint_survey(MPI_Comm comm, const char *dir, const char *identity, int n_units, size_t unit_bytes,
+                           int restart)
+{
+    int rank;
+    stem_checkpoint ck = {.n_units = n_units, .unit_bytes = unit_bytes, .lock_fd = -1};
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    snprintf(ck.dir, sizeof ck.dir, "%s", dir);
+    ck.identity = stem_hash_bytes(STEM_HASH_SEED, identity, strlen(identity));
+    int err = rank == 0 ? survey_on_root(&ck, identity, restart) : STEM_OK;
+    fflush(stdout);
+    return stem_mpi_agree(err, comm);
 }
 
 int stem_checkpoint_store(const stem_checkpoint *ck, int unit, const void *payload)

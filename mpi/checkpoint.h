@@ -47,6 +47,10 @@ typedef struct {
 /* Collective over comm; rank 0 works on the directory, every rank learns the outcome. */
 int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity, int n_units,
                          size_t unit_bytes, int restart);
+/* --dry-run: what a real run would find in dir (nothing, units to resume, a refusal), printed by
+ * rank 0, with the real run's refusal as the result (agreed over comm); nothing is written. */
+int stem_checkpoint_survey(MPI_Comm comm, const char *dir, const char *identity, int n_units, size_t unit_bytes,
+                           int restart);
 /* One rank (a group's leader): unit u's payload, durably (see above). */
 int stem_checkpoint_store(const stem_checkpoint *ck, int unit, const void *payload);
 /* Bytes [offset, offset + bytes) of unit u's payload; the unit is verified whole (header,

@@ -66,9 +66,12 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
 {
     memset(out, 0, sizeof *out);
     double thinnest = 0;
+    stem_progress progress;
+    stem_progress_begin_quiet(&progress, "the thickest tilt (the model rotated to each tilt)", s->n_tilts);
     for (int t = 0; t < s->n_tilts; t++) {
         double tx, ty;
         stem_atoms a = {0};
+        stem_progress_update(&progress, t);
         stem_series_tilt_values(s, t, &tx, &ty);
         STEM_TRY(stem_atoms_rotated(tiled, cfg->rotation_z, tx, ty, &a));
         if (t == 0 || a.cell[2] < thinnest) thinnest = a.cell[2];
@@ -79,6 +82,7 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
             stem_atoms_free(&a);
         }
     }
+    stem_progress_end(&progress);
     /* sliced as stem_plan_set_thickness slices it: the depths every tilt reaches */
     return stem_series_resolve_depths(s, cfg, thinnest);
 }
@@ -104,7 +108,10 @@ static int point_plans(campaign *cp)
     const stem_series_job *job = cp->job;
     const stem_series *s = job->series;
     STEM_ALLOC(cp->plans, (size_t)s->n_tilts * cp->n_optics, "series point plans");
+    stem_progress progress;
+    stem_progress_begin_quiet(&progress, "the campaign's points (the model rotated to each tilt)", s->n_tilts);
     for (int t = 0; t < s->n_tilts; t++) {
+        stem_progress_update(&progress, t);
         double tx, ty;
         stem_atoms a = {0};
         stem_series_tilt_values(s, t, &tx, &ty);
@@ -125,14 +132,19 @@ static int point_plans(campaign *cp)
         }
         stem_atoms_free(&a);
     }
+    stem_progress_end(&progress);
     return STEM_OK;
 }
 
-/* What determines the numbers: version, model, table and the config outside [output]
- * and the [compute] keys that only place the work (threads, groups, memory). */
+/* What determines the numbers: version, model, table and the config outside [output],
+ * without the [compute] keys that only place the work (threads, groups, memory, wisdom) and
+ * the paths of inputs whose contents are hashed here (the model, the probe positions): the
+ * same campaign reached through another path to its config, or from another directory, is
+ * the same campaign. */
 static char *identity_text(const stem_series_job *job)
 {
-    static const char *placement[] = {"threads =", "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node ="};
+    static const char *placement[] = {"threads =", "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node =",
+                                      "fft_wisdom =", "xyz =", "positions ="};
     unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->potentials);
     char *ini = stem_config_to_ini(job->cfg), *buf = NULL;
     size_t size = 0;
@@ -569,16 +581,40 @@ static void announce(const campaign *cp, const char *dir)
         stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
 }
 
+/* The campaign's units and their stored size. */
+static void campaign_shape(campaign *cp, const stem_series_job *job)
+{
+    cp->job = job;
+    cp->win = MPI_WIN_NULL;
+    cp->n_configs = job->plan->n_configs;
+    cp->n_optics = stem_series_per_tilt(job->series) / job->series->n[STEM_SERIES_DEPTH];
+    cp->n_planes = job->series->n[STEM_SERIES_DEPTH];
+    cp->per_tilt = stem_series_per_tilt(job->series);
+    cp->n_units = job->series->n_tilts * cp->n_configs;
+    layout_build(job->plan, &cp->layout);
+}
+
+int stem_series_campaign_survey(const stem_series_job *job)
+{
+    campaign cp = {0};
+    campaign_shape(&cp, job);
+    char dir[STEM_PATH_MAX];
+    stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
+    char *identity = identity_text(job);
+    int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
+                             job->m->world);
+    if (!err)
+        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, (size_t)cp.per_tilt * cp.layout.point_bytes,
+                                     job->restart);
+    free(identity);
+    return err;
+}
+
 int stem_series_campaign_run(const stem_series_job *job)
 {
     const stem_mpi *m = job->m;
-    campaign cp = {.job = job, .win = MPI_WIN_NULL};
-    cp.n_configs = job->plan->n_configs;
-    cp.n_optics = stem_series_per_tilt(job->series) / job->series->n[STEM_SERIES_DEPTH];
-    cp.n_planes = job->series->n[STEM_SERIES_DEPTH];
-    cp.per_tilt = stem_series_per_tilt(job->series);
-    cp.n_units = job->series->n_tilts * cp.n_configs;
-    layout_build(job->plan, &cp.layout);
+    campaign cp = {0};
+    campaign_shape(&cp, job);
     char dir[STEM_PATH_MAX];
     stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
     char *identity = identity_text(job);

@@ -42,6 +42,9 @@ void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n);
 int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_series *s, stem_atoms *out);
 /* Collective over job->m->world: the campaign, then the output (published) and the
  * checkpoint removed. STEM_STOPPED_CHECKPOINTED when a signal stopped it. */
+/* --dry-run: what a real run would do with the campaign's checkpoint (checkpoint.h), printed;
+ * the real run's refusal returned (collective). */
+int stem_series_campaign_survey(const stem_series_job *job);
 int stem_series_campaign_run(const stem_series_job *job);
 
 #endif

@@ -106,12 +106,23 @@ double stem_wall_time(void)
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-void stem_progress_begin(stem_progress *p, const char *stage, long total)
+static void progress_start(stem_progress *p, const char *stage, long total, int quiet)
 {
     p->stage = stage;
     p->total = total > 0 ? total : 1;
     p->start = p->last_print = stem_wall_time();
+    p->quiet_start = quiet;
+}
+
+void stem_progress_begin(stem_progress *p, const char *stage, long total)
+{
+    progress_start(p, stage, total, 0);
     stem_info("%s ...", stage);
+}
+
+void stem_progress_begin_quiet(stem_progress *p, const char *stage, long total)
+{
+    progress_start(p, stage, total, 1);
 }
 
 void stem_progress_update(stem_progress *p, long done)
@@ -120,6 +131,7 @@ void stem_progress_update(stem_progress *p, long done)
     double now = stem_wall_time();
     if (now - p->last_print < 2.0) return;
     p->last_print = now;
+    p->quiet_start = 0; /* it has taken a while: its end is reported too */
     double frac = (double)done / p->total;
     double eta = frac > 0 ? (now - p->start) * (1 - frac) / frac : 0;
     fprintf(stdout, "  %s: %3.0f%%  elapsed %.0f s  ETA %.0f s\n", p->stage, 100 * frac,
@@ -129,5 +141,6 @@ void stem_progress_update(stem_progress *p, long done)
 
 void stem_progress_end(stem_progress *p)
 {
+    if (p->quiet_start) return; /* quick: never shown */
     stem_info("  %s: done in %.2f s", p->stage, stem_wall_time() - p->start);
 }

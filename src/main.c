@@ -330,6 +330,10 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan); /* agreed: every rank or none */
         if (err) stem_output_target_discard(target);          /* the temporary file exists by now */
     }
+    if (!err && o->dry_run && !o->variant && series->n_points) { /* what the real run would find in its checkpoint */
+        stem_series_job job = {m, cfg, series, plan, engine, atoms, potentials, target, NULL, o->restart};
+        err = stem_series_campaign_survey(&job);
+    }
     if (!err && o->dry_run && !o->variant) stem_info("dry run: every check passed; a real run would start now");
     return err;
 }

@@ -101,6 +101,17 @@ void stem_memory_limit_choose(double config_gib, int ranks_on_node, stem_memory_
     }
 }
 
+double stem_process_resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    double kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kib = atof(line + 6); /* the peak so far: MPI_Init's exceeds what it keeps */
+    if (f) fclose(f);
+    return kib * 1024;
+}
+
 double stem_shared_memory_room(char *dir, int dir_len)
 {
     const char *d = getenv("OMPI_MCA_osc_sm_backing_directory");

@@ -19,6 +19,10 @@ double stem_cgroup_memory_limit(const char *proc_cgroup, const char *root);
  * min(physical, cgroup) / ranks_on_node, and of RLIMIT_AS (per process). */
 void stem_memory_limit_choose(double config_gib, int ranks_on_node, stem_memory_limit *out);
 
+/* The most resident memory this process has held so far (bytes; 0: unknown): the libraries,
+ * MPI (its start-up's peak), HDF5, FFTW and the model, when the plan is made. */
+double stem_process_resident_bytes(void);
+
 /* Free bytes where MPI places node-shared memory windows (Open MPI's
  * osc_sm_backing_directory when set, else /dev/shm; the directory in dir), or -1
  * when unknown. A full one kills a process with SIGBUS on first touch. */

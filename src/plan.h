@@ -122,6 +122,7 @@ typedef struct {
     int threads, batch_size;
     /* memory (bytes, per rank) */
     double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;
+    double mem_runtime; /* the process before its buffers: libraries, MPI, HDF5, FFTW, the model (in mem_total) */
     char fft_wisdom[64];    /* measured FFTW plans: the shared wisdom's hash (mpi/fft_wisdom.c); "" otherwise */
     double mem_node_shared; /* bytes of this group's node-shared windows on this node (0: none) */
     char mem_limit_source[256]; /* what set mem_limit (config, cgroup, rlimit, RAM) */
@@ -175,6 +176,8 @@ void stem_split_range(long n, int parts, int i, long *b, long *e);
 
 /* Depth nodes of the finite projection's profiles (potential.c). */
 #define STEM_FINITE_NODES 24
+/* Samples of each species' unblurred radial table, the profiles' source (potential.c). */
+#define STEM_RADIAL_POINTS 16384
 /* The blurred atom profiles (potential.c): the Gaussian's spectrum at the nearest alias of
  * the band edge is STEM_BLUR_ALIAS of its value at the edge; a profile is tabulated every
  * sigma / STEM_BLUR_STEPS out to the cutoff plus STEM_BLUR_REACH sigmas. */
@@ -189,7 +192,8 @@ typedef struct {
     int rx, ry;   /* pixels reached either side of the atom's own */
 } stem_blur_geometry;
 stem_blur_geometry stem_plan_blur_geometry(const stem_plan *plan);
-/* Bytes of the potential's profile table for n_species species (potential.c builds it). */
+/* Bytes of the potential's profile table for n_species species, with the radial tables its
+ * build reads (potential.c builds it). */
 double stem_plan_table_bytes(const stem_plan *plan, int n_species);
 /* Probe diameter (Angstrom) that a PRISM window must hold: the Airy disc
  * 1.22 lambda/alpha plus twice the largest geometric ray displacement of

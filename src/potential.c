@@ -17,7 +17,7 @@
 #include "dispatcher.h"
 #include "fft.h"
 
-#define RADIAL_POINTS 16384
+#define RADIAL_POINTS STEM_RADIAL_POINTS
 /* Finite projection: the part of an atom's potential between depth 0 and z (relative to
  * its centre) is tabulated at STEM_FINITE_NODES depths up to the cutoff, spaced like
  * sinh(FINITE_STRETCH k / n) so that they crowd near the centre, where the part grows

@@ -95,8 +95,11 @@ typedef struct {
     const char *stage;
     double start, last_print;
     long total;
+    int quiet_start; /* printed only once it has taken a while (set-up steps) */
 } stem_progress;
 void stem_progress_begin(stem_progress *p, const char *stage, long total);
+/* A stage that is usually quick: nothing is printed unless it runs past 2 s. */
+void stem_progress_begin_quiet(stem_progress *p, const char *stage, long total);
 void stem_progress_update(stem_progress *p, long done);
 void stem_progress_end(stem_progress *p);
 

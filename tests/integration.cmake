@@ -155,7 +155,7 @@ endforeach()
 # written, exclusive temporaries, no-replace publication, full disk, vanished
 # directory, signals, memory limits, consistent ranks, dry-run verdicts.
 set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special_output full_disk vanished_dir
-    signals memory_rlimit one_message mpmd_mismatch dry_run odd_inputs)
+    signals memory_rlimit memory_estimate one_message mpmd_mismatch dry_run odd_inputs)
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
     foreach(_np 1 2)
@@ -177,7 +177,7 @@ endif()
 # refused, rank counts agree; multislice and PRISM.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_alg multislice prism)
-    foreach(_s equals_single kill_resume signals damaged owned changed_key ranks depths)
+    foreach(_s equals_single kill_resume signals damaged owned usable changed_key ranks depths)
       add_test(NAME campaign_${_s}_${_alg}
                COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py ${_s} --algorithm ${_alg}
                        --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}

@@ -28,6 +28,9 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
                  depth equals a single run of a sample cut at that depth (tile_z = 1, 2)
                  to 1e-6; with tilts and configurations, a run killed after 1 unit
                  resumes and equals the uninterrupted one bit for bit
+  usable         the same campaign through another path to its config resumes; --dry-run says
+                 what a rerun does (resume k of n, --restart, a changed key, a held lock) with
+                 the real run's exit code and changes nothing
   beam_tilts     (--algorithm hrtem) [series] beam_tilt_x/_y with sample tilts and defoci:
                  the axes hold the tilts rounded to the cell's plane waves, every point
                  equals the single run with [probe] beam_tilt_x/_y at that value to
@@ -549,6 +552,62 @@ def scenario_owned():
         log("FAIL owned: the campaign beside unit_cell.xyz: exit %d, the file %s" % (rc, "kept" if os.path.exists(keep) else "removed"))
         bad += 1
     log("owned: %s" % ("ok" if not bad else "%d failures" % bad))
+    return 1 if bad else 0
+
+
+def scenario_usable():
+    """A checkpoint a user can live with: the same campaign reached through another path to its
+    config (or another model path to the same model) resumes instead of being refused; --dry-run
+    says what a rerun would do (resume k of n units, --restart, a changed key, a held lock) with
+    the real run's exit code, and changes nothing in the checkpoint; the rerun then equals the
+    uninterrupted campaign bit for bit."""
+    import fcntl
+    ref = reference()
+    bad = 0
+    name = "usable"
+    fresh(name)
+    sub = os.path.join(A.workdir, "sub")
+    os.makedirs(sub, exist_ok=True)
+    text = open(write_config(name)).read()
+    here = os.path.join(os.path.dirname(os.path.abspath(A.config)), "..", "..", "data")
+    text = text.replace("xyz = " + here + "/", "xyz = " + os.path.relpath(here, sub) + "/")  # relative to the config
+    text = text.replace("file = %s.h5" % name, "file = " + os.path.join(A.workdir, name + ".h5"))
+    with open(os.path.join(sub, name + ".ini"), "w") as f:
+        f.write(text)
+    rel, absolute = os.path.join("sub", name + ".ini"), os.path.join(sub, name + ".ini")
+    ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+    rc, out = run(2, rel, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "2"})
+    units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_") and not f.endswith(".tmp"))
+    if rc == 0 or not units:
+        log(out)
+        log("FAIL usable: the killed run left no unit (exit %d)" % rc)
+        return 1
+    before = sorted(os.listdir(ckpt))
+    cases = (([], 0, "holds %d of 6 units of this campaign" % len(units)),
+             (["--restart"], 0, "--restart: a real run removes the"),
+             (["--set", "probe.semiangle=21"], 3, "semiangle"))
+    for extra, code, text in cases:
+        rc, out = run(2, absolute, ["--dry-run"] + extra)
+        if rc != code or text not in out or sorted(os.listdir(ckpt)) != before:
+            log(out)
+            log("FAIL usable: --dry-run %s: exit %d (expected %d), '%s' %s, checkpoint %s" %
+                (extra, rc, code, text, "said" if text in out else "not said",
+                 "unchanged" if sorted(os.listdir(ckpt)) == before else "changed"))
+            bad += 1
+    with open(os.path.join(ckpt, "stemsim.lock"), "a") as held:  # another campaign running on it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        rc, out = run(2, absolute, ["--dry-run"])
+        if rc != 6 or "in use by another running campaign" not in out:
+            log(out)
+            log("FAIL usable: --dry-run with the lock held elsewhere: exit %d, expected 6" % rc)
+            bad += 1
+    rc, out = run(2, absolute)  # the same campaign through another path to its config
+    if rc != 0 or "resuming: %d of 6 units done" % len(units) not in out:
+        log(out)
+        log("FAIL usable: the campaign reached through %s exited %d or did not resume" % (absolute, rc))
+        return 1
+    bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "resumed through another path")
+    log("usable: %s" % ("ok" if not bad else "%d failures" % bad))
     return 1 if bad else 0
 
 

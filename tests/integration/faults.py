@@ -29,6 +29,8 @@ Scenarios (each asserts exit code, message, and the files left behind):
   mpmd_mismatch     ranks started with different configs (MPMD): exit 3 naming
                     the key; a config error on rank 1 only: its message, exit 3
   dry_run           --dry-run exits as the real run would (0, 5, 6), writes nothing
+  memory_estimate   the plan's memory per rank is at least each rank's measured peak (threads,
+                    oversampling, PRISM, finite projection, 4D)
   odd_inputs        a duplicated atom warns with its lines; <(...) and a FIFO as
                     config are refused at once; /dev/stdin from a file works;
                     a relative output path is relative to the current directory
@@ -457,6 +459,42 @@ def s_odd_inputs():
     expect(problems, rc == 0 and os.path.exists(os.path.join(here, "rel.h5")), "rel.h5 not in the current directory")
     expect(problems, not os.path.exists(os.path.join(d, "rel.h5")), "rel.h5 written next to the config file")
     return finish(problems, "odd_inputs")
+
+
+def peak_rss_gib(argv, cwd):
+    """(exit code, the largest resident set of any process the command started, GiB)."""
+    probe = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+             "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    rc, out, _ = run([sys.executable, "-c", probe] + argv, cwd=cwd, timeout=300)
+    code, kib = out.split()[-2:] if rc == 0 and len(out.split()) >= 2 else (rc, 0)
+    return int(code), int(kib) / 1048576.0
+
+
+def s_memory_estimate():
+    """The plan's memory per rank covers what each rank really holds at its peak (within 5%, the
+    measurement's own reach: MPI_Finalize, the kernel's accounting), so --dry-run's verdict holds."""
+    d = fresh("memory_estimate")
+    cfg = local_config(d)
+    problems = []
+    # node-shared windows count once per node in the plan (their share per rank) but in full in
+    # every rank's resident set: kept private here, so that each rank's peak is its own
+    big = ["sample.tile_x=6", "sample.tile_y=6", "simulation.pixel_size=0.05", "output.file=m.h5",
+           "compute.node_shared=false"]
+    cases = (["compute.threads=1", "simulation.transmission_oversampling=1"],
+             ["compute.threads=4", "simulation.transmission_oversampling=3"],
+             ["compute.threads=2", "simulation.algorithm=prism", "simulation.transmission_oversampling=2"],
+             ["compute.threads=2", "simulation.projection=finite", "detector.save_4d=true"])
+    for sets in cases:
+        rc, out, err = run(cmd(A.ranks, cfg, big + sets, ["--dry-run"]), cwd=d)
+        est = [float(l.split()[3]) for l in out.splitlines() if l.strip().startswith("memory per rank")]
+        expect(problems, rc == 0 and est, f"{sets}: the dry run exited {rc} without an estimate")
+        if rc or not est:
+            continue
+        rc, peak = peak_rss_gib(cmd(A.ranks, cfg, big + sets, ["--quiet"]), d)
+        log(f"  {sets}: estimate {est[0]:.3f} GiB per rank, measured peak {peak:.3f} GiB")
+        expect(problems, rc == 0, f"{sets}: the run exited {rc}")
+        expect(problems, peak <= 1.05 * est[0], f"{sets}: peak {peak:.3f} GiB above the plan's {est[0]:.3f} GiB")
+    return finish(problems, "memory_estimate")
 
 
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
