@@ -875,8 +875,13 @@ void stem_config_print_reference(FILE *out)
         char def[64];
         /* the one string key without a default that must be given: [sample] xyz */
         snprintf(def, sizeof def, "%s", k->def[0] ? k->def : k->offset == OFF(xyz) ? "(required)" : "(none)");
-        if (k->type == K_ENUM) fprintf(out, "| %s | %s | %s | %s | %s (%s) |\n", k->section, k->key, k->unit, def, k->doc, k->choices);
-        else fprintf(out, "| %s | %s | %s | %s | %s |\n", k->section, k->key, k->unit, def, k->doc);
+        fprintf(out, "| %s | %s | %s | %s | %s", k->section, k->key, k->unit, def, k->doc);
+        if (k->type == K_ENUM) { /* the choices' '|' escaped: the reference is a Markdown table (docs/config.md) */
+            fputs(" (", out);
+            for (const char *c = k->choices; *c; c++) fputs(*c == '|' ? "\\|" : (char[2]){*c, 0}, out);
+            fputs(")", out);
+        }
+        fputs(" |\n", out);
     }
     fprintf(out, "| images | NAME | mrad | BF, ABF, ADF, HAADF | `NAME = inner outer`: a 2D image integrating all "
                  "intensity between the two angles; defaults BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a..max (a = semiangle) |\n");
