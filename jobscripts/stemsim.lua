@@ -11,9 +11,12 @@ Examples: $STEMSIM_HOME/share/stemsim/examples; job scripts: $STEMSIM_HOME/share
 ]])
 
 local prefix = "/opt/stemsim/0.1.0"
--- the MPI, HDF5 (parallel) and FFTW stemsim was built against, if they are modules too
--- depends_on("openmpi/4.1")
--- depends_on("hdf5-mpi/1.10")
+-- The MPI, parallel HDF5 and FFTW stemsim was built against (the installed binary keeps
+-- their library paths in its RUNPATH, so these are for mpirun and the tools beside it).
+-- Set the names to your site's modules; `stemsim --version` prints the versions it was built with.
+depends_on("openmpi")
+depends_on("hdf5")
+depends_on("fftw")
 
 setenv("STEMSIM_HOME", prefix)
 prepend_path("PATH", pathJoin(prefix, "bin"))

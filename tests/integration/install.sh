@@ -12,6 +12,14 @@ for f in bin/stemsim share/stemsim/data/kirkland_params.txt share/stemsim/data/l
          share/stemsim/examples/quickstart.ini share/stemsim/jobscripts/stemsim.lua; do
   [ -e "$work/prefix/$f" ] || { echo "FAIL $f not installed"; exit 1; }
 done
+# the library search path the build linked with survives the install (cmake strips it by default)
+runpath() { readelf -d "$1" 2>/dev/null | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p'; }
+if command -v readelf > /dev/null; then
+  built=$(runpath "$build/stemsim") installed=$(runpath "$work/prefix/bin/stemsim")
+  for d in ${built//:/ }; do
+    case ":$installed:" in *":$d:"*) ;; *) echo "FAIL the installed binary lost RUNPATH $d (it has '$installed')"; exit 1 ;; esac
+  done
+fi
 mv "$work/prefix" "$work/moved"
 cd "$work/moved/share/stemsim/examples"
 unset STEMSIM_KIRKLAND STEMSIM_LOBATO
@@ -25,6 +33,9 @@ if STEMSIM_KIRKLAND=$work/none.txt "$bin" quickstart.ini --dry-run > "$work/over
   echo "FAIL STEMSIM_KIRKLAND pointing nowhere was not used"; exit 1
 fi
 grep -q "none.txt" "$work/override.log" || { cat "$work/override.log"; echo "FAIL the message does not name the override"; exit 1; }
+# messages name the source relative to the repository, never the build machine's checkout
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+if grep -F "[$source_dir/" "$work/override.log"; then echo "FAIL a message names the build machine's source path"; exit 1; fi
 # captured, not piped into grep -q: a reader that leaves early would fail the pipeline (pipefail)
 version=$("$bin" --version) || { echo "FAIL --version exited non-zero"; exit 1; }
 case $version in *$'\nHDF5: '*'(parallel)'*) ;; *) echo "$version"; echo "FAIL --version lacks HDF5"; exit 1 ;; esac
