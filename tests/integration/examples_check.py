@@ -7,7 +7,9 @@ The small case with rings, DPC and 4D and a 2-point defocus series: the reader n
 axis (series axes first), its coordinates are the file's /axes (rings at their centres),
 its arrays equal h5py's; an incomplete file is refused. The renderer writes every image,
 the DPC maps, the radial profile and the 4D pattern at a chosen probe; a probe outside the
-scan is refused. Exit: 0 pass, 1 fail, 77 skip (no h5py/matplotlib).
+scan is refused; a series is drawn a panel per point, each holding that point's image (its
+mean checked against h5py's), or the one point --point chooses, and an open-ended [images]
+range is titled "60 mrad and beyond". Exit: 0 pass, 1 fail, 77 skip (no h5py/matplotlib).
 """
 import argparse
 import os
@@ -79,6 +81,29 @@ def main():
     if p.returncode or any(n not in made for n in need):
         print(p.stdout + p.stderr)
         print("FAIL render_png.py wrote %s" % made)
+        bad += 1
+    # what it drew: a panel per series point holding that point's image, open ranges named as such
+    p = subprocess.run([sys.executable, os.path.join(examples, "render_png.py"), out, png, "--summary"],
+                       capture_output=True, text=True, timeout=300)
+    drawn = [l.split() for l in p.stdout.splitlines() if l.startswith("DRAWN /images/HAADF")]
+    with h5py.File(out, "r") as f:
+        haadf = f["images/HAADF"][()]
+    means = [float(d[d.index("mean") + 1]) for d in drawn]
+    if p.returncode or len(drawn) != 2 or not np.allclose(means, haadf.mean(axis=(1, 2)), rtol=1e-12, atol=0):
+        print(p.stdout + p.stderr)
+        print("FAIL render_png.py drew %d HAADF panels with means %s, expected the 2 points' %s" %
+              (len(drawn), means, haadf.mean(axis=(1, 2))))
+        bad += 1
+    if "FIGURE series_HAADF.png HAADF (60 mrad and beyond)" not in p.stdout or "e+09" in p.stdout:
+        print(p.stdout)
+        print("FAIL the open-ended HAADF range is not titled '60 mrad and beyond'")
+        bad += 1
+    p = subprocess.run([sys.executable, os.path.join(examples, "render_png.py"), out, png, "--summary", "--point", "1"],
+                       capture_output=True, text=True, timeout=300)
+    drawn = [l for l in p.stdout.splitlines() if l.startswith("DRAWN /images/HAADF")]
+    if p.returncode or len(drawn) != 1 or "point [1]" not in drawn[0]:
+        print(p.stdout + p.stderr)
+        print("FAIL --point 1 did not draw the second point alone")
         bad += 1
     p = subprocess.run([sys.executable, os.path.join(examples, "render_png.py"), out, png, "--probe", "9", "9"],
                        capture_output=True, text=True, timeout=300)
