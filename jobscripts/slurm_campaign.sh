@@ -16,7 +16,7 @@
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=4
 #SBATCH --cpus-per-task=8
-#SBATCH --gpus-per-node=4
+#SBATCH --gpus-per-task=1
 #SBATCH --time=04:00:00
 #SBATCH --signal=USR1@120
 #SBATCH --requeue
@@ -24,10 +24,14 @@
 #SBATCH --output=stemsim-campaign-%j.log
 set -uo pipefail
 CONFIG=${CONFIG:-config.ini}
+# Slurm >= 22.05: srun no longer inherits sbatch's --cpus-per-task (each task would get one
+# core for its threads); pass it on. Each rank its own GPU, the one closest to its cores.
+export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
+gpu_bind=(); [ -n "${SLURM_GPUS_PER_TASK:-}" ] && gpu_bind=(--gpu-bind=closest)
 # MAX_REQUEUES bounds the loop should something keep stopping the job early.
 MAX_REQUEUES=${MAX_REQUEUES:-50}
 echo "stemsim campaign: job $SLURM_JOB_ID, restart count ${SLURM_RESTART_COUNT:-0}, $(date)"
-srun --cpu-bind=cores --kill-on-bad-exit=1 stemsim \
+srun --cpus-per-task="$SLURM_CPUS_PER_TASK" --cpu-bind=cores "${gpu_bind[@]}" --kill-on-bad-exit=1 stemsim \
      --set compute.threads="$SLURM_CPUS_PER_TASK" "$CONFIG"
 rc=$?
 if [ "$rc" -eq 75 ]; then

@@ -433,10 +433,17 @@ static void choose_decomposition(stem_plan *plan, const stem_config *cfg)
     int bound = bound_cores();
     if (bound > 0 && bound < per_rank) per_rank = bound;
     plan->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
-    if (bound > 0 && plan->threads > bound && L->world_rank == 0)
-        stem_warn("[compute] threads = %d but this rank may run on %d core(s) only (MPI binding?): "
-                  "use mpirun --bind-to none or --map-by slot:PE=%d",
-                  plan->threads, bound, plan->threads);
+    if (bound > 0 && plan->threads > bound && L->world_rank == 0) {
+        if (getenv("SLURM_STEP_ID")) /* launched by srun: Slurm >= 22.05 no longer passes sbatch's --cpus-per-task on */
+            stem_warn("[compute] threads = %d but this rank may run on %d core(s) only (srun's binding): its threads "
+                      "take turns. Use srun --cpus-per-task=%d (or export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK "
+                      "before srun: Slurm 22.05 and later do not pass sbatch's --cpus-per-task on to srun)",
+                      plan->threads, bound, plan->threads);
+        else
+            stem_warn("[compute] threads = %d but this rank may run on %d core(s) only (MPI binding?): "
+                      "use mpirun --bind-to none or --map-by slot:PE=%d",
+                      plan->threads, bound, plan->threads);
+    }
     plan->batch_size = cfg->batch_size;
 }
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The job scripts under a real Slurm (ctest label `slurm`): installs Debian's slurm-wlm and
 # munge when missing, starts a one-node cluster on this machine (munged, slurmctld and
-# slurmd as root; private state, spool and ports; no cgroup plugins; MpiDefault=pmix), and
+# slurmd as root; private state, spool and ports; task/affinity binding, no cgroup plugins;
+# MpiDefault=pmix), and
 #   1. submits jobscripts/slurm_single_node.sh (its GPU request removed) with a tiny config
-#      through `sbatch --wait`: exit 0, the output complete;
+#      through `sbatch --wait`, one task of all the node's CPUs: exit 0, the output complete,
+#      stemsim's threads bound to all those CPUs (no "may run on 1 core(s)" warning);
 #   2. submits jobscripts/slurm_campaign.sh with a 4-tilt series, signals the running job
 #      step with `scancel --signal=USR1` once a unit is in the checkpoint: stemsim exits 75,
 #      the script requeues the job, the requeued job resumes ("resuming: N of 4 units
@@ -67,7 +69,7 @@ SlurmdPidFile=$work/slurmd.pid
 SlurmctldLogFile=$work/slurmctld.log
 SlurmdLogFile=$work/slurmd.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=pmix
@@ -96,19 +98,27 @@ sed -e "s#xyz = ../../data/#xyz = $root/data/#" "$small" > "$work/jobs/small.ini
 export PATH=$(dirname "$stemsim"):$PATH
 common=(--nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=10 --chdir="$work/jobs")
 
-# 1. the single-node script, waited for
-sed '/--gpus-per-node/d' "$root/jobscripts/slurm_single_node.sh" > "$work/jobs/single.sh"
-sbatch --wait "${common[@]}" --output="$work/jobs/single-%j.log" --export=ALL,CONFIG=small.ini \
+# 1. the single-node script, waited for: one task with every CPU of the node, bound by
+# task/affinity as a cluster binds it; its threads must get those CPUs (Slurm >= 22.05's srun
+# does not inherit --cpus-per-task: without passing it on, the task gets one core)
+sed '/--gpus-per-task/d' "$root/jobscripts/slurm_single_node.sh" > "$work/jobs/single.sh"
+sbatch --wait --nodes=1 --ntasks-per-node=1 --cpus-per-task="$cpus" --time=10 --chdir="$work/jobs" \
+  --output="$work/jobs/single-%j.log" --export=ALL,CONFIG=small.ini \
   "$work/jobs/single.sh" > "$work/jobs/sbatch1.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "slurm_single_node.sh: sbatch --wait exit $rc: $(cat "$work/jobs/sbatch1.out")"
 grep -q "wrote small.h5" "$work"/jobs/single-*.log || fail "slurm_single_node.sh did not write its output"
+if [ "$cpus" -gt 1 ]; then
+  grep -q "may run on" "$work"/jobs/single-*.log && fail "slurm_single_node.sh: the task's threads share fewer cores than $cpus"
+  grep -q "), $cpus threads, batch" "$work"/jobs/single-*.log ||
+    fail "slurm_single_node.sh: stemsim did not run $cpus threads"
+fi
 info=$("$python" "$root/tests/check_h5.py" info "$work/jobs/small.h5" 2>&1)
 case $info in *"complete = 1"*) ;; *) fail "small.h5 missing or incomplete: $info" ;; esac
 echo "1. slurm_single_node.sh: exit 0, $(grep -o 'wrote small.h5.*' "$work"/jobs/single-*.log | head -1)"
 
 # 2. the campaign script: USR1 to the running step, exit 75, requeue, resume
-sed -e '/--gpus-per-node/d' "$root/jobscripts/slurm_campaign.sh" > "$work/jobs/campaign.sh"
+sed -e '/--gpus-per-task/d' "$root/jobscripts/slurm_campaign.sh" > "$work/jobs/campaign.sh"
 cat "$work/jobs/small.ini" > "$work/jobs/campaign.ini"
 printf '\n[series]\ntilt_x = 0 4 8 12\n' >> "$work/jobs/campaign.ini"
 sed -i 's/^file = small.h5/file = campaign.h5/' "$work/jobs/campaign.ini"
