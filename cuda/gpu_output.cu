@@ -414,7 +414,7 @@ static const char *product_name(const out_ctx *c)
  * out[row][p][col] = S_row^T(col, b) coef(b, p), one strided batch over the region's rows per
  * piece of the region that does not wrap around the source grid. (cuBLAS runs widths that are
  * multiples of 64 faster per column, but cutting a piece into such a width and the rest is not
- * faster: gpu_kernel_check --bench, "output CGEMM", benchmarks/GPU_LIMITS.md.) */
+ * faster: gpu_kernel_check --bench, "output CGEMM", benchmarks/results/GPU_LIMITS.md.) */
 static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H, int sx, int sy, const gpu_tile *tl, int P)
 {
     int nb = c->plan->n_beams;

@@ -308,7 +308,7 @@ static const key_spec key_table[] = {
      "in fixed pixel tiles instead of float atomics; batched cuFFT plans, cuBLAS workspaces and PRISM output tiles "
      "the same whatever the rank's share, a tile cut by the share computed whole), so a job gives the same bits run "
      "after run, resumed or not, and on 1, 2 or 3 ranks sharing a GPU (with fp_groups fixed); off: float atomics, "
-     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/device_reproducibility.sh, README GPU engine"},
+     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/gpu/device_reproducibility.sh, README GPU engine"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
@@ -331,7 +331,7 @@ static const key_spec key_table[] = {
     {"debug", "gpu_gemm", K_ENUM, OFF(gpu_gemm), "standard", 0, 0, "standard|3m|tf32", "-",
      "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m; on an H100 no faster, results within 4e-8); tf32: "
      "tensor cores with TF32 inputs (10-bit mantissas, FP32 sums): on an H100 2.1x faster, images changed by "
-     "6e-5 relative RMS (benchmarks/GPU_LIMITS.md)"},
+     "6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md)"},
     {"debug", "gpu_gemm_check", K_BOOL, OFF(gpu_gemm_check), "false", 0, 0, NULL, "-",
      "after each GPU PRISM output step, time the last tile's CGEMMs again alone and log their rate beside the "
      "rate inside the step (-v; benchmarking)"},

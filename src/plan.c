@@ -269,7 +269,7 @@ double stem_plan_table_bytes(const stem_plan *plan, int n_species)
  * ~1% of its converged value (70-130 mrad, probe on the atom: Ti +1.6%, Sr +4.5%, Au +15%,
  * U +17% at 0.025 A, 0.4-1.8% at 0.0125 A, C 0.1% at 0.025 A; Au 70-200 mrad plane wave
  * against the exact thin phase object: +3.3% at 0.0125 A, +1.1% at 0.01, +0.2% at 0.0083,
- * benchmarks/POTENTIAL_ACCURACY.md). */
+ * benchmarks/results/POTENTIAL_ACCURACY.md). */
 static double transmission_pixel_needed(int heaviest)
 {
     return heaviest <= 10 ? 0.05 : (heaviest <= 20 ? 0.025 : (heaviest <= 50 ? 0.0125 : 0.008));

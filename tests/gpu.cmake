@@ -23,7 +23,7 @@ if(TARGET stemsim_gpu)
   add_test(NAME gpu_vs_cpu
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_vs_cpu.sh $<TARGET_FILE:stemsim>
                    ${CMAKE_CURRENT_SOURCE_DIR}/check_h5.py ${STEMSIM_PYTHON}
-                   ${CMAKE_SOURCE_DIR}/benchmarks/gpu_check_si.ini ${CMAKE_CURRENT_BINARY_DIR}/gpu_work)
+                   ${CMAKE_SOURCE_DIR}/benchmarks/cases/gpu_check_si.ini ${CMAKE_CURRENT_BINARY_DIR}/gpu_work)
   set_tests_properties(gpu_vs_cpu PROPERTIES LABELS "gpu" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()

@@ -230,7 +230,7 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
 endif()
 
 # The microscope options against abTEM's stored numbers (tests/reference/abtem_options.json,
-# made by benchmarks/abtem_references.py): no abTEM at test time.
+# made by benchmarks/validation/abtem_references.py): no abTEM at test time.
 if(STEMSIM_PYTHON)
   add_test(NAME abtem_reference
            COMMAND ${STEMSIM_PYTHON} ${_it_dir}/abtem_reference.py --stemsim $<TARGET_FILE:stemsim>)

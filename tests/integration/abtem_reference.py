@@ -4,7 +4,7 @@ label `physics`): no abTEM needed at test time.
 
   abtem_reference.py --stemsim BIN [--threads N] [--reference tests/reference/abtem_options.json]
 
-tests/reference/abtem_options.json was written by benchmarks/abtem_references.py from abTEM
+tests/reference/abtem_options.json was written by benchmarks/validation/abtem_references.py from abTEM
 1.0.11 (given stemsim's own potential slices, on the option checks' silicon case): for each
 option a stemsim --set list, abTEM's images (or segments; for a tilted beam, the images over
 the band both codes' 4D patterns share, abTEM's shifted into stemsim's frame) and a
@@ -69,7 +69,7 @@ def main():
     except ImportError:
         print("SKIP numpy/h5py not available")
         return 77
-    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    sys.path.insert(0, os.path.join(REPO, "benchmarks", "validation"))
     import abtem_crosscheck as xc  # the option checks' config (needs numpy only)
 
     ref = json.load(open(args.reference))
