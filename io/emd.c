@@ -2,6 +2,7 @@
 #include "emd.h"
 
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,19 @@ static int tree(emd *e, hid_t *sim)
     return STEM_OK;
 }
 
+/* Prismatic's numSlices (-ns): slices between the outputs of a thickness series whose depths
+ * are evenly spaced from the entrance (d_k = (k + 1) d_0), else 0 (outputs at the exit only, or
+ * depths Prismatic could not have asked for). rosettasciio builds its depth axis from it. */
+static int slices_between_outputs(const emd *e)
+{
+    if (e->depth_axis < 0) return 0;
+    const double *d = e->lead_values[e->depth_axis];
+    for (hsize_t k = 0; k < e->lead[e->depth_axis]; k++)
+        if (fabs(d[k] - (double)(k + 1) * d[0]) > 1e-6 * d[0]) return 0;
+    double n = d[0] / e->plan->dz;
+    return fabs(n - round(n)) < 1e-6 ? (int)round(n) : 0;
+}
+
 /* Prismatic's short keys for what stemsim has (its units: keV, mrad, Angstrom). */
 static int parameters(const emd *e, hid_t sim)
 {
@@ -461,7 +475,8 @@ static int parameters(const emd *e, hid_t sim)
     int ok = !attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m") && !attr_int(g, "fx", plan->fx) &&
              !attr_int(g, "fy", plan->fy) && !attr_int(g, "F", plan->n_configs) && !attr_double(g, "E", plan->energy_kev) &&
              !attr_double(g, "sa", plan->semiangle_mrad) && !attr_double(g, "px", plan->dx) && !attr_double(g, "py", plan->dy) &&
-             !attr_double(g, "s", plan->dz) && !attr_int(g, "ns", plan->n_slices) &&
+             !attr_double(g, "s", plan->dz) && !attr_int(g, "ns", slices_between_outputs(e)) &&
+             !attr_double(g, "zs", 0) &&
              !attr_double(g, "P", plan->opt.potential_radius) && !attr_double(g, "rx", plan->scan_step) &&
              !attr_double(g, "ry", plan->scan_step) && !attr_double(g, "df", plan->aberr.c[STEM_C10]) &&
              !attr_double(g, "C3", plan->aberr.c[STEM_C30]) && !attr_double(g, "C5", plan->aberr.c[STEM_C50]) &&
@@ -472,8 +487,12 @@ static int parameters(const emd *e, hid_t sim)
              !attr_int(g, "DPC", plan->opt.save_dpc) && !attr_int(g, "ps", plan->opt.save_potential) &&
              !attr_int(g, "sm", plan->opt.save_smatrix) && !attr_double(g, "lambda", plan->lambda) &&
              !attr_text(g, "program", "stemsim");
+    /* Prismatic's cell (x, y, z) and tiles: the sample, already tiled, is one cell here (readers
+     * such as rosettasciio need both to stack a thickness series) */
     double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};
-    ok = ok && !attr_write(g, "c", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cell, 3);
+    int tiles[3] = {1, 1, 1};
+    ok = ok && !attr_write(g, "c", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cell, 3) &&
+         !attr_write(g, "t", H5T_STD_I32LE, H5T_NATIVE_INT, tiles, 3);
     H5Gclose(g);
     return ok ? STEM_OK : fail(e, "simulation_parameters");
 }

@@ -14,7 +14,10 @@ as written under /stemsim; a defocus x depth series is named
 the EMD file is read back by smatrix_file. With py4DSTEM (PYTHON from --py4dstem-python,
 a virtual environment made by .ci/deps): py4DSTEM.read loads the 2D, 3D (rings), DPC and
 4D outputs through its public reader and they equal the native data; without py4DSTEM
-the test exits 77 (skipped) after the h5py checks, saying so.
+the test exits 77 (skipped) after the h5py checks, saying so. With hyperspy in the same
+environment: hs.load opens the run's and the series' files (named .emd) and its signals hold
+the files' data (total intensity, rings, the series stacked by depth) with the scan axes in
+Angstrom (this needs Prismatic's tiles attribute t, which rosettasciio reads).
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
@@ -124,6 +127,57 @@ def check_py4dstem(native, emd):
         raise SystemExit("FAIL py4DSTEM could not read the EMD file as expected")
 
 
+def check_hyperspy(native, emd, series):
+    """In the same environment: hyperspy's hs.load (rosettasciio's EMD reader) opens a run's and a
+    series' EMD files by name (.emd), with the data the files hold and the scan axes in Angstrom."""
+    script = textwrap.dedent("""
+        import os, sys, h5py, numpy as np, hyperspy.api as hs
+        native, emd, series, work = sys.argv[1:5]
+        def load(path, name):
+            link = os.path.join(work, name + ".emd")  # hs.load picks its reader by the extension
+            if os.path.lexists(link):
+                os.remove(link)
+            os.symlink(path, link)
+            s = hs.load(link)
+            return {x.metadata.General.title: x for x in (s if isinstance(s, list) else [s])}
+        n = h5py.File(native, "r")
+        one, many = load(emd, "run"), load(series, "series")
+        bad = []
+        t = one.get("total_intensity")
+        if t is None or not np.allclose(t.data, n["total_intensity"][()], rtol=1e-6, atol=0):
+            bad.append("total_intensity of the run")
+        else:
+            ry, rx = t.axes_manager["R_y"], t.axes_manager["R_x"]
+            x = n["axes/scan_x"][()]
+            if str(rx.units) != "\u00c5" or not np.isclose(rx.scale, x[1] - x[0]) or not np.isclose(rx.offset, x[0]):
+                bad.append("scan axis R_x: %s %s %s" % (rx.units, rx.scale, rx.offset))
+        v = one.get("virtual_detector")
+        if v is None or not np.allclose(v.data, n["rings"][()].transpose(2, 0, 1), rtol=1e-6, atol=0):
+            bad.append("virtual_detector (rings) of the run")
+        with h5py.File(series, "r") as f:
+            rs = f["4DSTEM_simulation/data/realslices"]
+            for k in range(2):
+                s = many.get("total_intensity%04d_df" % k)
+                want = np.stack([rs["total_intensity_depth%04d_df%04d/data" % (k, j)][()].T for j in range(2)])
+                if s is None or not np.allclose(s.data, want, rtol=1e-6, atol=0):
+                    bad.append("series depth %d: %s" % (k, None if s is None else s.data.shape))
+        print("hyperspy %s: the run's %d signals and the series' %d signals loaded; %s" %
+              (hs.__version__ if hasattr(hs, "__version__") else "", len(one), len(many), bad or "data and axes ok"))
+        sys.exit(1 if bad else 0)
+    """)
+    p = subprocess.run([A.py4dstem_python, "-c", script, native, emd, series, A.workdir],
+                       capture_output=True, text=True, timeout=600)
+    print(p.stdout.strip())
+    if p.returncode != 0:
+        print(p.stderr[-3000:])
+        raise SystemExit("FAIL hyperspy could not read the EMD files as expected")
+
+
+def hyperspy_available():
+    p = subprocess.run([A.py4dstem_python, "-c", "import hyperspy.api"], capture_output=True, text=True, timeout=300)
+    return p.returncode == 0
+
+
 def py4dstem_available():
     if not A.py4dstem_python or not os.path.exists(A.py4dstem_python):
         return False
@@ -168,6 +222,11 @@ def main():
               "the h5py checks above passed")
         return 77
     check_py4dstem(native, emd)
+    if not hyperspy_available():
+        print("SKIP hyperspy is not installed in %s (.ci/deps installs it beside py4DSTEM): py4DSTEM's "
+              "checks passed" % A.py4dstem_python)
+        return 77
+    check_hyperspy(native, emd, series)
     print("PASS")
     return 0
 
