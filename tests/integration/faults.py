@@ -473,6 +473,9 @@ def peak_rss_gib(argv, cwd):
 def s_memory_estimate():
     """The plan's memory per rank covers what each rank really holds at its peak (within 5%, the
     measurement's own reach: MPI_Finalize, the kernel's accounting), so --dry-run's verdict holds."""
+    if "ASAN_OPTIONS" in os.environ:  # the sanitizers' shadow memory is no part of the plan
+        log("SKIP memory_estimate: under AddressSanitizer (.ci/sanitize) resident memory is not the program's")
+        return 77
     d = fresh("memory_estimate")
     cfg = local_config(d)
     problems = []
