@@ -431,6 +431,22 @@ static int parse_double(const char *s, double *out)
     return 0;
 }
 
+/* What is wrong with a value that is not a number, when it can be told: a unit after the
+ * number ("200kV"), a decimal comma ("0,1"). */
+static int not_a_number(const key_spec *k, const char *value, char *why, size_t nwhy)
+{
+    char *end;
+    strtod(value, &end);
+    const char *rest = end;
+    while (isspace((unsigned char)*rest)) rest++;
+    if (end != value && *rest == ',' && isdigit((unsigned char)rest[1]))
+        return snprintf(why, nwhy, "is not a finite number: the decimal separator is '.', not ','"), -1;
+    if (end != value && isalpha((unsigned char)*rest) && strcmp(k->unit, "-"))
+        return snprintf(why, nwhy, "is not a finite number: '%.20s' follows it (values carry no unit; this one is in %s)",
+                        rest, k->unit), -1;
+    return snprintf(why, nwhy, "is not a finite number"), -1;
+}
+
 /* Why a bound is where it is, where the number alone would not say. */
 static const char *range_reason(const key_spec *k, double v)
 {
@@ -505,10 +521,11 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
         return snprintf(why, nwhy, "must be auto or an integer in [%g, %g]", k->min, k->max), -1;
     if (!plain_decimal(value))
         return snprintf(why, nwhy, "is not a plain decimal number (hexadecimal and leading zeros are refused)"), -1;
-    if (parse_double(value, &v)) return snprintf(why, nwhy, "is not a finite number"), -1;
+    if (parse_double(value, &v)) return not_a_number(k, value, why, nwhy);
     if (v < k->min || v > k->max)
-        return snprintf(why, nwhy, "is out of range [%g, %g] %s%s%s", k->min, k->max, k->unit,
-                        k->type == K_INT_AUTO ? " (or auto)" : "", range_reason(k, v)), -1;
+        return snprintf(why, nwhy, "is out of range [%g, %g]%s%s%s%s", k->min, k->max, strcmp(k->unit, "-") ? " " : "",
+                        strcmp(k->unit, "-") ? k->unit : "", k->type == K_INT_AUTO ? " (or auto)" : "",
+                        range_reason(k, v)), -1;
     if (k->type == K_LONG) return parse_long(k, value, (long *)field, why, nwhy);
     if (k->type == K_DOUBLE) {
         *(double *)field = v;
@@ -518,6 +535,14 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
         else *(long *)field = (long)v;
     }
     return 0;
+}
+
+/* The section of a key name, if any section has it (NULL: none). */
+static const char *key_section_of(const char *key)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcasecmp(key_table[i].key, key)) return key_table[i].section;
+    return NULL;
 }
 
 /* [images] NAME = inner outer   (mrad) */
@@ -548,8 +573,16 @@ static int parse_image(parse_ctx *c, const char *name, const char *value)
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': not plain decimal numbers (hexadecimal and leading zeros are refused)%s", name, value, "");
     double outer = strtod(rest, &end);
     while (isspace((unsigned char)*end)) end++;
-    if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer))
+    if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer)) {
+        const char *home = key_section_of(name); /* a key below [images] whose own section header is missing */
+        if (home) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "[images] %.40s = '%.60s': %.40s is a key of [%s], not an image: is the [%s] "
+                     "header missing above it?", name, value, name, home, home);
+            return set_error(c, STEM_ERR_CONFIG, "%s%s%s", msg, "", "");
+        }
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': expected two angles in mrad, 'inner outer'%s", name, value, "");
+    }
     if (inner < 0 || outer <= inner)
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': need 0 <= inner < outer (mrad)%s", name, value, "");
     snprintf(cfg->images[slot].name, STEM_IMAGE_NAME_MAX, "%s", name);
