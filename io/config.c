@@ -179,7 +179,8 @@ static const key_spec key_table[] = {
     {"simulation", "frozen_phonons", K_INT, OFF(frozen_phonons), "1", 1, 100000, NULL, "-",
      "number of frozen-phonon configurations averaged"},
     {"simulation", "seed", K_LONG, OFF(seed), "1", 0, 9.2e18, NULL, "-",
-     "random seed; configuration c uses a stream derived from (seed, c) only"},
+     "random seed; configuration c uses a stream derived from (seed, c) only; read as a 64-bit integer (exact above "
+     "2^53; exponent notation above 2^53 is refused)"},
     {"simulation", "thermal", K_BOOL, OFF(thermal), "false", 0, 0, NULL, "-",
      "displace atoms by their rms amplitude (XYZ last column) in each configuration"},
     {"scan", "units", K_ENUM, OFF(scan_units), "fractional", 0, 0, "fractional|angstrom", "-",
