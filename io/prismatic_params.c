@@ -276,7 +276,7 @@ DIRECT(h_energy, "beam", "energy", 0, 0)
 DIRECT(h_slice, "simulation", "slice_thickness", 0, 0)
 DIRECT(h_bound, "simulation", "potential_radius", 0, 0)
 DIRECT(h_fp, "simulation", "frozen_phonons", 1, 100000)
-DIRECT(h_seed, "simulation", "seed", 0, LLONG_MAX)
+DIRECT(h_seed, "simulation", "seed", 0, 9200000000000000000LL) /* [simulation] seed's bound */
 DIRECT(h_semiangle, "probe", "semiangle", 0, 0)
 DIRECT(h_tx, "probe", "beam_tilt_x", 0, 0)
 DIRECT(h_ty, "probe", "beam_tilt_y", 0, 0)
@@ -743,10 +743,10 @@ static int values_check(const conversion *c)
                 return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s': %s cannot be written in a config "
                                  "file; rename it", c->e[i].section, k, v,
                                  *p == ';' ? "';' (it starts a comment)" : "a control character");
-        if (len >= INI_MAX_LINE - 1)
+        if (len > INI_MAX_LINE - 1)
             return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s: the value (%zu characters) does not fit a "
                              "config line (at most %d characters); use a shorter path, or run the config with "
-                             "--set %s.%s=VALUE", c->e[i].section, k, strlen(v), INI_MAX_LINE - 2, c->e[i].section, k);
+                             "--set %s.%s=VALUE", c->e[i].section, k, strlen(v), INI_MAX_LINE - 1, c->e[i].section, k);
     }
     return STEM_OK;
 }
