@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -41,7 +42,9 @@ static const key_spec key_table[] = {
     {"sample", "tilt_y", K_DOUBLE, OFF(tilt_y), "0", -180, 180, NULL, "deg", "rotate about the y axis"},
     {"sample", "rotation_z", K_DOUBLE, OFF(rotation_z), "0", -360, 360, NULL, "deg",
      "in-plane rotation about the beam axis, applied first"},
-    {"beam", "energy", K_DOUBLE, OFF(energy_kev), "200", 1, 5000, NULL, "keV", "beam energy"},
+    {"beam", "energy", K_DOUBLE, OFF(energy_kev), "200", 10, 5000, NULL, "keV",
+     "beam energy; supported 10 to 5000 keV: below 10 keV the high-energy approximations of multislice fail "
+     "(forward scattering and paraxial propagation; at 1 keV a 0.1 Angstrom pixel's band limit lies beyond 1 rad)"},
     {"probe", "semiangle", K_DOUBLE, OFF(semiangle_mrad), "20", 0.01, 500, NULL, "mrad",
      "probe-forming aperture semi-angle"},
     {"probe", "C10", K_DOUBLE, OFF(aberr_c[STEM_C10]), "0", -1e15, 1e15, NULL, "Angstrom",
@@ -176,7 +179,8 @@ static const key_spec key_table[] = {
     {"simulation", "frozen_phonons", K_INT, OFF(frozen_phonons), "1", 1, 100000, NULL, "-",
      "number of frozen-phonon configurations averaged"},
     {"simulation", "seed", K_LONG, OFF(seed), "1", 0, 9.2e18, NULL, "-",
-     "random seed; configuration c uses a stream derived from (seed, c) only"},
+     "random seed; configuration c uses a stream derived from (seed, c) only; read as a 64-bit integer (exact above "
+     "2^53; exponent notation above 2^53 is refused)"},
     {"simulation", "thermal", K_BOOL, OFF(thermal), "false", 0, 0, NULL, "-",
      "displace atoms by their rms amplitude (XYZ last column) in each configuration"},
     {"scan", "units", K_ENUM, OFF(scan_units), "fractional", 0, 0, "fractional|angstrom", "-",
@@ -286,7 +290,8 @@ static const key_spec key_table[] = {
     {"compute", "distributed_fft", K_ENUM, OFF(distributed_fft), "auto", 0, 0, "auto|on|off", "-",
      "hrtem: the ranks of a group share one wave in slabs of rows with FFTW3-MPI (each builds its own rows of every "
      "slice), for cells whose wave does not fit one rank; auto: when a group has several ranks and the serial "
-     "plan exceeds max_memory; on: always (one rank too: FFTW-MPI's path); no series or checkpoint then"},
+     "plan exceeds max_memory; on: always (one rank too: FFTW-MPI's path; refused for the other algorithms); no series "
+     "or checkpoint then"},
     {"compute", "max_memory", K_DOUBLE, OFF(max_memory_gib), "0", 0, 1e6, NULL, "GiB",
      "memory one rank may use (0: 80% of the smaller of physical memory and the cgroup limit (Slurm --mem, containers) "
      "divided by the ranks on the node, and at most 80% of RLIMIT_AS)"},
@@ -427,6 +432,54 @@ static int parse_double(const char *s, double *out)
     return 0;
 }
 
+/* What is wrong with a value that is not a number, when it can be told: a unit after the
+ * number ("200kV"), a decimal comma ("0,1"). */
+static int not_a_number(const key_spec *k, const char *value, char *why, size_t nwhy)
+{
+    char *end;
+    strtod(value, &end);
+    const char *rest = end;
+    while (isspace((unsigned char)*rest)) rest++;
+    if (end != value && *rest == ',' && isdigit((unsigned char)rest[1]))
+        return snprintf(why, nwhy, "is not a finite number: the decimal separator is '.', not ','"), -1;
+    if (end != value && isalpha((unsigned char)*rest) && strcmp(k->unit, "-"))
+        return snprintf(why, nwhy, "is not a finite number: '%.20s' follows it (values carry no unit; this one is in %s)",
+                        rest, k->unit), -1;
+    return snprintf(why, nwhy, "is not a finite number"), -1;
+}
+
+/* Why a bound is where it is, where the number alone would not say. */
+static const char *range_reason(const key_spec *k, double v)
+{
+    if (!strcmp(k->key, "energy") && v < k->min)
+        return ": below 10 keV multislice's high-energy approximations (forward scattering, paraxial propagation) "
+               "fail; at 1 keV a 0.1 Angstrom pixel's band limit lies beyond 1 rad";
+    return "";
+}
+
+/* A 64-bit integer read as one (seed): through a double, values above 2^53 would be
+ * rounded to a neighbour and give other displacements without a word. */
+static int parse_long(const key_spec *k, const char *value, long *field, char *why, size_t nwhy)
+{
+    char *end;
+    errno = 0;
+    long long i = strtoll(value, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == value || *end) {
+        double v;
+        if (parse_double(value, &v) || v != floor(v)) return snprintf(why, nwhy, "must be an integer"), -1;
+        if (fabs(v) > 9007199254740992.0) /* 2^53: "1e19" cannot say which integer it means */
+            return snprintf(why, nwhy, "must be written as an integer (digits) above 2^53"), -1;
+        i = (long long)v;
+    } else if (errno == ERANGE || i > LONG_MAX || i < LONG_MIN) {
+        return snprintf(why, nwhy, "does not fit a 64-bit integer (at most %ld)", LONG_MAX), -1;
+    }
+    if ((double)i < k->min || (double)i > k->max)
+        return snprintf(why, nwhy, "is out of range [%.0f, %.0f]", k->min, k->max), -1;
+    *field = (long)i;
+    return 0;
+}
+
 static int parse_value(const key_spec *k, const char *value, void *field, char *why, size_t nwhy)
 {
     double v;
@@ -469,10 +522,12 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
         return snprintf(why, nwhy, "must be auto or an integer in [%g, %g]", k->min, k->max), -1;
     if (!plain_decimal(value))
         return snprintf(why, nwhy, "is not a plain decimal number (hexadecimal and leading zeros are refused)"), -1;
-    if (parse_double(value, &v)) return snprintf(why, nwhy, "is not a finite number"), -1;
+    if (parse_double(value, &v)) return not_a_number(k, value, why, nwhy);
     if (v < k->min || v > k->max)
-        return snprintf(why, nwhy, "is out of range [%g, %g] %s%s", k->min, k->max, k->unit,
-                        k->type == K_INT_AUTO ? " (or auto)" : ""), -1;
+        return snprintf(why, nwhy, "is out of range [%g, %g]%s%s%s%s", k->min, k->max, strcmp(k->unit, "-") ? " " : "",
+                        strcmp(k->unit, "-") ? k->unit : "", k->type == K_INT_AUTO ? " (or auto)" : "",
+                        range_reason(k, v)), -1;
+    if (k->type == K_LONG) return parse_long(k, value, (long *)field, why, nwhy);
     if (k->type == K_DOUBLE) {
         *(double *)field = v;
     } else {
@@ -481,6 +536,14 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
         else *(long *)field = (long)v;
     }
     return 0;
+}
+
+/* The section of a key name, if any section has it (NULL: none). */
+static const char *key_section_of(const char *key)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcasecmp(key_table[i].key, key)) return key_table[i].section;
+    return NULL;
 }
 
 /* [images] NAME = inner outer   (mrad) */
@@ -511,8 +574,16 @@ static int parse_image(parse_ctx *c, const char *name, const char *value)
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': not plain decimal numbers (hexadecimal and leading zeros are refused)%s", name, value, "");
     double outer = strtod(rest, &end);
     while (isspace((unsigned char)*end)) end++;
-    if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer))
+    if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer)) {
+        const char *home = key_section_of(name); /* a key below [images] whose own section header is missing */
+        if (home) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "[images] %.40s = '%.60s': %.40s is a key of [%s], not an image: is the [%s] "
+                     "header missing above it?", name, value, name, home, home);
+            return set_error(c, STEM_ERR_CONFIG, "%s%s%s", msg, "", "");
+        }
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': expected two angles in mrad, 'inner outer'%s", name, value, "");
+    }
     if (inner < 0 || outer <= inner)
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': need 0 <= inner < outer (mrad)%s", name, value, "");
     snprintf(cfg->images[slot].name, STEM_IMAGE_NAME_MAX, "%s", name);
@@ -539,7 +610,7 @@ static int config_handler(void *user, const char *section, const char *key, cons
     int idx = (int)(k - key_table);
     if (c->cfg->seen[idx] && !c->allow_repeat)
         return set_error(c, STEM_ERR_CONFIG, "duplicate key [%s] %s%s", k->section, k->key, "");
-    char why[200];
+    char why[400];
     if (parse_value(k, value, (char *)c->cfg + k->offset, why, sizeof why)) {
         char what[300];
         snprintf(what, sizeof what, "[%s] %s = '%.60s'", k->section, k->key, value);
@@ -660,7 +731,14 @@ static int validate(stem_config *cfg, const char *source)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] x_end (%g) is before x_start (%g)", source, cfg->x_end, cfg->x_start);
     if (!one_wave && cfg->y_end < cfg->y_start)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
-    if (cfg->n_images == 0) default_images(cfg);
+    if (cfg->distributed_fft == STEM_DIST_ON && cfg->algorithm != STEM_ALG_HRTEM)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [compute] distributed_fft = on: the distributed FFT shares one plane "
+                         "wave over a group's ranks, so it serves algorithm = hrtem only; a %s run cannot use it "
+                         "(its ranks share probes instead): remove the key or set it to auto or off", source,
+                         cfg->algorithm == STEM_ALG_PRISM ? "prism" : cfg->algorithm == STEM_ALG_CBED ? "cbed" : "multislice");
+    /* the default BF/ABF/ADF/HAADF are STEM detectors: an HRTEM run's band limit need not
+     * reach 60 mrad, so it gets only the ranges its config names */
+    if (cfg->n_images == 0 && cfg->algorithm != STEM_ALG_HRTEM) default_images(cfg);
     /* by value, not by key given: the effective config (written back and read again) holds all three */
     int cc = cfg->cc > 0, de = cfg->energy_spread > 0;
     if ((cc || de) && cfg->focal_spread > 0)
@@ -760,11 +838,28 @@ static void strip_comments_and_indent(char *text)
     *out = 0;
 }
 
+/* Windows' CR LF ends a line as LF does (inih trims the CR), but a CR alone (classic Mac
+ * OS line endings) would make the whole file one line: its first [section] and nothing
+ * else, then a baffling "missing key". Refused by line. */
+static int check_line_endings(const char *source, const char *text)
+{
+    int line = 1;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') line++;
+        else if (*p == '\r' && p[1] != '\n')
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s:%d: a carriage return (CR) not followed by a line feed: the file has "
+                             "classic Mac (CR-only) line endings, which read as one line; convert them "
+                             "(tr '\\r' '\\n' < old.ini > new.ini)", source, line);
+    }
+    return STEM_OK;
+}
+
 /* Parse one in-memory text (not NUL-terminated inside: len bytes). */
 static int parse_text(stem_config *cfg, const char *name, const char *text, size_t len, parse_ctx *c)
 {
     if (memchr(text, 0, len))
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: binary data (NUL byte) in a config file", name);
+    STEM_TRY(check_line_endings(name, text));
     STEM_TRY(check_line_lengths(name, text));
     char *copy = stem_alloc(len + 1, "config text");
     if (!copy) return STEM_ERR_MEMORY;

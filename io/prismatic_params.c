@@ -3,41 +3,65 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <ini.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "../src/config.h"
 #include "../src/stem.h"
+#include "input_file.h"
 
 #define MAX_ENTRIES 96
 #define MAX_NOTES 64
 #define MAX_TOKENS 64
 
+/* A scan window along one axis as Prismatic keeps it: fractional (-wx) and Angstrom (-wxr)
+ * are separate settings, and the Angstrom one wins when its end is not 0. */
+typedef struct {
+    double frac[2], real[2];
+    int frac_given, real_given;
+} window;
+
 /* The config being built: entries in the order first set, later values replace. */
 typedef struct {
-    struct { char section[16], key[32], value[512]; } e[MAX_ENTRIES];
+    struct { char section[16], key[32], value[2 * STEM_PATH_MAX]; } e[MAX_ENTRIES];
     int n;
-    char notes[MAX_NOTES][256]; /* options not converted, and what was assumed */
+    char notes[MAX_NOTES][320]; /* options not converted, and what was assumed */
     int n_notes;
     const char *where;          /* the current source, for messages */
-    double df;                  /* -df, for -dfs's series around it */
+    const char *params_file;    /* the parameter file (relative model paths may be relative to it) */
+    char overflow[64];          /* a key whose value did not fit (refused at the end) */
+    /* options whose meaning depends on others, resolved once all are read (Prismatic's order) */
+    double df, dfs, dfr[3];
+    int df_set, dfs_set, dfr_set;
+    window win[2];              /* x, y */
 } conversion;
 
 static void set(conversion *c, const char *section, const char *key, const char *fmt, ...)
 {
-    char value[512];
+    char value[sizeof c->e[0].value];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(value, sizeof value, fmt, ap);
+    int len = vsnprintf(value, sizeof value, fmt, ap);
     va_end(ap);
+    if (len < 0 || (size_t)len >= sizeof value) {
+        snprintf(c->overflow, sizeof c->overflow, "[%s] %s", section, key);
+        return;
+    }
     for (int i = 0; i < c->n; i++)
         if (!strcmp(c->e[i].section, section) && !strcmp(c->e[i].key, key)) {
             snprintf(c->e[i].value, sizeof c->e[i].value, "%s", value);
             return;
         }
-    if (c->n == MAX_ENTRIES) return;
+    if (c->n == MAX_ENTRIES) {
+        snprintf(c->overflow, sizeof c->overflow, "[%s] %s", section, key);
+        return;
+    }
     snprintf(c->e[c->n].section, sizeof c->e[c->n].section, "%s", section);
     snprintf(c->e[c->n].key, sizeof c->e[c->n].key, "%s", key);
     snprintf(c->e[c->n].value, sizeof c->e[c->n].value, "%s", value);
@@ -53,16 +77,63 @@ static void note(conversion *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Decimal numbers only: strtod also takes hexadecimal ("0x1p3"), "inf" and "nan". */
 static int number(const conversion *c, const char *opt, const char *tok, double *v)
 {
     char *end;
     errno = 0;
     *v = strtod(tok, &end);
-    if (end == tok || *end || errno || !isfinite(*v))
+    if (end == tok || *end || errno || !isfinite(*v) || strpbrk(tok, "xX"))
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s: '%s' is not a number", c->where, opt, tok);
     return STEM_OK;
 }
 
+/* Prismatic writes an unset -df, -C3 or -C5 as "nan" (C++ may print "-nan"). */
+static int is_nan_text(const char *tok)
+{
+    if (*tok == '-' || *tok == '+') tok++;
+    return !strncasecmp(tok, "nan", 3) && (!tok[3] || tok[3] == '(');
+}
+
+/* An integer option (Prismatic reads it with atoi) within stemsim's bounds for its key:
+ * never through a cast of an out-of-range double (-f 1e30) nor rounded (a seed above 2^53). */
+static int integer(const conversion *c, const char *opt, const char *tok, long long lo, long long hi, long long *v)
+{
+    char *end;
+    errno = 0;
+    long long i = strtoll(tok, &end, 10);
+    if (end == tok || *end) { /* "2.0" or "1e3": whole numbers written as decimals */
+        double d;
+        STEM_TRY(number(c, opt, tok, &d));
+        if (d != floor(d))
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s: '%s' is not a whole number (Prismatic reads an integer)",
+                             c->where, opt, tok);
+        if (d < (double)lo || d > (double)hi)
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s is outside stemsim's range [%lld, %lld]", c->where, opt, tok,
+                             lo, hi);
+        i = (long long)d;
+        errno = 0;
+    }
+    if (errno == ERANGE || i < lo || i > hi)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s is outside stemsim's range [%lld, %lld]", c->where, opt, tok, lo, hi);
+    *v = i;
+    return STEM_OK;
+}
+
+/* Shortest text that reads back as the same double ("%g" keeps 6 digits only). */
+typedef struct { char s[40]; } numtext;
+static numtext g(double v)
+{
+    numtext t;
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(t.s, sizeof t.s, "%.*g", digits, v);
+        if (strtod(t.s, NULL) == v) break;
+    }
+    if (!strcmp(t.s, "-0")) strcpy(t.s, "0");
+    return t;
+}
+
+/* Prismatic's booleans: "0" is false, anything else true. */
 static int flag(const char *tok) { return strcmp(tok, "0") != 0; }
 
 /* ------------------------------------------------------------ options */
@@ -74,7 +145,17 @@ typedef int (*handler)(conversion *c, const char *opt, char **v);
     for (int i = 0; i < n; i++) STEM_TRY(number(c, opt, v[i], &x[i]))
 
 static int h_input(conversion *c, const char *opt, char **v) { (void)opt; set(c, "sample", "xyz", "%s", v[0]); return STEM_OK; }
+/* [output] file is relative to the working directory, as Prismatic's -o: kept as given */
 static int h_output(conversion *c, const char *opt, char **v) { (void)opt; set(c, "output", "file", "%s", v[0]); return STEM_OK; }
+
+/* -of: Prismatic 2.0 reads it but writes its output to -o alone (the folder only prefixed
+ * file names of an output mode it no longer has). */
+static int h_output_folder(conversion *c, const char *opt, char **v)
+{
+    note(c, "%s %s: Prismatic 2.0 reads it but writes its output to -o alone, so it is not applied; put a directory "
+         "in [output] file if wanted", opt, v[0]);
+    return STEM_OK;
+}
 
 static int h_algorithm(conversion *c, const char *opt, char **v)
 {
@@ -88,11 +169,12 @@ static int h_algorithm(conversion *c, const char *opt, char **v)
 
 static int h_interp(conversion *c, const char *opt, char **v)
 {
-    NUMBERS(1);
+    long long f;
+    STEM_TRY(integer(c, opt, v[0], 1, 256, &f)); /* stemsim's interpolation_x/_y bounds */
     const char *axes = !strcmp(opt, "-fx") || !strcmp(opt, "--interp-factor-x") ? "x"
                        : !strcmp(opt, "-fy") || !strcmp(opt, "--interp-factor-y") ? "y" : "xy";
-    if (strchr(axes, 'x')) set(c, "simulation", "interpolation_x", "%d", (int)x[0]);
-    if (strchr(axes, 'y')) set(c, "simulation", "interpolation_y", "%d", (int)x[0]);
+    if (strchr(axes, 'x')) set(c, "simulation", "interpolation_x", "%lld", f);
+    if (strchr(axes, 'y')) set(c, "simulation", "interpolation_y", "%lld", f);
     return STEM_OK;
 }
 
@@ -122,9 +204,9 @@ static int one_for_both_axes(conversion *c, const char *opt, char **v, int is_y,
     NUMBERS(1);
     const char *kept = is_y ? get(c, section, key) : NULL;
     if (!kept) {
-        set(c, section, key, "%g", x[0]);
-    } else if (atof(kept) != x[0]) {
-        note(c, "%s %g: stemsim has one %s for both axes; kept %s%s", opt, x[0], key, kept, hint);
+        set(c, section, key, "%s", g(x[0]).s);
+    } else if (strtod(kept, NULL) != x[0]) {
+        note(c, "%s %s: stemsim has one %s for both axes; kept %s%s", opt, g(x[0]).s, key, kept, hint);
     }
     return STEM_OK;
 }
@@ -141,78 +223,122 @@ static int h_step(conversion *c, const char *opt, char **v)
     return one_for_both_axes(c, opt, v, is_y, "scan", "step", "");
 }
 
+/* Kept per axis and unit until the end (window_resolve): Prismatic uses an axis's Angstrom
+ * window when its end is not 0 ("-wxr 0 0", which it writes when unset, is no window) and
+ * the fractional one otherwise, in whatever order they came. */
 static int h_window(conversion *c, const char *opt, char **v)
 {
     NUMBERS(2);
     int y = strchr(opt, 'y') != NULL, real = opt[strlen(opt) - 1] == 'r';
-    set(c, "scan", "units", real ? "angstrom" : "fractional");
-    set(c, "scan", y ? "y_start" : "x_start", "%g", x[0]);
-    set(c, "scan", y ? "y_end" : "x_end", "%g", x[1]);
+    window *w = &c->win[y];
+    if (x[1] < x[0])
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s %s: the end is before the start", c->where, opt, v[0], v[1]);
+    if (real && x[1] == 0) return STEM_OK;
+    memcpy(real ? w->real : w->frac, x, sizeof x);
+    if (real) w->real_given = 1;
+    else w->frac_given = 1;
     return STEM_OK;
 }
 
 static int h_tile(conversion *c, const char *opt, char **v)
 {
-    NUMBERS(3);
-    set(c, "sample", "tile_x", "%d", (int)x[0]);
-    set(c, "sample", "tile_y", "%d", (int)x[1]);
-    set(c, "sample", "tile_z", "%d", (int)x[2]);
+    long long t[3];
+    for (int i = 0; i < 3; i++) STEM_TRY(integer(c, opt, v[i], 1, 1000, &t[i])); /* [sample] tile_* bounds */
+    set(c, "sample", "tile_x", "%lld", t[0]);
+    set(c, "sample", "tile_y", "%lld", t[1]);
+    set(c, "sample", "tile_z", "%lld", t[2]);
     return STEM_OK;
 }
 
-/* One number to one key, the same unit. */
-typedef struct { const char *section, *key, *fmt; } direct_key;
+/* One number to one key, the same unit; integers within the key's bounds (lo < hi). */
+typedef struct { const char *section, *key; long long lo, hi; } direct_key;
 
 static int h_direct(conversion *c, const char *opt, char **v, const direct_key *k)
 {
+    if (k->lo < k->hi) {
+        long long i;
+        STEM_TRY(integer(c, opt, v[0], k->lo, k->hi, &i));
+        set(c, k->section, k->key, "%lld", i);
+        return STEM_OK;
+    }
     NUMBERS(1);
-    set(c, k->section, k->key, k->fmt, !strcmp(k->fmt, "%d") ? (double)(int)x[0] : x[0]);
+    set(c, k->section, k->key, "%s", g(x[0]).s);
     return STEM_OK;
 }
 
-#define DIRECT(name, section, key, fmt)                                                                                \
+#define DIRECT(name, section, key, lo, hi)                                                                             \
     static int name(conversion *c, const char *opt, char **v)                                                          \
     {                                                                                                                  \
-        static const direct_key k = {section, key, fmt};                                                              \
+        static const direct_key k = {section, key, lo, hi};                                                           \
         return h_direct(c, opt, v, &k);                                                                                \
     }
-DIRECT(h_energy, "beam", "energy", "%g")
-DIRECT(h_slice, "simulation", "slice_thickness", "%g")
-DIRECT(h_bound, "simulation", "potential_radius", "%g")
-DIRECT(h_fp, "simulation", "frozen_phonons", "%.0f")
-DIRECT(h_seed, "simulation", "seed", "%.0f")
-DIRECT(h_semiangle, "probe", "semiangle", "%g")
-DIRECT(h_c3, "probe", "C30", "%g")
-DIRECT(h_c5, "probe", "C50", "%g")
-DIRECT(h_tx, "probe", "beam_tilt_x", "%g")
-DIRECT(h_ty, "probe", "beam_tilt_y", "%g")
-DIRECT(h_ring, "detector", "ring_width", "%g")
-DIRECT(h_threads, "compute", "threads", "%.0f")
-DIRECT(h_batch, "compute", "batch_size", "%.0f")
-DIRECT(h_streams, "compute", "streams_per_gpu", "%.0f")
+DIRECT(h_energy, "beam", "energy", 0, 0)
+DIRECT(h_slice, "simulation", "slice_thickness", 0, 0)
+DIRECT(h_bound, "simulation", "potential_radius", 0, 0)
+DIRECT(h_fp, "simulation", "frozen_phonons", 1, 100000)
+DIRECT(h_seed, "simulation", "seed", 0, 9200000000000000000LL) /* [simulation] seed's bound */
+DIRECT(h_semiangle, "probe", "semiangle", 0, 0)
+DIRECT(h_tx, "probe", "beam_tilt_x", 0, 0)
+DIRECT(h_ty, "probe", "beam_tilt_y", 0, 0)
+DIRECT(h_ring, "detector", "ring_width", 0, 0)
+DIRECT(h_threads, "compute", "threads", 0, 4096)
+DIRECT(h_batch, "compute", "batch_size", 1, 4096)
+DIRECT(h_streams, "compute", "streams_per_gpu", 1, 32)
 
-static int h_defocus(conversion *c, const char *opt, char **v)
+/* -C3, -C5 and -df: "nan" is Prismatic's "not set" (it writes that for values never given). */
+static int number_or_unset(conversion *c, const char *opt, const char *tok, const char *section, const char *key,
+                           double *v, int *given)
 {
-    NUMBERS(1);
-    c->df = x[0];
-    set(c, "probe", "C10", "%g", x[0]); /* Prismatic's df enters chi as +pi lambda df q^2, as C10 does */
+    if (is_nan_text(tok)) {
+        unset(c, section, key);
+        *given = 0;
+        return STEM_OK;
+    }
+    STEM_TRY(number(c, opt, tok, v));
+    set(c, section, key, "%s", g(*v).s);
+    *given = 1;
     return STEM_OK;
 }
 
-/* -dfs sigma: Prismatic runs 9 defoci, df - 2 sigma .. df + 2 sigma in steps of sigma / 2. */
+static int h_c3(conversion *c, const char *opt, char **v)
+{
+    double x;
+    int given;
+    return number_or_unset(c, opt, v[0], "probe", "C30", &x, &given);
+}
+
+static int h_c5(conversion *c, const char *opt, char **v)
+{
+    double x;
+    int given;
+    return number_or_unset(c, opt, v[0], "probe", "C50", &x, &given);
+}
+
+/* Prismatic's df enters chi as +pi lambda df q^2, as C10 does. */
+static int h_defocus(conversion *c, const char *opt, char **v)
+{
+    return number_or_unset(c, opt, v[0], "probe", "C10", &c->df, &c->df_set);
+}
+
+/* -dfs sigma: resolved at the end (defocus_series_resolve), around the final -df. */
 static int h_defocus_sigma(conversion *c, const char *opt, char **v)
 {
     NUMBERS(1);
-    set(c, "series", "defocus", "%g:%g:%g", c->df - 2 * x[0], 0.5 * x[0], c->df + 2 * x[0]);
-    note(c, "%s %g became a [series] defocus of 9 points, as Prismatic runs it; for an incoherent average over "
-         "the spread use [probe] focal_spread = %g instead", opt, x[0], x[0]);
+    if (!(x[0] > 0)) /* Prismatic refuses 0 and silently runs no series for a negative sigma */
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s: the defocus sigma must be positive (Angstrom)", c->where, opt, v[0]);
+    c->dfs = x[0];
+    c->dfs_set = 1;
     return STEM_OK;
 }
 
 static int h_defocus_range(conversion *c, const char *opt, char **v)
 {
     NUMBERS(3);
-    set(c, "series", "defocus", "%g:%g:%g", x[0], x[2], x[1]);
+    if (!(x[2] > 0) || x[1] < x[0]) /* Prismatic runs no series (step <= 0) or an empty one (max < min) */
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s %s %s: need min <= max and a positive step (Angstrom)", c->where,
+                         opt, v[0], v[1], v[2]);
+    memcpy(c->dfr, x, sizeof x);
+    c->dfr_set = 1;
     return STEM_OK;
 }
 
@@ -226,9 +352,9 @@ static int h_thermal(conversion *c, const char *opt, char **v)
 static int h_2d(conversion *c, const char *opt, char **v)
 {
     NUMBERS(2);
-    set(c, "images", "ADF", "%g %g", x[0], x[1]);
-    note(c, "%s %g %g became [images] ADF, the run's only image (add BF, ABF, HAADF or any named range as wanted)",
-         opt, x[0], x[1]);
+    set(c, "images", "ADF", "%s %s", g(x[0]).s, g(x[1]).s);
+    note(c, "%s %s %s became [images] ADF, the run's only image (add BF, ABF, HAADF or any named range as wanted)",
+         opt, v[0], v[1]);
     return STEM_OK;
 }
 
@@ -255,7 +381,7 @@ static int h_crop(conversion *c, const char *opt, char **v)
 static int h_crop_angle(conversion *c, const char *opt, char **v)
 {
     NUMBERS(1);
-    set(c, "detector", "cbed_max_angle", "%g", x[0]);
+    set(c, "detector", "cbed_max_angle", "%s", g(x[0]).s);
     return STEM_OK;
 }
 
@@ -268,16 +394,18 @@ static int h_potential3d(conversion *c, const char *opt, char **v)
 
 static int h_depth_every(conversion *c, const char *opt, char **v)
 {
-    NUMBERS(1);
-    if (x[0] > 0) set(c, "output", "depth_every", "%d", (int)x[0]);
+    long long n = 0;
+    STEM_TRY(integer(c, opt, v[0], 0, 100000, &n));
+    if (n > 0) set(c, "output", "depth_every", "%lld", n);
     return STEM_OK;
 }
 
 static int h_gpus(conversion *c, const char *opt, char **v)
 {
-    NUMBERS(1);
-    set(c, "compute", "device", x[0] > 0 ? "gpu" : "cpu");
-    if (x[0] > 0) set(c, "compute", "gpus_per_rank", "%d", (int)x[0]);
+    long long n = 0;
+    STEM_TRY(integer(c, opt, v[0], 0, 64, &n));
+    set(c, "compute", "device", n > 0 ? "gpu" : "cpu");
+    if (n > 0) set(c, "compute", "gpus_per_rank", "%lld", n);
     return STEM_OK;
 }
 
@@ -301,10 +429,10 @@ static int h_tem_tilt(conversion *c, const char *opt, char **v)
 {
     NUMBERS(3);
     int y = strchr(opt, 'y') != NULL;
-    set(c, "series", y ? "beam_tilt_y" : "beam_tilt_x", "%g:%g:%g", x[0], x[2], x[1]);
+    set(c, "series", y ? "beam_tilt_y" : "beam_tilt_x", "%s:%s:%s", g(x[0]).s, g(x[2]).s, g(x[1]).s);
     if (x[0] > 0)
-        note(c, "%s %g %g %g: Prismatic's range is |tilt| in [min, max] on both sides; stemsim's series runs from "
-             "min to max only: give -max:step:max for both sides", opt, x[0], x[1], x[2]);
+        note(c, "%s %s %s %s: Prismatic's range is |tilt| in [min, max] on both sides; stemsim's series runs from "
+             "min to max only: give -max:step:max for both sides", opt, v[0], v[1], v[2]);
     return STEM_OK;
 }
 
@@ -352,8 +480,7 @@ static int h_unsupported(conversion *c, const char *opt, char **v)
         {"--batch-size", "set [compute] batch_size (CPU) and memory_mode (GPU)"},
         {"-bg", "the GPU engine chooses its batches from its memory"},
         {"--batch-size-gpu", "the GPU engine chooses its batches from its memory"},
-        {"-of", "give the directory in [output] file"},
-        {"--output-folder", "give the directory in [output] file"}};
+};
     const char *reason = "no stemsim equivalent";
     for (size_t i = 0; i < sizeof why / sizeof *why; i++)
         if (!strcmp(opt, why[i].opt)) reason = why[i].why;
@@ -402,6 +529,7 @@ static const option options[] = {
     {"--matrix-refocus", "-mrf", 1, h_unsupported}, {"--aberrations", "-aber", 1, h_unsupported},
     {"--save-complex", "-com", 1, h_unsupported}, {"--save-probe", "-probe", 1, h_unsupported},
     {"--import-potential", "-ips", 1, h_unsupported}, {"--import-smatrix", "-ism", 1, h_unsupported},
+    {"--output-folder", "-of", 1, h_output_folder},
 };
 
 static const option *find(const char *name)
@@ -446,31 +574,217 @@ static int apply_line(conversion *c, char *line)
     return apply_tokens(c, n, tok);
 }
 
+/* One line into buf (without its '\n'): 1 a line, 0 the end, -1 longer than the buffer,
+ * -2 a NUL byte (not a text file), -3 a read error (a directory, an I/O error). */
+static int read_line(FILE *f, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int ch, nul = 0;
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        if (n + 1 == cap) return -1;
+        if (ch == 0) nul = 1;
+        buf[n++] = (char)ch;
+    }
+    buf[n] = 0;
+    if (ch == EOF && ferror(f)) return -3;
+    if (nul) return -2;
+    return ch == EOF && n == 0 ? 0 : 1;
+}
+
 static int apply_file(conversion *c, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) return STEM_FAIL(STEM_ERR_INPUT, "--from-prismatic: cannot open %s: %s", path, strerror(errno));
-    char line[4096], where[STEM_PATH_MAX + 32];
-    int err = STEM_OK;
-    for (int no = 1; !err && fgets(line, sizeof line, f); no++) {
+    char line[4096], where[PATH_MAX + 32];
+    int err = STEM_OK, got;
+    c->params_file = path;
+    for (int no = 1; !err && (got = read_line(f, line, sizeof line)) != 0; no++) {
         snprintf(where, sizeof where, "%s:%d", path, no);
         c->where = where;
-        err = apply_line(c, line);
+        if (got == -3)
+            err = STEM_FAIL(STEM_ERR_INPUT, "--from-prismatic: cannot read %s: %s", path, strerror(errno));
+        else if (got == -2)
+            err = STEM_FAIL(STEM_ERR_INPUT, "%s: a NUL byte: not a Prismatic parameter file (text)", where);
+        else if (got == -1)
+            err = STEM_FAIL(STEM_ERR_INPUT, "%s: line longer than %zu characters: not a Prismatic parameter file",
+                            where, sizeof line - 1);
+        else
+            err = apply_line(c, line);
     }
     fclose(f);
     return err;
 }
 
+/* ------------------------------------------------- resolved at the end */
+
+/* A relative model path as Prismatic resolves it (from the directory it runs in, which
+ * --from-prismatic takes to be the current one), written absolute because stemsim reads
+ * [sample] xyz relative to the config file. If it is not there but beside the parameter
+ * file, that one is taken, and said. */
+static int absolute_path(conversion *c, const char *section, const char *key)
+{
+    const char *p = get(c, section, key);
+    if (!p || p[0] == '/') return STEM_OK;
+    char rel[sizeof c->e[0].value], cwd[PATH_MAX], beside[sizeof rel];
+    snprintf(rel, sizeof rel, "%s", p);
+    const char *slash = c->params_file ? strrchr(c->params_file, '/') : NULL;
+    if (access(rel, F_OK) != 0 && slash &&
+        snprintf(beside, sizeof beside, "%.*s/%s", (int)(slash - c->params_file), c->params_file, rel) <
+            (int)sizeof beside &&
+        access(beside, F_OK) == 0) {
+        note(c, "%s '%s' is not in the current directory but beside the parameter file: %s taken", key, rel, beside);
+        memcpy(rel, beside, sizeof rel);
+        if (rel[0] == '/') {
+            set(c, section, key, "%s", rel);
+            return STEM_OK;
+        }
+    }
+    if (!getcwd(cwd, sizeof cwd))
+        return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s' is relative and the current directory "
+                         "cannot be named (%s): give an absolute path", section, key, rel, strerror(errno));
+    set(c, section, key, "%s/%s", cwd, rel);
+    return STEM_OK;
+}
+
+/* The model's cell (its second line) times the tiles, for a window given in Angstrom
+ * along one axis and fractional along the other. */
+static int model_extent(conversion *c, int axis, double *extent)
+{
+    const char *path = get(c, "sample", "xyz"), *tile = get(c, "sample", axis ? "tile_y" : "tile_x");
+    FILE *f;
+    STEM_TRY(stem_input_open(path, "model (for the scan window's cell)", STEM_ERR_CONFIG, &f));
+    char line[4096];
+    double cell[3];
+    int ok = read_line(f, line, sizeof line) == 1 && read_line(f, line, sizeof line) == 1 &&
+             sscanf(line, "%lf %lf %lf", &cell[0], &cell[1], &cell[2]) == 3 && cell[axis] > 0 && isfinite(cell[axis]);
+    fclose(f);
+    if (!ok)
+        return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: %s: no cell 'a b c' on the second line, which the scan "
+                         "window needs", path);
+    *extent = cell[axis] * (tile ? strtod(tile, NULL) : 1);
+    return STEM_OK;
+}
+
+/* stemsim's [scan] has one unit for both axes; Prismatic's each axis its own. */
+static int window_resolve(conversion *c)
+{
+    window *w = c->win;
+    int real_x = w[0].real_given, real_y = w[1].real_given;
+    if (!real_x && !real_y && !w[0].frac_given && !w[1].frac_given) return STEM_OK;
+    static const char *const start[2] = {"x_start", "y_start"}, *const end[2] = {"x_end", "y_end"};
+    if (real_x && real_y) {
+        set(c, "scan", "units", "angstrom");
+        for (int a = 0; a < 2; a++) {
+            set(c, "scan", start[a], "%s", g(w[a].real[0]).s);
+            set(c, "scan", end[a], "%s", g(w[a].real[1]).s);
+        }
+        return STEM_OK;
+    }
+    set(c, "scan", "units", "fractional");
+    for (int a = 0; a < 2; a++) {
+        if (w[a].real_given) { /* as Prismatic: clamped to the tiled cell, then fractional */
+            if (!strcmp(get(c, "sample", "xyz"), "MODEL.xyz"))
+                return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: a scan window in Angstrom along %c (-w%cr) and a "
+                                 "fractional one along %c (-w%c, or Prismatic's default, the whole cell): stemsim's "
+                                 "[scan] has one unit for both axes, and converting needs the model's cell: give the "
+                                 "model (-i or --xyz) or both windows in one unit", "xy"[a], "xy"[a], "yx"[a], "yx"[a]);
+            double L;
+            STEM_TRY(model_extent(c, a, &L));
+            set(c, "scan", start[a], "%s", g(fmin(w[a].real[0], L) / L).s);
+            set(c, "scan", end[a], "%s", g(fmin(w[a].real[1], L) / L).s);
+            note(c, "-w%cr %s %s (Angstrom) became the fractional %s %s of the %s Angstrom (tiled) cell, as the other "
+                 "axis's window is fractional", "xy"[a], g(w[a].real[0]).s, g(w[a].real[1]).s, get(c, "scan", start[a]),
+                 get(c, "scan", end[a]), g(L).s);
+        } else if (w[a].frac_given) {
+            set(c, "scan", start[a], "%s", g(w[a].frac[0]).s);
+            set(c, "scan", end[a], "%s", g(w[a].frac[1]).s);
+        }
+    }
+    return STEM_OK;
+}
+
+/* Prismatic builds its defocus series after reading every option: -dfr (when given) wins,
+ * else -dfs's 9 points df + (-2, -1.5, ..., 2) sigma around the final -df (0 when unset). */
+static void defocus_series_resolve(conversion *c)
+{
+    if (c->dfr_set) {
+        set(c, "series", "defocus", "%s:%s:%s", g(c->dfr[0]).s, g(c->dfr[2]).s, g(c->dfr[1]).s);
+        if (c->dfs_set) note(c, "-dfs %s not used: -dfr gives the series (as in Prismatic)", g(c->dfs).s);
+    } else if (c->dfs_set) {
+        double df = c->df_set ? c->df : 0;
+        set(c, "series", "defocus", "%s:%s:%s", g(df - 2 * c->dfs).s, g(0.5 * c->dfs).s, g(df + 2 * c->dfs).s);
+        note(c, "-dfs %s became a [series] defocus of 9 points around -df %s, as Prismatic runs it; for an incoherent "
+             "average over the spread use [probe] focal_spread = %s instead", g(c->dfs).s, g(df).s, g(c->dfs).s);
+    } else {
+        return;
+    }
+    if (c->df_set) { /* stemsim refuses both */
+        note(c, "-df %s left out: the defocus series replaces it", g(c->df).s);
+        unset(c, "probe", "C10");
+    }
+}
+
+/* What a config.ini line can hold: ';' starts a comment anywhere, inih trims spaces and
+ * reads lines of at most INI_MAX_LINE - 1 characters, control characters end or corrupt
+ * the line. Refused by name rather than written into a config that means something else. */
+static int values_check(const conversion *c)
+{
+    if (c->overflow[0])
+        return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: the value of %s is too long for a config file",
+                         c->overflow);
+    for (int i = 0; i < c->n; i++) {
+        const char *k = c->e[i].key, *v = c->e[i].value;
+        size_t len = strlen(k) + 3 + strlen(v);
+        if (!v[0] || isspace((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
+            return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s': an empty value or one that starts or "
+                             "ends with a space cannot be written in a config file", c->e[i].section, k, v);
+        for (const char *p = v; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ';')
+                return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s': %s cannot be written in a config "
+                                 "file; rename it", c->e[i].section, k, v,
+                                 *p == ';' ? "';' (it starts a comment)" : "a control character");
+        if (len > INI_MAX_LINE - 1)
+            return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s: the value (%zu characters) does not fit a "
+                             "config line (at most %d characters); use a shorter path, or run the config with "
+                             "--set %s.%s=VALUE", c->e[i].section, k, strlen(v), INI_MAX_LINE - 1, c->e[i].section, k);
+    }
+    return STEM_OK;
+}
+
 /* ------------------------------------------------------------- output */
+
+/* A comment of any length as lines that fit the config's line limit; control characters
+ * (a newline in a file name) cannot end the comment early. */
+static void comment(FILE *out, const char *prefix, const char *text)
+{
+    const int width = 100;
+    size_t n = strlen(text);
+    const char *p = text;
+    do {
+        size_t take = n - (size_t)(p - text);
+        if (take > (size_t)width) { /* break at the last space within the width, if any */
+            take = (size_t)width;
+            for (size_t k = take; k > (size_t)width / 2; k--)
+                if (p[k] == ' ') { take = k; break; }
+        }
+        fputs(p == text ? prefix : ";   ", out);
+        for (size_t k = 0; k < take; k++) fputc((unsigned char)p[k] < 0x20 || p[k] == 0x7f ? '?' : p[k], out);
+        fputc('\n', out);
+        p += take;
+        while (*p == ' ') p++;
+    } while (*p);
+}
 
 static void write_config(const conversion *c, const char *source, FILE *out)
 {
     static const char *const order[] = {"sample", "beam", "probe", "simulation", "scan", "detector", "images",
                                         "output", "series", "compute"};
-    fprintf(out, "; stemsim %s config converted from Prismatic parameters (%s)\n", STEM_VERSION, source);
+    char head[PATH_MAX + 128];
+    snprintf(head, sizeof head, "stemsim %s config converted from Prismatic parameters (%s)", STEM_VERSION, source);
+    comment(out, "; ", head);
     fprintf(out, "; conventions: keV, mrad and Angstrom as in Prismatic; [probe] C10 = Prismatic's -df (same sign);\n"
                  "; C30/C50 in Angstrom like -C3/-C5; aberration azimuths in degrees; [detector] ring_width = -d.\n");
-    for (int i = 0; i < c->n_notes; i++) fprintf(out, "; NOTE %s\n", c->notes[i]);
+    for (int i = 0; i < c->n_notes; i++) comment(out, "; NOTE ", c->notes[i]);
     for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
         int first = 1;
         for (int i = 0; i < c->n; i++) {
@@ -480,6 +794,18 @@ static void write_config(const conversion *c, const char *source, FILE *out)
             fprintf(out, "%s = %s\n", c->e[i].key, c->e[i].value);
         }
     }
+}
+
+/* Everything that depends on more than one option, and the checks, once all are read. */
+static int finish(conversion *c, const char *xyz)
+{
+    if (xyz) set(c, "sample", "xyz", "%s", xyz);
+    if (strcmp(get(c, "sample", "xyz"), "MODEL.xyz")) STEM_TRY(absolute_path(c, "sample", "xyz"));
+    else note(c, "no model given (-i or --xyz): set [sample] xyz");
+    STEM_TRY(absolute_path(c, "scan", "positions")); /* [scan] positions is relative to the config file too */
+    STEM_TRY(window_resolve(c));
+    defocus_series_resolve(c);
+    return values_check(c);
 }
 
 int stem_from_prismatic(int argc, char **argv, FILE *out)
@@ -514,14 +840,13 @@ int stem_from_prismatic(int argc, char **argv, FILE *out)
     if (file) err = apply_file(&c, file);
     c.where = "the Prismatic command line";
     if (!err && i < argc) err = apply_tokens(&c, argc - i, argv + i);
+    if (!err) err = finish(&c, xyz);
     if (err) return err;
-    if (xyz) set(&c, "sample", "xyz", "%s", xyz);
-    if (get(&c, "series", "defocus") && get(&c, "probe", "C10")) { /* stemsim refuses both */
-        note(&c, "-df %s left out: the defocus series replaces it", get(&c, "probe", "C10"));
-        unset(&c, "probe", "C10");
-    }
-    if (!strcmp(get(&c, "sample", "xyz"), "MODEL.xyz")) note(&c, "no model given (-i or --xyz): set [sample] xyz");
     for (int k = 0; k < c.n_notes; k++) fprintf(stderr, "stemsim: warning: --from-prismatic: %s\n", c.notes[k]);
     write_config(&c, file ? file : "command line", out);
+    /* the config goes to stdout: a full disk or a closed pipe must not end with exit 0 */
+    if (fflush(out) != 0 || ferror(out))
+        return STEM_FAIL(STEM_ERR_IO, "--from-prismatic: writing the config failed: %s",
+                         errno ? strerror(errno) : "write error");
     return STEM_OK;
 }

@@ -76,8 +76,19 @@ static int blank(const char *s)
     return *s == 0;
 }
 
-/* Parse n numbers; returns how many were read, -1 on trailing junk or non-finite. */
-static int parse_numbers(const char *s, double *v, int max)
+/* A token strtod read that is not a finite decimal: hexadecimal ("0x1p3", which
+ * strtod takes), inf, nan. */
+static int xyz_not_decimal(const char *s, const char *end, double v)
+{
+    if (!isfinite(v)) return 1;
+    for (const char *p = s; p < end; p++)
+        if (*p == 'x' || *p == 'X') return 1;
+    return 0;
+}
+
+/* Parse n numbers; returns how many were read, -1 on trailing junk, -2 on a number that
+ * is not a finite decimal (*bad: its text, up to the next space). */
+static int parse_numbers(const char *s, double *v, int max, char *bad, size_t nbad)
 {
     int n = 0;
     char *end;
@@ -86,7 +97,12 @@ static int parse_numbers(const char *s, double *v, int max)
         if (!*s) break;
         errno = 0;
         v[n] = strtod(s, &end);
-        if (end == s || errno == ERANGE || !isfinite(v[n])) return -1;
+        if (end == s) return -1;
+        if (errno == ERANGE || xyz_not_decimal(s, end, v[n])) {
+            size_t len = strcspn(s, " \t\r\n");
+            if (bad) snprintf(bad, nbad, "%.*s", (int)(len < 40 ? len : 40), s);
+            return -2;
+        }
         s = end;
         n++;
     }
@@ -94,10 +110,19 @@ static int parse_numbers(const char *s, double *v, int max)
     return *s ? -1 : n;
 }
 
+static int not_decimal(const xyz_reader *r, int lineno, const char *bad)
+{
+    return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: '%s' is not a finite decimal number (hexadecimal, inf, nan and "
+                     "overflowing values are refused)", r->name, lineno, bad);
+}
+
 static int read_cell(xyz_reader *r, const char *line, int lineno)
 {
     double v[3];
-    if (!line || parse_numbers(line, v, 3) != 3)
+    char bad[48];
+    int n = line ? parse_numbers(line, v, 3, bad, sizeof bad) : 0;
+    if (n == -2) return not_decimal(r, lineno, bad);
+    if (n != 3)
         return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected the cell size 'a b c' in Angstrom", r->name, lineno);
     for (int i = 0; i < 3; i++)
         if (!(v[i] > 0) || v[i] > 1e6)
@@ -109,7 +134,9 @@ static int read_cell(xyz_reader *r, const char *line, int lineno)
 static int read_atom(xyz_reader *r, const char *line, int lineno)
 {
     double v[6];
-    int n = parse_numbers(line, v, 6);
+    char bad[48];
+    int n = parse_numbers(line, v, 6, bad, sizeof bad);
+    if (n == -2) return not_decimal(r, lineno, bad);
     if (n < 4)
         return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected 'Z x y z [occupancy sigma]', got '%.60s'", r->name, lineno, line);
     if (n == 4) v[4] = 1;
@@ -234,10 +261,24 @@ static void xyz_warn_duplicates(const xyz_reader *r)
     free(b);
 }
 
+/* CR LF ends a line like LF (the CR is a space to strtod); a CR alone (classic Mac OS)
+ * would make the file one comment line. */
+static int xyz_check_line_endings(const xyz_reader *r, const char *text)
+{
+    int line = 1;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') line++;
+        else if (*p == '\r' && p[1] != '\n')
+            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: a carriage return (CR) not followed by a line feed: the file has "
+                             "classic Mac (CR-only) line endings; convert them (tr '\\r' '\\n')", r->name, line);
+    }
+    return STEM_OK;
+}
+
 /* Split text into lines in place and parse them. */
 static int parse_text(xyz_reader *r, char *text)
 {
-    int lineno = 0, err = STEM_OK;
+    int lineno = 0, err = xyz_check_line_endings(r, text);
     char *save = NULL, *line = text;
     (void)save;
     while (line && !err) {
@@ -252,7 +293,7 @@ static int parse_text(xyz_reader *r, char *text)
             /* tolerate blank lines */
         } else {
             double v[1];
-            if (parse_numbers(line, v, 1) == 1 && v[0] == -1) break;
+            if (parse_numbers(line, v, 1, NULL, 0) == 1 && v[0] == -1) break;
             err = read_atom(r, line, lineno);
         }
         line = next;

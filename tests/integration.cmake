@@ -50,8 +50,10 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --set scan.x_end=2.8 --set scan.y_end=2.0
                    --run 1 --run 2 --run 3)
   # Plane waves (hrtem: exit wave, image, frozen phonons over groups) and CBED: 1 rank = 2 = 3.
+  # (hrtem has no default [images]: one named here, so the images are compared too)
   stemsim_mpi_case(mpi_ranks_hrtem compare ${_small} ${_fp} --set simulation.algorithm=hrtem
                    --set output.save_exit_wave=true --set probe.defocus=-50 --set hrtem.objective_aperture=30
+                   --set "images.ADF=20 60"
                    --run 1 --run 2 --run 3 --run 3:compute.fp_groups=1)
   stemsim_mpi_case(mpi_ranks_cbed compare ${_small} ${_fp} --set simulation.algorithm=cbed
                    --run 1 --run 2 --run 3)
@@ -155,7 +157,7 @@ endforeach()
 # written, exclusive temporaries, no-replace publication, full disk, vanished
 # directory, signals, memory limits, consistent ranks, dry-run verdicts.
 set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special_output full_disk vanished_dir
-    signals memory_rlimit memory_estimate one_message mpmd_mismatch dry_run odd_inputs)
+    signals memory_rlimit memory_estimate one_message mpmd_mismatch dry_run odd_inputs accepted_inputs)
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
     foreach(_np 1 2)

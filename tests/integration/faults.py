@@ -500,6 +500,43 @@ def s_memory_estimate():
     return finish(problems, "memory_estimate")
 
 
+def s_accepted_inputs():
+    """Inputs that are right and were refused or changed (issue 27, item 13): an HRTEM run at
+    ordinary HRTEM sampling (the default STEM detectors do not apply to it), a seed above 2^53
+    kept exact, Windows (CR LF) line endings in the config and the model."""
+    d = fresh("accepted_inputs")
+    cfg = local_config(d)
+    problems = []
+    rc, _, err = run(cmd(A.ranks, cfg, ["simulation.algorithm=hrtem", "simulation.pixel_size=0.2",
+                                        "output.file=hrtem.h5"]), cwd=d)
+    expect(problems, rc == 0 and os.path.exists(os.path.join(d, "hrtem.h5")),
+           f"hrtem at 0.2 A pixels: exit {rc} (the default HAADF beyond its band limit?): {error_lines(err)}")
+    seed = "9007199254740993"  # 2^53 + 1: a double holds only its neighbours
+    rc, _, err = run(cmd(A.ranks, cfg, [f"simulation.seed={seed}", "output.file=seed.h5"]), cwd=d)
+    text = ""
+    if rc == 0:
+        try:
+            import h5py
+            with h5py.File(os.path.join(d, "seed.h5"), "r") as f:
+                text = f.attrs["config"]
+                text = text.decode() if isinstance(text, bytes) else str(text)
+        except ImportError:
+            text = f"seed = {seed}"  # no h5py: the exit status is all that is checked
+    expect(problems, rc == 0 and f"seed = {seed}" in text,
+           f"seed {seed}: exit {rc}, the output's config says {[l for l in text.splitlines() if 'seed' in l]}")
+    with open(os.path.join(A.root, "data", "Si100_unitcell.xyz")) as f:
+        model = f.read()
+    crlf_model = os.path.join(d, "crlf.xyz")
+    with open(crlf_model, "w", newline="") as f:
+        f.write(model.replace("\n", "\r\n"))
+    crlf_cfg = os.path.join(d, "crlf.ini")
+    with open(cfg) as f, open(crlf_cfg, "w", newline="") as g:
+        g.write(f.read().replace("\n", "\r\n"))
+    rc, _, err = run(cmd(A.ranks, crlf_cfg, [f"sample.xyz={crlf_model}", "output.file=crlf.h5"]), cwd=d)
+    expect(problems, rc == 0 and os.path.exists(os.path.join(d, "crlf.h5")), f"CR LF config and model: exit {rc}")
+    return finish(problems, "accepted_inputs")
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 

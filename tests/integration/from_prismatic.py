@@ -30,8 +30,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     xyz = os.path.abspath(a.xyz)
 
-    def convert(args, expect=0):
-        p = subprocess.run([a.stemsim, "--from-prismatic"] + args, capture_output=True, text=True, timeout=60)
+    def convert(args, expect=0, cwd=None):
+        p = subprocess.run([a.stemsim, "--from-prismatic"] + args, capture_output=True, text=True, timeout=60, cwd=cwd)
         if p.returncode != expect:
             print(p.stdout + p.stderr)
             raise SystemExit("FAIL --from-prismatic %s: exit %d, expected %d" % (" ".join(args), p.returncode, expect))
@@ -87,8 +87,117 @@ def main():
             print("FAIL %s: the message does not say %r: %s" % (args, says, err))
             bad += 1
     print("refused: an unknown option, a non-number, a missing value (exit 3), a missing file (exit 4)")
+    bad += issue27_cases(a, work, xyz, convert)
     print("PASS" if not bad else "FAILED")
     return 1 if bad else 0
+
+
+def parse_ini(text):
+    cfg = configparser.ConfigParser(inline_comment_prefixes=(";",), comment_prefixes=(";", "#"))
+    cfg.optionxform = str
+    cfg.read_string(text)
+    return cfg
+
+
+def issue27_cases(a, work, xyz, convert):
+    """The converter's silent wrong conversions of issues 27 (item 12) and 30; returns failures."""
+    bad = 0
+    strict = convert
+
+    def convert(args, expect=0, cwd=None):  # a wrong exit counts as one failure and the checks go on
+        nonlocal bad
+        try:
+            return strict(args, expect, cwd)
+        except SystemExit as e:
+            print(e)
+            bad += 1
+            return "", ""
+
+    def check(ok, what, detail=""):
+        nonlocal bad
+        if not ok:
+            print("FAIL %s%s" % (what, (": " + detail) if detail else ""))
+            bad += 1
+
+    def params(name, text):
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    # -dfs before -df (a parameter file's order, or -df on the command line): around the final -df
+    out, _ = convert([params("dfs_first.txt", "--probe-defocus-sigma:10\n--probe-defocus:-40\n"), "--xyz", xyz])
+    check("defocus = -60:5:-20" in out, "-dfs then -df: the series is not around -df -40", out)
+    out, _ = convert([params("dfs_file.txt", "--probe-defocus:-40\n--probe-defocus-sigma:10\n"), "--xyz", xyz,
+                      "--", "-df", "100"])
+    check("defocus = 80:5:120" in out, "-dfs in the file, -df 100 on the command line", out)
+    check(not parse_ini(out).has_option("probe", "C10"), "-df kept as C10 beside the -dfs series")
+
+    # windows: each axis its own unit; mixed ones through the model's cell (times the tiles)
+    with open(xyz) as f:
+        f.readline()
+        cell = [float(t) for t in f.readline().split()[:3]]
+    out, err = convert(["--", "-i", xyz, "-t", "2", "3", "1", "-wx", "0.1", "0.5", "-wyr", "1", "5"])
+    cfg = parse_ini(out)
+    ly = 3 * cell[1]
+    got = [cfg.get("scan", k, fallback="") for k in ("units", "x_start", "x_end", "y_start", "y_end")]
+    check(got[0] == "fractional" and got[1:3] == ["0.1", "0.5"] and abs(float(got[3] or 0) - 1 / ly) < 1e-12
+          and abs(float(got[4] or 0) - 5 / ly) < 1e-12, "-wx 0.1 0.5 with -wyr 1 5", "%s (cell y %g)" % (got, ly))
+    check("-wyr" in err, "the mixed window's conversion is not named in the warnings", err)
+    _, err = convert(["--", "-wxr", "1", "5"], 3)
+    check("one unit for both axes" in err, "-wxr without a model (fractional default y) not refused clearly", err)
+    out, _ = convert(["--", "-i", xyz, "-wxr", "1", "5", "-wyr", "2", "6"])
+    cfg = parse_ini(out)
+    check(cfg.get("scan", "units", fallback="") == "angstrom" and cfg.get("scan", "y_end", fallback="") == "6",
+          "both windows in Angstrom", out)
+    out, _ = convert([params("unset_windows.txt", "--scan-window-x:0 0.99999\n--scan-window-y:0 0.99999\n"
+                             "--scan-window-xr:0 0\n--scan-window-yr:0 0\n"), "--xyz", xyz])
+    cfg = parse_ini(out)
+    check(cfg.get("scan", "units", fallback="fractional") == "fractional"
+          and cfg.get("scan", "x_end", fallback="") == "0.99999", "-wxr 0 0 (Prismatic's unset) applied", out)
+
+    # Prismatic's own unset values and options
+    out, err = convert([params("nan.txt", "--probe-defocus:nan\n-C3:nan\n-C5:-nan\n--output-folder:./\n"
+                               "--random-seed:9007199254740993\n"), "--xyz", xyz])
+    cfg = parse_ini(out)
+    check(not any(cfg.has_option("probe", k) for k in ("C10", "C30", "C50")), "nan written as a value", out)
+    check("--output-folder" in err, "-of not named in the warnings", err)
+    check(cfg.get("simulation", "seed", fallback="") == "9007199254740993", "a seed above 2^53 rounded", out)
+
+    # a relative model path resolves from where Prismatic ran (here), written absolute
+    sub = os.path.join(work, "rel")
+    os.makedirs(sub, exist_ok=True)
+    with open(xyz) as f, open(os.path.join(sub, "model_rel.xyz"), "w") as g:
+        g.write(f.read())
+    out, _ = convert(["--", "-i", "model_rel.xyz", "-o", "rel.h5"], cwd=sub)
+    check(parse_ini(out).get("sample", "xyz", fallback="") == os.path.join(sub, "model_rel.xyz"),
+          "a relative -i not written absolute", out)
+
+    # what a config line cannot hold is refused, not cut or turned into a comment
+    for name, why in (("a ;b.h5", "';'"), ("a\tb.h5", "control character"), ("x" * 300 + ".h5", "config line"),
+                      ("/" + "d" * 600 + ".h5", "config line")):
+        _, err = convert(["--", "-i", xyz, "-o", name], 3)
+        check(why in err, "-o %r: the message does not say %s" % (name[:20], why), err)
+    for f in ("1e30", str(2 ** 40), "2.5", "0"):
+        _, err = convert(["--", "-f", f], 3)
+        check("-f" in err, "-f %s not refused with its name" % f, err)
+    _, err = convert([work], 4)
+    check("directory" in err, "a directory as the parameter file", err)
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([a.stemsim, "--from-prismatic", "--", "-i", xyz], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+    check(p.returncode == 6 and "No space" in p.stderr, "the config written to a full device", "exit %d: %s" %
+          (p.returncode, p.stderr))
+
+    # every line within the INI parser's limit, whatever the notes and the source path
+    longdir = os.path.join(work, "p" * 150)
+    os.makedirs(longdir, exist_ok=True)
+    out, _ = convert([params(os.path.join(longdir, "long.txt"), "--probe-defocus-sigma:10\n"), "--xyz", xyz,
+                      "--", "-2D", "70", "200", "-xtt", "1", "10", "1", "-a", "t"])
+    longest = max(len(line) for line in out.splitlines())
+    check(longest < 199, "a config line of %d characters (inih reads 199)" % longest)
+    print("issue 27/30 converter cases: %s" % ("pass" if not bad else "%d failed" % bad))
+    return bad
 
 
 if __name__ == "__main__":
