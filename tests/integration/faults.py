@@ -29,6 +29,11 @@ Scenarios (each asserts exit code, message, and the files left behind):
   mpmd_mismatch     ranks started with different configs (MPMD): exit 3 naming
                     the key; a config error on rank 1 only: its message, exit 3
   dry_run           --dry-run exits as the real run would (0, 5, 6), writes nothing
+  concurrent_singletons  --count (100) one-process jobs beside --count others:
+                    every one exits 0, no error line, complete identical output,
+                    nothing left in TMPDIR; 2 ranks: a few mpirun jobs side by side
+  mpi_init_failure  MPI cannot start (TMPDIR a file): exit 7, one message; the
+                    local actions (--version, --help...) start no MPI
   odd_inputs        a duplicated atom warns with its lines; <(...) and a FIFO as
                     config are refused at once; /dev/stdin from a file works;
                     a relative output path is relative to the current directory
@@ -459,6 +464,102 @@ def s_odd_inputs():
     return finish(problems, "odd_inputs")
 
 
+TINY = ["sample.tile_x=1", "sample.tile_y=1", "sample.tile_z=1", "scan.x_end=2.4", "scan.y_end=2.4",
+        "detector.save_4d=false", "detector.save_3d=false"]  # one probe through one cell: ~0.1 s
+
+
+def h5_complete_and_images(path):
+    """(complete attribute is 1, the text of /images) through h5dump, or (False, None)."""
+    try:
+        a = subprocess.run(["h5dump", "-a", "/complete", path], capture_output=True, text=True, timeout=30)
+        i = subprocess.run(["h5dump", "-g", "/images", path], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False, None
+    done = a.returncode == 0 and "(0): 1" in a.stdout
+    return done, i.stdout.split("\n", 1)[-1] if i.returncode == 0 else None
+
+
+def loop_of_runs(argv_of, n, cwd, env):
+    """n runs one after another (argv_of(i)); [(i, rc, stderr)]."""
+    res = []
+    for i in range(n):
+        p = subprocess.run(argv_of(i), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+        res.append((i, p.returncode, p.stderr))
+    return res
+
+
+def s_concurrent_singletons():
+    """--count one-process jobs (no mpirun) beside --count others, on one node: every one exits 0
+    with no error line and a complete output with the same images; no private session directory is
+    left in TMPDIR. With 2 ranks: a few mpirun jobs side by side, which keep Open MPI's own session
+    (launched processes are left as they are)."""
+    import threading
+    d = fresh("concurrent_singletons")
+    cfg = local_config(d)
+    tmp = os.path.join(d, "tmp")  # the jobs' TMPDIR, so that what they leave there is seen
+    os.mkdir(tmp)
+    env = dict(os.environ, TMPDIR=tmp)
+    n = A.count if A.ranks == 1 else 3
+    loops = {}
+
+    def loop(tag):
+        loops[tag] = loop_of_runs(lambda i: cmd(A.ranks, cfg, TINY + [f"output.file=out_{tag}_{i}.h5"], ["-q"]),
+                                  n, d, env)
+    log(f"$ 2 loops of {n} x " + " ".join(shlex.quote(c) for c in cmd(A.ranks, cfg, TINY, ["-q"])))
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=loop, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log(f"  -> {2 * n} runs in {time.monotonic() - t0:.1f} s")
+    problems, images = [], set()
+    for tag, res in sorted(loops.items()):
+        for i, rc, err in res:
+            bad = [l for l in err.splitlines() if "error" in l.lower() or "abort" in l.lower()]
+            name = f"out_{tag}_{i}.h5"
+            expect(problems, rc == 0, f"{name}: exit {rc}: {err.strip()[:300]}")
+            expect(problems, not bad, f"{name}: error lines on stderr: {bad[:2]}")
+            if rc == 0:
+                done, img = h5_complete_and_images(os.path.join(d, name))
+                expect(problems, done, f"{name} is not marked complete")
+                images.add(img)
+    expect(problems, len(images) <= 1, f"the runs' images differ ({len(images)} versions)")
+    expect(problems, None not in images, "an output has no readable /images")
+    expect(problems, not leftovers(d), f"temporaries left: {leftovers(d)}")
+    left = sorted(os.listdir(tmp))
+    expect(problems, not left, f"left in TMPDIR: {left}")
+    if len(problems) > 10:
+        problems = problems[:10] + [f"... and {len(problems) - 10} more"]
+    return finish(problems, "concurrent_singletons")
+
+
+def s_mpi_init_failure():
+    """MPI cannot start (its session directory cannot be made): exit 7, one message naming the
+    cause, nothing left. 1 rank (the private session directory is a one-process job's)."""
+    if A.ranks != 1:
+        log("SKIP mpi_init_failure: a one-process job's start-up")
+        return 77
+    d = fresh("mpi_init_failure")
+    cfg = local_config(d)
+    not_dir = os.path.join(d, "not_a_directory")
+    with open(not_dir, "w") as f:
+        f.write("a file\n")
+    problems = []
+    rc, _, err = run(cmd(1, cfg, TINY + ["output.file=out.h5"]), cwd=d, env=dict(os.environ, TMPDIR=not_dir))
+    expect(problems, rc == 7, f"TMPDIR a file: exit {rc}, expected 7")
+    expect(problems, "TMPDIR" in err and not_dir in err, "the message does not name TMPDIR and its value")
+    expect(problems, len(error_lines(err)) == 1 and len(err.strip().splitlines()) == 1,
+           f"{len(err.strip().splitlines())} lines on stderr, expected stemsim's one")
+    expect(problems, sorted(os.listdir(d)) == ["case.ini", "not_a_directory"], f"files left: {sorted(os.listdir(d))}")
+    # local actions start no MPI: they work where MPI cannot start
+    for flag in ("--version", "--help", "--help-config"):
+        rc, out, err = run([A.stemsim, flag], cwd=d, env=dict(os.environ, TMPDIR=not_dir))
+        expect(problems, rc == 0 and out and not err.strip(), f"{flag} where MPI cannot start: exit {rc}")
+    return finish(problems, "mpi_init_failure")
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 
@@ -472,6 +573,7 @@ def main():
     ap.add_argument("--mpi-flag", action="append", default=[])
     ap.add_argument("--config", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--count", type=int, default=100, help="concurrent_singletons: runs in each of the two loops")
     A = ap.parse_args()
     A.root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     A.stemsim = os.path.abspath(A.stemsim)
