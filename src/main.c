@@ -560,6 +560,20 @@ static int local_action(int argc, char **argv)
     return local ? STEM_OK : -1;
 }
 
+/* parse_cli on every rank, agreed: a rank whose command line is wrong, or that was given
+ * another mode (MPMD: --dry-run on some ranks only) would leave the others in a collective. */
+static int agree_cli(int argc, char **argv, cli_options *o, int rank)
+{
+    int err = parse_cli(argc, argv, o, rank);
+    if (err && rank != 0) err = STEM_FAIL(err, "the command line of rank %d is not valid (an unknown option, a "
+                                          "missing value, or not exactly one config file)", rank);
+    err = stem_mpi_agree(err, MPI_COMM_WORLD);
+    const int flags[] = {o->dry_run, o->restart, o->convergence};
+    const char *const names[] = {"--dry-run", "--restart", "--convergence"};
+    if (!err) err = stem_mpi_agree(stem_check_same_flags(flags, names, 3, MPI_COMM_WORLD), MPI_COMM_WORLD);
+    return err;
+}
+
 /* MPI_Init_thread, after the one-process defaults. An error it returns is exit 7; an
  * error inside it that Open MPI treats as fatal (MPI_ERRORS_ARE_FATAL is the only
  * handler before MPI_Init) ends the process in Open MPI with its own messages and
@@ -586,8 +600,9 @@ int main(int argc, char **argv)
     stem_mpi_session session;
     if (start_mpi(&argc, &argv, &session)) return STEM_ERR_MPI;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    stem_log_init(rank, STEM_LOG_INFO);
     cli_options o;
-    int err = parse_cli(argc, argv, &o, rank);
+    int err = agree_cli(argc, argv, &o, rank);
     stem_log_init(rank, o.quiet ? STEM_LOG_QUIET : (o.verbose ? STEM_LOG_DEBUG : STEM_LOG_INFO));
     if (!err) err = stem_signal_install(rank);
     if (!err) err = run(&o, MPI_COMM_WORLD, rank);

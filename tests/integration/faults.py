@@ -28,6 +28,10 @@ Scenarios (each asserts exit code, message, and the files left behind):
   one_message       a failure on every rank is printed once
   mpmd_mismatch     ranks started with different configs (MPMD): exit 3 naming
                     the key; a config error on rank 1 only: its message, exit 3
+  mpmd_modes        --dry-run or --restart given to some ranks of an MPMD launch
+                    only: exit 2 naming the option and a rank, no hang
+  dist_fft_few_rows distributed_fft with a grid that leaves a rank no rows (2
+                    ranks: 4 x 1; 3 ranks: 2 x 2): exit 3 before any collective
   dry_run           --dry-run exits as the real run would (0, 5, 6), writes nothing
   concurrent_singletons  --count (100) one-process jobs beside --count others:
                     every one exits 0, no error line, complete identical output,
@@ -407,6 +411,61 @@ def s_mpmd_mismatch():
     expect(problems, len(error_lines(err)) == 1, f"{len(error_lines(err))} error lines, expected 1")
     expect(problems, not os.path.exists(os.path.join(d, "out.h5")) and not leftovers(d), "output left behind")
     return finish(problems, "mpmd_mismatch")
+
+
+def s_mpmd_modes():
+    """An MPMD launch that gives --dry-run (or --restart) to some ranks only: exit 2 at once, the
+    option and a rank named, no hang, nothing written. Needs 2 ranks (3 are started)."""
+    if A.ranks < 2:
+        log("SKIP mpmd_modes: needs 2 ranks")
+        return 77
+    d = fresh("mpmd_modes")
+    cfg = local_config(d)
+    base = [A.mpiexec] + A.mpi_flag
+    sets = []
+    for s_ in TINY + ["output.file=out.h5"]:
+        sets += ["--set", s_]
+    problems = []
+    for first, second, flag in ((["--dry-run"], [], "--dry-run"), ([], ["--dry-run"], "--dry-run"),
+                                ([], ["--restart"], "--restart")):
+        argv = base + ["-np", "1", A.stemsim] + first + [cfg] + sets + [":", "-np", "2", A.stemsim] + second + [cfg] + sets
+        rc, _, err = run(argv, cwd=d, timeout=60)
+        what = f"{flag} on rank {'0' if first else '1-2'} only"
+        expect(problems, rc == 2, f"{what}: exit {rc}, expected 2 (124: it hung)")
+        expect(problems, flag in err and "rank 1" in err and "same options" in err,
+               f"{what}: the message does not name the option and the rank")
+        expect(problems, len(error_lines(err)) == 1, f"{what}: {len(error_lines(err))} error lines, expected 1")
+    expect(problems, os.listdir(d) == ["case.ini"], f"files left: {os.listdir(d)}")
+    return finish(problems, "mpmd_modes")
+
+
+def s_dist_fft_few_rows():
+    """A distributed FFT whose grid leaves a rank of the group no rows or Fourier columns (FFTW-MPI's
+    blocks of ceil(n / ranks)): exit 3 before any collective, naming the ranks that would do; no hang,
+    nothing written, the dry run says the same. Needs 2 ranks (3 are started too)."""
+    if A.ranks < 2:
+        log("SKIP dist_fft_few_rows: needs 2 ranks")
+        return 77
+    d = fresh("dist_fft_few_rows")
+    cfg = local_config(d)
+    hrtem = ["simulation.algorithm=hrtem", "compute.distributed_fft=on", "probe.semiangle=0.1", "sample.tile_y=1",
+             "sample.tile_z=1", "output.file=out.h5"]
+    problems = []
+    # 2 ranks: a 4 x 1 grid (one row); 3 ranks: a 2 x 2 grid (blocks of 1: the third rank none)
+    for ranks, grid, sets in ((2, "4 x 1", ["sample.tile_x=4", "simulation.pixel_size=6"]),
+                              (3, "2 x 2", ["sample.tile_x=1", "simulation.pixel_size=3"])):
+        for extra in ([], ["--dry-run"]):
+            rc, out, err = run(cmd(ranks, cfg, hrtem + sets, extra), cwd=d, timeout=60)
+            what = f"{ranks} ranks, {grid} grid{' (dry run)' if extra else ''}"
+            expect(problems, rc == 3, f"{what}: exit {rc}, expected 3 (124: it hung)")
+            expect(problems, f"the {grid} grid cannot be shared by the {ranks} ranks" in err and "at most" in err,
+                   f"{what}: the message does not name the grid, the ranks and what would do")
+            expect(problems, len(error_lines(err)) == 1, f"{what}: {len(error_lines(err))} error lines, expected 1")
+    # the ranks that do: 2 ranks on the 2 x 2 grid compute
+    rc, _, err = run(cmd(2, cfg, hrtem + ["sample.tile_x=1", "simulation.pixel_size=3"]), cwd=d, timeout=60)
+    expect(problems, rc == 0, f"2 ranks on the 2 x 2 grid: exit {rc}, expected 0")
+    expect(problems, sorted(os.listdir(d)) == ["case.ini", "out.h5"], f"files: {sorted(os.listdir(d))}")
+    return finish(problems, "dist_fft_few_rows")
 
 
 def s_dry_run():
