@@ -1,10 +1,15 @@
 /* MPI layout and collectives. */
 #include "comm.h"
 
+#include <errno.h>
+#include <ftw.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Automatic groups: as many as divide the ranks evenly without exceeding the
  * configurations, so groups never idle and every group has the same size. */
@@ -17,15 +22,85 @@ static int choose_groups(int world_size, int n_configs, int requested)
     return best;
 }
 
-void stem_mpi_singleton_defaults(void)
+/* Variables a launcher (mpirun, srun, another PMI) sets in its processes' environment. */
+static const char *const launcher_rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                                            "PMIX_NAMESPACE", "OMPI_UNIVERSE_SIZE", "SLURM_STEP_ID",
+                                            "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD", "PMI_FD"};
+
+static int stem_mpi_launched(void)
 {
-    static const char *launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "PMIX_NAMESPACE",
-                                     "OMPI_UNIVERSE_SIZE", "SLURM_STEP_ID", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD"};
-    for (size_t k = 0; k < sizeof launched / sizeof launched[0]; k++)
-        if (getenv(launched[k])) return;
+    for (size_t k = 0; k < sizeof launcher_vars / sizeof launcher_vars[0]; k++)
+        if (getenv(launcher_vars[k])) return 1;
+    return 0;
+}
+
+int stem_mpi_launch_rank(void)
+{
+    if (!stem_mpi_launched()) return 0;
+    for (size_t k = 0; k < sizeof launcher_rank_vars / sizeof launcher_rank_vars[0]; k++) {
+        const char *v = getenv(launcher_rank_vars[k]);
+        if (v && *v) return atoi(v);
+    }
+    return 0;
+}
+
+/* Open MPI 4.1 names an isolated singleton's session directory <tmpdir>/ompi.<host>.<uid>/jf.0/1
+ * whatever its pid: every one-process job of a user on a node shares it, and the first to
+ * finish removes it under the others (the shared-file-pointer file of their output, or the
+ * directory another is creating in MPI_Init). A directory of its own, under the same base
+ * Open MPI would use, keeps each job's session apart. */
+static int private_session(stem_mpi_session *s)
+{
+    const char *base = getenv("OMPI_MCA_orte_tmpdir_base");
+    const char *order[] = {"TMPDIR", "TEMP", "TMP"}; /* Open MPI's own order */
+    for (size_t k = 0; (!base || !*base) && k < sizeof order / sizeof order[0]; k++) base = getenv(order[k]);
+    if (!base || !*base) base = "/tmp";
+    if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/stemsim-mpi.XXXXXX", base) >= sizeof s->dir) {
+        s->dir[0] = 0;
+        return STEM_FAIL(STEM_ERR_MPI, "the temporary directory '%.200s...' (TMPDIR or OMPI_MCA_orte_tmpdir_base) "
+                         "is too long for Open MPI's session files", base);
+    }
+    struct stat st;
+    if (!mkdtemp(s->dir) || lstat(s->dir, &st) != 0) {
+        int e = errno;
+        s->dir[0] = 0;
+        return STEM_FAIL(STEM_ERR_MPI, "cannot create a private directory for Open MPI's session files in %s: %s "
+                         "(set TMPDIR to a writable directory)", base, strerror(e));
+    }
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    return setenv("OMPI_MCA_orte_tmpdir_base", s->dir, 1) == 0
+               ? STEM_OK
+               : STEM_FAIL(STEM_ERR_MPI, "cannot set OMPI_MCA_orte_tmpdir_base: %s", strerror(errno));
+}
+
+int stem_mpi_singleton_defaults(stem_mpi_session *s)
+{
+    memset(s, 0, sizeof *s);
+    if (stem_mpi_launched()) return STEM_OK;
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0); /* no helper daemon: stemsim never spawns */
     setenv("OMPI_MCA_pml", "ob1", 0);                   /* no network transports for one process */
     setenv("OMPI_MCA_btl", "self,vader", 0);
+    return private_session(s);
+}
+
+static int remove_session_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if ((flag == FTW_DP ? rmdir(path) : unlink(path)) != 0) stem_warn("cannot remove %s: %s", path, strerror(errno));
+    return 0; /* remove what can be removed */
+}
+
+void stem_mpi_session_remove(stem_mpi_session *s)
+{
+    struct stat st;
+    /* the directory mkdtemp made, nothing put in its place; depth first, links not followed,
+     * not into another file system */
+    if (s->dir[0] && lstat(s->dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == s->dev && st.st_ino == s->ino)
+        nftw(s->dir, remove_session_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    s->dir[0] = 0;
 }
 
 int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, int node_shared, int ranks_per_node)

@@ -113,6 +113,24 @@ static int differs_from_root(unsigned long long h, MPI_Comm comm, int *differs)
     return STEM_OK;
 }
 
+int stem_check_same_flags(const int *flags, const char *const *names, int n, MPI_Comm comm)
+{
+    int rank;
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    for (int k = 0; k < n; k++) {
+        int same = 0, differs = 0;
+        STEM_TRY(same_everywhere(flags[k] != 0, comm, &same));
+        if (same) continue;
+        STEM_TRY(differs_from_root(flags[k] != 0, comm, &differs));
+        if (differs)
+            return STEM_FAIL(STEM_ERR_USAGE, "rank %d was started %s %s but rank 0 %s it: every rank of a job needs "
+                             "the same options (a mis-launched MPMD job?)", rank, flags[k] ? "with" : "without",
+                             names[k], flags[k] ? "without" : "with");
+        return STEM_OK; /* the ranks that differ report it */
+    }
+    return STEM_OK;
+}
+
 int stem_check_same_inputs(const stem_atoms *atoms, const stem_atom_potential *potentials, MPI_Comm comm)
 {
     int rank;

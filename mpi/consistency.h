@@ -16,6 +16,10 @@
 /* Collective over comm; returns STEM_ERR_CONFIG on the ranks whose
  * configuration differs from rank 0's (callers agree afterwards). */
 int stem_check_same_config(const stem_config *cfg, MPI_Comm comm);
+/* Collective over comm: the command line's modes (flags[k] non-zero: names[k] given, e.g.
+ * "--dry-run") are the same on every rank, so that no rank stops after the checks while
+ * another computes; STEM_ERR_USAGE on the ranks that differ from rank 0 (callers agree). */
+int stem_check_same_flags(const int *flags, const char *const *names, int n, MPI_Comm comm);
 /* Collective over comm: model and table as every rank received them. */
 int stem_check_same_inputs(const stem_atoms *atoms, const stem_atom_potential *potentials, MPI_Comm comm);
 /* 64-bit FNV-1a, continued from h (start with STEM_HASH_SEED). */

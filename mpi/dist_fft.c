@@ -13,6 +13,27 @@ void stem_dist_fft_slabs(int nx, int ny, int ranks, int rank, long *rows, long *
     *cols = nx - *col0 < bx ? nx - *col0 : bx;
 }
 
+/* Does every one of `ranks` ranks get rows and Fourier columns of an nx x ny grid? */
+static int every_rank_has_rows(int nx, int ny, int ranks)
+{
+    long rows, row0, cols, col0;
+    stem_dist_fft_slabs(nx, ny, ranks, ranks - 1, &rows, &row0, &cols, &col0); /* the last rank's are the fewest */
+    return rows > 0 && cols > 0;
+}
+
+int stem_dist_fft_check(int nx, int ny, int ranks)
+{
+    if (every_rank_has_rows(nx, ny, ranks)) return STEM_OK;
+    int most = ranks - 1;
+    while (most > 1 && !every_rank_has_rows(nx, ny, most)) most--;
+    long by = (ny + ranks - 1) / ranks, bx = (nx + ranks - 1) / ranks;
+    return STEM_FAIL(STEM_ERR_CONFIG, "[compute] distributed_fft: the %d x %d grid cannot be shared by the %d ranks of a "
+                     "group: FFTW-MPI gives each rank %ld of its %d rows and %ld of its %d Fourier columns, which "
+                     "leaves the last ranks none; use at most %d rank%s per group (more [compute] fp_groups, or fewer "
+                     "ranks), a finer grid ([simulation] pixel_size), or distributed_fft = off", nx, ny, ranks, by,
+                     ny, bx, nx, most, most == 1 ? "" : "s");
+}
+
 int stem_dist_fft_create(stem_dist_fft *d, MPI_Comm comm, int nx, int ny, int measure)
 {
     static int initialised;
@@ -30,21 +51,28 @@ int stem_dist_fft_create(stem_dist_fft *d, MPI_Comm comm, int nx, int ny, int me
     MPI_Comm_size(comm, &size);
     MPI_Comm_rank(comm, &rank);
     stem_dist_fft_slabs(nx, ny, size, rank, &d->rows, &d->row0, &d->cols, &d->col0);
-    if (n0 != d->rows || s0 != d->row0 || n1 != d->cols || s1 != d->col0)
-        return STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI's slabs (rows %td from %td, columns %td from %td) are not the "
-                         "plan's (%ld from %ld, %ld from %ld)", n0, s0, n1, s1, d->rows, d->row0, d->cols, d->col0);
     d->alloc = (size_t)(alloc > 0 ? alloc : 1);
     fftwf_complex *buf = fftwf_alloc_complex(d->alloc);
-    if (!buf) return STEM_FAIL(STEM_ERR_MEMORY, "out of memory for a %d x %d distributed FFT buffer", nx, ny);
+    /* planning is collective over comm (the same flags on every rank): every rank plans when
+     * every rank has its buffer, whatever else it found, and reports after */
+    int have = buf != NULL, all = have;
+    if (MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all = -1;
     unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
-    d->forward = fftwf_mpi_plan_dft_2d(ny, nx, buf, buf, comm, FFTW_FORWARD, flags | FFTW_MPI_TRANSPOSED_OUT);
-    d->inverse = fftwf_mpi_plan_dft_2d(ny, nx, buf, buf, comm, FFTW_BACKWARD, flags | FFTW_MPI_TRANSPOSED_IN);
-    fftwf_free(buf);
-    if (!d->forward || !d->inverse) {
-        stem_dist_fft_destroy(d);
-        return STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI could not plan a %d x %d transform", nx, ny);
+    if (all == 1) {
+        d->forward = fftwf_mpi_plan_dft_2d(ny, nx, buf, buf, comm, FFTW_FORWARD, flags | FFTW_MPI_TRANSPOSED_OUT);
+        d->inverse = fftwf_mpi_plan_dft_2d(ny, nx, buf, buf, comm, FFTW_BACKWARD, flags | FFTW_MPI_TRANSPOSED_IN);
     }
-    return STEM_OK;
+    fftwf_free(buf);
+    int err = STEM_OK;
+    if (all < 0) err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce before planning the distributed FFT failed");
+    else if (!have) err = STEM_FAIL(STEM_ERR_MEMORY, "out of memory for a %d x %d distributed FFT buffer", nx, ny);
+    else if (!all) err = STEM_ERR_MEMORY; /* another rank's, reported there */
+    else if (!d->forward || !d->inverse) err = STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI could not plan a %d x %d transform", nx, ny);
+    else if (n0 != d->rows || s0 != d->row0 || n1 != d->cols || s1 != d->col0)
+        err = STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI's slabs (rows %td from %td, columns %td from %td) are not the "
+                        "plan's (%ld from %ld, %ld from %ld)", n0, s0, n1, s1, d->rows, d->row0, d->cols, d->col0);
+    if (err) stem_dist_fft_destroy(d);
+    return err;
 }
 
 stem_complex *stem_dist_fft_alloc(const stem_dist_fft *d, const char *what)

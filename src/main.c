@@ -541,38 +541,80 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
     return err;
 }
 
-int main(int argc, char **argv)
+/* --version, --help, --help-config and --from-prismatic are local actions of one
+ * process: they start no MPI (under a launcher only its rank 0 prints). Returns their
+ * exit status, or -1 for a run. A command line in error is left to the run, which
+ * reports it once. */
+static int local_action(int argc, char **argv)
 {
-    int provided, rank = 0;
-    stem_mpi_singleton_defaults();
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "stemsim: error: MPI_Init_thread failed\n");
-        return STEM_ERR_MPI;
+    int rank = stem_mpi_launch_rank();
+    stem_log_init(rank, STEM_LOG_INFO);
+    if (argc > 1 && !strcmp(argv[1], "--from-prismatic")) /* its own arguments: Prismatic's options */
+        return rank == 0 ? stem_from_prismatic(argc - 2, argv + 2, stdout) : STEM_OK;
+    cli_options o;
+    int err = parse_cli(argc, argv, &o, 1); /* quietly */
+    int local = !err && (o.help || o.version || o.help_config);
+    if (local && rank == 0) {
+        if (o.help) usage(stdout);
+        if (o.version) fputs(stem_build_info(), stdout);
+        if (o.help_config) stem_config_print_reference(stdout);
+    }
+    free(o.overrides);
+    optind = 0; /* getopt starts afresh for the run */
+    return local ? STEM_OK : -1;
+}
+
+/* parse_cli on every rank, agreed: a rank whose command line is wrong, or that was given
+ * another mode (MPMD: --dry-run on some ranks only) would leave the others in a collective. */
+static int agree_cli(int argc, char **argv, cli_options *o, int rank)
+{
+    int err = parse_cli(argc, argv, o, rank);
+    if (err && rank != 0) err = STEM_FAIL(err, "the command line of rank %d is not valid (an unknown option, a "
+                                          "missing value, or not exactly one config file)", rank);
+    err = stem_mpi_agree(err, MPI_COMM_WORLD);
+    const int flags[] = {o->dry_run, o->restart, o->convergence};
+    const char *const names[] = {"--dry-run", "--restart", "--convergence"};
+    if (!err) err = stem_mpi_agree(stem_check_same_flags(flags, names, 3, MPI_COMM_WORLD), MPI_COMM_WORLD);
+    return err;
+}
+
+/* MPI_Init_thread, after the one-process defaults. An error it returns is exit 7; an
+ * error inside it that Open MPI treats as fatal (MPI_ERRORS_ARE_FATAL is the only
+ * handler before MPI_Init) ends the process in Open MPI with its own messages and
+ * status, which stemsim cannot change. */
+static int start_mpi(int *argc, char ***argv, stem_mpi_session *session)
+{
+    int provided;
+    STEM_TRY(stem_mpi_singleton_defaults(session));
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) {
+        stem_mpi_session_remove(session);
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Init_thread failed (MPI error %d): MPI could not start (see its "
+                         "messages above)", rc);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    return STEM_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int rank = 0;
+    int local = local_action(argc, argv);
+    if (local >= 0) return local;
+    stem_mpi_session session;
+    if (start_mpi(&argc, &argv, &session)) return STEM_ERR_MPI;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc > 1 && !strcmp(argv[1], "--from-prismatic")) { /* its own arguments: Prismatic's options */
-        stem_log_init(rank, STEM_LOG_INFO);
-        int err = rank == 0 ? stem_from_prismatic(argc - 2, argv + 2, stdout) : STEM_OK;
-        stem_log_release_held(err != STEM_OK);
-        MPI_Finalize();
-        return err;
-    }
+    stem_log_init(rank, STEM_LOG_INFO);
     cli_options o;
-    int err = parse_cli(argc, argv, &o, rank);
+    int err = agree_cli(argc, argv, &o, rank);
     stem_log_init(rank, o.quiet ? STEM_LOG_QUIET : (o.verbose ? STEM_LOG_DEBUG : STEM_LOG_INFO));
     if (!err) err = stem_signal_install(rank);
-    if (!err && (o.help || o.version || o.help_config)) {
-        if (rank == 0 && o.help) usage(stdout);
-        if (rank == 0 && o.version) fputs(stem_build_info(), stdout);
-        if (rank == 0 && o.help_config) stem_config_print_reference(stdout);
-    } else if (!err) {
-        err = run(&o, MPI_COMM_WORLD, rank);
-    }
+    if (!err) err = run(&o, MPI_COMM_WORLD, rank);
     free(o.overrides);
     stem_gpu_engine_provider()->warm_up(0); /* a run that stopped before its engine was made */
     /* an error no agreement printed (this rank left on its own) */
     stem_log_release_held(err != STEM_OK);
     MPI_Finalize();
+    stem_mpi_session_remove(&session);
     return err;
 }

@@ -157,12 +157,16 @@ endforeach()
 # written, exclusive temporaries, no-replace publication, full disk, vanished
 # directory, signals, memory limits, consistent ranks, dry-run verdicts.
 set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special_output full_disk vanished_dir
-    signals memory_rlimit memory_estimate one_message mpmd_mismatch dry_run odd_inputs accepted_inputs)
+    signals memory_rlimit memory_estimate one_message mpmd_mismatch dry_run odd_inputs accepted_inputs
+    concurrent_singletons mpi_init_failure mpmd_modes dist_fft_few_rows)
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
     foreach(_np 1 2)
-      if(_s STREQUAL "mpmd_mismatch" AND _np EQUAL 1)
+      if(_s MATCHES "^(mpmd_mismatch|mpmd_modes|dist_fft_few_rows)$" AND _np EQUAL 1)
         continue() # needs two ranks
+      endif()
+      if(_s STREQUAL "mpi_init_failure" AND _np EQUAL 2)
+        continue() # a one-process job's start-up
       endif()
       add_test(NAME faults_${_s}_np${_np}
                COMMAND ${STEMSIM_PYTHON} ${_it_dir}/faults.py ${_s} --ranks ${_np} --stemsim $<TARGET_FILE:stemsim>

@@ -28,9 +28,18 @@ Scenarios (each asserts exit code, message, and the files left behind):
   one_message       a failure on every rank is printed once
   mpmd_mismatch     ranks started with different configs (MPMD): exit 3 naming
                     the key; a config error on rank 1 only: its message, exit 3
+  mpmd_modes        --dry-run or --restart given to some ranks of an MPMD launch
+                    only: exit 2 naming the option and a rank, no hang
+  dist_fft_few_rows distributed_fft with a grid that leaves a rank no rows (2
+                    ranks: 4 x 1; 3 ranks: 2 x 2): exit 3 before any collective
   dry_run           --dry-run exits as the real run would (0, 5, 6), writes nothing
   memory_estimate   the plan's memory per rank is at least each rank's measured peak (threads,
                     oversampling, PRISM, finite projection, 4D)
+  concurrent_singletons  --count (100; 25 under ASan) one-process jobs beside as many:
+                    every one exits 0, no error line, complete identical output,
+                    nothing left in TMPDIR; 2 ranks: a few mpirun jobs side by side
+  mpi_init_failure  MPI cannot start (TMPDIR a file): exit 7, one message; the
+                    local actions (--version, --help...) start no MPI
   odd_inputs        a duplicated atom warns with its lines; <(...) and a FIFO as
                     config are refused at once; /dev/stdin from a file works;
                     a relative output path is relative to the current directory
@@ -406,6 +415,61 @@ def s_mpmd_mismatch():
     return finish(problems, "mpmd_mismatch")
 
 
+def s_mpmd_modes():
+    """An MPMD launch that gives --dry-run (or --restart) to some ranks only: exit 2 at once, the
+    option and a rank named, no hang, nothing written. Needs 2 ranks (3 are started)."""
+    if A.ranks < 2:
+        log("SKIP mpmd_modes: needs 2 ranks")
+        return 77
+    d = fresh("mpmd_modes")
+    cfg = local_config(d)
+    base = [A.mpiexec] + A.mpi_flag
+    sets = []
+    for s_ in TINY + ["output.file=out.h5"]:
+        sets += ["--set", s_]
+    problems = []
+    for first, second, flag in ((["--dry-run"], [], "--dry-run"), ([], ["--dry-run"], "--dry-run"),
+                                ([], ["--restart"], "--restart")):
+        argv = base + ["-np", "1", A.stemsim] + first + [cfg] + sets + [":", "-np", "2", A.stemsim] + second + [cfg] + sets
+        rc, _, err = run(argv, cwd=d, timeout=60)
+        what = f"{flag} on rank {'0' if first else '1-2'} only"
+        expect(problems, rc == 2, f"{what}: exit {rc}, expected 2 (124: it hung)")
+        expect(problems, flag in err and "rank 1" in err and "same options" in err,
+               f"{what}: the message does not name the option and the rank")
+        expect(problems, len(error_lines(err)) == 1, f"{what}: {len(error_lines(err))} error lines, expected 1")
+    expect(problems, os.listdir(d) == ["case.ini"], f"files left: {os.listdir(d)}")
+    return finish(problems, "mpmd_modes")
+
+
+def s_dist_fft_few_rows():
+    """A distributed FFT whose grid leaves a rank of the group no rows or Fourier columns (FFTW-MPI's
+    blocks of ceil(n / ranks)): exit 3 before any collective, naming the ranks that would do; no hang,
+    nothing written, the dry run says the same. Needs 2 ranks (3 are started too)."""
+    if A.ranks < 2:
+        log("SKIP dist_fft_few_rows: needs 2 ranks")
+        return 77
+    d = fresh("dist_fft_few_rows")
+    cfg = local_config(d)
+    hrtem = ["simulation.algorithm=hrtem", "compute.distributed_fft=on", "probe.semiangle=0.1", "sample.tile_y=1",
+             "sample.tile_z=1", "output.file=out.h5"]
+    problems = []
+    # 2 ranks: a 4 x 1 grid (one row); 3 ranks: a 2 x 2 grid (blocks of 1: the third rank none)
+    for ranks, grid, sets in ((2, "4 x 1", ["sample.tile_x=4", "simulation.pixel_size=6"]),
+                              (3, "2 x 2", ["sample.tile_x=1", "simulation.pixel_size=3"])):
+        for extra in ([], ["--dry-run"]):
+            rc, out, err = run(cmd(ranks, cfg, hrtem + sets, extra), cwd=d, timeout=60)
+            what = f"{ranks} ranks, {grid} grid{' (dry run)' if extra else ''}"
+            expect(problems, rc == 3, f"{what}: exit {rc}, expected 3 (124: it hung)")
+            expect(problems, f"the {grid} grid cannot be shared by the {ranks} ranks" in err and "at most" in err,
+                   f"{what}: the message does not name the grid, the ranks and what would do")
+            expect(problems, len(error_lines(err)) == 1, f"{what}: {len(error_lines(err))} error lines, expected 1")
+    # the ranks that do: 2 ranks on the 2 x 2 grid compute
+    rc, _, err = run(cmd(2, cfg, hrtem + ["sample.tile_x=1", "simulation.pixel_size=3"]), cwd=d, timeout=60)
+    expect(problems, rc == 0, f"2 ranks on the 2 x 2 grid: exit {rc}, expected 0")
+    expect(problems, sorted(os.listdir(d)) == ["case.ini", "out.h5"], f"files: {sorted(os.listdir(d))}")
+    return finish(problems, "dist_fft_few_rows")
+
+
 def s_dry_run():
     d = fresh("dry_run")
     cfg = local_config(d)
@@ -537,6 +601,107 @@ def s_accepted_inputs():
     return finish(problems, "accepted_inputs")
 
 
+TINY = ["sample.tile_x=1", "sample.tile_y=1", "sample.tile_z=1", "scan.x_end=2.4", "scan.y_end=2.4",
+        "detector.save_4d=false", "detector.save_3d=false"]  # one probe through one cell: ~0.1 s
+
+
+def h5_complete_and_images(path):
+    """(complete attribute is 1, the text of /images) through h5dump, or (False, None)."""
+    try:
+        a = subprocess.run(["h5dump", "-a", "/complete", path], capture_output=True, text=True, timeout=30)
+        i = subprocess.run(["h5dump", "-g", "/images", path], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False, None
+    done = a.returncode == 0 and "(0): 1" in a.stdout
+    return done, i.stdout.split("\n", 1)[-1] if i.returncode == 0 else None
+
+
+def loop_of_runs(argv_of, n, cwd, env):
+    """n runs one after another (argv_of(i)); [(i, rc, stderr)]."""
+    res = []
+    for i in range(n):
+        p = subprocess.run(argv_of(i), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+        res.append((i, p.returncode, p.stderr))
+    return res
+
+
+def s_concurrent_singletons():
+    """--count one-process jobs (no mpirun) beside --count others, on one node: every one exits 0
+    with no error line and a complete output with the same images; no private session directory is
+    left in TMPDIR. With 2 ranks: a few mpirun jobs side by side, which keep Open MPI's own session
+    (launched processes are left as they are)."""
+    import threading
+    d = fresh("concurrent_singletons")
+    cfg = local_config(d)
+    tmp = os.path.join(d, "tmp")  # the jobs' TMPDIR, so that what they leave there is seen
+    os.mkdir(tmp)
+    env = dict(os.environ, TMPDIR=tmp)
+    n = A.count or 100
+    if "ASAN_OPTIONS" in os.environ and not A.count:
+        n = 25  # a sanitized run takes ~1.5 s (leak check): 2 x 100 would outlast the test's timeout
+        log(f"note: under AddressSanitizer {n} runs beside {n} (--count sets it)")
+    if A.ranks > 1:
+        n = 3
+    loops = {}
+
+    def loop(tag):
+        loops[tag] = loop_of_runs(lambda i: cmd(A.ranks, cfg, TINY + [f"output.file=out_{tag}_{i}.h5"], ["-q"]),
+                                  n, d, env)
+    log(f"$ 2 loops of {n} x " + " ".join(shlex.quote(c) for c in cmd(A.ranks, cfg, TINY, ["-q"])))
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=loop, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log(f"  -> {2 * n} runs in {time.monotonic() - t0:.1f} s")
+    problems, images = [], set()
+    for tag, res in sorted(loops.items()):
+        for i, rc, err in res:
+            bad = [l for l in err.splitlines() if "error" in l.lower() or "abort" in l.lower()]
+            name = f"out_{tag}_{i}.h5"
+            expect(problems, rc == 0, f"{name}: exit {rc}: {err.strip()[:300]}")
+            expect(problems, not bad, f"{name}: error lines on stderr: {bad[:2]}")
+            if rc == 0:
+                done, img = h5_complete_and_images(os.path.join(d, name))
+                expect(problems, done, f"{name} is not marked complete")
+                images.add(img)
+    expect(problems, len(images) <= 1, f"the runs' images differ ({len(images)} versions)")
+    expect(problems, None not in images, "an output has no readable /images")
+    expect(problems, not leftovers(d), f"temporaries left: {leftovers(d)}")
+    left = sorted(os.listdir(tmp))
+    expect(problems, not left, f"left in TMPDIR: {left}")
+    if len(problems) > 10:
+        problems = problems[:10] + [f"... and {len(problems) - 10} more"]
+    return finish(problems, "concurrent_singletons")
+
+
+def s_mpi_init_failure():
+    """MPI cannot start (its session directory cannot be made): exit 7, one message naming the
+    cause, nothing left. 1 rank (the private session directory is a one-process job's)."""
+    if A.ranks != 1:
+        log("SKIP mpi_init_failure: a one-process job's start-up")
+        return 77
+    d = fresh("mpi_init_failure")
+    cfg = local_config(d)
+    not_dir = os.path.join(d, "not_a_directory")
+    with open(not_dir, "w") as f:
+        f.write("a file\n")
+    problems = []
+    rc, _, err = run(cmd(1, cfg, TINY + ["output.file=out.h5"]), cwd=d, env=dict(os.environ, TMPDIR=not_dir))
+    expect(problems, rc == 7, f"TMPDIR a file: exit {rc}, expected 7")
+    expect(problems, "TMPDIR" in err and not_dir in err, "the message does not name TMPDIR and its value")
+    expect(problems, len(error_lines(err)) == 1 and len(err.strip().splitlines()) == 1,
+           f"{len(err.strip().splitlines())} lines on stderr, expected stemsim's one")
+    expect(problems, sorted(os.listdir(d)) == ["case.ini", "not_a_directory"], f"files left: {sorted(os.listdir(d))}")
+    # local actions start no MPI: they work where MPI cannot start
+    for flag in ("--version", "--help", "--help-config"):
+        rc, out, err = run([A.stemsim, flag], cwd=d, env=dict(os.environ, TMPDIR=not_dir))
+        expect(problems, rc == 0 and out and not err.strip(), f"{flag} where MPI cannot start: exit {rc}")
+    return finish(problems, "mpi_init_failure")
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 
@@ -550,6 +715,8 @@ def main():
     ap.add_argument("--mpi-flag", action="append", default=[])
     ap.add_argument("--config", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--count", type=int, default=0,
+                    help="concurrent_singletons: runs in each of the two loops (100; 25 under AddressSanitizer)")
     A = ap.parse_args()
     A.root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     A.stemsim = os.path.abspath(A.stemsim)
