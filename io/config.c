@@ -881,3 +881,11 @@ void stem_config_print_reference(FILE *out)
     fprintf(out, "| images | NAME | mrad | BF, ABF, ADF, HAADF | `NAME = inner outer`: a 2D image integrating all "
                  "intensity between the two angles; defaults BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a..max (a = semiangle) |\n");
 }
+
+int stem_config_value(const stem_config *cfg, const char *section, const char *key, char *out, size_t n)
+{
+    const key_spec *k = find_key(section, key);
+    if (!k) return -1;
+    format_value(k, cfg, out, n);
+    return 0;
+}

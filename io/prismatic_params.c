@@ -10,6 +10,7 @@
 
 #include "../src/config.h"
 #include "../src/stem.h"
+#include "input_file.h"
 
 #define MAX_ENTRIES 96
 #define MAX_NOTES 64
@@ -448,8 +449,8 @@ static int apply_line(conversion *c, char *line)
 
 static int apply_file(conversion *c, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return STEM_FAIL(STEM_ERR_INPUT, "--from-prismatic: cannot open %s: %s", path, strerror(errno));
+    FILE *f; /* without blocking: a FIFO, device (/dev/zero) or directory is refused by name */
+    STEM_TRY(stem_input_open(path, "--from-prismatic parameter file", STEM_ERR_INPUT, &f));
     char line[4096], where[STEM_PATH_MAX + 32];
     int err = STEM_OK;
     for (int no = 1; !err && fgets(line, sizeof line, f); no++) {
