@@ -155,7 +155,7 @@ endforeach()
 # written, exclusive temporaries, no-replace publication, full disk, vanished
 # directory, signals, memory limits, consistent ranks, dry-run verdicts.
 set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special_output full_disk vanished_dir
-    signals memory_rlimit one_message mpmd_mismatch dry_run odd_inputs)
+    signals memory_rlimit one_message mpmd_mismatch dry_run odd_inputs bad_imports stored_keys result_check)
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
     foreach(_np 1 2)
