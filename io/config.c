@@ -165,13 +165,17 @@ static const key_spec key_table[] = {
      "read the potential slices from /potential of a stemsim output written with [output] save_potential, instead of "
      "building them from the atoms (relative to the config file): its grid, cell and slicing must be this run's "
      "(refused otherwise, exit 4), configuration c uses its slices c (it needs at least frozen_phonons of them); "
-     "the energy may differ (the potential does not depend on it); not with [series] or a distributed FFT"},
+     "the energy may differ (the potential does not depend on it), the tilts, rotation, parametrisation, projection, "
+     "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3); a damaged or "
+     "unfinished file is refused (exit 4); not with [series] or a distributed FFT"},
     {"simulation", "smatrix_file", K_STRING, OFF(smatrix_file), "", 0, 0, NULL, "path",
      "prism: read each configuration's compact S-matrix from /smatrix of a stemsim output written with [output] "
      "save_smatrix, instead of building the potential and propagating the beams (Prismatic's -ism; relative to the "
      "config file): its energy, grid, cell, slices, interpolation factors and beams must be this run's (refused "
      "otherwise, exit 4); configuration c uses its S-matrix c; only the probes (aberrations, defocus, positions, "
-     "detectors) may change; not with [series] or potential_file"},
+     "detectors) may change: the tilts, rotation, parametrisation, projection, potential_radius, transmission "
+     "oversampling, thermal and (thermal) seed are compared with the writer's (exit 3); a damaged or unfinished file "
+     "is refused (exit 4); not with [series] or potential_file"},
     {"simulation", "interpolation_x", K_INT, OFF(interpolation_x), "4", 1, 256, NULL, "-",
      "PRISM interpolation factor fx"},
     {"simulation", "interpolation_y", K_INT, OFF(interpolation_y), "4", 1, 256, NULL, "-",
@@ -980,4 +984,12 @@ void stem_config_print_reference(FILE *out)
     }
     fprintf(out, "| images | NAME | mrad | BF, ABF, ADF, HAADF | `NAME = inner outer`: a 2D image integrating all "
                  "intensity between the two angles; defaults BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a..max (a = semiangle) |\n");
+}
+
+int stem_config_value(const stem_config *cfg, const char *section, const char *key, char *out, size_t n)
+{
+    const key_spec *k = find_key(section, key);
+    if (!k) return -1;
+    format_value(k, cfg, out, n);
+    return 0;
 }

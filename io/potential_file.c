@@ -1,8 +1,23 @@
 /* Reading /potential back: see potential_file.h. */
 #include "potential_file.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 #include "../src/stem.h"
 #include "stored_file.h"
+
+/* |V| beyond this (V Angstrom) is no atom's: silicon peaks near 1.2e3 on a 0.025 Angstrom
+ * grid, and the projected potential grows only logarithmically towards a nucleus. */
+#define POTENTIAL_MAX 1e6
+
+/* What a stored potential was made with that this run cannot change (README, Potentials: "What a
+ * stored file was made with"). */
+static const stem_stored_key potential_keys[] = {
+    {"sample", "tilt_x", 0},           {"sample", "tilt_y", 0},           {"sample", "rotation_z", 0},
+    {"simulation", "parametrisation", 0}, {"simulation", "projection", 0}, {"simulation", "potential_radius", 0},
+    {"simulation", "thermal", 0},      {"simulation", "seed", 1},
+};
 
 static stem_stored potential_dataset(const stem_plan *plan)
 {
@@ -33,14 +48,53 @@ static int check_open(const stem_plan *plan, const stem_stored *s, hid_t dset)
     return STEM_OK;
 }
 
-int stem_potential_file_check(const stem_plan *plan)
+/* Every configuration the run uses holds a slice that is not all zeros (a slice of vacuum
+ * may be zero; a whole sample cannot); every slice read is checked on the way. */
+static int check_content(const stem_plan *plan, const stem_stored *s)
+{
+    float *V = stem_alloc(sizeof(float) * (size_t)plan->pot_nx * plan->pot_ny, "one stored potential slice");
+    if (!V) return STEM_ERR_MEMORY;
+    int err = STEM_OK;
+    for (int c = 0; !err && c < plan->n_configs; c++) {
+        int nonzero = 0;
+        for (int k = 0; !err && !nonzero && k < plan->n_slices; k++) {
+            err = stem_potential_file_read(plan, c, k, k + 1, V);
+            for (long i = 0; !err && !nonzero && i < (long)plan->pot_nx * plan->pot_ny; i++) nonzero = V[i] != 0;
+        }
+        if (!err && !nonzero)
+            err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: configuration %d of %s is all zeros (never written, or a model "
+                            "without atoms): the file is damaged; write it again with %s", s->key, s->path, c,
+                            s->dataset, s->writer);
+    }
+    free(V);
+    return err;
+}
+
+int stem_potential_file_check(const stem_plan *plan, const stem_config *cfg)
 {
     stem_stored s = potential_dataset(plan);
     hid_t file, dset;
     int err = stem_stored_open(&s, &file, &dset);
+    if (!err) err = stem_stored_verify(&s, file, dset);
     if (!err) err = check_open(plan, &s, dset);
+    if (!err) err = check_content(plan, &s);
+    if (!err)
+        err = stem_stored_check_keys(&s, file, cfg, potential_keys, (int)(sizeof potential_keys / sizeof *potential_keys),
+                                     "the stored slices hold the sample as it was oriented, parametrised, projected "
+                                     "and displaced then");
     stem_stored_close(file, dset);
     return err;
+}
+
+/* A value no potential reaches: the file is damaged. */
+static int check_plausible(const stem_stored *s, int c, int s0, int s1, long plane, const float *V)
+{
+    for (long i = 0; i < (long)(s1 - s0) * plane; i++)
+        if (fabsf(V[i]) > POTENTIAL_MAX)
+            return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s holds %g V Angstrom at configuration %d, slice %ld, beyond any "
+                             "atom's projected potential (|V| <= %g): the file is damaged; write it again", s->key,
+                             s->path, s->dataset, V[i], c, s0 + i / plane, POTENTIAL_MAX);
+    return STEM_OK;
 }
 
 int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float *V)
@@ -48,5 +102,6 @@ int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float
     stem_stored s = potential_dataset(plan);
     hsize_t start[4] = {(hsize_t)c, (hsize_t)s0, 0, 0};
     hsize_t count[4] = {1, (hsize_t)(s1 - s0), (hsize_t)plan->pot_ny, (hsize_t)plan->pot_nx};
-    return stem_stored_read(&s, 4, start, count, H5T_NATIVE_FLOAT, V);
+    STEM_TRY(stem_stored_read(&s, 4, start, count, H5T_NATIVE_FLOAT, V));
+    return check_plausible(&s, c, s0, s1, (long)plan->pot_nx * plan->pot_ny, V);
 }

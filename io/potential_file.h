@@ -3,6 +3,7 @@
 #ifndef STEM_POTENTIAL_FILE_H
 #define STEM_POTENTIAL_FILE_H
 
+#include "../src/config.h"
 #include "../src/plan.h"
 
 #define STEM_POTENTIAL_DATASET "/potential"
@@ -10,9 +11,14 @@
 /* The file at plan->opt.potential_file holds slices for this plan: a float dataset
  * /potential [configurations >= plan->n_configs][n_slices][ny][nx] whose attributes
  * slice_thickness_angstrom, cell_x_angstrom, cell_y_angstrom match the plan; anything
- * else is refused naming what differs (STEM_ERR_INPUT). Serial HDF5, any rank. */
-int stem_potential_file_check(const stem_plan *plan);
-/* Slices [s0, s1) of configuration c into V ([slice - s0][ny][nx], V Angstrom). */
+ * else is refused naming what differs (STEM_ERR_INPUT). The file must be finished (its
+ * complete mark), the dataset written, each configuration used not all zeros; the keys
+ * the slices depend on (tilt, rotation, parametrisation, projection, cutoff, thermal
+ * displacements and their seed) must be cfg's as the writer's config records them
+ * (STEM_ERR_CONFIG naming the key). Serial HDF5, any rank. */
+int stem_potential_file_check(const stem_plan *plan, const stem_config *cfg);
+/* Slices [s0, s1) of configuration c into V ([slice - s0][ny][nx], V Angstrom); values
+ * that are not finite or beyond any atom's potential are refused (STEM_ERR_INPUT). */
 int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float *V);
 
 #endif

@@ -593,8 +593,8 @@ static int read_line(FILE *f, char *buf, size_t cap)
 
 static int apply_file(conversion *c, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return STEM_FAIL(STEM_ERR_INPUT, "--from-prismatic: cannot open %s: %s", path, strerror(errno));
+    FILE *f; /* without blocking: a FIFO, device (/dev/zero) or directory is refused by name */
+    STEM_TRY(stem_input_open(path, "--from-prismatic parameter file", STEM_ERR_INPUT, &f));
     char line[4096], where[PATH_MAX + 32];
     int err = STEM_OK, got;
     c->params_file = path;

@@ -1,7 +1,9 @@
 /* Reading /smatrix back: see smatrix_file.h. */
 #include "smatrix_file.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../src/stem.h"
 #include "stored_file.h"
@@ -10,6 +12,23 @@ static stem_stored smatrix_dataset(const stem_plan *plan, const char *dataset)
 {
     return (stem_stored){"[simulation] smatrix_file", plan->opt.smatrix_file, dataset, "[output] save_smatrix"};
 }
+
+/* A beam carries at most the unit plane wave's intensity (mean |S|^2 = 1 in vacuum; the
+ * sample and the band limit only take some away); float rounding stays far below this. */
+#define BEAM_MAX_INTENSITY 1.0001
+
+/* What a stored S-matrix was made with besides what its attributes and beams say
+ * (README, Potentials: "What a stored file was made with"). */
+static const stem_stored_key smatrix_keys[] = {
+    {"sample", "tilt_x", 0},
+    {"sample", "tilt_y", 0},
+    {"sample", "rotation_z", 0},
+    {"simulation", "parametrisation", 0},
+    {"simulation", "projection", 0},
+    {"simulation", "potential_radius", 0},
+    {"simulation", "thermal", 0},
+    {"simulation", "seed", 1},
+};
 
 /* What the S-matrix depends on besides the sample: each a scalar attribute of /smatrix. */
 static int check_attrs(const stem_plan *plan, const stem_stored *s, hid_t dset)
@@ -51,7 +70,26 @@ static int check_beams(const stem_plan *plan)
     return err;
 }
 
-int stem_smatrix_file_check(const stem_plan *plan)
+/* transmission_oversampling by the factor used, not the key's text (auto resolves from the
+ * model and grid): the writer's plan records it ("formed on a 4x finer grid"). */
+static int check_oversampling(const stem_plan *plan, const stem_stored *s, hid_t file, const stem_config *cfg)
+{
+    char *text = stem_stored_record(file, "plan");
+    const char *at = text ? strstr(text, "formed on a ") : NULL;
+    int m = 0;
+    if (at && sscanf(at, "formed on a %dx", &m) != 1) m = 0;
+    free(text);
+    if (m < 1)
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: its plan (root attribute plan) does not record the transmission "
+                         "oversampling it was made with: not a stemsim output?", s->key, s->path);
+    if (m == plan->opt.oversampling) return STEM_OK;
+    return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] transmission_oversampling gives %d here, but %s %s was made "
+                     "with %d: the stored S-matrix holds the transmission functions formed then; set "
+                     "transmission_oversampling = %d as when it was written, or run without %s", cfg->config_path,
+                     plan->opt.oversampling, s->key, s->path, m, m, s->key);
+}
+
+int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg)
 {
     stem_stored s = smatrix_dataset(plan, STEM_SMATRIX_DATASET);
     hid_t file, dset;
@@ -66,6 +104,12 @@ int stem_smatrix_file_check(const stem_plan *plan)
         err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: %llu configurations, this run needs %d (frozen_phonons)", s.key, s.path,
                         (unsigned long long)dims[0], plan->n_configs);
     if (!err) err = check_attrs(plan, &s, dset);
+    if (!err) err = stem_stored_verify(&s, file, dset);
+    if (!err)
+        err = stem_stored_check_keys(&s, file, cfg, smatrix_keys, (int)(sizeof smatrix_keys / sizeof *smatrix_keys),
+                                     "the stored S-matrix holds the sample as it was oriented, parametrised, "
+                                     "projected and displaced then");
+    if (!err) err = check_oversampling(plan, &s, file, cfg);
     stem_stored_close(file, dset);
     if (!err) err = check_beams(plan);
     if (!err && dims[0] > (hsize_t)plan->n_configs)
@@ -74,10 +118,30 @@ int stem_smatrix_file_check(const stem_plan *plan)
     return err;
 }
 
+/* Each beam read: its mean intensity in (0, BEAM_MAX_INTENSITY] (all zeros: never written). */
+static int check_beams_read(const stem_plan *plan, const stem_stored *s, int c, int b0, int b1, const stem_complex *S)
+{
+    size_t n = (size_t)plan->crop_nx * plan->crop_ny;
+    for (int b = b0; b < b1; b++) {
+        double sum = 0;
+        const stem_complex *beam = S + (size_t)(b - b0) * n;
+        for (size_t i = 0; i < n; i++) sum += (double)crealf(beam[i]) * crealf(beam[i]) + (double)cimagf(beam[i]) * cimagf(beam[i]);
+        double mean = sum / (double)n;
+        if (!(mean > 0 && mean <= BEAM_MAX_INTENSITY))
+            return STEM_FAIL(STEM_ERR_INPUT, "%s %s: beam %d of configuration %d has mean intensity %g, outside (0, %g] "
+                             "(a unit plane wave through a sample: %s): the file is damaged; write it again with %s",
+                             s->key, s->path, b, c, mean, BEAM_MAX_INTENSITY,
+                             mean == 0 ? "all zeros, never written" : "more than came in", s->writer);
+    }
+    return STEM_OK;
+}
+
 int stem_smatrix_file_read(const stem_plan *plan, int c, int b0, int b1, stem_complex *S)
 {
     stem_stored s = smatrix_dataset(plan, STEM_SMATRIX_DATASET);
     hsize_t start[5] = {(hsize_t)c, (hsize_t)b0, 0, 0, 0};
     hsize_t count[5] = {1, (hsize_t)(b1 - b0), (hsize_t)plan->crop_ny, (hsize_t)plan->crop_nx, 2};
-    return b1 > b0 ? stem_stored_read(&s, 5, start, count, H5T_NATIVE_FLOAT, S) : STEM_OK;
+    if (b1 <= b0) return STEM_OK;
+    STEM_TRY(stem_stored_read(&s, 5, start, count, H5T_NATIVE_FLOAT, S));
+    return check_beams_read(plan, &s, c, b0, b1, S);
 }

@@ -4,6 +4,7 @@
 #ifndef STEM_SMATRIX_FILE_H
 #define STEM_SMATRIX_FILE_H
 
+#include "../src/config.h"
 #include "../src/plan.h"
 
 #define STEM_SMATRIX_DATASET "/smatrix"
@@ -13,9 +14,15 @@
  * /smatrix [configurations >= n_configs][n_beams][crop_ny][crop_nx][2] whose attributes
  * (wavelength, grid, cell, slices, interpolation) match the plan, and /smatrix_beams
  * [n_beams][2] the plan's beams in order; anything else is refused naming what differs
- * (STEM_ERR_INPUT). Serial HDF5, any rank. */
-int stem_smatrix_file_check(const stem_plan *plan);
-/* Beams [b0, b1) of configuration c into S ([beam - b0][crop_ny][crop_nx]). */
+ * (STEM_ERR_INPUT). The file must be finished (its complete mark) and /smatrix written;
+ * the keys the S-matrix depends on beyond its attributes (tilt, rotation, parametrisation,
+ * projection, cutoff, transmission oversampling, thermal displacements and their seed)
+ * must be cfg's as the writer's config records them (STEM_ERR_CONFIG naming the key).
+ * Serial HDF5, any rank. */
+int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg);
+/* Beams [b0, b1) of configuration c into S ([beam - b0][crop_ny][crop_nx]); values that
+ * are not finite, or a beam whose mean intensity is not in (0, 1.0001] (a unit plane
+ * wave's is 1), are refused (STEM_ERR_INPUT). */
 int stem_smatrix_file_read(const stem_plan *plan, int c, int b0, int b1, stem_complex *S);
 
 #endif

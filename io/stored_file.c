@@ -1,13 +1,21 @@
 /* Stored datasets read back: see stored_file.h. */
 #include "stored_file.h"
 
+#include <ini.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../src/stem.h"
+#include "input_file.h"
 
 int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
 {
     *file = *dset = H5I_INVALID_HID;
+    FILE *probe; /* HDF5 would open a FIFO blocking, and wait for a writer forever */
+    STEM_TRY(stem_input_open(s->path, s->key, STEM_ERR_INPUT, &probe));
+    fclose(probe);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *file = H5Fopen(s->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*file < 0) return STEM_FAIL(STEM_ERR_INPUT, "%s %s: cannot open it as an HDF5 file", s->key, s->path);
@@ -53,6 +61,14 @@ int stem_stored_match(const stem_stored *s, hid_t dset, const char *attr, double
     return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s %.6g, this run's is %.6g", s->key, s->path, what, got, want);
 }
 
+/* The first value of n floats that is not finite (-1: none). */
+static long first_not_finite(const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return (long)i;
+    return -1;
+}
+
 int stem_stored_read(const stem_stored *s, int rank, const hsize_t *start, const hsize_t *count, hid_t mem_type,
                      void *buf)
 {
@@ -69,5 +85,125 @@ int stem_stored_read(const stem_stored *s, int rank, const hsize_t *start, const
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     stem_stored_close(file, dset);
+    size_t n = 1;
+    for (int d = 0; d < rank; d++) n *= count[d];
+    long bad = !err && H5Tequal(mem_type, H5T_NATIVE_FLOAT) > 0 ? first_not_finite(buf, n) : -1;
+    if (bad >= 0)
+        err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s holds %g (not a finite number) in item (%llu, %llu): the file is "
+                        "damaged; write it again", s->key, s->path, s->dataset, ((const float *)buf)[bad],
+                        (unsigned long long)start[0], (unsigned long long)(start[1] + (size_t)bad / (n / count[1])));
+    return err;
+}
+
+int stem_stored_verify(const stem_stored *s, hid_t file, hid_t dset)
+{
+    int complete = 0;
+    hid_t a = H5Aexists(file, "complete") > 0 ? H5Aopen(file, "complete", H5P_DEFAULT) : H5I_INVALID_HID;
+    if (a >= 0 && H5Aread(a, H5T_NATIVE_INT, &complete) < 0) complete = 0;
+    if (a >= 0) H5Aclose(a);
+    if (complete != 1)
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: the file has no complete mark (root attribute complete = 1, which "
+                         "stemsim writes last): the run that wrote it did not finish, or it is not a stemsim output",
+                         s->key, s->path);
+    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+    if (H5Dget_space_status(dset, &status) < 0 || status != H5D_SPACE_STATUS_ALLOCATED)
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s was declared but %s written (it would read as zeros): the file "
+                         "is damaged; write it again with %s", s->key, s->path, s->dataset,
+                         status == H5D_SPACE_STATUS_PART_ALLOCATED ? "only partly" : "never", s->writer);
+    return STEM_OK;
+}
+
+/* A string attribute of loc (fixed or variable length), malloc'd; NULL when absent. */
+static char *text_attr(hid_t loc, const char *name)
+{
+    if (loc < 0 || H5Aexists(loc, name) <= 0) return NULL;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    char *text = NULL;
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
+        char *v = NULL;
+        hid_t mem = H5Tget_native_type(t, H5T_DIR_ASCEND);
+        if (mem >= 0 && H5Aread(a, mem, &v) >= 0 && v) text = strdup(v);
+        if (v) H5free_memory(v);
+        if (mem >= 0) H5Tclose(mem);
+    } else if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+        size_t n = H5Tget_size(t);
+        if ((text = calloc(n + 1, 1)) && H5Aread(a, t, text) < 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return text;
+}
+
+char *stem_stored_record(hid_t file, const char *name)
+{
+    char *text = text_attr(file, name), emd_name[64];
+    if (text || H5Lexists(file, "/4DSTEM_simulation", H5P_DEFAULT) <= 0 ||
+        H5Lexists(file, "/4DSTEM_simulation/log", H5P_DEFAULT) <= 0)
+        return text;
+    hid_t log = H5Gopen2(file, "/4DSTEM_simulation/log", H5P_DEFAULT);
+    snprintf(emd_name, sizeof emd_name, "stemsim_%s", name);
+    text = text_attr(log, emd_name);
+    if (log >= 0) H5Gclose(log);
+    return text;
+}
+
+/* One key looked up in an INI text (inih: whitespace trimmed). */
+typedef struct {
+    const char *section, *key;
+    char value[256];
+    int found;
+} key_lookup;
+
+static int lookup_handler(void *user, const char *section, const char *name, const char *value)
+{
+    key_lookup *k = user;
+    if (!strcmp(section, k->section) && !strcmp(name, k->key)) {
+        snprintf(k->value, sizeof k->value, "%s", value);
+        k->found = 1;
+    }
+    return 1;
+}
+
+/* Numbers compare as numbers (to 1e-9 relative: the texts are %.17g), anything else as text. */
+static int same_value(const char *a, const char *b)
+{
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (ea != a && !*ea && eb != b && !*eb) return fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y));
+    return !strcmp(a, b);
+}
+
+static int check_key(const stem_stored *s, const char *text, const stem_config *cfg, const stem_config *defaults,
+                     const stem_stored_key *k, const char *why)
+{
+    key_lookup stored = {k->section, k->key, "", 0};
+    char mine[256];
+    if (ini_parse_string(text, lookup_handler, &stored) < 0 || stem_config_value(cfg, k->section, k->key, mine, sizeof mine))
+        return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): [%s] %s cannot be compared", k->section, k->key);
+    if (!stored.found && stem_config_value(defaults, k->section, k->key, stored.value, sizeof stored.value))
+        return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): [%s] %s has no default", k->section, k->key);
+    if (same_value(mine, stored.value)) return STEM_OK;
+    return STEM_FAIL(STEM_ERR_CONFIG, "%s: [%s] %s = %s, but %s %s was written with %s = %s: %s; set %s = %s as when "
+                     "it was written, or run without %s", cfg->config_path, k->section, k->key, mine, s->key, s->path,
+                     k->key, stored.value, why, k->key, stored.value, s->key);
+}
+
+int stem_stored_check_keys(const stem_stored *s, hid_t file, const stem_config *cfg, const stem_stored_key *keys,
+                           int n_keys, const char *why)
+{
+    char *text = stem_stored_record(file, "config");
+    if (!text)
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: the file does not record the config that wrote it (root attribute "
+                         "config): not a stemsim output, so what it was made with cannot be checked", s->key, s->path);
+    stem_config *defaults = stem_alloc(sizeof *defaults, "default config");
+    int err = defaults ? STEM_OK : STEM_ERR_MEMORY;
+    if (defaults) stem_config_defaults(defaults);
+    for (int i = 0; !err && i < n_keys; i++)
+        if (!keys[i].thermal_only || cfg->thermal) err = check_key(s, text, cfg, defaults, &keys[i], why);
+    free(defaults);
+    free(text);
     return err;
 }

@@ -182,8 +182,9 @@ static int check_manifest(const stem_checkpoint *ck, const char *identity, int *
 /* Unit file: whole, ours, and its payload what its checksum says. */
 static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
+    FILE *f; /* without blocking: a FIFO, device or directory under a unit's name is refused */
+    STEM_TRY(stem_input_open(path, "checkpoint unit", STEM_ERR_IO, &f));
+    int fd = fileno(f);
     unit_header h;
     struct stat st;
     int err = STEM_OK;
@@ -201,7 +202,7 @@ static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
     if (!err && !buf && ck->unit_bytes) err = STEM_ERR_MEMORY;
     if (!err && sum != h.checksum) err = STEM_ERR_IO;
     free(buf);
-    close(fd);
+    fclose(f);
     if (err == STEM_ERR_IO)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is damaged or not this campaign's (header, size or checksum); "
                          "delete it to compute that unit again, or run with --restart", path);
@@ -436,7 +437,7 @@ int stem_checkpoint_load(stem_checkpoint *ck, int unit, size_t offset, void *buf
         STEM_TRY(check_unit(ck, unit, path));
         ck->verified[unit] = 1;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* verified a regular file: never blocks */
     if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
     int bad = read_at(fd, buf, bytes, (off_t)(sizeof(unit_header) + offset));
     close(fd);

@@ -10,6 +10,7 @@
 #include "../src/algorithm.h"
 #include "../src/channels.h"
 #include "../src/phases.h"
+#include "../src/result_check.h"
 #include "../src/signals.h"
 #include "campaign.h"
 #include "checkpoint.h"
@@ -504,6 +505,10 @@ static int load_point(void *ctx, int p, stem_result *res)
         err = stem_mpi_agree(err, m->world);
     }
     if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);
+    char where[48]; /* what is not a finished simulation is never published (result_check.h) */
+    snprintf(where, sizeof where, " (series point %d)", p);
+    if (!err) err = stem_mpi_agree(res ? stem_result_check(cp->job->plan, res, m->layout.world_rank == 0, where) : STEM_OK,
+                                   m->world);
     return err;
 }
 

@@ -138,6 +138,8 @@ void stem_config_defaults(stem_config *cfg);
 int stem_config_given(const stem_config *cfg, const char *section, const char *key);
 /* Effective configuration as INI text (malloc'd); stored in the output file. */
 char *stem_config_to_ini(const stem_config *cfg);
+/* One key's value as stem_config_to_ini writes it (-1: no such key). */
+int stem_config_value(const stem_config *cfg, const char *section, const char *key, char *out, size_t n);
 /* The reference of every key (for --help-config and the README). */
 void stem_config_print_reference(FILE *out);
 /* Levenshtein distance, used for "did you mean" suggestions. */

@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "phases.h"
 #include "plan.h"
+#include "result_check.h"
 #include "series.h"
 #include "signals.h"
 
@@ -403,6 +404,8 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
     int keeps_smatrix = !err && (store.io.load || store.io.store);
     if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
     if (!err && plan->opt.save_smatrix) err = stem_smatrix_store_finish(&store, m);
+    /* what is not a finished simulation is never published (result_check.h) */
+    if (!err) err = stem_mpi_agree(m->layout.group == 0 ? stem_result_check(plan, &res, 1, "") : STEM_OK, m->world);
     if (err) {
         /* every rank agreed on the failure or the stop (the campaign agrees
          * before each collective step): leave together */

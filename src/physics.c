@@ -46,21 +46,51 @@ const char *stem_parametrisation_path(stem_parametrisation which)
     return which == STEM_PARAM_LOBATO ? stem_lobato_default_path() : stem_kirkland_default_path();
 }
 
-/* A row the potential formula cannot use: NaN or infinite values, widths
- * b, d <= 0 (division by zero), or no terms at all (a missing element). */
+/* Plausible ranges of the tables' coefficients: the published tables stay far inside
+ * them (Kirkland: amplitudes 5e-7..5.5, widths 0.0076..3.8e4 Angstrom^-2; Lobato:
+ * amplitudes -339..323, widths 4e-5..23 Angstrom^2), so a value outside is a typo or a
+ * corrupted file, not physics. The resulting f_e(0) (Angstrom) must be positive and at
+ * most 100 (the tables give 0.42 for H to 20.6 for the heaviest elements). */
+#define KIRKLAND_MAX_AMP 1e2
+#define KIRKLAND_MIN_WIDTH 1e-4
+#define KIRKLAND_MAX_WIDTH 1e6
+#define LOBATO_MAX_AMP 1e4
+#define LOBATO_MIN_WIDTH 1e-7
+#define LOBATO_MAX_WIDTH 1e4
+#define MAX_FE0 100.0
+
+/* why <- the first coefficient outside [lo, hi] (name, index and value), if any. */
+static int coefficient_bad(const char *name, int i, double v, double lo, double hi, char *why, size_t n)
+{
+    if (!isfinite(v)) return snprintf(why, n, "%s%d = %g is not a finite number", name, i + 1, v), 1;
+    if (v >= lo && v <= hi) return 0;
+    if (lo > 0 && v <= 0) /* a width: the potential divides by it */
+        return snprintf(why, n, "width %s%d = %g is not positive", name, i + 1, v), 1;
+    return snprintf(why, n, "%s%d = %g is outside the plausible range [%g, %g]", name, i + 1, v, lo, hi), 1;
+}
+
+/* f_e(0) in Angstrom, the scattering factor at zero angle, outside (0, MAX_FE0]. */
+static int fe0_bad(double fe0, char *why, size_t n)
+{
+    if (fe0 > 0 && fe0 <= MAX_FE0) return 0;
+    if (fe0 == 0) return snprintf(why, n, "all amplitudes are zero (element missing)"), 1;
+    return snprintf(why, n, "its scattering factor at zero angle f_e(0) = %g Angstrom is outside (0, %g]", fe0, MAX_FE0), 1;
+}
+
+/* A row the potential formula cannot use: NaN or infinite values, widths b, d
+ * outside their plausible range (<= 0 divides by zero), amplitudes beyond theirs,
+ * or no terms at all (a missing element). */
 static int kirkland_row_bad(const stem_kirkland *k, char *why, size_t n)
 {
-    double any = 0;
+    const double A = KIRKLAND_MAX_AMP, W0 = KIRKLAND_MIN_WIDTH, W1 = KIRKLAND_MAX_WIDTH;
+    double fe0 = 0;
     for (int i = 0; i < 3; i++) {
-        const double v[4] = {k->a[i], k->b[i], k->c[i], k->d[i]};
-        for (int j = 0; j < 4; j++)
-            if (!isfinite(v[j])) return snprintf(why, n, "a value is not a finite number"), 1;
-        if (!(k->b[i] > 0) || !(k->d[i] > 0))
-            return snprintf(why, n, "width b%d or d%d is not positive", i + 1, i + 1), 1;
-        any += fabs(k->a[i]) + fabs(k->c[i]);
+        if (coefficient_bad("a", i, k->a[i], -A, A, why, n) || coefficient_bad("b", i, k->b[i], W0, W1, why, n) ||
+            coefficient_bad("c", i, k->c[i], -A, A, why, n) || coefficient_bad("d", i, k->d[i], W0, W1, why, n))
+            return 1;
+        fe0 += k->a[i] / k->b[i] + k->c[i]; /* f_e(q) = sum a / (q^2 + b) + c exp(-d q^2) */
     }
-    if (any == 0) return snprintf(why, n, "all amplitudes are zero (element missing)"), 1;
-    return 0;
+    return fe0_bad(fe0, why, n);
 }
 
 int stem_kirkland_load(const char *path, stem_kirkland table[STEM_MAX_Z + 1])
@@ -87,7 +117,7 @@ int stem_kirkland_load(const char *path, stem_kirkland table[STEM_MAX_Z + 1])
             table[z].c[i] = v[6 + 2 * i];
             table[z].d[i] = v[6 + 2 * i + 1];
         }
-        char why[96];
+        char why[160];
         if (kirkland_row_bad(&table[z], why, sizeof why)) {
             fclose(f);
             return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: parameters of element Z = %d are unusable: %s", path, lineno, z, why);
@@ -137,20 +167,19 @@ static void atom_potential_from_lobato(const double a[5], const double b[5], ste
 
 static int lobato_row(const char *path, int lineno, int z, const char *line, stem_atom_potential *out)
 {
-    double a[5], b[5], any = 0;
-    char tail[2];
+    double a[5], b[5], fe0 = 0;
+    char tail[2], why[160];
     if (sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %1s", &a[0], &b[0], &a[1], &b[1], &a[2], &b[2], &a[3],
                &b[3], &a[4], &b[4], tail) != 10)
         return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected 10 numbers (a1 b1 ... a5 b5)", path, lineno);
-    for (int i = 0; i < 5; i++) {
-        if (!isfinite(a[i]) || !isfinite(b[i]) || !(b[i] > 0))
-            return STEM_FAIL(STEM_ERR_INPUT,
-                             "%s:%d: parameters of element Z = %d are unusable: a%d or b%d is not finite, or b%d is "
-                             "not positive",
-                             path, lineno, z, i + 1, i + 1, i + 1);
-        any += fabs(a[i]);
+    int bad = 0;
+    for (int i = 0; i < 5 && !bad; i++) {
+        bad = coefficient_bad("a", i, a[i], -LOBATO_MAX_AMP, LOBATO_MAX_AMP, why, sizeof why) ||
+              coefficient_bad("b", i, b[i], LOBATO_MIN_WIDTH, LOBATO_MAX_WIDTH, why, sizeof why);
+        fe0 += 2 * a[i]; /* f_e(0) = sum a_i (2 + 0) / 1 */
     }
-    if (any == 0) return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: all amplitudes of element Z = %d are zero", path, lineno, z);
+    if (bad || fe0_bad(fe0, why, sizeof why))
+        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: parameters of element Z = %d are unusable: %s", path, lineno, z, why);
     atom_potential_from_lobato(a, b, out);
     return STEM_OK;
 }

@@ -646,8 +646,8 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
-    if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan)); /* before anything is allocated */
-    if (cfg->smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan));
+    if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg)); /* before anything is allocated */
+    if (cfg->smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);

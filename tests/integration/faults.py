@@ -43,6 +43,20 @@ Scenarios (each asserts exit code, message, and the files left behind):
   odd_inputs        a duplicated atom warns with its lines; <(...) and a FIFO as
                     config are refused at once; /dev/stdin from a file works;
                     a relative output path is relative to the current directory
+  bad_imports       stored potentials / S-matrices with NaN, Inf, implausible values,
+                    all-zero data, a dataset declared but never written, no complete
+                    mark: exit 4 naming file and dataset; a FIFO, /dev/zero or a
+                    directory as potential_file / smatrix_file, a FIFO as a checkpoint
+                    unit, as --from-prismatic's parameter file: refused at once
+                    (each run has a timeout), the FIFO left in place; nothing published
+  stored_keys       potential_file / smatrix_file with a tilt, rotation,
+                    parametrisation, projection, cutoff, thermal key, seed or
+                    transmission oversampling other than the writer's: exit 3 naming
+                    the key and both values; the same keys as the writer's run
+  result_check      a final result that is not finite, or a probe whose total
+                    intensity is 0 or above 1 (test hook STEMSIM_TEST_POISON_RESULT),
+                    in a plain run and in a [series] campaign: exit 9, nothing
+                    published, no temporary left
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -700,6 +714,171 @@ def s_mpi_init_failure():
         rc, out, err = run([A.stemsim, flag], cwd=d, env=dict(os.environ, TMPDIR=not_dir))
         expect(problems, rc == 0 and out and not err.strip(), f"{flag} where MPI cannot start: exit {rc}")
     return finish(problems, "mpi_init_failure")
+
+
+def stored_files(d, cfg):
+    """A stored potential (pot.h5: multislice, one configuration) and S-matrix (sm.h5: prism,
+    thermal, two configurations) written by this stemsim; None when h5py is missing."""
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        return None
+    prism = ["simulation.algorithm=prism", "simulation.thermal=true", "simulation.frozen_phonons=2"]
+    rc1, _, _ = run(cmd(A.ranks, cfg, ["output.file=pot.h5", "output.save_potential=true"]), cwd=d)
+    rc2, _, _ = run(cmd(A.ranks, cfg, ["output.file=sm.h5", "output.save_smatrix=true"] + prism), cwd=d)
+    if rc1 or rc2:
+        raise SystemExit(fail(f"writing the stored files: exit {rc1}, {rc2}"))
+    return prism
+
+
+def spoiled(d, src, name, dataset, how):
+    """A copy of src with its dataset spoiled by how(h5py dataset, file)."""
+    import h5py
+    path = os.path.join(d, name)
+    shutil.copy(os.path.join(d, src), path)
+    with h5py.File(path, "r+") as f:
+        how(f[dataset], f)
+    return path
+
+
+def unwritten(dset, f):
+    """The dataset replaced by one declared with the same shape and attributes, never written."""
+    name, shape, attrs = dset.name, dset.shape, dict(dset.attrs)
+    del f[name]
+    new = f.create_dataset(name, shape, dtype="f4")
+    for k, v in attrs.items():
+        new.attrs[k] = v
+
+
+def refused(problems, d, what, argv, code, text, env=None, timeout=60):
+    """stemsim refuses: exit code, the text on stderr, one error line, nothing published."""
+    before = set(os.listdir(d))
+    rc, _, err = run(argv, cwd=d, env=env, timeout=timeout)
+    expect(problems, rc == code, f"{what}: exit {rc}, expected {code}" + (" (it blocked)" if rc == 124 else ""))
+    expect(problems, text in err, f"{what}: stderr lacks '{text}'")
+    expect(problems, rc == 124 or len(error_lines(err)) == 1, f"{what}: {len(error_lines(err))} error lines, expected 1")
+    new = sorted(set(os.listdir(d)) - before)
+    expect(problems, not new, f"{what}: files appeared: {new}")
+
+
+def s_bad_imports():
+    import math
+    d = fresh("bad_imports")
+    cfg = local_config(d)
+    problems = []
+    prism = stored_files(d, cfg)
+    if prism is None:
+        log("SKIP h5py not available")
+        return 77
+    nan, inf = math.nan, math.inf
+
+    def setter(index, value):
+        def how(dset, f):
+            dset[index] = value
+        return how
+
+    def no_mark(dset, f):
+        del f.attrs["complete"]
+
+    pot = (("nan", setter((0, 1, 10, 10), nan), "not a finite number"),
+           ("inf", setter((0, 2, 5, 5), inf), "not a finite number"),
+           ("huge", setter((0, 0, 7, 7), 1e30), "beyond any atom's projected potential"),
+           ("zeros", setter(Ellipsis, 0), "all zeros"),
+           ("unwritten", unwritten, "declared but never written"),
+           ("incomplete", no_mark, "no complete mark"))
+    for tag, how, text in pot:
+        path = spoiled(d, "pot.h5", f"pot_{tag}.h5", "potential", how)
+        refused(problems, d, f"potential_file {tag}",
+                cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.potential_file={path}"]), 4, text)
+    sm = (("nan", setter((1, 5, 3, 3, 0), nan), "not a finite number"),
+          ("gain", setter((0, 7, 3, 3, 1), 1e30), "more than came in"),
+          ("zero_beam", setter((1, 20), 0), "all zeros, never written"),
+          ("unwritten", unwritten, "declared but never written"),
+          ("incomplete", no_mark, "no complete mark"))
+    for tag, how, text in sm:
+        path = spoiled(d, "sm.h5", f"sm_{tag}.h5", "smatrix", how)
+        refused(problems, d, f"smatrix_file {tag}",
+                cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.smatrix_file={path}"] + prism), 4, text)
+    # special files: refused at once, never opened blocking
+    fifo = os.path.join(d, "stored.fifo")
+    os.mkfifo(fifo)
+    for key, extra in (("potential_file", []), ("smatrix_file", prism)):
+        for path, text in ((fifo, "is a pipe"), ("/dev/zero", "is a device"), (d, "is a directory")):
+            refused(problems, d, f"{key} = {path}",
+                    cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.{key}={path}"] + extra), 4, text, timeout=30)
+    expect(problems, stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was removed or replaced")
+    # a FIFO under a checkpoint unit's name (a campaign killed after its first unit)
+    series = ["output.file=camp.h5", "series.tilt_x=0,2", "compute.fp_groups=1"]  # two units, one after the other
+    env = dict(os.environ, STEMSIM_TEST_KILL_AFTER_UNITS="1")
+    rc, _, _ = run(cmd(A.ranks, cfg, series), cwd=d, env=env)
+    for left in leftovers(d):  # the killed job's temporary: SIGKILL leaves it (reported by the next run)
+        os.remove(os.path.join(d, left))
+    unit = os.path.join(d, "camp.h5.checkpoint", "unit_0000000")
+    if rc == 0 or not os.path.isfile(unit):
+        problems.append(f"the killed campaign exited {rc} without leaving {unit}")
+    else:
+        os.remove(unit)
+        os.mkfifo(unit)
+        rc, _, err = run(cmd(A.ranks, cfg, series), cwd=d, timeout=60)
+        expect(problems, rc == 6 and "checkpoint unit" in err and "is a pipe" in err,
+               f"FIFO as a checkpoint unit: exit {rc}, expected 6 naming the pipe (124 = it blocked)")
+        expect(problems, stat.S_ISFIFO(os.lstat(unit).st_mode), "the FIFO unit was removed or replaced")
+        expect(problems, not os.path.exists(os.path.join(d, "camp.h5")), "camp.h5 was published")
+    if A.ranks == 1:  # the converter runs on one rank
+        for path, text in ((fifo, "is a pipe"), ("/dev/zero", "is a device"), (d, "is a directory")):
+            refused(problems, d, f"--from-prismatic {path}", [A.stemsim, "--from-prismatic", path], 4, text, timeout=30)
+    expect(problems, not leftovers(d), f"temporaries left: {leftovers(d)}")
+    return finish(problems, "bad_imports")
+
+
+def s_stored_keys():
+    d = fresh("stored_keys")
+    cfg = local_config(d)
+    problems = []
+    prism = stored_files(d, cfg)
+    if prism is None:
+        log("SKIP h5py not available")
+        return 77
+    pot = ["output.file=out.h5", "simulation.potential_file=pot.h5"]
+    for key, value, was in (("sample.tilt_x", "5", "0"), ("sample.rotation_z", "10", "0"),
+                            ("simulation.parametrisation", "lobato", "kirkland"),
+                            ("simulation.projection", "finite", "infinite"), ("simulation.thermal", "true", "false"),
+                            ("simulation.potential_radius", "3", "2")):
+        name = key.split(".")[1]
+        refused(problems, d, f"potential_file with {key}={value}", cmd(A.ranks, cfg, pot + [f"{key}={value}"]), 3,
+                f"{name} = {value}, but [simulation] potential_file {os.path.join(d, 'pot.h5')} was written with "
+                f"{name} = {was}")
+    sm = ["output.file=out.h5", "simulation.smatrix_file=sm.h5"] + prism
+    for key, value, text in (("sample.tilt_y", "3", "was written with tilt_y = 0"),
+                             ("simulation.seed", "12", "was written with seed = 11"),
+                             ("simulation.transmission_oversampling", "2", "was made with 4")):
+        refused(problems, d, f"smatrix_file with {key}={value}", cmd(A.ranks, cfg, sm + [f"{key}={value}"]), 3, text)
+    # what the writers had (given explicitly, or another seed without thermal displacements): accepted
+    for what, argv in (("potential_file, same keys", pot + ["sample.tilt_x=0", "simulation.seed=99"]),
+                       ("smatrix_file, same keys", sm + ["simulation.transmission_oversampling=4"])):
+        rc, _, _ = run(cmd(A.ranks, cfg, argv), cwd=d)
+        expect(problems, rc == 0 and complete(os.path.join(d, "out.h5")), f"{what}: exit {rc}, expected 0")
+        if os.path.exists(os.path.join(d, "out.h5")):
+            os.remove(os.path.join(d, "out.h5"))
+    return finish(problems, "stored_keys")
+
+
+def s_result_check():
+    d = fresh("result_check")
+    cfg = local_config(d)
+    problems = []
+    for hook, text in (("nan", "not a finite number"), ("zero", "lost all its intensity"), ("gain", "gained intensity")):
+        env = dict(os.environ, STEMSIM_TEST_POISON_RESULT=hook)
+        refused(problems, d, f"poisoned result ({hook})", cmd(A.ranks, cfg, ["output.file=out.h5"]), 9, text, env=env)
+    env = dict(os.environ, STEMSIM_TEST_POISON_RESULT="nan")
+    before = set(os.listdir(d))
+    rc, _, err = run(cmd(A.ranks, cfg, ["output.file=camp.h5", "series.defocus=0,10"]), cwd=d, env=env)
+    expect(problems, rc == 9 and "(series point 0)" in err, f"poisoned series campaign: exit {rc}, expected 9")
+    expect(problems, not os.path.exists(os.path.join(d, "camp.h5")), "the poisoned campaign published camp.h5")
+    expect(problems, sorted(set(os.listdir(d)) - before) in ([], ["camp.h5.checkpoint"]),
+           f"poisoned campaign left {sorted(set(os.listdir(d)) - before)} (only its checkpoint may stay)")
+    expect(problems, not leftovers(d), f"temporaries left: {leftovers(d)}")
+    return finish(problems, "result_check")
 
 
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}

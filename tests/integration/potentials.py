@@ -15,7 +15,8 @@ save_potential and [simulation] potential_file.
 - save_potential on 1 and 3 ranks writes the same /potential; a run that reads it back
   (potential_file) gives the same images bit for bit; 2 thermal configurations differ.
 - potential_file refused (exit 4) for another grid, too few configurations, a file without
-  /potential; with a [series] campaign (exit 3).
+  /potential, a configuration holding NaN or zeros; with a [series] campaign, another tilt,
+  projection or seed than the writer's (exit 3).
 - Lobato: images within 3% of Kirkland's and not equal; its /potential says "lobato"; 2 ranks
   equal 1 rank.
 Exit: 0 pass, 1 fail, 77 skip.
@@ -141,6 +142,18 @@ def main():
     run(1, ["--set", "simulation.potential_file=" + os.path.join(A.workdir, "nopot.h5")], "bad_file", 4)
     run(1, ["--set", "simulation.potential_file=" + src, "--set", "series.defocus=0,10"], "bad_series", 3)
     print("potential_file refused for another grid, too few configurations, no /potential, a series")
+    # what the slices were made with cannot change (exit 3), and damaged copies are refused (exit 4)
+    for key, value in (("sample.tilt_x", "3"), ("simulation.projection", "finite"), ("simulation.seed", "12")):
+        run(1, phon + ["--set", "simulation.potential_file=" + src, "--set", "%s=%s" % (key, value)], "bad_key", 3)
+    import h5py
+    import shutil
+    for tag, value in (("nan", np.nan), ("zeros", 0.0)):
+        bad = os.path.join(A.workdir, "exp1_%s.h5" % tag)
+        shutil.copy(src, bad)
+        with h5py.File(bad, "r+") as f:
+            f["potential"][1] = value  # the second configuration: NaN everywhere, or never written
+        run(1, phon + ["--set", "simulation.potential_file=" + bad], "bad_" + tag, 4)
+    print("potential_file refused for another tilt, projection, seed (exit 3); NaN or zeros in it (exit 4)")
 
     run(1, ["--set", "output.save_potential=true"], "kirk")
     run(1, ["--set", "output.save_potential=true", "--set", "simulation.parametrisation=lobato"], "lob1")

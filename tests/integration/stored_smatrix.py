@@ -14,8 +14,8 @@
   another defocus and detector it equals a fresh computation with them (1e-6), builds no
   potential (no transmission phase in its log).
 - Refused (exit 4): another energy, grid, semiangle (other beams), slice thickness, too few
-  configurations, a file without /smatrix; (exit 3): multislice, a series, with
-  potential_file.
+  configurations, a file without /smatrix, a beam of zeros; (exit 3): multislice, a series,
+  with potential_file, another tilt or parametrisation than the writer's.
 - No temporary (*.smatrix-g*.incomplete) is left, after success or after a failure.
 Exit: 0 pass, 1 fail, 77 skip.
 """
@@ -142,6 +142,16 @@ def main():
     run(1, load + ["--set", "simulation.potential_file=" + src], "bad_both", 3)
     print("smatrix_file refused for another energy, grid, beams, slicing, too few configurations, no /smatrix "
           "(exit 4); multislice, a series, potential_file too (exit 3)")
+    run(1, load + ["--set", "sample.tilt_x=2"], "bad_tilt", 3)
+    run(1, load + ["--set", "simulation.parametrisation=lobato"], "bad_parametrisation", 3)
+    import h5py
+    import shutil
+    bad = os.path.join(A.workdir, "s1_zero_beam.h5")
+    shutil.copy(src, bad)
+    with h5py.File(bad, "r+") as f:
+        f["smatrix"][2, 3] = 0  # one beam never written
+    run(2, phon + ["--set", "simulation.smatrix_file=" + bad], "bad_zero_beam", 4)
+    print("smatrix_file refused for another tilt, parametrisation (exit 3), a beam of zeros (exit 4, 2 ranks)")
 
     env = dict(os.environ, STEMSIM_TEST_FAIL_RANK="1")
     cmd = [A.mpiexec] + A.mpi_flag + ["-np", "2", A.stemsim, A.ini, "--set", "output.file=failed.h5"] + save + \

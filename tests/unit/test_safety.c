@@ -165,9 +165,16 @@ static void test_kirkland_table(void)
     REQUIRE(stem_kirkland_load(stem_kirkland_default_path(), table) == STEM_OK);
     const char *cases[][3] = {
         {"13", "1 nan 1 1 1 1 1 1 1 1 1 1\n", "not a finite number"},
-        {"5", "1 1 1 0 1 1 1 1 1 1 1 1\n", "width b2 or d2 is not positive"},
-        {"7", "1 1 1 1 1 1 1 1 1 -1 1 1\n", "width b2 or d2 is not positive"},
+        {"5", "1 1 1 0 1 1 1 1 1 1 1 1\n", "width b2 = 0 is not positive"},
+        {"7", "1 1 1 1 1 1 1 1 1 -1 1 1\n", "width d2 = -1 is not positive"},
         {"0", "0 1 0 1 0 1 0 1 0 1 0 1\n", "element missing"},
+        /* finite but absurd: far outside what any published table holds */
+        {"13", "1e300 1 1 1 1 1 1 1 1 1 1 1\n", "a1 = 1e+300 is outside the plausible range"},
+        {"13", "1 1 1 1e300 1 1 1 1 1 1 1 1\n", "b2 = 1e+300 is outside the plausible range"},
+        {"13", "1 1e-300 1 1 1 1 1 1 1 1 1 1\n", "b1 = 1e-300 is outside the plausible range"},
+        {"13", "1 1 1 1 1 1 1 1 1e30 1 1 1\n", "c2 = 1e+30 is outside the plausible range"},
+        {"13", "-50 1 1 1 1 1 1 1 1 1 1 1\n", "f_e(0) = -45 Angstrom is outside"},
+        {"13", "50 0.1 1 1 1 1 1 1 1 1 1 1\n", "f_e(0) = 505 Angstrom is outside"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int row = atoi(cases[i][0]);

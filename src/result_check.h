@@ -1,0 +1,28 @@
+/* The final results checked before they are published: a result with a value that is
+ * not a finite number, or a probe that lost all its intensity or gained some, is a
+ * numerical failure (or damaged input that slipped through), never a finished
+ * simulation, so it must not reach a file marked complete. */
+#ifndef STEM_RESULT_CHECK_H
+#define STEM_RESULT_CHECK_H
+
+#include "detector.h"
+
+/* Total intensity per probe: at most the incident beam's 1 (propagation is unitary and
+ * the band limit only takes some away), with room for float rounding. */
+#define STEM_RESULT_TOTAL_MAX 1.0001
+
+/* The most a probe's total may be under this plan: STEM_RESULT_TOTAL_MAX, times fx fy for
+ * PRISM with interpolation (its probe is periodic with f_x f_y copies in the cell, and the
+ * window around one may catch intensity the sample scattered out of the others: about
+ * 1e-4 in the small tests, so only a gross gain is caught there). */
+double stem_result_total_max(const stem_plan *plan);
+
+/* Every value of every channel res holds finite; every probe's total intensity (inside
+ * the band limit) in (0, stem_result_total_max]; with_pacbed: the PACBED pattern finite.
+ * A failure is STEM_ERR_INTERNAL naming the channel, probe and value; `where` ("" or
+ * " (series point 3)") is added to the message. Finalised results of the ranks that
+ * write; no communication. The test hook STEMSIM_TEST_POISON_RESULT = nan | zero | gain
+ * first spoils the first local probe's total intensity (tests/integration/faults.py). */
+int stem_result_check(const stem_plan *plan, stem_result *res, int with_pacbed, const char *where);
+
+#endif
