@@ -9,11 +9,14 @@ or from the shell:  stemsim-structure Si.cif --zone 1 1 0 --tile 10 10 5 -o Si11
 Orientation: the zone axis [u v w] (indices of the structure's cell vectors as given, e.g. a
 CIF's conventional cell; four hexagonal indices [u v t w] are accepted too) becomes the beam
 direction +z. stemsim needs an orthorhombic cell that is periodic, so the model is the
-smallest such supercell this search finds: the crystal's full translation lattice is found
-first (centring translations included, so fcc Si [110] gives a/sqrt2 x a x a/sqrt2 with 4
-atoms, not 8 or 16), the beam repeat t3 is the shortest lattice vector along [u v w], t1 the
-shortest lattice vector perpendicular to it (x), t2 the shortest perpendicular to both (y),
-right-handed. Every cubic, tetragonal and orthorhombic zone axis and the low-index
+supercell this search finds: the crystal's full translation lattice is found first
+(centring translations included, so fcc Si [110] gives a/sqrt2 x a x a/sqrt2 with 4 atoms,
+not 8 or 16); the beam repeat t3 is the shortest lattice vector along [u v w]; the two
+directions across the beam are the perpendicular lattice direction of lowest index in the
+given cell (sum of |indices|, then the largest index, then the shortest repeat: Si [100] keeps
+the cube's axes, a x a x a, not the smaller 45-degree cell) and the lowest-index one
+perpendicular to both; x is the shorter of them, y the other, right-handed (Si [110]:
+x = [1-10]/2, y = [001], z = [110]/2). Every cubic, tetragonal and orthorhombic zone axis and the low-index
 hexagonal ones ([0001], [11-20], [10-10] ...) have one; a zone axis whose perpendicular
 plane holds no two orthogonal lattice vectors within the search (most zones of monoclinic
 and triclinic cells) is refused with a message saying so.
@@ -174,9 +177,18 @@ def zone_axis_cell(atoms, zone, max_index=6, tol=1e-5):
     # t1: the shortest perpendicular vector, ties broken towards the cell's a, then b, then c
     A_unit = A / np.linalg.norm(A, axis=1)[:, None]
 
+    # Directions of low index in the given cell come first (so a cubic [100] keeps the cube's axes,
+    # as one expects, rather than the smaller 45-degree cell of the fcc lattice), then shorter
+    # vectors (the shortest repeat along a direction, centrings included), then a, b, c's sense.
+    frac_l = latt @ np.linalg.inv(A)
+    direction = np.rint(frac_l * 12).astype(np.int64)
+    g = np.gcd.reduce(np.abs(direction), axis=1)
+    direction //= np.maximum(g, 1)[:, None]
+    idx_sum, idx_max = np.abs(direction).sum(1), np.abs(direction).max(1)
+
     def order(idx):
-        return sorted(idx, key=lambda i: (round(length[i], 6),) + tuple(-round(p, 6) for p in
-                                                                          (latt[i] @ A_unit.T) / length[i]))
+        return sorted(idx, key=lambda i: (idx_sum[i], idx_max[i], round(length[i], 6)) + tuple(
+            -round(p, 6) for p in (latt[i] @ A_unit.T) / length[i]))
 
     t1 = latt[order(perp)[0]]
     u1 = t1 / np.linalg.norm(t1)
@@ -189,6 +201,8 @@ def zone_axis_cell(atoms, zone, max_index=6, tol=1e-5):
                             "or triclinic cells: reorient the structure to such a zone yourself, or raise max_index)"
                             % (" ".join(map(str, zone)), max_index))
     t2 = latt[order(second)[0]]
+    if np.linalg.norm(t2) < np.linalg.norm(t1) * (1 - 1e-6):  # x: the shorter of the two
+        t1, t2 = t2, t1
     if np.dot(np.cross(t1, t2), t3) < 0:
         t2 = -t2
     T = np.array([t1, t2, t3])
