@@ -327,3 +327,10 @@ if(STEMSIM_PYTHON)
   set_tests_properties(python_pkg PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+if(STEMSIM_PYTHON)
+  add_test(NAME notebooks
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/notebooks.py --python ${STEMSIM_VENV_PYTHON}
+                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/notebooks)
+  set_tests_properties(notebooks PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()

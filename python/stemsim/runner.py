@@ -10,7 +10,7 @@
 
 Config checks nothing itself: stemsim does (`dry_run`). Values are written as stemsim reads them:
 True/False as true/false, lists and tuples space-separated, floats as plain decimals (no
-exponent). Paths that stemsim resolves against the config file ([sample] xyz, [scan] positions,
+exponent, 12 significant digits). Paths that stemsim resolves against the config file ([sample] xyz, [scan] positions,
 [simulation] potential_file and smatrix_file) are written absolute (resolved against `base`:
 the directory of the file a Config was read from, else the current directory), so the .ini may be
 written anywhere; [output] file stays relative to the directory stemsim runs in.
@@ -49,7 +49,7 @@ def _value(v):
     if isinstance(v, bool) or isinstance(v, np.bool_):
         return "true" if v else "false"
     if isinstance(v, (float, np.floating)):
-        return np.format_float_positional(float(v), trim="-")
+        return np.format_float_positional(float(v), precision=12, unique=False, fractional=False, trim="-")
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     if isinstance(v, (list, tuple, np.ndarray)):

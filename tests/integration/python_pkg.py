@@ -30,32 +30,44 @@ import sys
 NEEDED = ("pip", "numpy", "h5py", "xarray", "ase", "matplotlib")
 
 
-def driver(a):
-    py = a.python
+def missing_modules(py, modules):
+    """The modules that Python `py` cannot import (None when py does not run)."""
     if not (py and os.access(py, os.X_OK)):
+        return None
+    probe = subprocess.run([py, "-c", "import importlib.util,sys; print(' '.join(m for m in sys.argv[1:] "
+                                      "if importlib.util.find_spec(m) is None))"] + list(modules),
+                           capture_output=True, text=True)
+    return probe.stdout.split() if probe.returncode == 0 else list(modules)
+
+
+def install(py, source, target):
+    """pip install <source>/python --target <target> (build-venv untouched); returns an error text or ''."""
+    shutil.rmtree(target, ignore_errors=True)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    base = [py, "-m", "pip", "install", "--no-deps", "--no-compile", "--disable-pip-version-check", "-q",
+            "--target", target, os.path.join(source, "python")]
+    r = subprocess.run(base[:4] + ["--no-build-isolation"] + base[4:], capture_output=True, text=True)
+    if r.returncode != 0:  # no setuptools/wheel in the venv: let pip fetch the build backend
+        print("pip --no-build-isolation failed (%s); trying with build isolation" % r.stderr.strip()[-300:])
+        r = subprocess.run(base, capture_output=True, text=True)
+    return "" if r.returncode == 0 else (r.stdout + r.stderr)[-2000:]
+
+
+def driver(a):
+    py = os.path.abspath(a.python) if a.python else a.python
+    missing = missing_modules(py, NEEDED)
+    if missing is None:
         print("SKIP: no Python at %s (bash .ci/deps --interop makes build-venv/ with the package's "
               "dependencies)" % py)
         return 77
-    probe = subprocess.run([py, "-c", "import importlib.util,sys; print(' '.join(m for m in sys.argv[1:] "
-                                      "if importlib.util.find_spec(m) is None))"] + list(NEEDED),
-                           capture_output=True, text=True)
-    missing = probe.stdout.split()
-    if probe.returncode != 0 or missing:
-        print("SKIP: %s lacks %s (bash .ci/deps --interop installs them)" % (py, " ".join(missing) or probe.stderr))
+    if missing:
+        print("SKIP: %s lacks %s (bash .ci/deps --interop installs them)" % (py, " ".join(missing)))
         return 77
     work = os.path.abspath(a.workdir)
     target = os.path.join(work, "pypkg")
-    shutil.rmtree(target, ignore_errors=True)
-    os.makedirs(work, exist_ok=True)
-    pkg = os.path.join(a.source, "python")
-    base = [py, "-m", "pip", "install", "--no-deps", "--no-compile", "--disable-pip-version-check", "-q",
-            "--target", target, pkg]
-    r = subprocess.run(base[:4] + ["--no-build-isolation"] + base[4:], capture_output=True, text=True)
-    if r.returncode != 0:  # no setuptools in the venv: let pip fetch the build backend
-        print("pip --no-build-isolation failed (%s); trying with build isolation" % r.stderr.strip()[-300:])
-        r = subprocess.run(base, capture_output=True, text=True)
-    if r.returncode != 0:
-        print("FAIL: pip install ./python: %s" % (r.stdout + r.stderr)[-2000:])
+    err = install(py, a.source, target)
+    if err:
+        print("FAIL: pip install ./python: %s" % err)
         return 1
     print("pip install ./python -> %s" % target)
     env = dict(os.environ, PYTHONPATH=target, PATH=os.path.join(target, "bin") + os.pathsep + os.environ["PATH"],
