@@ -17,7 +17,8 @@ below under that Python with the package and its console script from there:
      without an orthorhombic cell is refused with a message.
   3. stemsim.run() of a small frozen-phonon tilt series, then stemsim.read(): every dataset equals
      h5py's array, dims follow series_axes, coordinates equal /axes, /cbed is lazy and a slice of
-     it equals h5py's; a file with complete = 0 is refused; examples/read_stemsim.py agrees.
+     it equals h5py's; a file with complete = 0 is refused; examples/read_stemsim.py agrees;
+     with --mpiexec, run(ranks=2, mpirun=...) gives the same results (1e-6).
   4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
   5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
 """
@@ -73,7 +74,8 @@ def driver(a):
     env = dict(os.environ, PYTHONPATH=target, PATH=os.path.join(target, "bin") + os.pathsep + os.environ["PATH"],
                STEMSIM=a.stemsim, MPLBACKEND="Agg")
     return subprocess.run([py, os.path.abspath(__file__), "--inner", "--stemsim", a.stemsim, "--source", a.source,
-                           "--workdir", work, "--target", target], env=env).returncode
+                           "--workdir", work, "--target", target] + (["--mpiexec", a.mpiexec] if a.mpiexec else []) +
+                          ["--mpi-flag=" + f for f in a.mpi_flag], env=env).returncode
 
 
 # ---------------------------------------------------------------- checks (inside the venv)
@@ -241,6 +243,14 @@ def inner(a):
     except stemsim.IncompleteFileError as err:
         check(True, "read() refuses a file with complete = 0 (%s)" % err)
 
+    if a.mpiexec:
+        out2 = stemsim.run(cfg.copy().set("output.file", "pkg2.h5"), ranks=2, mpirun=a.mpiexec, mpi_args=a.mpi_flag)
+        with stemsim.read(out) as r1, stemsim.read(out2) as r2:
+            worst = max(float(np.abs(r1[k].values - r2[k].values).max() / max(np.abs(r1[k].values).max(), 1e-30))
+                        for k in r1.names)
+        check(worst < 1e-6, "run(ranks=2, mpirun=%s) gives the 1-rank results (largest relative difference %.2g)"
+              % (a.mpiexec, worst))
+
     # 4. a bad config: exit code 3
     bad = cfg.copy().set("probe.semi_angle", 20)
     try:
@@ -287,6 +297,8 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--inner", action="store_true")
     p.add_argument("--target", default="")
+    p.add_argument("--mpiexec", default="", help="also run() through it with 2 ranks")
+    p.add_argument("--mpi-flag", action="append", default=[])
     a = p.parse_args()
     a.stemsim = os.path.abspath(a.stemsim)
     a.source = os.path.abspath(a.source)
