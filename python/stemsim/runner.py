@@ -193,7 +193,11 @@ def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_arg
             shutil.rmtree(tmpdir, ignore_errors=True)
     text = "".join(chunks)
     if rc != 0:
-        raise StemsimError(rc, _error_lines(text), text, cmd)
+        msg = _error_lines(text)
+        if tmpdir:
+            msg = msg.replace(ini, "<the stemsim.Config>") + "\n(the Config was written to a temporary file; " \
+                  "cfg.write(path) or run(..., ini=path) keeps it)"
+        raise StemsimError(rc, msg, text, cmd)
     if dry_run:
         return text
     return os.path.join(cwd, out_name)
