@@ -42,7 +42,7 @@ def main():
     if err:
         print("FAIL: pip install ./python: %s" % err)
         return 1
-    env = dict(os.environ, PYTHONPATH=target, STEMSIM=os.path.abspath(a.stemsim), MPLBACKEND="Agg",
+    env = dict(os.environ, PYTHONPATH=target, STEMSIM=os.path.abspath(a.stemsim),
                JUPYTER_PLATFORM_DIRS="1")
     notebooks = sorted(glob.glob(os.path.join(source, "notebooks", "*.ipynb")))
     if not notebooks:
