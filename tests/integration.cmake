@@ -320,3 +320,28 @@ if(STEMSIM_PYTHON)
   set_tests_properties(examples_reader PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# The Python package python/ (pip-installed from the tree into the build dir, build-venv/ itself
+# untouched) and the notebooks/ executed with nbconvert, in build-venv/ from .ci/deps --interop
+# (skipped, saying what is missing, without it).
+if(STEMSIM_PYTHON)
+  set(STEMSIM_VENV_PYTHON "${CMAKE_SOURCE_DIR}/build-venv/bin/python" CACHE FILEPATH
+      "Python of build-venv/ (.ci/deps --interop) for the python_pkg and notebooks tests")
+  set(_pp_mpi "")
+  if(STEMSIM_MPIEXEC)
+    set(_pp_mpi --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags})
+  endif()
+  add_test(NAME python_pkg
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/python_pkg.py --python ${STEMSIM_VENV_PYTHON}
+                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/python_pkg_work
+                   ${_pp_mpi})
+  set_tests_properties(python_pkg PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
+if(STEMSIM_PYTHON)
+  add_test(NAME notebooks
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/notebooks.py --python ${STEMSIM_VENV_PYTHON}
+                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/notebooks)
+  set_tests_properties(notebooks PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()

@@ -1,0 +1,188 @@
+"""Matplotlib views of stemsim results (each returns its Figure).
+
+    r = stemsim.read("result.h5")
+    stemsim.plot.images(r)                         # every /images/<NAME>; a series: a panel per point
+    stemsim.plot.images(r, "HAADF", point={"tilt_x": 0})
+    stemsim.plot.rings(r, probe=(1, 1))            # radial profile at a probe and over the scan
+    stemsim.plot.pattern(r, probe=(1, 1))          # the 4D pattern at a probe (log scale)
+    stemsim.plot.series(r, "HAADF")                # scan mean of an image along the series axis, +- its error
+"""
+import numpy as np
+
+from .io import OPEN_ENDED_MRAD
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _extent(a, xdim, ydim):
+    x = np.asarray(a[xdim].values if xdim in a.coords else np.arange(a.sizes[xdim]), float)
+    y = np.asarray(a[ydim].values if ydim in a.coords else np.arange(a.sizes[ydim]), float)
+    sx = x[1] - x[0] if len(x) > 1 else 1.0
+    sy = y[1] - y[0] if len(y) > 1 else 1.0
+    return (x[0] - sx / 2, x[-1] + sx / 2, y[-1] + sy / 2, y[0] - sy / 2)
+
+
+def _select(a, point):
+    if point:
+        a = a.isel({k: v for k, v in point.items() if isinstance(v, (int, np.integer))})
+        a = a.sel({k: v for k, v in point.items() if not isinstance(v, (int, np.integer))}, method="nearest")
+    return a
+
+
+def _point_title(a):
+    return ", ".join("%s %g" % (d, float(a[d])) for d in a.coords if a[d].ndim == 0 and d in (
+        "tilt_x", "tilt_y", "beam_tilt_x", "beam_tilt_y", "defocus", "depth"))
+
+
+def _grid(n, ncols=None, size=3.2):
+    plt = _plt()
+    ncols = ncols or min(n, 4)
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=None):
+    """Every /images/<NAME> (or the NAMEs given), one panel each; a series gives one panel per
+    point (up to max_panels) unless `point` picks one ({axis: index or value})."""
+    if names is None:
+        names = [n.split("/", 1)[1] for n in results.names if n.startswith("images/")]
+    elif isinstance(names, str):
+        names = [names]
+    panels = []
+    for name in names:
+        a = _select(results["images/" + name], point)
+        lead = [d for d in a.dims if d not in ("scan_y", "scan_x")]
+        if lead:
+            stacked = a.stack(_point=lead)
+            for i in range(min(stacked.sizes["_point"], max_panels)):
+                panels.append((name, stacked.isel(_point=i)))
+        else:
+            panels.append((name, a))
+    fig, axes = _grid(len(panels), ncols)
+    for ax, (name, a) in zip(axes, panels):
+        im = ax.imshow(np.asarray(a.transpose("scan_y", "scan_x").values), cmap=cmap,
+                       extent=_extent(a, "scan_x", "scan_y"))
+        title = "%s %s" % (name, a.attrs.get("range", ""))
+        pt = _point_title(a)
+        ax.set_title(title + ("\n" + pt if pt else ""), fontsize=9)
+        ax.set_xlabel("x (Angstrom)")
+        ax.set_ylabel("y (Angstrom)")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig
+
+
+def rings(results, probe=None, point=None, log=True, ax=None):
+    """The rings' radial profile (intensity per ring against its centre angle, mrad) at a probe
+    (ix, iy; default the scan's centre) and averaged over the scan, with standard errors when
+    the file has them."""
+    plt = _plt()
+    a = _select(results["rings"], point)
+    err = results.error("rings")
+    err = _select(err, point) if err is not None else None
+    lead = [d for d in a.dims if d not in ("scan_y", "scan_x", "ring", "probe")]
+    if lead:
+        a = a.isel({d: 0 for d in lead})
+        err = err.isel({d: 0 for d in lead}) if err is not None else None
+    if "probe" in a.dims:
+        sel = {"probe": probe if probe is not None else a.sizes["probe"] // 2}
+        scan = ("probe",)
+    else:
+        ix, iy = probe if probe is not None else (a.sizes["scan_x"] // 2, a.sizes["scan_y"] // 2)
+        sel = {"scan_x": ix, "scan_y": iy}
+        scan = ("scan_y", "scan_x")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+    else:
+        fig = ax.figure
+    q = a["ring"].values
+    at = a.isel(sel).values
+    mean = a.mean(scan).values
+    if err is not None:
+        ax.errorbar(q, at, yerr=err.isel(sel).values, fmt=".-", capsize=2, label="probe %s" % (tuple(sel.values()),))
+    else:
+        ax.plot(q, at, ".-", label="probe %s" % (tuple(sel.values()),))
+    ax.plot(q, mean, "-", label="scan mean")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("scattering angle (mrad, ring centre)")
+    ax.set_ylabel("intensity per ring (%s)" % a.attrs.get("units", ""))
+    pt = _point_title(a)
+    ax.set_title("rings" + (" (" + pt + ")" if pt else ""))
+    ax.legend()
+    return fig
+
+
+def pattern(results, probe=None, point=None, log=True, ax=None, cmap="magma", name="cbed"):
+    """The 4D pattern (/cbed) at a probe (ix, iy; default the scan's centre), log scale; reads
+    only that pattern from the file. name="pacbed" draws the position-averaged pattern."""
+    plt = _plt()
+    a = results[name]
+    if name == "cbed":
+        a = _select(a, point)
+        lead = [d for d in a.dims if d not in ("scan_y", "scan_x", "qy", "qx", "probe")]
+        a = a.isel({d: 0 for d in lead})
+        if "probe" in a.dims:
+            a = a.isel(probe=probe if probe is not None else a.sizes["probe"] // 2)
+        else:
+            ix, iy = probe if probe is not None else (a.sizes["scan_x"] // 2, a.sizes["scan_y"] // 2)
+            a = a.isel(scan_x=ix, scan_y=iy)
+    img = np.asarray(a.values, float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5, 4.5))
+    else:
+        fig = ax.figure
+    if log:
+        pos = img[img > 0]
+        floor = pos.max() * 1e-7 if pos.size else 1e-12
+        img = np.log10(np.maximum(img, floor))
+    im = ax.imshow(img, cmap=cmap, extent=_extent(a, "qx", "qy"))
+    ax.set_xlabel("qx (mrad)")
+    ax.set_ylabel("qy (mrad)")
+    ax.set_title("%s%s" % (name, " (log10)" if log else ""))
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return fig
+
+
+def series(results, name="HAADF", axis=None, reduce="mean", ax=None):
+    """An image's scan mean (or reduce="max"/"min", or a probe (ix, iy)) along a series axis. Error
+    bars, when the file has standard errors: a probe's own, or for the scan mean the mean of the
+    pixels' standard errors (an upper bound: the standard deviation of a sum is at most the sum of
+    the standard deviations, whatever the pixels' correlation)."""
+    plt = _plt()
+    key = name if "/" in name else "images/" + name
+    a = results[key]
+    e = results.error(key)
+    lead = [d for d in a.dims if d not in ("scan_y", "scan_x", "probe")]
+    if not lead:
+        raise ValueError("%s has no series axis" % key)
+    axis = axis or lead[0]
+    other = [d for d in lead if d != axis]
+    a = a.isel({d: 0 for d in other})
+    e = e.isel({d: 0 for d in other}) if e is not None else None
+    scan = [d for d in a.dims if d != axis]
+    if isinstance(reduce, tuple):
+        y = a.isel(scan_x=reduce[0], scan_y=reduce[1])
+        ye = e.isel(scan_x=reduce[0], scan_y=reduce[1]) if e is not None else None
+        label = "probe %s" % (reduce,)
+    else:
+        y = getattr(a, reduce)(scan)
+        ye = e.mean(scan) if (e is not None and reduce == "mean") else None
+        label = "scan %s" % reduce
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+    else:
+        fig = ax.figure
+    x = a[axis].values if axis in a.coords else np.arange(a.sizes[axis])
+    ax.errorbar(x, y.values, yerr=None if ye is None else ye.values, fmt="o-", capsize=3, label=label)
+    units = a[axis].attrs.get("units", "") if axis in a.coords else ""
+    ax.set_xlabel("%s (%s)" % (axis, units) if units else axis)
+    ax.set_ylabel("%s %s (%s)" % (name, a.attrs.get("range", ""), a.attrs.get("units", "")))
+    ax.legend()
+    return fig

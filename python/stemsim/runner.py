@@ -1,0 +1,203 @@
+"""Write stemsim configs from Python and run the stemsim program.
+
+    cfg = stemsim.Config({"sample": {"xyz": "Si110.xyz", "tile_z": 2},
+                          "simulation": {"frozen_phonons": 8, "thermal": True},
+                          "output": {"file": "si.h5", "overwrite": True}})
+    cfg["probe"]["C10"] = -50          # or cfg.set("probe.C10", -50)
+    cfg.write("si.ini")
+    cfg.dry_run()                      # stemsim --dry-run: raises StemsimError with the code on a bad config
+    out = stemsim.run(cfg, ranks=4)    # mpirun -np 4 stemsim si.ini; the output's path
+
+Config checks nothing itself: stemsim does (`dry_run`). Values are written as stemsim reads them:
+True/False as true/false, lists and tuples space-separated, floats as plain decimals (no
+exponent, 12 significant digits). Paths that stemsim resolves against the config file ([sample] xyz, [scan] positions,
+[simulation] potential_file and smatrix_file) are written absolute (resolved against `base`:
+the directory of the file a Config was read from, else the current directory), so the .ini may be
+written anywhere; [output] file stays relative to the directory stemsim runs in.
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+CONFIG_RELATIVE = {("sample", "xyz"), ("scan", "positions"), ("simulation", "potential_file"),
+                   ("simulation", "smatrix_file")}
+
+EXIT_CODES = {
+    0: "success", 2: "bad command line", 3: "bad config key or value", 4: "bad or missing XYZ model or data file",
+    5: "the plan needs more memory than allowed", 6: "the output file cannot be written", 7: "MPI failure",
+    8: "GPU / CUDA failure", 9: "internal error", 75: "a checkpointed campaign was stopped: run it again to continue",
+}
+
+
+class StemsimError(RuntimeError):
+    """stemsim exited with a non-zero code: .returncode, .message (its error lines), .output (all it printed),
+    .command."""
+
+    def __init__(self, returncode, message, output="", command=()):
+        self.returncode, self.message, self.output, self.command = returncode, message, output, list(command)
+        meaning = EXIT_CODES.get(returncode, "stopped by signal %d" % (returncode - 128) if returncode > 128 else "")
+        super().__init__("stemsim exited with code %d%s: %s" % (returncode, " (%s)" % meaning if meaning else "",
+                                                                 message))
+
+
+def _value(v):
+    if isinstance(v, bool) or isinstance(v, np.bool_):
+        return "true" if v else "false"
+    if isinstance(v, (float, np.floating)):
+        return np.format_float_positional(float(v), precision=12, unique=False, fractional=False, trim="-")
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return " ".join(_value(x) for x in v)
+    return os.fspath(v) if hasattr(v, "__fspath__") else str(v)
+
+
+class Config(dict):
+    """A stemsim config.ini as {section: {key: value}} (a dict of dicts)."""
+
+    def __init__(self, sections=None, base=None, **kw):
+        super().__init__()
+        self.base = os.path.abspath(base or os.getcwd())
+        for sec, keys in dict(sections or {}, **kw).items():
+            self[sec] = dict(keys)
+
+    def __missing__(self, section):
+        self[section] = {}
+        return self[section]
+
+    @classmethod
+    def from_file(cls, path):
+        """Read a config.ini (comments dropped)."""
+        cfg, sec = cls(base=os.path.dirname(os.path.abspath(path))), None
+        with open(path) as fh:
+            for line in fh:
+                line = line.split(";", 1)[0].strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("[") and line.endswith("]"):
+                    sec = line[1:-1].strip()
+                    cfg[sec]
+                elif "=" in line and sec is not None:
+                    k, v = line.split("=", 1)
+                    cfg[sec][k.strip()] = v.strip()
+        return cfg
+
+    def set(self, key, value):
+        """set("probe.C10", -50)."""
+        sec, k = key.split(".", 1)
+        self[sec][k] = value
+        return self
+
+    def get_value(self, key, default=None):
+        sec, k = key.split(".", 1)
+        return self.get(sec, {}).get(k, default)
+
+    def copy(self):
+        return Config({s: dict(k) for s, k in self.items()}, base=self.base)
+
+    def text(self):
+        out = []
+        for sec, keys in self.items():
+            out.append("[%s]" % sec)
+            for k, v in keys.items():
+                if v is None:
+                    continue
+                s = _value(v)
+                if (sec, k) in CONFIG_RELATIVE and s and not os.path.isabs(s):
+                    s = os.path.normpath(os.path.join(self.base, s))
+                out.append("%s = %s" % (k, s))
+            out.append("")
+        return "\n".join(out)
+
+    def write(self, path):
+        """Write the .ini; returns its path."""
+        with open(path, "w") as fh:
+            fh.write(self.text())
+        return os.fspath(path)
+
+    @property
+    def output(self):
+        """[output] file (stemsim's default when not given)."""
+        return _value(self.get("output", {}).get("file", "stemsim_output.h5"))
+
+    def dry_run(self, stemsim=None, args=(), cwd=None):
+        """stemsim --dry-run on this config: returns what it printed (the plan); raises StemsimError
+        with stemsim's exit code and message when the run would fail."""
+        return run(self, stemsim=stemsim, args=("--dry-run",) + tuple(args), cwd=cwd, dry_run=True)
+
+    def __repr__(self):
+        return "Config(%s)" % dict.__repr__(self)
+
+
+def find_stemsim(stemsim=None):
+    """The stemsim binary: the argument, $STEMSIM, or stemsim on PATH."""
+    exe = stemsim or os.environ.get("STEMSIM") or shutil.which("stemsim")
+    if not exe:
+        raise FileNotFoundError("stemsim was not found: put it on PATH, set $STEMSIM or pass stemsim=PATH "
+                                "(build it with cmake; see README Quick start)")
+    return os.fspath(exe)
+
+
+def _error_lines(text):
+    lines = [ln for ln in text.splitlines() if "error" in ln.lower() or ln.startswith("stemsim:")]
+    return "\n".join(lines[-8:]) if lines else "\n".join(text.strip().splitlines()[-8:])
+
+
+def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_args=(), cwd=None, env=None,
+        echo=False, timeout=None, dry_run=False, ini=None):
+    """Run stemsim on a Config (written to `ini`, default a temporary file) or on a config.ini path.
+    ranks > 1 or mpirun given: `mpirun -np RANKS [mpi_args] stemsim ...` (mpirun: a command name or
+    list, default "mpirun"); srun=True: `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation);
+    otherwise stemsim runs directly (one MPI rank, singleton start-up). args: more stemsim options
+    (e.g. ["--set", "probe.C10=-50"]). echo: print stemsim's output as it comes (in a notebook too).
+    Returns the absolute path of the output file (for dry_run, the text printed); raises StemsimError
+    (returncode, message, output) when stemsim fails."""
+    exe = find_stemsim(stemsim)
+    cwd = os.path.abspath(cwd or os.getcwd())
+    tmpdir = None
+    if isinstance(config, Config):
+        if ini is None:
+            tmpdir = tempfile.mkdtemp(prefix="stemsim-")
+            ini = os.path.join(tmpdir, "config.ini")
+        ini = config.write(ini)
+        out_name = config.output
+    else:
+        ini = os.fspath(config)
+        out_name = Config.from_file(ini).output
+    for a in args:
+        if isinstance(a, str) and a.startswith("output.file="):
+            out_name = a.split("=", 1)[1]
+    cmd = [exe] + [os.fspath(a) for a in args] + [os.path.abspath(ini)]
+    if srun:
+        cmd = ["srun", "-n", str(ranks)] + list(mpi_args) + cmd
+    elif mpirun or ranks > 1:
+        launcher = shlex.split(mpirun) if isinstance(mpirun, str) else list(mpirun or ["mpirun"])
+        cmd = launcher + ["-np", str(ranks)] + list(mpi_args) + cmd
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, bufsize=1)
+        chunks = []
+        for line in proc.stdout:
+            chunks.append(line)
+            if echo:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        rc = proc.wait(timeout=timeout)
+    finally:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    text = "".join(chunks)
+    if rc != 0:
+        msg = _error_lines(text)
+        if tmpdir:
+            msg = msg.replace(ini, "<the stemsim.Config>") + "\n(the Config was written to a temporary file; " \
+                  "cfg.write(path) or run(..., ini=path) keeps it)"
+        raise StemsimError(rc, msg, text, cmd)
+    if dry_run:
+        return text
+    return os.path.join(cwd, out_name)

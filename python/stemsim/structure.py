@@ -1,0 +1,327 @@
+"""Prismatic XYZ models for stemsim from any structure ASE reads (CIF, POSCAR, extended XYZ).
+
+    from stemsim.structure import zone_axis_cell, write_xyz, from_file
+    model = from_file("Si.cif", zone=(1, 1, 0), tile=(10, 10, 5), sigma={"Si": 0.076})
+    model.write("Si110.xyz")
+
+or from the shell:  stemsim-structure Si.cif --zone 1 1 0 --tile 10 10 5 -o Si110.xyz
+
+Orientation: the zone axis [u v w] (indices of the structure's cell vectors as given, e.g. a
+CIF's conventional cell; four hexagonal indices [u v t w] are accepted too) becomes the beam
+direction +z. stemsim needs an orthorhombic cell that is periodic, so the model is the
+supercell this search finds: the crystal's full translation lattice is found first
+(centring translations included, so fcc Si [110] gives a/sqrt2 x a x a/sqrt2 with 4 atoms,
+not 8 or 16); the beam repeat t3 is the shortest lattice vector along [u v w]; the two
+directions across the beam are the perpendicular lattice direction of lowest index in the
+given cell (sum of |indices|, then the largest index, then the shortest repeat: Si [100] keeps
+the cube's axes, a x a x a, not the smaller 45-degree cell) and the lowest-index one
+perpendicular to both; x is the shorter of them, y the other, right-handed (Si [110]:
+x = [1-10]/2, y = [001], z = [110]/2). Every cubic, tetragonal and orthorhombic zone axis and the low-index
+hexagonal ones ([0001], [11-20], [10-10] ...) have one; a zone axis whose perpendicular
+plane holds no two orthogonal lattice vectors within the search (most zones of monoclinic
+and triclinic cells) is refused with a message saying so.
+"""
+import argparse
+import itertools
+import math
+import sys
+
+import numpy as np
+
+DEFAULT_SIGMA = 0.08  # Angstrom: a typical room-temperature rms displacement; give your own
+
+
+class ZoneAxisError(ValueError):
+    """No periodic orthorhombic cell exists (within the search) for this zone axis."""
+
+
+class Model:
+    """An orthorhombic periodic model in stemsim's frame: cell (a, b, c) Angstrom, atoms'
+    Z, Cartesian positions (N, 3) inside the cell, occupancies and sigmas (rms, Angstrom)."""
+
+    def __init__(self, cell, numbers, positions, occupancy, sigma, comment="stemsim model"):
+        self.cell = np.asarray(cell, float)
+        self.numbers = np.asarray(numbers, int)
+        self.positions = np.asarray(positions, float)
+        self.occupancy = np.asarray(occupancy, float)
+        self.sigma = np.asarray(sigma, float)
+        self.comment = comment
+
+    def __len__(self):
+        return len(self.numbers)
+
+    def __repr__(self):
+        return "<stemsim Model: %d atoms, cell %.4f x %.4f x %.4f Angstrom>" % ((len(self),) + tuple(self.cell))
+
+    def tile(self, nx=1, ny=1, nz=1):
+        """The model repeated nx x ny x nz times."""
+        shifts = np.array([(i, j, k) for k in range(nz) for j in range(ny) for i in range(nx)], float) * self.cell
+        pos = (self.positions[None, :, :] + shifts[:, None, :]).reshape(-1, 3)
+        rep = len(shifts)
+        return Model(self.cell * (nx, ny, nz), np.tile(self.numbers, rep), pos, np.tile(self.occupancy, rep),
+                     np.tile(self.sigma, rep), self.comment)
+
+    def text(self):
+        """The model in Prismatic's XYZ format (README, "Input model (XYZ)")."""
+        comment = " ".join(self.comment.split()) or "stemsim model"
+        out = [comment, "    %.8f %.8f %.8f" % tuple(self.cell)]
+        for z, p, o, s in zip(self.numbers, self.positions, self.occupancy, self.sigma):
+            out.append("%d %.8f %.8f %.8f %.6g %.6g" % (z, p[0], p[1], p[2], o, s))
+        out.append("-1")
+        return "\n".join(out) + "\n"
+
+    def write(self, path):
+        with open(path, "w") as fh:
+            fh.write(self.text())
+        return path
+
+    def to_ase(self):
+        from ase import Atoms
+        return Atoms(numbers=self.numbers, positions=self.positions, cell=np.diag(self.cell), pbc=True)
+
+
+def read_xyz(path):
+    """A Prismatic XYZ file as a Model."""
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    cell = [float(x) for x in lines[1].split()[:3]]
+    rows = []
+    for ln in lines[2:]:
+        p = ln.split()
+        if not p:
+            continue
+        if p[0] == "-1":
+            break
+        rows.append([float(x) for x in p[:6]])
+    r = np.array(rows, float).reshape(-1, 6)
+    return Model(cell, r[:, 0].astype(int), r[:, 1:4], r[:, 4], r[:, 5], lines[0])
+
+
+def hexagonal_to_three(u, v, t, w):
+    """Four-index direction [u v t w] (Miller-Bravais) to three-index [U V W], reduced."""
+    if u + v + t != 0:
+        raise ZoneAxisError("a four-index direction [u v t w] needs u + v + t = 0 (got %d %d %d %d)" % (u, v, t, w))
+    return _reduce((u - t, v - t, w))
+
+
+def _reduce(idx):
+    idx = [int(round(i)) for i in idx]
+    g = 0
+    for i in idx:
+        g = math.gcd(g, abs(i))
+    if g == 0:
+        raise ZoneAxisError("the zone axis [0 0 0] has no direction")
+    return tuple(i // g for i in idx)
+
+
+def _centrings(frac, numbers, tol):
+    """Fractional translations (in [0,1)^3, the zero vector first) that map the structure onto
+    itself: the lattice's centring vectors relative to the given cell."""
+    frac = np.mod(frac, 1.0)
+    species = np.unique(numbers)
+    rare = min(species, key=lambda s: np.count_nonzero(numbers == s))
+    ref = frac[np.argmax(numbers == rare)]
+    out = [np.zeros(3)]
+    for cand in frac[numbers == rare]:
+        t = np.mod(cand - ref, 1.0)
+        t[np.abs(t - 1.0) < tol] = 0.0
+        if np.all(np.abs(t) < tol):
+            continue
+        moved = np.mod(frac + t, 1.0)
+        ok = True
+        for s in species:
+            a, b = moved[numbers == s], frac[numbers == s]
+            d = a[:, None, :] - b[None, :, :]
+            d -= np.round(d)
+            if not np.all(np.min(np.max(np.abs(d), axis=2), axis=1) < tol):
+                ok = False
+                break
+        if ok:
+            out.append(t)
+    return np.array(out)
+
+
+def zone_axis_cell(atoms, zone, max_index=6, tol=1e-5):
+    """The orthorhombic periodic cell of an ASE Atoms looking down zone axis [u v w] (indices of
+    atoms.cell's vectors; [u v t w] for hexagonal cells). Returns (T, counts): T (3, 3) rows
+    t1, t2, t3 in Cartesian Angstrom of the original frame (t3 along the zone axis), and the
+    number of atoms in that cell. Raises ZoneAxisError when the search finds none."""
+    A = np.array(atoms.cell, float)
+    if abs(np.linalg.det(A)) < 1e-9:
+        raise ZoneAxisError("the structure has no 3D cell (periodic in all three directions is needed)")
+    zone = tuple(zone)
+    if len(zone) == 4:
+        zone = hexagonal_to_three(*zone)
+    elif len(zone) == 3:
+        zone = _reduce(zone)
+    else:
+        raise ZoneAxisError("a zone axis has 3 indices [u v w] (or 4 for hexagonal cells [u v t w])")
+    frac = atoms.get_scaled_positions(wrap=True)
+    cent = _centrings(frac, atoms.numbers, 1e-4)
+    rng = np.arange(-max_index, max_index + 1)
+    n = np.array(list(itertools.product(rng, rng, rng)), float)
+    latt = (n[None, :, :] + cent[:, None, :]).reshape(-1, 3) @ A  # Cartesian lattice vectors
+    length = np.linalg.norm(latt, axis=1)
+    keep = length > 1e-6
+    latt, length = latt[keep], length[keep]
+    zdir = np.array(zone, float) @ A
+    zdir /= np.linalg.norm(zdir)
+    cosz = latt @ zdir / length
+    along = np.where(np.abs(cosz - 1) < tol)[0]
+    t3 = latt[along[np.argmin(length[along])]]
+    perp = np.where(np.abs(cosz) < tol)[0]
+    if len(perp) == 0:
+        raise ZoneAxisError("zone axis [%s]: no lattice vector perpendicular to it within %d cells: stemsim needs "
+                            "an orthorhombic periodic cell, which this lattice does not have for this zone axis"
+                            % (" ".join(map(str, zone)), max_index))
+    # t1: the shortest perpendicular vector, ties broken towards the cell's a, then b, then c
+    A_unit = A / np.linalg.norm(A, axis=1)[:, None]
+
+    # Directions of low index in the given cell come first (so a cubic [100] keeps the cube's axes,
+    # as one expects, rather than the smaller 45-degree cell of the fcc lattice), then shorter
+    # vectors (the shortest repeat along a direction, centrings included), then a, b, c's sense.
+    frac_l = latt @ np.linalg.inv(A)
+    direction = np.rint(frac_l * 12).astype(np.int64)
+    g = np.gcd.reduce(np.abs(direction), axis=1)
+    direction //= np.maximum(g, 1)[:, None]
+    idx_sum, idx_max = np.abs(direction).sum(1), np.abs(direction).max(1)
+
+    def order(idx):
+        return sorted(idx, key=lambda i: (idx_sum[i], idx_max[i], round(length[i], 6)) + tuple(
+            -round(p, 6) for p in (latt[i] @ A_unit.T) / length[i]))
+
+    t1 = latt[order(perp)[0]]
+    u1 = t1 / np.linalg.norm(t1)
+    cos1 = latt[perp] @ u1 / length[perp]
+    second = perp[np.abs(cos1) < tol]
+    if len(second) == 0:
+        raise ZoneAxisError("zone axis [%s]: the lattice plane perpendicular to it has no two orthogonal lattice "
+                            "vectors within %d cells (stemsim needs an orthorhombic periodic cell; this works for "
+                            "cubic, tetragonal, orthorhombic and low-index hexagonal zone axes, rarely for monoclinic "
+                            "or triclinic cells: reorient the structure to such a zone yourself, or raise max_index)"
+                            % (" ".join(map(str, zone)), max_index))
+    t2 = latt[order(second)[0]]
+    if np.linalg.norm(t2) < np.linalg.norm(t1) * (1 - 1e-6):  # x: the shorter of the two
+        t1, t2 = t2, t1
+    if np.dot(np.cross(t1, t2), t3) < 0:
+        t2 = -t2
+    T = np.array([t1, t2, t3])
+    ratio = abs(np.linalg.det(T) / np.linalg.det(A)) * len(atoms)
+    count = int(round(ratio))
+    if abs(ratio - count) > 1e-3:
+        raise ZoneAxisError("internal: the supercell holds %.4f atoms" % ratio)
+    return T, count
+
+
+def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occupancy=None, max_index=6,
+           tol=1e-5, comment=None):
+    """An ASE Atoms as a stemsim Model looking down `zone` (beam along +z): the orthorhombic periodic
+    cell of zone_axis_cell, its atoms inside it (origin at the structure's origin). sigma: {symbol or
+    Z: rms displacement in Angstrom}, others default_sigma. occupancy: {symbol or Z: value}, or
+    taken from atoms.arrays["occupancy"] when present, else 1."""
+    from ase.data import atomic_numbers
+    T, count = zone_axis_cell(atoms, zone, max_index, tol)
+    A = np.array(atoms.cell, float)
+    frac = np.mod(atoms.get_scaled_positions(wrap=True), 1.0)
+    # the supercell's corners in the given cell's fractional coordinates bound the translations
+    corners = np.array(list(itertools.product((0, 1), repeat=3)), float) @ T @ np.linalg.inv(A)
+    lo, hi = np.floor(corners.min(0)) - 1, np.ceil(corners.max(0)) + 1
+    shifts = np.array(list(itertools.product(*[np.arange(l, h + 1) for l, h in zip(lo, hi)])), float)
+    cart = ((frac[None, :, :] + shifts[:, None, :]).reshape(-1, 3)) @ A
+    s = cart @ np.linalg.inv(T)
+    snap = np.abs(s - np.round(s)) < 1e-7
+    s = np.where(snap, np.round(s), s)
+    inside = np.all((s >= 0) & (s < 1), axis=1)
+    idx = np.where(inside)[0] % len(atoms)
+    s = s[inside]
+    if len(s) != count:
+        raise ZoneAxisError("internal: %d atoms found in a supercell that holds %d (overlapping atoms in the "
+                            "input?)" % (len(s), count))
+    L = np.linalg.norm(T, axis=1)
+    pos = s * L
+    numbers = atoms.numbers[idx]
+
+    def per_element(table, default):
+        out = np.full(len(numbers), float(default))
+        for key, val in (table or {}).items():
+            z = int(key) if isinstance(key, (int, np.integer)) else atomic_numbers[str(key)]
+            out[numbers == z] = float(val)
+        return out
+
+    sig = per_element(sigma, default_sigma)
+    if occupancy is not None:
+        occ = per_element(occupancy, 1.0)
+    elif "occupancy" in atoms.arrays:
+        occ = np.asarray(atoms.arrays["occupancy"], float)[idx]
+    else:
+        occ = np.ones(len(numbers))
+    order = np.lexsort((np.round(pos[:, 0], 6), np.round(pos[:, 1], 6), np.round(pos[:, 2], 6)))
+    if comment is None:
+        zone_s = " ".join(str(int(z)) for z in zone)
+        comment = "%s [%s] zone axis, %.6f x %.6f x %.6f Angstrom, from ASE" % (
+            atoms.get_chemical_formula(), zone_s, L[0], L[1], L[2])
+    return Model(L, numbers[order], pos[order], occ[order], sig[order], comment)
+
+
+def from_atoms(atoms, zone=(0, 0, 1), tile=(1, 1, 1), **kw):
+    """orient() then tile()."""
+    return orient(atoms, zone, **kw).tile(*tile)
+
+
+def from_file(path, zone=(0, 0, 1), tile=(1, 1, 1), format=None, index=0, **kw):
+    """Read a structure with ase.io.read (CIF, POSCAR, extended XYZ ...) and build the model."""
+    import ase.io
+    atoms = ase.io.read(path, index=index, format=format)
+    return from_atoms(atoms, zone, tile, **kw)
+
+
+def _pair(text):
+    if "=" not in text:
+        raise argparse.ArgumentTypeError("expected ELEMENT=VALUE, e.g. Si=0.076")
+    k, v = text.split("=", 1)
+    return k.strip(), float(v)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="stemsim-structure",
+                                description="Write a Prismatic/stemsim XYZ model from a structure file ASE reads "
+                                            "(CIF, POSCAR, extended XYZ ...), oriented along a zone axis (the beam "
+                                            "direction z) in an orthorhombic periodic cell, and tiled.")
+    p.add_argument("input", help="structure file (any format ase.io.read reads)")
+    p.add_argument("-o", "--output", required=True, help="XYZ file to write ('-' for standard output)")
+    p.add_argument("--zone", nargs="+", type=int, default=[0, 0, 1], metavar="I",
+                   help="zone axis [u v w] of the input cell (or [u v t w] for hexagonal cells); default 0 0 1")
+    p.add_argument("--tile", nargs=3, type=int, default=[1, 1, 1], metavar=("NX", "NY", "NZ"),
+                   help="repeat the oriented cell (default 1 1 1)")
+    p.add_argument("--sigma", action="append", type=_pair, default=[], metavar="EL=RMS",
+                   help="rms thermal displacement of an element in Angstrom (repeatable), e.g. --sigma Si=0.076")
+    p.add_argument("--default-sigma", type=float, default=DEFAULT_SIGMA,
+                   help="rms displacement of the other elements (default %g Angstrom)" % DEFAULT_SIGMA)
+    p.add_argument("--format", default=None, help="ASE format name, when the file name does not tell")
+    p.add_argument("--max-index", type=int, default=6, help="search range of the supercell search (default 6)")
+    p.add_argument("--comment", default=None, help="the comment line of the XYZ file")
+    a = p.parse_args(argv)
+    if len(a.zone) not in (3, 4):
+        p.error("--zone takes 3 indices (or 4 for hexagonal cells)")
+    if min(a.tile) < 1:
+        p.error("--tile takes three positive integers")
+    try:
+        model = from_file(a.input, zone=a.zone, tile=a.tile, format=a.format, sigma=dict(a.sigma),
+                          default_sigma=a.default_sigma, max_index=a.max_index, comment=a.comment)
+    except ImportError as err:
+        sys.exit("stemsim-structure: error: %s (pip install ase)" % err)
+    except ZoneAxisError as err:
+        sys.exit("stemsim-structure: error: %s" % err)
+    except (OSError, ValueError, KeyError) as err:
+        sys.exit("stemsim-structure: error: %s: %s" % (a.input, err))
+    if a.output == "-":
+        sys.stdout.write(model.text())
+    else:
+        model.write(a.output)
+        print("stemsim-structure: %s: %d atoms, cell %.6f x %.6f x %.6f Angstrom" % ((a.output, len(model)) +
+                                                                                    tuple(model.cell)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""ctest python_pkg: the Python package python/ (stemsim) installed with pip and used.
+
+Driver (any python3): checks that --python (build-venv/bin/python from .ci/deps --interop) has
+pip, numpy, h5py, xarray, ase and matplotlib (else exit 77, saying what is missing), pip-installs
+./python into <workdir>/pypkg (--target: build-venv itself is not changed) and runs the checks
+below under that Python with the package and its console script from there:
+
+  1. Si [100] from a CIF that ASE writes of data/Si100_unitcell.xyz -> `stemsim-structure
+     --zone 1 0 0` and `--zone 0 0 1`, tiled 2 3 2 -> equal (cell, positions as a set, Z,
+     occupancy, sigma) to the data file tiled by numpy, to 1e-6.
+  2. Si [110] (ase.build.bulk, a POSCAR): the cell is a/sqrt2 x a x a/sqrt2 with 4 atoms (fcc:
+     the shortest repeats along [1-10], [001], [110] are a/sqrt2, a, a/sqrt2, and the cell holds
+     a^3/2 / (a^3/8) = 4 atoms), and its atoms equal an independent construction: the cubic
+     crystal rotated by x = [1-10]/sqrt2, y = [00-1], z = [110]/sqrt2 and wrapped into that cell
+     (so the model is that crystal, periodic); stemsim --dry-run accepts it. A monoclinic zone
+     without an orthorhombic cell is refused with a message.
+  3. stemsim.run() of a small frozen-phonon tilt series, then stemsim.read(): every dataset equals
+     h5py's array, dims follow series_axes, coordinates equal /axes, /cbed is lazy and a slice of
+     it equals h5py's; a file with complete = 0 is refused; examples/read_stemsim.py agrees;
+     with --mpiexec, run(ranks=2, mpirun=...) gives the same results (1e-6).
+  4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
+  5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+NEEDED = ("pip", "numpy", "h5py", "xarray", "ase", "matplotlib")
+
+
+def missing_modules(py, modules):
+    """The modules that Python `py` cannot import (None when py does not run)."""
+    if not (py and os.access(py, os.X_OK)):
+        return None
+    probe = subprocess.run([py, "-c", "import importlib.util,sys; print(' '.join(m for m in sys.argv[1:] "
+                                      "if importlib.util.find_spec(m) is None))"] + list(modules),
+                           capture_output=True, text=True)
+    return probe.stdout.split() if probe.returncode == 0 else list(modules)
+
+
+def install(py, source, target):
+    """pip install <source>/python --target <target> (build-venv untouched); returns an error text or ''."""
+    shutil.rmtree(target, ignore_errors=True)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    base = [py, "-m", "pip", "install", "--no-deps", "--no-compile", "--disable-pip-version-check", "-q",
+            "--target", target, os.path.join(source, "python")]
+    r = subprocess.run(base[:4] + ["--no-build-isolation"] + base[4:], capture_output=True, text=True)
+    if r.returncode != 0:  # no setuptools/wheel in the venv: let pip fetch the build backend
+        print("pip --no-build-isolation failed (%s); trying with build isolation" % r.stderr.strip()[-300:])
+        r = subprocess.run(base, capture_output=True, text=True)
+    return "" if r.returncode == 0 else (r.stdout + r.stderr)[-2000:]
+
+
+def driver(a):
+    py = os.path.abspath(a.python) if a.python else a.python
+    missing = missing_modules(py, NEEDED)
+    if missing is None:
+        print("SKIP: no Python at %s (bash .ci/deps --interop makes build-venv/ with the package's "
+              "dependencies)" % py)
+        return 77
+    if missing:
+        print("SKIP: %s lacks %s (bash .ci/deps --interop installs them)" % (py, " ".join(missing)))
+        return 77
+    work = os.path.abspath(a.workdir)
+    target = os.path.join(work, "pypkg")
+    err = install(py, a.source, target)
+    if err:
+        print("FAIL: pip install ./python: %s" % err)
+        return 1
+    print("pip install ./python -> %s" % target)
+    env = dict(os.environ, PYTHONPATH=target, PATH=os.path.join(target, "bin") + os.pathsep + os.environ["PATH"],
+               STEMSIM=a.stemsim, MPLBACKEND="Agg")
+    return subprocess.run([py, os.path.abspath(__file__), "--inner", "--stemsim", a.stemsim, "--source", a.source,
+                           "--workdir", work, "--target", target] + (["--mpiexec", a.mpiexec] if a.mpiexec else []) +
+                          ["--mpi-flag=" + f for f in a.mpi_flag], env=env).returncode
+
+
+# ---------------------------------------------------------------- checks (inside the venv)
+FAILS = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILS.append(what)
+
+
+def same_atoms(m1, cell2, rows2, tol=1e-6):
+    """m1: a stemsim.structure.Model; rows2: (N, 6) Z x y z occ sigma; compared as sets."""
+    import numpy as np
+    if not np.allclose(m1.cell, cell2, atol=tol, rtol=0) or len(m1) != len(rows2):
+        return False, "cell %s vs %s, %d vs %d atoms" % (m1.cell, cell2, len(m1), len(rows2))
+    r1 = np.column_stack([m1.numbers, m1.positions, m1.occupancy, m1.sigma])
+    r2 = np.array(rows2, float)
+    for r in (r1, r2):  # a position on the far face is the same as on the near one
+        for k in range(3):
+            r[:, 1 + k] = np.where(np.abs(r[:, 1 + k] - cell2[k]) < tol, 0.0, r[:, 1 + k])
+    used = np.zeros(len(r2), bool)
+    worst = 0.0
+    for row in r1:
+        d = np.abs(r2 - row)
+        d[:, 1:4] = np.minimum(d[:, 1:4], np.abs(np.array(cell2) - d[:, 1:4]))
+        dm = d.max(axis=1)
+        dm[used] = np.inf
+        j = int(np.argmin(dm))
+        worst = max(worst, dm[j])
+        used[j] = True
+    return worst <= tol, "largest difference %.3g" % worst
+
+
+def inner(a):
+    import numpy as np
+    import h5py
+    import ase.io
+    from ase import Atoms
+    from ase.build import bulk
+    import stemsim
+    from stemsim import structure as S
+
+    work = os.path.join(a.workdir, "python_pkg")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    os.chdir(work)
+    check(os.path.dirname(stemsim.__file__).startswith(a.target), "stemsim imported from the pip install (%s)"
+          % os.path.dirname(stemsim.__file__))
+    exe = shutil.which("stemsim-structure")
+    check(exe is not None and exe.startswith(a.target), "console script stemsim-structure installed (%s)" % exe)
+
+    # 1. Si [100] from a CIF of the repository's unit cell
+    ref = S.read_xyz(os.path.join(a.source, "data", "Si100_unitcell.xyz"))
+    si = Atoms(numbers=ref.numbers, positions=ref.positions, cell=np.diag(ref.cell), pbc=True)
+    ase.io.write("si.cif", si)
+    tile = (2, 3, 2)
+    shifts = np.array([(i, j, k) for i in range(tile[0]) for j in range(tile[1]) for k in range(tile[2])], float)
+    tiled = (ref.positions[None] + shifts[:, None] * ref.cell).reshape(-1, 3)
+    n = len(tiled)
+    rows = np.column_stack([np.tile(ref.numbers, len(shifts)), tiled, np.ones(n), np.full(n, 0.076)])
+    for zone in ("1 0 0", "0 0 1"):
+        out = "si%s.xyz" % zone.replace(" ", "")
+        r = subprocess.run(["stemsim-structure", "si.cif", "--zone"] + zone.split() + ["--tile", "2", "3", "2",
+                            "--sigma", "Si=0.076", "-o", out], capture_output=True, text=True)
+        check(r.returncode == 0, "stemsim-structure si.cif --zone %s --tile 2 3 2 (%s)" % (zone, (r.stdout +
+                                                                                          r.stderr).strip()))
+        if r.returncode == 0:
+            ok, why = same_atoms(S.read_xyz(out), ref.cell * tile, rows)
+            check(ok, "Si [%s] tiled 2 3 2 equals data/Si100_unitcell.xyz tiled (cell, Z, positions, occupancy, "
+                      "sigma to 1e-6): %s" % (zone, why))
+    with open("si100.xyz") as fh:
+        lines = fh.read().split("\n")
+    check(lines[-2].strip() == "-1" and len(lines[1].split()) == 3 and len(lines[2].split()) == 6,
+          "the XYZ file is Prismatic's format (comment, a b c, Z x y z occ sigma lines, -1)")
+
+    # 2. Si [110]: closed form of the cell and an independent construction
+    A = 5.43
+    cub = bulk("Si", "diamond", a=A, cubic=True)
+    ase.io.write("POSCAR", cub, format="vasp")
+    r = subprocess.run(["stemsim-structure", "POSCAR", "--format", "vasp", "--zone", "1", "1", "0",
+                        "--default-sigma", "0.07", "-o", "si110.xyz"], capture_output=True, text=True)
+    check(r.returncode == 0, "stemsim-structure POSCAR --zone 1 1 0 (%s)" % (r.stdout + r.stderr).strip())
+    m = S.read_xyz("si110.xyz")
+    closed = np.array([A / np.sqrt(2), A, A / np.sqrt(2)])
+    check(np.allclose(m.cell, closed, atol=1e-6, rtol=0) and len(m) == 4,
+          "Si [110]: cell a/sqrt2 x a x a/sqrt2 = %s with 4 atoms (got %s, %d atoms)" % (closed.round(6), m.cell,
+                                                                                      len(m)))
+    R = np.array([[1, -1, 0], [0, 0, -1], [1, 1, 0]], float)
+    R /= np.linalg.norm(R, axis=1)[:, None]
+    big = cub.repeat((5, 5, 5))
+    p = big.positions @ R.T
+    w = np.mod(p, closed)
+    w = np.where(np.abs(w - closed) < 1e-7, 0.0, w)
+    uniq = np.unique(np.round(w, 6), axis=0)
+    rows110 = np.column_stack([np.full(len(uniq), 14), uniq, np.ones(len(uniq)), np.full(len(uniq), 0.07)])
+    ok, why = same_atoms(m, closed, rows110)
+    check(ok and len(uniq) == 4, "Si [110] atoms equal the rotated crystal wrapped into the cell (%d distinct "
+                                 "sites; %s)" % (len(uniq), why))
+    m111 = S.orient(cub, (1, 1, 1))
+    check(np.allclose(sorted(m111.cell), sorted([A / np.sqrt(2), A * np.sqrt(1.5), A * np.sqrt(3)]), atol=1e-6)
+          and len(m111) == 12, "Si [111]: a/sqrt2 x a sqrt(3/2) x a sqrt3, 12 atoms (got %s, %d)" % (m111.cell,
+                                                                                                    len(m111)))
+    mg = S.orient(bulk("Mg", "hcp", a=3.21, c=5.21), (0, 0, 0, 1))
+    check(np.allclose(mg.cell, [3.21, 3.21 * np.sqrt(3), 5.21], atol=1e-6) and len(mg) == 4,
+          "hcp Mg [0001]: orthohexagonal a x a sqrt3 x c, 4 atoms (got %s, %d)" % (mg.cell, len(mg)))
+    mono = Atoms("Al", scaled_positions=[[0, 0, 0]], cell=[[4, 0, 0], [0, 5, 0], [1.3, 0, 6]], pbc=True)
+    ase.io.write("mono.cif", mono)
+    r = subprocess.run(["stemsim-structure", "mono.cif", "--zone", "0", "1", "0", "-o", "mono.xyz"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "orthogonal" in r.stderr and not os.path.exists("mono.xyz"),
+          "a monoclinic [010] zone is refused with a message: %s" % r.stderr.strip())
+    cfg110 = stemsim.Config({"sample": {"xyz": "si110.xyz", "tile_x": 4, "tile_y": 3, "tile_z": 2},
+                             "output": {"file": "si110.h5"}})
+    try:
+        plan = cfg110.dry_run()
+        check(True, "stemsim --dry-run accepts the [110] model (%d lines of plan)" % len(plan.splitlines()))
+    except stemsim.StemsimError as err:
+        check(False, "stemsim --dry-run of the [110] model: %s" % err)
+
+    # 3. run() and read() against h5py
+    cfg = stemsim.Config.from_file(os.path.join(a.source, "tests", "integration", "small.ini"))
+    cfg.set("simulation.thermal", True).set("simulation.frozen_phonons", 2)
+    cfg.set("series.tilt_x", [0, 1]).set("output.file", "pkg.h5")
+    out = stemsim.run(cfg)
+    check(out == os.path.join(work, "pkg.h5") and os.path.exists(out), "stemsim.run returns the output %s" % out)
+    res = stemsim.read(out)
+    with h5py.File(out, "r") as f:
+        names = []
+        f.visititems(lambda nm, o: names.append(nm) if isinstance(o, h5py.Dataset) and not nm.startswith("axes/")
+                     else None)
+        check(sorted(names) == sorted(res.keys()), "read() has every dataset (%d)" % len(names))
+        for nm in names:
+            x = res[nm]
+            okv = np.array_equal(np.asarray(x.values), f[nm][()])
+            lead = [s.strip() for s in str(f[nm].attrs.get("series_axes", "")).split(",") if s.strip()]
+            okd = list(x.dims[:len(lead)]) == lead and x.shape == f[nm].shape
+            okc = all(np.array_equal(x[d].values, f["axes/" + d][()]) for d in x.dims if "axes/" + d in f)
+            okc = okc and x.attrs.get("units") == (f[nm].attrs["units"].decode() if isinstance(
+                f[nm].attrs["units"], bytes) else f[nm].attrs["units"])
+            check(okv and okd and okc, "read()[%s] %s: values, dims, coordinates, units match h5py" % (nm, x.dims))
+        check("cbed" in res.lazy_names and type(res["cbed"].variable._data).__name__ != "ndarray",
+              "/cbed is lazy (%s)" % type(res["cbed"].variable._data).__name__)
+        sl = res["cbed"].isel(tilt_x=1, scan_y=1, scan_x=[0, 2]).values
+        check(np.array_equal(sl, f["cbed"][1, 1][[0, 2]]), "a slice of the lazy /cbed equals h5py's")
+        e = res.error("images/HAADF")
+        check(e is not None and np.array_equal(e.values, f["standard_error/images/HAADF"][()]),
+              "error('images/HAADF') is /standard_error/images/HAADF")
+        check(np.allclose(res["rings"]["ring"].values, f["axes/ring_inner_mrad"][()] + 1.0),
+              "rings' ring coordinate is the ring centre (inner + width/2) in mrad")
+    sys.path.insert(0, os.path.join(a.source, "examples"))
+    import read_stemsim
+    old = read_stemsim.load(out)
+    check(sorted(old) == sorted(res.keys()) and all(np.array_equal(old[k].data, res[k].values) for k in old) and
+          all(tuple(old[k].dims) == res[k].dims for k in res.names),
+          "examples/read_stemsim.py still loads the same arrays with the same dims")
+    res.close()
+    shutil.copy(out, "incomplete.h5")
+    with h5py.File("incomplete.h5", "r+") as f:
+        f.attrs["complete"] = 0
+    try:
+        stemsim.read("incomplete.h5")
+        check(False, "read() refuses a file with complete = 0")
+    except stemsim.IncompleteFileError as err:
+        check(True, "read() refuses a file with complete = 0 (%s)" % err)
+
+    if a.mpiexec:
+        out2 = stemsim.run(cfg.copy().set("output.file", "pkg2.h5"), ranks=2, mpirun=a.mpiexec, mpi_args=a.mpi_flag)
+        with stemsim.read(out) as r1, stemsim.read(out2) as r2:
+            worst = max(float(np.abs(r1[k].values - r2[k].values).max() / max(np.abs(r1[k].values).max(), 1e-30))
+                        for k in r1.names)
+        check(worst < 1e-6, "run(ranks=2, mpirun=%s) gives the 1-rank results (largest relative difference %.2g)"
+              % (a.mpiexec, worst))
+
+    # 4. a bad config: exit code 3
+    bad = cfg.copy().set("probe.semi_angle", 20)
+    try:
+        stemsim.run(bad)
+        check(False, "run() of a config with an unknown key raises")
+    except stemsim.StemsimError as err:
+        check(err.returncode == 3 and "semi_angle" in err.message,
+              "run() of a bad config raises StemsimError with exit code 3: %s" % err)
+
+    # 5. plots
+    import matplotlib
+    matplotlib.use("Agg")
+    from stemsim import plot
+    res = stemsim.read(out)
+    fig = plot.images(res)
+    n = sum(ax.get_visible() and bool(ax.images) for ax in fig.axes)
+    check(n == 8, "plot.images: a panel per image and tilt (4 images x 2 tilts = 8, got %d)" % n)
+    titles = [ax.get_title() for ax in fig.axes if ax.images]
+    check(any("60 mrad and beyond" in t and "tilt_x 1" in t for t in titles), "panel titles name the range and "
+                                                                               "point: %s" % titles[:2])
+    fig.savefig("images.png")
+    plot.rings(res, probe=(1, 0)).savefig("rings.png")
+    plot.pattern(res, probe=(2, 1)).savefig("cbed.png")
+    fig = plot.series(res, "HAADF")
+    line = fig.axes[0].lines[0]
+    check(np.allclose(line.get_ydata(), res["images/HAADF"].mean(("scan_y", "scan_x")).values),
+          "plot.series draws the scan mean along tilt_x")
+    fig.savefig("series.png")
+    check(all(os.path.getsize(p) > 1000 for p in ("images.png", "rings.png", "cbed.png", "series.png")),
+          "plots saved")
+    res.close()
+    if FAILS:
+        print("FAILED: %d check(s)" % len(FAILS))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--python", help="the venv's python (build-venv/bin/python)")
+    p.add_argument("--stemsim", required=True)
+    p.add_argument("--source", required=True, help="the repository")
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--inner", action="store_true")
+    p.add_argument("--target", default="")
+    p.add_argument("--mpiexec", default="", help="also run() through it with 2 ranks")
+    p.add_argument("--mpi-flag", action="append", default=[])
+    a = p.parse_args()
+    a.stemsim = os.path.abspath(a.stemsim)
+    a.source = os.path.abspath(a.source)
+    sys.exit(inner(a) if a.inner else driver(a))
+
+
+if __name__ == "__main__":
+    main()
