@@ -346,9 +346,11 @@ static int stem_output_open(stem_output *o)
     /* TRUNC: the temporary is the empty file rank 0 created exclusively at
      * the start (and verified just now), never someone else's */
     o->file = H5Fcreate(o->path, H5F_ACC_TRUNC, H5P_DEFAULT, o->fapl);
+    char why[128];
     if (o->file < 0)
-        return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed; check the "
-                         "directory is writable and on a file system MPI-IO supports)", o->path);
+        return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed: %s; check the "
+                         "directory is writable and on a file system MPI-IO supports)", o->path,
+                         stem_output_why(o, why, sizeof why));
     return STEM_OK;
 }
 
@@ -1151,7 +1153,8 @@ static int stem_output_mark_complete(const stem_output *o)
 /* Test hook (tests/integration/faults.py): STEMSIM_TEST_PAUSE_AT=<stage> makes rank 0
  * announce the stage on stderr and wait STEMSIM_TEST_PAUSE_S seconds (default 5) there,
  * so a test can fill the disk or send a signal at that moment: "write" (the reserve
- * given back, the file not yet created), "emd" (inside the conversion, ticking). */
+ * given back, the file not yet created), "emd" (the conversion's file created, its
+ * share of the reserve still held; every rank ticking). */
 static int stem_output_test_pause(const char *stage, int (*tick)(void *), void *ctx)
 {
     const char *at = getenv("STEMSIM_TEST_PAUSE_AT"), *s = getenv("STEMSIM_TEST_PAUSE_S");
@@ -1174,7 +1177,6 @@ typedef struct {
     MPI_Comm comm;
     const stem_output_target *target;
     double last;
-    int paused;
 } stem_output_emd_run;
 
 static int stem_output_emd_exchange(MPI_Comm comm, int converting, int *sig)
@@ -1198,10 +1200,6 @@ static int stem_output_emd_tick_now(void *ctx)
 static int stem_output_emd_tick(void *ctx)
 {
     stem_output_emd_run *r = ctx;
-    if (!r->paused) {
-        r->paused = 1;
-        STEM_TRY(stem_output_test_pause("emd", stem_output_emd_tick_now, ctx));
-    }
     return stem_wall_time() - r->last < 0.2 ? STEM_OK : stem_output_emd_tick_now(ctx);
 }
 
@@ -1221,13 +1219,19 @@ static int stem_output_emd_rank0(stem_output *o, stem_output_emd_run *run)
     const char *temp = o->target->temp_path;
     char emd_path[STEM_OUTPUT_NAME_MAX + 16];
     stem_output_target_sibling(o->target, "emd", emd_path, sizeof emd_path);
-    stem_output_target_release(o->target, STEM_OUTPUT_RESERVE_MARGIN); /* the copy's share is for the copy */
     int fd = open(emd_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644), rc = STEM_OK;
     struct stat st;
     double t = stem_wall_time();
     if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot create %s: %s", emd_path, strerror(errno));
     close(fd);
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, emd_path);
+    rc = stem_output_test_pause("emd", stem_output_emd_tick_now, run);
+    if (rc) {
+        unlink(emd_path);
+        stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, NULL);
+        return rc;
+    }
+    stem_output_target_release(o->target, STEM_OUTPUT_RESERVE_MARGIN); /* the copy's share is for the copy */
     stem_emd_hooks hooks = {stem_output_emd_tick, stem_output_emd_before_close, run};
     rc = stem_emd_convert(temp, emd_path, o->plan, &hooks);
     if (!rc && (rename(emd_path, temp) != 0 || stat(temp, &st) != 0))
@@ -1249,7 +1253,7 @@ static int stem_output_emd_rank0(stem_output *o, stem_output_emd_run *run)
 static int stem_output_as_emd(stem_output *o)
 {
     int rc = STEM_OK, sig = 0;
-    stem_output_emd_run run = {o->comm, o->target, stem_wall_time(), 0};
+    stem_output_emd_run run = {o->comm, o->target, stem_wall_time()};
     if (o->rank == 0) {
         rc = stem_output_emd_rank0(o, &run);
         if (stem_output_emd_exchange(o->comm, 0, &sig) == STEM_ERR_MPI && !rc) rc = STEM_ERR_MPI;

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,10 +177,23 @@ int stem_output_target_verify(const stem_output_target *t)
     return STEM_OK;
 }
 
+/* Open MPI's MPI-IO keeps "<file>-<job>-<pid>.lock" beside a file when its shared-memory
+ * file pointer cannot be set up (a full disk): ours, since the name holds the temporary's. */
+static void remove_mpiio_locks(const stem_output_target *t)
+{
+    char pattern[STEM_OUTPUT_NAME_MAX + 16];
+    snprintf(pattern, sizeof pattern, "%s-*-*.lock", t->temp_path);
+    glob_t g;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0) return;
+    for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+}
+
 void stem_output_target_discard(const stem_output_target *t)
 {
     if (!t->temp_path[0]) return;
     stem_output_target_release(t, 0);
+    remove_mpiio_locks(t);
     stem_signal_cleanup_path(NULL);
     /* several ranks may race here; only a failure other than "gone" matters */
     if (unlink(t->temp_path) != 0 && errno != ENOENT)
@@ -302,7 +316,9 @@ static int reserve_local(stem_output_target *t, double file_bytes, double later_
 {
     char path[STEM_OUTPUT_NAME_MAX + 16];
     reserve_path(t, path, sizeof path);
-    double need = STEM_OUTPUT_RESERVE_MARGIN + file_bytes + later_bytes;
+    /* the later copy has its own margin for its own close */
+    double later = later_bytes > 0 ? later_bytes + STEM_OUTPUT_RESERVE_MARGIN : 0;
+    double need = STEM_OUTPUT_RESERVE_MARGIN + file_bytes + later;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), err = 0;
     if (fd < 0)
         return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create the space reserve %s: %s", t->final_path, path,
@@ -316,7 +332,7 @@ static int reserve_local(stem_output_target *t, double file_bytes, double later_
     }
     if (close(fd) != 0 && !err) err = errno;
     if (!err) {
-        t->reserve_later = later_bytes;
+        t->reserve_later = later;
         return STEM_OK;
     }
     unlink(path);

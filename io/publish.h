@@ -38,7 +38,7 @@ typedef struct {
     int overwrite;
     dev_t dev; /* of the reservation, so it is known to be ours when written */
     ino_t ino;
-    double reserve_later; /* rank 0: bytes of the reserve kept for the EMD conversion (0: none) */
+    double reserve_later; /* rank 0: bytes of the reserve kept for the EMD conversion, its margin included (0: none) */
 } stem_output_target;
 
 /* The output's disk space is held from the start in "<file>.XXXXXX.reserve.incomplete"

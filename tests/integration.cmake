@@ -156,6 +156,7 @@ endforeach()
 # directory, signals, memory limits, consistent ranks, dry-run verdicts.
 set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special_output full_disk vanished_dir
     signals memory_rlimit one_message mpmd_mismatch dry_run odd_inputs)
+list(APPEND STEMSIM_FAULT_SCENARIOS full_disk_already full_disk_late emd_signals) # issue 27: full disks, EMD signals
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
     foreach(_np 1 2)
