@@ -100,6 +100,7 @@
 #include <hdf5.h>
 
 #define STEM_OUTPUT_INTENSITY "fraction of incident intensity"
+#define STEM_OUTPUT_CLOSE_DEADLINE_S 30 /* seconds a discarded file's close may take */
 #define STEM_OUTPUT_ERRORS "/standard_error" /* the standard errors mirror the datasets they belong to */
 
 /* One attribute: a string when text != NULL, else a double. */
@@ -365,6 +366,21 @@ static void stem_output_release_space(const stem_output *o)
     MPI_Barrier(o->comm);
 }
 
+/* HDF5 could not close the file: it keeps the half-closed file and crashes on it in
+ * MPI_Finalize (exit 139), so every rank leaves here, exit 6, once rank 0 removed the
+ * temporary and the reserve (the ranks agreed, so none is left waiting). */
+static void stem_output_leave_unclosed(const stem_output *o, int discard)
+{
+    char why[128];
+    STEM_FAIL(STEM_ERR_IO, "output %s: closing the %sfile failed (H5Fclose; %s); it is removed and the job ends here "
+              "(HDF5 cannot finish a failed close)", o->path, discard ? "discarded " : "", stem_output_why(o, why, sizeof why));
+    if (o->rank == 0) stem_output_target_discard(o->target);
+    stem_log_release_held(0); /* rank 0 said it */
+    fflush(NULL);
+    MPI_Barrier(o->comm);
+    _exit(STEM_ERR_IO);
+}
+
 /* Collective H5Fclose, once: a failed close cannot be retried (HDF5 crashes on
  * the half-closed file), so the space it needs is released first: the whole file
  * when it is discarded, else the reserve's margin (everything was flushed before). */
@@ -372,14 +388,14 @@ static int stem_output_close_file(stem_output *o, int discard)
 {
     if (discard) stem_output_release_space(o);
     else if (o->rank == 0) stem_output_target_release(o->target, o->target->reserve_later);
+    /* a metadata write that failed on some ranks only (the disk filled mid-file) can leave
+     * HDF5's ranks out of step in the close, waiting for each other for ever: a discarded
+     * file's close gets STEM_OUTPUT_CLOSE_DEADLINE_S, then the rank leaves (exit 6) */
+    if (discard) stem_signal_deadline(STEM_OUTPUT_CLOSE_DEADLINE_S, STEM_ERR_IO);
     int rc = H5Fclose(o->file) < 0 ? STEM_ERR_IO : STEM_OK;
     int all = stem_mpi_agree(rc, o->comm);
-    if (all && !discard) {
-        char why[128];
-        return STEM_FAIL(STEM_ERR_IO, "output %s: closing the file failed (H5Fclose; %s)", o->path,
-                         stem_output_why(o, why, sizeof why));
-    }
-    if (all) return STEM_FAIL(STEM_ERR_IO, "output %s: closing the discarded file failed (H5Fclose)", o->path);
+    if (discard) stem_signal_deadline(0, 0);
+    if (all) stem_output_leave_unclosed(o, discard);
     return STEM_OK;
 }
 

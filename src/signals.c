@@ -10,6 +10,7 @@
 static volatile sig_atomic_t stem_signal_caught = 0;
 static volatile sig_atomic_t stem_signal_done = 0;
 static volatile sig_atomic_t stem_signal_checkpoint = 0; /* a campaign keeps its finished units */
+static volatile sig_atomic_t stem_signal_deadline_status = 0; /* the exit status of a missed deadline (0: none) */
 static int stem_signal_rank = 0;
 /* Written only with the signals held, read by the handler: the unfinished output and
  * its companions (the EMD conversion's temporary, the space reserve). */
@@ -43,6 +44,12 @@ static void stem_signal_watchdog(int sig)
 {
     (void)sig;
     stem_signal_unlink_all();
+    if (!stem_signal_caught && stem_signal_deadline_status) {
+        if (stem_signal_rank == 0)
+            stem_signal_say("stemsim: error: gave up waiting for the ranks to close the discarded output together "
+                            "(a full disk left HDF5's ranks out of step); its files are removed\n", NULL, NULL);
+        _exit(stem_signal_deadline_status);
+    }
     _exit(stem_signal_status(stem_signal_caught ? stem_signal_caught : SIGTERM));
 }
 
@@ -131,3 +138,10 @@ void stem_signal_cleanup_slot(int slot, const char *path)
 void stem_signal_cleanup_path(const char *path) { stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_OUTPUT, path); }
 
 void stem_signal_finished(void) { stem_signal_done = 1; }
+
+void stem_signal_deadline(int seconds, int status)
+{
+    if (stem_signal_caught) return; /* the grace period after the signal runs instead */
+    stem_signal_deadline_status = seconds > 0 ? status : 0;
+    alarm(seconds > 0 ? (unsigned)seconds : 0);
+}

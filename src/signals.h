@@ -38,5 +38,9 @@ void stem_signal_cleanup_slot(int slot, const char *path);
 void stem_signal_hold(int on);
 /* After the result is published, a late signal no longer stops anything. */
 void stem_signal_finished(void);
+/* A step that may wait for ever on a failure path (HDF5's close of a discarded file):
+ * after seconds the watchdog removes the registered files and exits with status (no
+ * effect after a signal, whose grace period runs instead); seconds 0 cancels it. */
+void stem_signal_deadline(int seconds, int status);
 
 #endif
