@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../src/stem.h"
+#include "publish.h"
 
 #define EMD_MAX_LEAD 6
 
@@ -20,11 +21,20 @@ typedef struct {
     char lead_name[EMD_MAX_LEAD][32];
     double *lead_values[EMD_MAX_LEAD];
     double *scan_x, *scan_y;                   /* /axes/scan_x, scan_y (Angstrom) */
+    const stem_emd_hooks *hooks;
 } emd;
 
 static int fail(const emd *e, const char *what)
 {
-    return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: %s failed writing %s (disk full or quota?)", what, e->path);
+    char why[128];
+    stem_output_space_note(e->path, why, sizeof why);
+    return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: %s failed writing %s (%s)", what, e->path, why);
+}
+
+/* Between steps: the caller may stop the conversion (a signal). */
+static int tick(const emd *e)
+{
+    return e->hooks && e->hooks->tick ? e->hooks->tick(e->hooks->ctx) : STEM_OK;
 }
 
 /* ------------------------------------------------------------ attributes */
@@ -353,7 +363,7 @@ static int datacube(const emd *e, int p)
         err = fail(e, group);
     hid_t in = err ? H5I_INVALID_HID : H5Dopen2(e->in, "/cbed", H5P_DEFAULT);
     if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open /cbed in %s", e->native);
-    for (size_t y = 0; y < ny && !err; y++) {
+    for (size_t y = 0; y < ny && !err && !(err = tick(e)); y++) {
         hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
         point_index(e, p, start);
         for (int k = 0; k < e->n_lead; k++) count[k] = 1;
@@ -404,8 +414,10 @@ static int datacube(const emd *e, int p)
 static int point(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
+    STEM_TRY(tick(e));
     STEM_TRY(images(e, p));
     STEM_TRY(realslice(e, p, "/total_intensity", "total_intensity_%s", 1, 1.0, NULL, NULL, NULL, 0));
+    STEM_TRY(tick(e));
     STEM_TRY(rings(e, p));
     if (exists(e->in, "/dpc_com_x"))
         STEM_TRY(realslice(e, p, NULL, "DPC_CoM_%s", 2, 1e-3 / plan->lambda, NULL, NULL, NULL, 1));
@@ -537,10 +549,10 @@ static int record(const emd *e, hid_t sim)
     return ok ? STEM_OK : fail(e, "the log and stored datasets");
 }
 
-int stem_emd_convert(const char *native, const char *path, const stem_plan *plan)
+int stem_emd_convert(const char *native, const char *path, const stem_plan *plan, const stem_emd_hooks *hooks)
 {
     emd e = {.in = H5I_INVALID_HID, .out = H5I_INVALID_HID, .realslices = H5I_INVALID_HID,
-             .datacubes = H5I_INVALID_HID, .plan = plan, .native = native, .path = path};
+             .datacubes = H5I_INVALID_HID, .plan = plan, .native = native, .path = path, .hooks = hooks};
     hid_t sim = H5I_INVALID_HID;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     e.in = H5Fopen(native, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -553,12 +565,16 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     int points = 1;
     for (int k = 0; k < e.n_lead; k++) points *= (int)e.lead[k];
     for (int p = 0; p < points && !err; p++) err = point(&e, p);
+    if (!err) err = tick(&e);
     if (!err) err = parameters(&e, sim);
     if (!err) err = record(&e, sim);
     if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || attr_int(e.out, "complete", 1))) err = fail(&e, "the marker");
+    /* all on disk before the close: a close that cannot write leaves HDF5 a half-closed file */
+    if (!err && H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0) err = fail(&e, "H5Fflush");
     if (sim >= 0) H5Gclose(sim);
     if (e.realslices >= 0) H5Gclose(e.realslices);
     if (e.datacubes >= 0) H5Gclose(e.datacubes);
+    if (e.out >= 0 && hooks && hooks->before_close) hooks->before_close(hooks->ctx, path, err != STEM_OK);
     if (e.out >= 0 && H5Fclose(e.out) < 0 && !err) err = fail(&e, "H5Fclose");
     if (e.in >= 0) H5Fclose(e.in);
     for (int k = 0; k < e.n_lead; k++) free(e.lead_values[k]);

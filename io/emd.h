@@ -29,9 +29,20 @@
 
 #include "../src/plan.h"
 
+/* What the caller does during a conversion (either may be NULL): tick, between steps (a
+ * point's dataset, a scan row of patterns), returns non-zero to stop the conversion with
+ * that status (a signal); before_close runs just before the EMD file is closed (failed:
+ * the conversion failed and the file will be removed), to give HDF5 the disk space a
+ * close needs. */
+typedef struct {
+    int (*tick)(void *ctx);
+    void (*before_close)(void *ctx, const char *emd, int failed);
+    void *ctx;
+} stem_emd_hooks;
+
 /* Serial HDF5 on one rank: the complete native file `native` (closed) rewritten as the
  * EMD tree into `emd` (created, truncated); the root's attribute complete = 1 comes
- * last. Failures name the file and step (STEM_ERR_IO). */
-int stem_emd_convert(const char *native, const char *emd, const stem_plan *plan);
+ * last. Failures name the file and step (STEM_ERR_IO); hooks may be NULL. */
+int stem_emd_convert(const char *native, const char *emd, const stem_plan *plan, const stem_emd_hooks *hooks);
 
 #endif

@@ -85,6 +85,7 @@
 #include "smatrix_file.h"
 
 #include "../mpi/comm.h"
+#include "../src/signals.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +100,7 @@
 #include <hdf5.h>
 
 #define STEM_OUTPUT_INTENSITY "fraction of incident intensity"
+#define STEM_OUTPUT_CLOSE_DEADLINE_S 30 /* seconds a discarded file's close may take */
 #define STEM_OUTPUT_ERRORS "/standard_error" /* the standard errors mirror the datasets they belong to */
 
 /* One attribute: a string when text != NULL, else a double. */
@@ -153,10 +155,21 @@ typedef struct {
 /* ------------------------------------------------------ collective glue */
 
 /* Every rank learns the worst status, so all take the same path; a failure
- * every rank sees (a full disk) is reported once. */
+ * every rank sees (a full disk) is reported once. A signal on any rank stops the
+ * write here too (its handler removed the temporary already): a large file is not
+ * written to the end into a removed name, and no rank waits for the watchdog. */
 static int stem_output_agree(MPI_Comm comm, int rc)
 {
+    int sig = stem_signal_pending();
+    if (!rc && sig) rc = stem_signal_status(sig);
     return stem_mpi_agree(rc, comm);
+}
+
+/* Why a write failed: a full file system said so, else the usual suspects. */
+static const char *stem_output_why(const stem_output *o, char *buf, size_t n)
+{
+    stem_output_space_note(o->path, buf, n);
+    return buf;
 }
 
 /* Run a step only while every rank is fine, then agree on how it went. */
@@ -334,9 +347,11 @@ static int stem_output_open(stem_output *o)
     /* TRUNC: the temporary is the empty file rank 0 created exclusively at
      * the start (and verified just now), never someone else's */
     o->file = H5Fcreate(o->path, H5F_ACC_TRUNC, H5P_DEFAULT, o->fapl);
+    char why[128];
     if (o->file < 0)
-        return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed; check the "
-                         "directory is writable and on a file system MPI-IO supports)", o->path);
+        return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed: %s; check the "
+                         "directory is writable and on a file system MPI-IO supports)", o->path,
+                         stem_output_why(o, why, sizeof why));
     return STEM_OK;
 }
 
@@ -347,23 +362,40 @@ static void stem_output_release_space(const stem_output *o)
 {
     if (o->rank == 0 && truncate(o->path, 0) != 0)
         stem_warn("cannot truncate the unfinished output %s: %s", o->path, strerror(errno));
+    if (o->rank == 0) stem_output_target_release(o->target, 0); /* the reserve's margin too */
     MPI_Barrier(o->comm);
 }
 
-/* Collective H5Fclose; a failure (a full disk) is retried once after the
- * space was released, so the library never keeps a half-closed file. */
+/* HDF5 could not close the file: it keeps the half-closed file and crashes on it in
+ * MPI_Finalize (exit 139), so every rank leaves here, exit 6, once rank 0 removed the
+ * temporary and the reserve (the ranks agreed, so none is left waiting). */
+static void stem_output_leave_unclosed(const stem_output *o, int discard)
+{
+    char why[128];
+    STEM_FAIL(STEM_ERR_IO, "output %s: closing the %sfile failed (H5Fclose; %s); it is removed and the job ends here "
+              "(HDF5 cannot finish a failed close)", o->path, discard ? "discarded " : "", stem_output_why(o, why, sizeof why));
+    if (o->rank == 0) stem_output_target_discard(o->target);
+    stem_log_release_held(0); /* rank 0 said it */
+    fflush(NULL);
+    MPI_Barrier(o->comm);
+    _exit(STEM_ERR_IO);
+}
+
+/* Collective H5Fclose, once: a failed close cannot be retried (HDF5 crashes on
+ * the half-closed file), so the space it needs is released first: the whole file
+ * when it is discarded, else the reserve's margin (everything was flushed before). */
 static int stem_output_close_file(stem_output *o, int discard)
 {
     if (discard) stem_output_release_space(o);
+    else if (o->rank == 0) stem_output_target_release(o->target, o->target->reserve_later);
+    /* a metadata write that failed on some ranks only (the disk filled mid-file) can leave
+     * HDF5's ranks out of step in the close, waiting for each other for ever: a discarded
+     * file's close gets STEM_OUTPUT_CLOSE_DEADLINE_S, then the rank leaves (exit 6) */
+    if (discard) stem_signal_deadline(STEM_OUTPUT_CLOSE_DEADLINE_S, STEM_ERR_IO);
     int rc = H5Fclose(o->file) < 0 ? STEM_ERR_IO : STEM_OK;
-    int all = stem_output_agree(o->comm, rc);
-    if (all && !discard) {
-        STEM_FAIL(STEM_ERR_IO, "output %s: closing the file failed (H5Fclose; disk full or quota?)", o->path);
-        stem_output_release_space(o);
-        if (rc) H5Fclose(o->file); /* the id is still open where the first close failed */
-        return STEM_ERR_IO;
-    }
-    if (all) return STEM_FAIL(STEM_ERR_IO, "output %s: closing the discarded file failed (H5Fclose)", o->path);
+    int all = stem_mpi_agree(rc, o->comm);
+    if (discard) stem_signal_deadline(0, 0);
+    if (all) stem_output_leave_unclosed(o, discard);
     return STEM_OK;
 }
 
@@ -407,7 +439,8 @@ done:
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Aclose failed for %s of %s", o->path, name, where);
     if (space >= 0 && H5Sclose(space) < 0 && !rc)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Sclose failed for %s of %s", o->path, name, where);
-    return rc;
+    /* metadata can fail on one rank only (a full disk): all leave the chain of attributes together */
+    return stem_output_agree(o->comm, rc);
 }
 
 /* Variable-length UTF-8 strings: h5py reads them back as str. */
@@ -619,20 +652,19 @@ static int stem_output_write_dataset(const stem_output *o, const stem_output_dat
     }
     dset = first ? H5Dcreate2(o->file, d->name, d->file_type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                  : H5Dopen2(o->file, d->name, H5P_DEFAULT);
-    if (dset < 0) {
-        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot %s dataset %s", o->path, first ? "create" : "open", d->name);
-        goto done;
-    }
-    if (stem_output_select(o, d, fspace, &mspace) != STEM_OK) {
+    char why[128];
+    if (dset < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot %s dataset %s (%s)", o->path, first ? "create" : "open", d->name,
+                       stem_output_why(o, why, sizeof why));
+    else if (stem_output_select(o, d, fspace, &mspace) != STEM_OK)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot select probes [%llu, %llu) of %s", o->path,
                        (unsigned long long)o->begin, (unsigned long long)(o->begin + o->count), d->name);
-        goto done;
-    }
-    if (H5Dwrite(dset, d->mem_type, mspace, fspace, o->dxpl, d->data ? d->data : &dummy) < 0) {
-        rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (disk full or quota?)", o->path,
-                       d->name);
-        goto done;
-    }
+    /* each collective call is entered by every rank or by none */
+    if ((rc = stem_output_agree(o->comm, rc))) goto done;
+    if (H5Dwrite(dset, d->mem_type, mspace, fspace, o->dxpl, d->data ? d->data : &dummy) < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (%s)", o->path, d->name,
+                       stem_output_why(o, why, sizeof why));
+    if ((rc = stem_output_agree(o->comm, rc))) goto done;
     if (first) rc = stem_output_attrs(o, dset, d->name, d->attrs, d->n_attrs);
     if (first && lead && !rc) rc = stem_output_series_attr(o, dset, d->name);
     if (first && o->errors && !rc) rc = stem_output_error_attrs(o, dset, d->name);
@@ -649,9 +681,10 @@ done:
 static int stem_output_group(const stem_output *o, const char *name)
 {
     hid_t g = H5Gcreate2(o->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create group %s", o->path, name);
-    if (H5Gclose(g) < 0) return STEM_FAIL(STEM_ERR_IO, "output %s: H5Gclose failed for %s", o->path, name);
-    return STEM_OK;
+    int rc = STEM_OK;
+    if (g < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create group %s", o->path, name);
+    else if (H5Gclose(g) < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Gclose failed for %s", o->path, name);
+    return stem_output_agree(o->comm, rc);
 }
 
 /* ------------------------------------------------------------- content */
@@ -1010,8 +1043,9 @@ static int stem_output_stack_plane(const stem_output *o, const stem_output_stack
     if (!rc && H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, o->dxpl, buf) < 0) rc = STEM_ERR_IO;
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
-    if (rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (disk full or quota?)", o->path,
-                           st->name);
+    char why[128];
+    if (rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (%s)", o->path, st->name,
+                           stem_output_why(o, why, sizeof why));
     return stem_output_agree(o->comm, rc);
 }
 
@@ -1113,45 +1147,139 @@ static int stem_output_smatrix_stack(const stem_output *o)
     return rc;
 }
 
-/* Data reaches the disk before the marker that says it is all there. */
-static int stem_output_mark_complete(const stem_output *o)
+/* One collective flush, agreed. */
+static int stem_output_flush(const stem_output *o)
 {
-    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)
-        return STEM_FAIL(STEM_ERR_IO, "output %s: H5Fflush failed (disk full or quota?)", o->path);
-    return stem_output_attr_int(o, o->file, "/", "complete", 1);
+    char why[128];
+    int rc = H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0
+                 ? STEM_FAIL(STEM_ERR_IO, "output %s: H5Fflush failed (%s)", o->path, stem_output_why(o, why, sizeof why))
+                 : STEM_OK;
+    return stem_output_agree(o->comm, rc);
 }
 
-/* After every rank closed the file, rank 0 gives it its final name. */
+/* Data reaches the disk before the marker that says it is all there, and the
+ * marker before the close (which then has nothing left that could fail to fit). */
+static int stem_output_mark_complete(const stem_output *o)
+{
+    STEM_TRY(stem_output_flush(o));
+    STEM_TRY(stem_output_attr_int(o, o->file, "/", "complete", 1));
+    return stem_output_flush(o);
+}
+
+/* Test hook (tests/integration/faults.py): STEMSIM_TEST_PAUSE_AT=<stage> makes rank 0
+ * announce the stage on stderr and wait STEMSIM_TEST_PAUSE_S seconds (default 5) there,
+ * so a test can fill the disk or send a signal at that moment: "write" (the reserve
+ * given back, the file not yet created), "emd" (the conversion's file created, its
+ * share of the reserve still held; every rank ticking). */
+static int stem_output_test_pause(const char *stage, int (*tick)(void *), void *ctx)
+{
+    const char *at = getenv("STEMSIM_TEST_PAUSE_AT"), *s = getenv("STEMSIM_TEST_PAUSE_S");
+    if (!at || strcmp(at, stage)) return STEM_OK;
+    double seconds = s ? atof(s) : 5, end = stem_wall_time() + seconds;
+    fprintf(stderr, "stemsim: test hook: pausing %.1f s at %s\n", seconds, stage);
+    int rc = STEM_OK;
+    while (!rc && stem_wall_time() < end) {
+        usleep(50000);
+        if (tick) rc = tick(ctx);
+    }
+    return rc;
+}
+
+/* The EMD conversion runs on rank 0 while the others wait; between its steps every rank
+ * tells whether a signal reached it (MPI_MAX of {rank 0 still converting, signal}), so
+ * a signal anywhere stops the conversion within a step and no rank waits for the
+ * watchdog. Rank 0 ticks at most every 0.2 s; the others follow until it says done. */
+typedef struct {
+    MPI_Comm comm;
+    const stem_output_target *target;
+    double last;
+} stem_output_emd_run;
+
+static int stem_output_emd_exchange(MPI_Comm comm, int converting, int *sig)
+{
+    int mine[2] = {converting, stem_signal_pending()}, all[2];
+    if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce during the EMD conversion failed");
+    *sig = all[1];
+    return all[0];
+}
+
+static int stem_output_emd_tick_now(void *ctx)
+{
+    stem_output_emd_run *r = ctx;
+    int sig = 0;
+    r->last = stem_wall_time();
+    if (stem_output_emd_exchange(r->comm, 1, &sig) == STEM_ERR_MPI) return STEM_ERR_MPI;
+    return sig ? stem_signal_status(sig) : STEM_OK;
+}
+
+static int stem_output_emd_tick(void *ctx)
+{
+    stem_output_emd_run *r = ctx;
+    return stem_wall_time() - r->last < 0.2 ? STEM_OK : stem_output_emd_tick_now(ctx);
+}
+
+/* Before the EMD file is closed: a failed file is emptied and the reserve's margin goes,
+ * so the close always finds room. */
+static void stem_output_emd_before_close(void *ctx, const char *emd, int failed)
+{
+    stem_output_emd_run *r = ctx;
+    if (failed && truncate(emd, 0) != 0) stem_warn("cannot truncate the unfinished %s: %s", emd, strerror(errno));
+    stem_output_target_release(r->target, 0);
+}
+
+/* Rank 0's conversion itself: "<file>.XXXXXX.emd.incomplete" created exclusively (the
+ * signal handler removes it too), converted, renamed over the native temporary. */
+static int stem_output_emd_rank0(stem_output *o, stem_output_emd_run *run)
+{
+    const char *temp = o->target->temp_path;
+    char emd_path[STEM_OUTPUT_NAME_MAX + 16];
+    stem_output_target_sibling(o->target, "emd", emd_path, sizeof emd_path);
+    int fd = open(emd_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644), rc = STEM_OK;
+    struct stat st;
+    double t = stem_wall_time();
+    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot create %s: %s", emd_path, strerror(errno));
+    close(fd);
+    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, emd_path);
+    rc = stem_output_test_pause("emd", stem_output_emd_tick_now, run);
+    if (rc) {
+        unlink(emd_path);
+        stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, NULL);
+        return rc;
+    }
+    stem_output_target_release(o->target, STEM_OUTPUT_RESERVE_MARGIN); /* the copy's share is for the copy */
+    stem_emd_hooks hooks = {stem_output_emd_tick, stem_output_emd_before_close, run};
+    rc = stem_emd_convert(temp, emd_path, o->plan, &hooks);
+    if (!rc && (rename(emd_path, temp) != 0 || stat(temp, &st) != 0))
+        rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s", emd_path, temp, strerror(errno));
+    if (rc) unlink(emd_path);
+    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, NULL);
+    if (rc) return rc;
+    o->converted = *o->target;
+    o->converted.dev = st.st_dev;
+    o->converted.ino = st.st_ino;
+    o->target = &o->converted;
+    stem_info("output written in Prismatic's EMD layout ([output] layout = emd) in %.2f s", stem_wall_time() - t);
+    return STEM_OK;
+}
+
 /* [output] layout = emd: rank 0 rewrites the closed native temporary as Prismatic's tree
- * into "<file>.XXXXXX.emd.incomplete" (created exclusively) and renames it over the
- * native one, which the publication then renames into place as usual. */
+ * and renames it over the native one, which the publication then renames into place as
+ * usual; the other ranks follow its ticks. */
 static int stem_output_as_emd(stem_output *o)
 {
-    int rc = STEM_OK;
+    int rc = STEM_OK, sig = 0;
+    stem_output_emd_run run = {o->comm, o->target, stem_wall_time()};
     if (o->rank == 0) {
-        const char *temp = o->target->temp_path;
-        char emd_path[STEM_OUTPUT_NAME_MAX + 16];
-        stem_output_target_sibling(o->target, "emd", emd_path, sizeof emd_path);
-        int fd = open(emd_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        struct stat st;
-        double t = stem_wall_time();
-        if (fd < 0) rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot create %s: %s", emd_path, strerror(errno));
-        else close(fd);
-        if (!rc) rc = stem_emd_convert(temp, emd_path, o->plan);
-        if (!rc && (rename(emd_path, temp) != 0 || stat(temp, &st) != 0))
-            rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s", emd_path, temp, strerror(errno));
-        if (rc && fd >= 0) unlink(emd_path);
-        if (!rc) {
-            o->converted = *o->target;
-            o->converted.dev = st.st_dev;
-            o->converted.ino = st.st_ino;
-            o->target = &o->converted;
-            stem_info("output written in Prismatic's EMD layout ([output] layout = emd) in %.2f s", stem_wall_time() - t);
-        }
+        rc = stem_output_emd_rank0(o, &run);
+        if (stem_output_emd_exchange(o->comm, 0, &sig) == STEM_ERR_MPI && !rc) rc = STEM_ERR_MPI;
+    } else {
+        int converting;
+        do converting = stem_output_emd_exchange(o->comm, 0, &sig);
+        while (converting == 1);
+        if (converting == STEM_ERR_MPI) rc = STEM_ERR_MPI;
     }
-    if (MPI_Bcast(&rc, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS)
-        return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast after the EMD conversion failed", o->path);
-    return rc;
+    return stem_output_agree(o->comm, rc);
 }
 
 static int stem_output_publish(const stem_output *o)
@@ -1163,6 +1291,15 @@ static int stem_output_publish(const stem_output *o)
     if (MPI_Bcast(&rc, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS)
         return STEM_FAIL(STEM_ERR_MPI, "output %s: MPI_Bcast after the rename failed", o->path);
     return rc;
+}
+
+/* Rank 0: the reserve's share for this file is given back just before it is written
+ * (the margin and the EMD copy's share stay). */
+static int stem_output_give_space(const stem_output *o)
+{
+    if (o->rank) return STEM_OK;
+    stem_output_target_release(o->target, STEM_OUTPUT_RESERVE_MARGIN + o->target->reserve_later);
+    return stem_output_test_pause("write", NULL, NULL);
 }
 
 /* Rank 0 checks the temporary is still the file it created; all agree. */
@@ -1267,6 +1404,7 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->environment : NULL, "environment", &o.env_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->advice : NULL, "advice", &o.advice_text));
     STEM_OUTPUT_STEP(rc, comm, stem_output_verify_target(&o));
+    STEM_OUTPUT_STEP(rc, comm, stem_output_give_space(&o));
     STEM_OUTPUT_STEP(rc, comm, stem_output_open(&o));
     if (!rc) rc = stem_output_content(&o);
     /* Close on every path (collective H5Fclose), then agree on the outcome. */
@@ -1280,6 +1418,20 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
         stem_output_target_discard(target);
     stem_output_free(&o);
     return rc;
+}
+
+double stem_output_estimate_bytes(const stem_plan *plan, int n_points)
+{
+    double per_probe = 0;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        per_probe += 8.0 * (double)(stem_channel_width(plan, ch) + stem_channel_error_width(plan, ch));
+    double bytes = per_probe * (double)plan->n_probes * (n_points > 0 ? n_points : 1);
+    if (plan->opt.save_pacbed) bytes += 8.0 * plan->cbed_nx * plan->cbed_ny * (n_points > 0 ? n_points : 1);
+    if (plan->opt.save_potential) bytes += 4.0 * plan->n_configs * plan->n_slices * plan->pot_ny * (double)plan->pot_nx;
+    if (plan->opt.save_smatrix)
+        bytes += 8.0 * plan->n_configs * plan->n_beams * plan->crop_ny * (double)plan->crop_nx + 8.0 * plan->n_beams;
+    /* HDF5's headers, attributes (the config and plan texts) and axes */
+    return bytes * 1.01 + 256.0 * 1024;
 }
 
 int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,

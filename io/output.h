@@ -67,6 +67,11 @@ typedef struct {
     const stem_output_smatrix *smatrix;     /* /smatrix, /smatrix_beams */
 } stem_output_stored;
 
+/* Bytes the output file of this plan will take, about and rather more than less (the
+ * datasets of n_points series points, the stored potential and S-matrix, HDF5's own):
+ * what stem_output_target_reserve holds from the start. */
+double stem_output_estimate_bytes(const stem_plan *plan, int n_points);
+
 /* stored: NULL, or what else to write (/potential, /smatrix). */
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
                       int writes_probes, const stem_output_texts *texts, const stem_output_stored *stored);

@@ -4,11 +4,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../src/signals.h"
@@ -175,9 +177,23 @@ int stem_output_target_verify(const stem_output_target *t)
     return STEM_OK;
 }
 
+/* Open MPI's MPI-IO keeps "<file>-<job>-<pid>.lock" beside a file when its shared-memory
+ * file pointer cannot be set up (a full disk): ours, since the name holds the temporary's. */
+static void remove_mpiio_locks(const stem_output_target *t)
+{
+    char pattern[STEM_OUTPUT_NAME_MAX + 16];
+    snprintf(pattern, sizeof pattern, "%s-*-*.lock", t->temp_path);
+    glob_t g;
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0) return;
+    for (size_t i = 0; i < g.gl_pathc; i++) unlink(g.gl_pathv[i]);
+    globfree(&g);
+}
+
 void stem_output_target_discard(const stem_output_target *t)
 {
     if (!t->temp_path[0]) return;
+    stem_output_target_release(t, 0);
+    remove_mpiio_locks(t);
     stem_signal_cleanup_path(NULL);
     /* several ranks may race here; only a failure other than "gone" matters */
     if (unlink(t->temp_path) != 0 && errno != ENOENT)
@@ -234,6 +250,7 @@ static int publish_replace(const stem_output_target *t)
 
 int stem_output_target_publish(const stem_output_target *t)
 {
+    stem_output_target_release(t, 0); /* the reserve, if a path above kept any */
     /* a signal now would announce "no result" while the rename makes one */
     stem_signal_hold(1);
     int rc = STEM_OK;
@@ -252,4 +269,100 @@ void stem_output_target_sibling(const stem_output_target *t, const char *tag, ch
     size_t len = strlen(t->temp_path), suffix = strlen(STEM_OUTPUT_TEMP_SUFFIX);
     if (len >= suffix) len -= suffix;
     snprintf(out, n, "%.*s.%s%s", (int)len, t->temp_path, tag, STEM_OUTPUT_TEMP_SUFFIX);
+}
+
+/* ---------------------------------------------------------- disk space */
+
+static void reserve_path(const stem_output_target *t, char *out, size_t n) { stem_output_target_sibling(t, "reserve", out, n); }
+
+/* Free bytes for an unprivileged writer on path's file system (-1: unknown). */
+static double free_bytes(const char *path)
+{
+    char buf[STEM_OUTPUT_NAME_MAX + 64];
+    snprintf(buf, sizeof buf, "%s", path);
+    struct statvfs v;
+    if (statvfs(dirname(buf), &v) != 0) return -1;
+    return (double)v.f_bavail * (double)v.f_frsize;
+}
+
+void stem_output_space_note(const char *path, char *out, size_t n)
+{
+    double free = free_bytes(path);
+    if (free >= 0 && free < STEM_OUTPUT_RESERVE_MARGIN)
+        snprintf(out, n, "no space left on device: %.0f KiB free on its file system", free / 1024);
+    else
+        snprintf(out, n, "disk full or quota?");
+}
+
+/* The margin as data blocks a file system cannot share or compress away (a pattern, not zeros). */
+static int write_margin(int fd)
+{
+    static unsigned char block[65536];
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < sizeof block; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        block[i] = (unsigned char)x;
+    }
+    for (off_t at = 0; at < (off_t)STEM_OUTPUT_RESERVE_MARGIN; at += (off_t)sizeof block) {
+        ssize_t w = pwrite(fd, block, sizeof block, at);
+        if (w != (ssize_t)sizeof block) return w < 0 ? -1 : (errno = ENOSPC, -1);
+    }
+    return fsync(fd);
+}
+
+/* Rank 0: the margin written, the rest allocated (fallocate; where the file system cannot,
+ * its free space is compared instead). */
+static int reserve_local(stem_output_target *t, double file_bytes, double later_bytes)
+{
+    char path[STEM_OUTPUT_NAME_MAX + 16];
+    reserve_path(t, path, sizeof path);
+    /* the later copy has its own margin for its own close */
+    double later = later_bytes > 0 ? later_bytes + STEM_OUTPUT_RESERVE_MARGIN : 0;
+    double need = STEM_OUTPUT_RESERVE_MARGIN + file_bytes + later;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), err = 0;
+    if (fd < 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create the space reserve %s: %s", t->final_path, path,
+                         strerror(errno));
+    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, path);
+    if (write_margin(fd) != 0) err = errno;
+    if (!err && fallocate(fd, 0, (off_t)STEM_OUTPUT_RESERVE_MARGIN, (off_t)(need - STEM_OUTPUT_RESERVE_MARGIN)) != 0) {
+        err = errno;
+        double free = free_bytes(path);
+        if (err != ENOSPC && err != EDQUOT) err = free >= 0 && free < need - STEM_OUTPUT_RESERVE_MARGIN ? ENOSPC : 0;
+    }
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err) {
+        t->reserve_later = later;
+        return STEM_OK;
+    }
+    unlink(path);
+    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, NULL);
+    double free = free_bytes(path);
+    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: no space left on device (disk full, or a quota): the output "
+                     "needs about %.1f MiB%s and 1 MiB to end cleanly, its file system has %.1f MiB free (%s); "
+                     "free space or choose another directory", t->final_path, file_bytes / 1048576.0,
+                     later_bytes > 0 ? " twice (the EMD conversion writes a copy)" : "",
+                     free > 0 ? free / 1048576.0 : 0.0, strerror(err));
+}
+
+int stem_output_target_reserve(MPI_Comm comm, stem_output_target *t, double file_bytes, double later_bytes)
+{
+    int rank, rc = STEM_OK;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Comm_rank failed while reserving space for %s", t->final_path);
+    if (rank == 0 && t->temp_path[0]) rc = reserve_local(t, file_bytes, later_bytes);
+    if (MPI_Bcast(&rc, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast failed while reserving space for %s", t->final_path);
+    if (rc && rank == 0) stem_output_target_discard(t);
+    return rc;
+}
+
+void stem_output_target_release(const stem_output_target *t, double keep)
+{
+    if (!t->temp_path[0]) return;
+    char path[STEM_OUTPUT_NAME_MAX + 16];
+    reserve_path(t, path, sizeof path);
+    if (keep > 0 && truncate(path, (off_t)keep) == 0) return;
+    if (unlink(path) != 0 && errno != ENOENT) stem_warn("cannot remove the space reserve %s: %s", path, strerror(errno));
+    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, NULL);
 }

@@ -38,7 +38,16 @@ typedef struct {
     int overwrite;
     dev_t dev; /* of the reservation, so it is known to be ours when written */
     ino_t ino;
+    double reserve_later; /* rank 0: bytes of the reserve kept for the EMD conversion, its margin included (0: none) */
 } stem_output_target;
+
+/* The output's disk space is held from the start in "<file>.XXXXXX.reserve.incomplete"
+ * (rank 0): a margin of real blocks, which a failing write releases so that HDF5 can
+ * always close the file (a close that fails for lack of space leaves HDF5 a half-closed
+ * file it crashes on in MPI_Finalize), and the estimated size of the file (and of the EMD
+ * conversion's copy), given back just before each is written. A disk that cannot hold it
+ * is refused before any computation. */
+#define STEM_OUTPUT_RESERVE_MARGIN ((double)(1 << 20))
 
 /* Collective over comm. Rank 0 runs the checks and (reserve != 0) creates
  * the temporary; every rank receives the same status and target. */
@@ -51,7 +60,17 @@ int stem_output_target_publish(const stem_output_target *t);
 /* "<file>.XXXXXX.<tag>.incomplete": a companion file of the reserved temporary (its
  * directory, its unique part, so the report of stale temporaries finds it too). */
 void stem_output_target_sibling(const stem_output_target *t, const char *tag, char *out, size_t n);
-/* Remove the temporary if it exists (failure paths; any rank). */
+/* Remove the temporary (and the space reserve) if it exists (failure paths; any rank). */
 void stem_output_target_discard(const stem_output_target *t);
+/* Collective, after prepare reserved the temporary: rank 0 creates the space reserve for a
+ * file of file_bytes and a later copy of later_bytes (0: none); on failure (a full disk)
+ * the temporary is removed and every rank returns the same status. */
+int stem_output_target_reserve(MPI_Comm comm, stem_output_target *t, double file_bytes, double later_bytes);
+/* Rank 0: shrink the reserve to keep bytes, releasing the rest to the next write; keep 0
+ * removes it. */
+void stem_output_target_release(const stem_output_target *t, double keep);
+/* Why a write to path failed, as far as the file system tells: "no space left on device
+ * (N KiB free ...)" when its file system is (nearly) full, else a general hint. */
+void stem_output_space_note(const char *path, char *out, size_t n);
 
 #endif

@@ -657,6 +657,12 @@ int stem_series_campaign_run(const stem_series_job *job)
     } else {
         err = write_output(&cp);
         if (!err && m->layout.world_rank == 0) stem_checkpoint_remove(&cp.ck);
+        if (err && stem_signal_pending() && err == stem_signal_status(stem_signal_pending())) {
+            /* stopped while writing the output (or converting it): every unit is still in the checkpoint */
+            stem_info("stopped by signal %d while writing the output: the checkpoint %s keeps every unit; run the "
+                      "same command again to write it (exit %d)", stem_signal_pending(), dir, STEM_STOPPED_CHECKPOINTED);
+            err = STEM_STOPPED_CHECKPOINTED;
+        }
     }
     stem_result_free(&cp.out);
     free(cp.scratch);

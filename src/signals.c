@@ -10,9 +10,17 @@
 static volatile sig_atomic_t stem_signal_caught = 0;
 static volatile sig_atomic_t stem_signal_done = 0;
 static volatile sig_atomic_t stem_signal_checkpoint = 0; /* a campaign keeps its finished units */
+static volatile sig_atomic_t stem_signal_deadline_status = 0; /* the exit status of a missed deadline (0: none) */
 static int stem_signal_rank = 0;
-/* Written only with the signals held, read by the handler. */
-static char stem_signal_path[STEM_PATH_MAX + 64];
+/* Written only with the signals held, read by the handler: the unfinished output and
+ * its companions (the EMD conversion's temporary, the space reserve). */
+static char stem_signal_path[STEM_SIGNAL_SLOTS][STEM_PATH_MAX + 64];
+
+static void stem_signal_unlink_all(void)
+{
+    for (int i = 0; i < STEM_SIGNAL_SLOTS; i++)
+        if (stem_signal_path[i][0]) unlink(stem_signal_path[i]);
+}
 
 static const char *stem_signal_name(int sig)
 {
@@ -35,7 +43,13 @@ static void stem_signal_say(const char *a, const char *b, const char *c)
 static void stem_signal_watchdog(int sig)
 {
     (void)sig;
-    if (stem_signal_path[0]) unlink(stem_signal_path);
+    stem_signal_unlink_all();
+    if (!stem_signal_caught && stem_signal_deadline_status) {
+        if (stem_signal_rank == 0)
+            stem_signal_say("stemsim: error: gave up waiting for the ranks to close the discarded output together "
+                            "(a full disk left HDF5's ranks out of step); its files are removed\n", NULL, NULL);
+        _exit(stem_signal_deadline_status);
+    }
     _exit(stem_signal_status(stem_signal_caught ? stem_signal_caught : SIGTERM));
 }
 
@@ -48,11 +62,11 @@ static void stem_signal_handler(int sig)
     }
     if (stem_signal_caught) {
         /* a second signal (Ctrl-C twice): the user does not want to wait for a safe point */
-        if (stem_signal_path[0]) unlink(stem_signal_path);
+        stem_signal_unlink_all();
         _exit(stem_signal_status(stem_signal_caught));
     }
     stem_signal_caught = sig;
-    if (stem_signal_path[0]) unlink(stem_signal_path);
+    stem_signal_unlink_all();
     /* "received", not "stopped by the user": MPI_Abort of a failed rank also arrives as SIGTERM */
     if (stem_signal_rank == 0)
         stem_signal_say("stemsim: received ", stem_signal_name(sig),
@@ -103,20 +117,31 @@ void stem_signal_hold(int on)
     pthread_sigmask(on ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
-void stem_signal_cleanup_path(const char *path)
+void stem_signal_cleanup_slot(int slot, const char *path)
 {
+    if (slot < 0 || slot >= STEM_SIGNAL_SLOTS) return;
     sigset_t set, old;
     stem_signal_set(&set);
     pthread_sigmask(SIG_BLOCK, &set, &old); /* the handler never sees half a path */
+    char *dst = stem_signal_path[slot];
     if (path) {
         size_t n = strlen(path);
-        if (n >= sizeof stem_signal_path) n = sizeof stem_signal_path - 1;
-        memcpy(stem_signal_path, path, n);
-        stem_signal_path[n] = 0;
+        if (n >= sizeof stem_signal_path[slot]) n = sizeof stem_signal_path[slot] - 1;
+        memcpy(dst, path, n);
+        dst[n] = 0;
     } else {
-        stem_signal_path[0] = 0;
+        dst[0] = 0;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+void stem_signal_cleanup_path(const char *path) { stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_OUTPUT, path); }
+
 void stem_signal_finished(void) { stem_signal_done = 1; }
+
+void stem_signal_deadline(int seconds, int status)
+{
+    if (stem_signal_caught) return; /* the grace period after the signal runs instead */
+    stem_signal_deadline_status = seconds > 0 ? status : 0;
+    alarm(seconds > 0 ? (unsigned)seconds : 0);
+}

@@ -16,6 +16,10 @@
 
 #define STEM_SIGNAL_GRACE_S 10
 
+/* Files the handler removes: the unfinished output, the EMD conversion's temporary
+ * and the output's space reserve (io/publish.h). */
+enum { STEM_SIGNAL_SLOT_OUTPUT = 0, STEM_SIGNAL_SLOT_EMD, STEM_SIGNAL_SLOT_RESERVE, STEM_SIGNAL_SLOTS };
+
 /* Install the handlers; rank decides who prints the one line. */
 int stem_signal_install(int rank);
 /* The signal that asked us to stop, 0 if none (any thread, lock-free). */
@@ -27,10 +31,16 @@ int stem_signal_status(int sig);
 /* Path removed by the handler if a signal arrives (NULL: none). The string is
  * copied; call with NULL once the file is published or removed. */
 void stem_signal_cleanup_path(const char *path);
+/* The same for one of the slots above (cleanup_path is the output's slot). */
+void stem_signal_cleanup_slot(int slot, const char *path);
 /* Signals are held (not lost) while the result is given its final name, so a
  * result never appears after the job announced it was stopping. */
 void stem_signal_hold(int on);
 /* After the result is published, a late signal no longer stops anything. */
 void stem_signal_finished(void);
+/* A step that may wait for ever on a failure path (HDF5's close of a discarded file):
+ * after seconds the watchdog removes the registered files and exits with status (no
+ * effect after a signal, whose grace period runs instead); seconds 0 cancels it. */
+void stem_signal_deadline(int seconds, int status);
 
 #endif

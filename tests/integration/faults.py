@@ -57,6 +57,16 @@ Scenarios (each asserts exit code, message, and the files left behind):
                     intensity is 0 or above 1 (test hook STEMSIM_TEST_POISON_RESULT),
                     in a plain run and in a [series] campaign: exit 9, nothing
                     published, no temporary left
+  full_disk_already a tmpfs already full, and one with room for the native file but
+                    not the EMD copy (a filler file stemsim did not create): exit 6 with
+                    "no space left", no crash, the filler intact, nothing else left
+  full_disk_late    the disk filled by another process at the final write (test hook
+                    STEMSIM_TEST_PAUSE_AT=write), a single run and a campaign's end:
+                    exit 6, no crash; the campaign keeps its checkpoint and a rerun
+                    after space was freed publishes; filled during the EMD conversion
+                    (=emd): the reserved space finishes it
+  emd_signals       SIGTERM/SIGUSR1 during the EMD conversion (STEMSIM_TEST_PAUSE_AT=emd):
+                    128+N (a campaign: 75, checkpoint kept), one line, nothing left
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -879,6 +889,200 @@ def s_result_check():
            f"poisoned campaign left {sorted(set(os.listdir(d)) - before)} (only its checkpoint may stay)")
     expect(problems, not leftovers(d), f"temporaries left: {leftovers(d)}")
     return finish(problems, "result_check")
+
+
+# ------------------------------------------------- full disks and EMD conversions
+
+class Tmpfs:
+    """A small tmpfs at d/tiny (None when mount is not permitted), unmounted on exit."""
+    def __init__(self, d, kib):
+        self.path = os.path.join(d, "tiny")
+        os.mkdir(self.path)
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", self.path], capture_output=True,
+                           text=True)
+        self.ok = m.returncode == 0
+        self.why = m.stderr.strip() or "not permitted"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.ok:
+            subprocess.run(["umount", self.path])
+
+
+def fill(path, leave_kib=0):
+    """Fill path's file system with path/filler (the test's own file), leaving leave_kib free."""
+    filler = os.path.join(path, "filler")
+    with open(filler, "ab", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\xa5" * 4096)
+        except OSError:
+            pass
+    if leave_kib:
+        os.truncate(filler, max(0, os.path.getsize(filler) - leave_kib * 1024))
+    return os.path.getsize(filler)
+
+
+def crashed(rc, err):
+    return rc < 0 or rc >= 128 and rc != 143 or "Segmentation" in err or "signal 11" in err
+
+
+def disk_full_checks(problems, what, rc, err, mnt, filler_size, allowed=()):
+    expect(problems, rc == 6, f"{what}: exit {rc}, expected 6 (a crash is 139 or < 0)")
+    expect(problems, not crashed(rc, err), f"{what}: crashed")
+    expect(problems, "no space left" in err.lower(), f"{what}: the message does not say 'no space left'")
+    expect(problems, len(error_lines(err)) == 1, f"{what}: {len(error_lines(err))} error lines, expected 1")
+    left = sorted(f for f in os.listdir(mnt) if f != "filler" and f not in allowed)
+    expect(problems, not left, f"{what}: left on the full disk: {left}")
+    f = os.path.join(mnt, "filler")
+    expect(problems, os.path.exists(f) and os.path.getsize(f) == filler_size, f"{what}: the filler was changed")
+
+
+def campaign_config(d):
+    """camp.ini: the small case as a two-tilt campaign (case.ini is written again plain)."""
+    camp = os.path.join(d, "camp.ini")
+    os.rename(local_config(d, "\n[series]\ntilt_x = 0 4\n"), camp)
+    local_config(d)
+    return camp
+
+
+def s_full_disk_already():
+    d = fresh("full_disk_already")
+    cfg, camp = local_config(d), campaign_config(d)
+    problems = []
+    # (what, tmpfs KiB, KiB left free, config, sets): full; room for the native file but not the EMD copy;
+    # a campaign on a full disk
+    cases = (("full", 2048, 0, cfg, []),
+             ("full, layout = emd", 2048, 0, cfg, ["output.layout=emd"]),
+             ("room for the native file only, layout = emd", 512, 220, cfg, ["output.layout=emd"]),
+             ("nearly full", 256, 150, cfg, []),
+             ("full, campaign", 2048, 0, camp, []))
+    for what, kib, leave, config, sets in cases:
+        with Tmpfs(d, kib) as t:
+            if not t.ok:
+                log(f"SKIP full_disk_already: cannot mount a small tmpfs here ({t.why})")
+                return 77
+            size = fill(t.path, leave)
+            rc, _, err = run(cmd(A.ranks, config, [f"output.file={t.path}/out.h5"] + sets), cwd=d, timeout=90)
+            disk_full_checks(problems, what, rc, err, t.path, size)
+        os.rmdir(t.path)
+    return finish(problems, "full_disk_already")
+
+
+def wait_line(p, text, seconds):
+    """Read p's stderr until a line holds text (True) or p ends / time runs out; the lines read."""
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(p.stderr, selectors.EVENT_READ)
+    seen, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not sel.select(timeout=0.2):
+            continue
+        line = p.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return True, seen
+    return False, seen
+
+
+def paused_run(argv, d, stage, action, seconds=4):
+    """Run argv with the test pause at stage; do action() once rank 0 pauses there. (rc, out, err, paused)"""
+    env = dict(os.environ, STEMSIM_TEST_PAUSE_AT=stage, STEMSIM_TEST_PAUSE_S=str(seconds))
+    log("$ STEMSIM_TEST_PAUSE_AT=" + stage + " " + " ".join(shlex.quote(c) for c in argv))
+    p = subprocess.Popen(argv, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    paused, seen = wait_line(p, f"pausing {seconds:.1f} s at {stage}", 60)
+    if paused:
+        action(p)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += "(timed out: hung)"
+    err = "".join(seen) + err
+    log(f"  -> exit {p.returncode}\n  stderr: {err.strip()[:900]}")
+    return p.returncode, out, err, paused
+
+
+def s_full_disk_late():
+    d = fresh("full_disk_late")
+    cfg, camp = local_config(d), campaign_config(d)
+    problems = []
+    for what, config in (("single run", cfg), ("campaign", camp)):
+        with Tmpfs(d, 4096) as t:
+            if not t.ok:
+                log(f"SKIP full_disk_late: cannot mount a small tmpfs here ({t.why})")
+                return 77
+            size = []
+            rc, _, err, paused = paused_run(cmd(A.ranks, config, [f"output.file={t.path}/out.h5"]), d, "write",
+                                            lambda p: size.append(fill(t.path)))
+            expect(problems, paused, f"{what}: the job never paused before its final write (test hook missing?)")
+            ck = os.path.join(t.path, "out.h5.checkpoint")
+            disk_full_checks(problems, what, rc, err, t.path, size[0] if size else -1,
+                             allowed=("out.h5.checkpoint",) if config == camp else ())
+            if config == camp:
+                units = sorted(f for f in os.listdir(ck)) if os.path.isdir(ck) else []
+                expect(problems, "unit_0000000" in units and "unit_0000001" in units,
+                       f"campaign: the checkpoint lost its units: {units}")
+                if os.path.exists(os.path.join(t.path, "filler")):
+                    os.unlink(os.path.join(t.path, "filler"))
+                rc, _, err = run(cmd(A.ranks, config, [f"output.file={t.path}/out.h5"]), cwd=d)
+                expect(problems, rc == 0 and "resuming: 2 of 2 units" in err + _,
+                       f"campaign: the rerun after freeing space: exit {rc}, expected 0 resuming both units")
+                expect(problems, sorted(os.listdir(t.path)) == ["out.h5"], f"campaign rerun left {os.listdir(t.path)}")
+        os.rmdir(t.path)
+    # the disk filled by another job while the EMD copy is written: the reserved space finishes it
+    with Tmpfs(d, 4096) as t:
+        size = []
+        rc, _, err, paused = paused_run(cmd(A.ranks, cfg, [f"output.file={t.path}/out.h5", "output.layout=emd"]), d,
+                                        "emd", lambda p: size.append(fill(t.path)))
+        expect(problems, paused, "emd: the job never paused in the conversion")
+        expect(problems, rc == 0 and not crashed(rc, err), f"emd, disk filled during the conversion: exit {rc}, expected 0")
+        expect(problems, sorted(os.listdir(t.path)) == ["filler", "out.h5"], f"emd: left {os.listdir(t.path)}")
+        if rc == 0:
+            expect(problems, complete(os.path.join(t.path, "out.h5")) is not False, "emd: out.h5 is not complete")
+    os.rmdir(t.path)
+    return finish(problems, "full_disk_late")
+
+
+def s_emd_signals():
+    problems = []
+    for sig, campaign in ((signal.SIGTERM, False), (signal.SIGUSR1, False), (signal.SIGTERM, True)):
+        what = f"{sig.name}{', campaign' if campaign else ''}"
+        d = fresh(f"emd_signals_{sig.name}_{int(campaign)}")
+        cfg = campaign_config(d) if campaign else local_config(d)
+
+        def send(p):
+            # SIGUSR1 to every rank (as Slurm delivers it), SIGTERM to stemsim or mpiexec (as a user does)
+            targets = [p.pid] if A.ranks == 1 or sig != signal.SIGUSR1 else [pid for pid, _ in ranks_alive(d)]
+            log(f"  kill -{sig.name} {targets}")
+            for t in targets:
+                os.kill(t, sig)
+        rc, out, err, paused = paused_run(cmd(A.ranks, cfg, ["output.file=out.h5", "output.layout=emd"]), d, "emd",
+                                          send, seconds=8)
+        expect(problems, paused, f"{what}: the job never paused in the conversion (test hook missing?)")
+        want = 75 if campaign else 128 + sig
+        if A.ranks == 1 or campaign and sig == signal.SIGUSR1:
+            expect(problems, rc == want, f"{what}: exit {rc}, expected {want}")
+        else:
+            expect(problems, rc != 0 and not crashed(rc, err) or rc == want, f"{what}: exit {rc}")
+        expect(problems, "received SIG" in err, f"{what}: no 'received SIG...' line")
+        expect(problems, err.count(": stopping at") == 1, f"{what}: the stop is announced {err.count(': stopping at')} times")
+        expect(problems, "error" not in err.lower() or A.ranks > 1, f"{what}: an error message after a signal")
+        expect(problems, not os.path.exists(os.path.join(d, "out.h5")), f"{what}: out.h5 appeared")
+        expect(problems, not leftovers(d), f"{what}: temporaries left: {leftovers(d)}")
+        if campaign:
+            ck = os.path.join(d, "out.h5.checkpoint")
+            units = sorted(os.listdir(ck)) if os.path.isdir(ck) else []
+            expect(problems, "unit_0000000" in units and "unit_0000001" in units, f"{what}: checkpoint units lost: {units}")
+        gone = wait_for(lambda: not ranks_alive(d), 2.0)
+        expect(problems, gone, f"{what}: ranks still alive 2 s after the job ended")
+    return finish(problems, "emd_signals")
 
 
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
