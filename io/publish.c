@@ -310,6 +310,16 @@ static int write_margin(int fd)
     return fsync(fd);
 }
 
+/* The refusal of a disk without room for the output (reserve_local and the dry run). */
+static int no_room(const stem_output_target *t, double file_bytes, double later_bytes, double free, int err)
+{
+    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: no space left on device (disk full, or a quota): the output "
+                     "needs about %.1f MiB%s and 1 MiB to end cleanly, its file system has %.1f MiB free (%s); "
+                     "free space or choose another directory", t->final_path, file_bytes / 1048576.0,
+                     later_bytes > 0 ? " twice (the EMD conversion writes a copy)" : "",
+                     free > 0 ? free / 1048576.0 : 0.0, strerror(err));
+}
+
 /* Rank 0: the margin written, the rest allocated (fallocate; where the file system cannot,
  * its free space is compared instead). */
 static int reserve_local(stem_output_target *t, double file_bytes, double later_bytes)
@@ -337,12 +347,20 @@ static int reserve_local(stem_output_target *t, double file_bytes, double later_
     }
     unlink(path);
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, NULL);
-    double free = free_bytes(path);
-    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: no space left on device (disk full, or a quota): the output "
-                     "needs about %.1f MiB%s and 1 MiB to end cleanly, its file system has %.1f MiB free (%s); "
-                     "free space or choose another directory", t->final_path, file_bytes / 1048576.0,
-                     later_bytes > 0 ? " twice (the EMD conversion writes a copy)" : "",
-                     free > 0 ? free / 1048576.0 : 0.0, strerror(err));
+    return no_room(t, file_bytes, later_bytes, free_bytes(path), err);
+}
+
+int stem_output_target_room(MPI_Comm comm, const stem_output_target *t, double file_bytes, double later_bytes)
+{
+    int rank, rc = STEM_OK;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Comm_rank failed while checking the space for %s", t->final_path);
+    double later = later_bytes > 0 ? later_bytes + STEM_OUTPUT_RESERVE_MARGIN : 0;
+    double need = STEM_OUTPUT_RESERVE_MARGIN + file_bytes + later, free = rank == 0 ? free_bytes(t->final_path) : -1;
+    if (rank == 0 && free >= 0 && free < need) rc = no_room(t, file_bytes, later_bytes, free, ENOSPC);
+    if (MPI_Bcast(&rc, 1, MPI_INT, 0, comm) != MPI_SUCCESS)
+        return STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast failed while checking the space for %s", t->final_path);
+    return rc;
 }
 
 int stem_output_target_reserve(MPI_Comm comm, stem_output_target *t, double file_bytes, double later_bytes)

@@ -66,6 +66,9 @@ void stem_output_target_discard(const stem_output_target *t);
  * file of file_bytes and a later copy of later_bytes (0: none); on failure (a full disk)
  * the temporary is removed and every rank returns the same status. */
 int stem_output_target_reserve(MPI_Comm comm, stem_output_target *t, double file_bytes, double later_bytes);
+/* Collective, for --dry-run: whether the output's directory has the room the reserve would take
+ * (free space only; nothing is created); the real run's refusal when it has not. */
+int stem_output_target_room(MPI_Comm comm, const stem_output_target *t, double file_bytes, double later_bytes);
 /* Rank 0: shrink the reserve to keep bytes, releasing the rest to the next write; keep 0
  * removes it. */
 void stem_output_target_release(const stem_output_target *t, double keep);

@@ -326,9 +326,10 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     stem_input_ref inputs[7];
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
-    if (!err && !o->dry_run) { /* the file's disk space, held from now on (a full disk is refused before computing) */
+    if (!err) { /* the file's disk space, held from now on (a full disk is refused before computing; a dry run looks) */
         double bytes = stem_output_estimate_bytes(plan, series->n_points ? series->n_points : 1);
-        err = stem_output_target_reserve(world, target, bytes, plan->opt.layout_emd ? bytes : 0);
+        err = o->dry_run ? stem_output_target_room(world, target, bytes, plan->opt.layout_emd ? bytes : 0)
+                         : stem_output_target_reserve(world, target, bytes, plan->opt.layout_emd ? bytes : 0);
     }
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
     if (!err && !o->dry_run && engine->uses_fftw) {

@@ -965,6 +965,10 @@ def s_full_disk_already():
                 log(f"SKIP full_disk_already: cannot mount a small tmpfs here ({t.why})")
                 return 77
             size = fill(t.path, leave)
+            # the dry run gives the real run's verdict, and writes nothing
+            rc, _, err = run(cmd(A.ranks, config, [f"output.file={t.path}/out.h5"] + sets, ["--dry-run"]), cwd=d,
+                             timeout=90)
+            disk_full_checks(problems, what + " (--dry-run)", rc, err, t.path, size)
             rc, _, err = run(cmd(A.ranks, config, [f"output.file={t.path}/out.h5"] + sets), cwd=d, timeout=90)
             disk_full_checks(problems, what, rc, err, t.path, size)
         os.rmdir(t.path)
