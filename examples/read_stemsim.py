@@ -22,7 +22,7 @@ import sys
 import h5py
 import numpy as np
 
-# The axes of each dataset after the series axes (see README, "Output file").
+# The axes of each dataset after the series axes (see docs/output.md).
 SCAN = ("scan_y", "scan_x")
 CORE = {
     "images/": SCAN, "total_intensity": SCAN, "dpc_com_x": SCAN, "dpc_com_y": SCAN, "dpc_segments_x": SCAN,

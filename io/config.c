@@ -125,7 +125,7 @@ static const key_spec key_table[] = {
      "Gauss-Hermite points over the focal spread (cost: that many output steps; exact for intensities polynomial "
      "in defocus up to degree 2 n - 1); auto: the fewest (at most 64) whose error on the defocus average of every "
      "phase factor exp(i pi lambda (q^2 - q'^2) dC) the aperture (hrtem: the objective aperture or band limit) "
-     "produces is below 1e-3 (README, Convergence advice); 1 without a focal spread"},
+     "produces is below 1e-3 (docs/accuracy.md, Convergence advice); 1 without a focal spread"},
     {"simulation", "algorithm", K_ENUM, OFF(algorithm), "multislice", 0, 0, "multislice|prism|hrtem|cbed", "-",
      "multislice or prism (STEM scans); hrtem: a plane wave (tilted by [probe] beam_tilt, rounded to the grid) through "
      "the sample, its exit wave and the HRTEM image through the objective lens of [probe] (aberrations, focal "
@@ -152,7 +152,7 @@ static const key_spec key_table[] = {
      "simulation's and then band-limited to it: the strong phase of heavy atoms has structure far beyond the band "
      "limit that would otherwise be lost (up to +15-17% HAADF for Au and U at 0.025 Angstrom pixels). auto: a "
      "transmission pixel of at most 0.05 Angstrom for models up to Z = 10, 0.025 up to Z = 20, 0.0125 up to "
-     "Z = 50, 0.008 beyond (at most 4; README, Potentials). Costs the factor squared in the transmission build's time and scratch memory"},
+     "Z = 50, 0.008 beyond (at most 4; docs/physics.md, Potentials). Costs the factor squared in the transmission build's time and scratch memory"},
     {"simulation", "parametrisation", K_ENUM, OFF(parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
      "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or $STEMSIM_KIRKLAND) "
      "or lobato (Lobato & Van Dyck 2014, abTEM's and MULTEM's default; data/lobato_params.txt or $STEMSIM_LOBATO)"},
@@ -239,7 +239,7 @@ static const key_spec key_table[] = {
      "real, imaginary)"},
     {"output", "standard_errors", K_BOOL, OFF(standard_errors), "true", 0, 0, NULL, "-",
      "with two or more frozen-phonon configurations, write each image, ring, DPC, segment and total-intensity "
-     "value's standard error over the configurations under /standard_error (README: How accurate is my "
+     "value's standard error over the configurations under /standard_error (docs/accuracy.md: How accurate is my "
      "simulation?); false saves their memory (16 bytes per value)"},
     {"output", "save_potential", K_BOOL, OFF(save_potential), "false", 0, 0, NULL, "-",
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
@@ -317,7 +317,7 @@ static const key_spec key_table[] = {
      "in fixed pixel tiles instead of float atomics; batched cuFFT plans, cuBLAS workspaces and PRISM output tiles "
      "the same whatever the rank's share, a tile cut by the share computed whole), so a job gives the same bits run "
      "after run, resumed or not, and on 1, 2 or 3 ranks sharing a GPU (with fp_groups fixed); off: float atomics, "
-     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/gpu/device_reproducibility.sh, README GPU engine"},
+     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/gpu/device_reproducibility.sh, docs/parallel.md, GPU engine"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
     {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
@@ -793,7 +793,7 @@ static int validate(stem_config *cfg, const char *source)
                   source, cfg->frozen_phonons);
     if (stem_config_given(cfg, "simulation", "supersampling"))
         stem_warn("%s: [simulation] supersampling has no effect any more: every atom's potential is placed at its "
-                  "exact position (README, Physics)", source);
+                  "exact position (docs/physics.md)", source);
     return STEM_OK;
 }
 
@@ -825,7 +825,7 @@ static int check_line_lengths(const char *source, const char *text)
     return STEM_OK;
 }
 
-/* The README's comment and indentation rules, applied before inih sees the
+/* The comment and indentation rules (docs/config.md), applied before inih sees the
  * text (in place, keeping line numbers): ';' starts a comment anywhere on a
  * line (inih would want a space before it), and leading whitespace is
  * ignored (inih would read an indented line as the continuation of the

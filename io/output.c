@@ -1,79 +1,9 @@
 /* HDF5 result writer: one file per run, written collectively by all ranks
  * with parallel HDF5 (MPI-IO, collective transfers), even on one rank.
  *
- * File layout (all datasets contiguous, little-endian; "scan grid" means
- * [scan_ny][scan_nx], row-major, x fastest, probe p = iy*scan_nx + ix):
- *
- *   /                       root attributes:
- *     program               "stemsim"
- *     version               stemsim version, e.g. "0.1.0"
- *     config                effective configuration as INI text
- *     plan                  the derived plan as text (grids, slices, decomposition)
- *     environment           the STEMSIM_* environment variables that were set,
- *                           one NAME=VALUE per line ("" if none)
- *     advice                the plan's convergence advice (src/advice.h), one line
- *                           per finding ("" if none)
- *     algorithm             "multislice" or "prism"
- *     energy_kev            beam energy (keV)
- *     wavelength_angstrom   relativistic electron wavelength (Angstrom)
- *     n_configs             number of frozen-phonon configurations averaged
- *     complete              int 1, written last: a file without it is unfinished
- *   /images/<NAME>          float64 [scan_ny][scan_nx], one per [images] entry;
- *                           attributes inner_mrad, outer_mrad,
- *                           units = "fraction of incident intensity"
- *   /rings                  float64 [scan_ny][scan_nx][n_bins] (save_3d = true):
- *                           intensity in annular rings [i*w, (i+1)*w) mrad;
- *                           attributes ring_width_mrad, units,
- *                           axes = "scan_y, scan_x, ring"
- *   /cbed                   float32 [scan_ny][scan_nx][cbed_ny][cbed_nx] (save_4d = true):
- *                           diffraction patterns, centred, cropped to [detector]
- *                           cbed_max_angle and binned by cbed_bin (the whole
- *                           out_ny x out_nx pattern, zero angle at [out_ny/2][out_nx/2],
- *                           by default); attributes qx_step_mrad, qy_step_mrad (of a
- *                           bin), cbed_bin, units, axes
- *   /pacbed                 float64 [cbed_ny][cbed_nx] (save_pacbed = true): the pattern
- *                           averaged over every probe and configuration
- *   /dpc_com_x, /dpc_com_y  float64 [scan_ny][scan_nx] (save_dpc = true): centre
- *                           of mass of the diffraction pattern; units = "mrad"
- *   /segments               float64 [scan_ny][scan_nx][segment_rings][segments] ([detector]
- *                           segments > 0): intensity on each segment; attributes inner_mrad,
- *                           outer_mrad, rotation_deg, units, axes
- *   /dpc_segments_x, _y     float64 [scan_ny][scan_nx]: sum over segments of S_s u_s / sum of
- *                           S_s, u_s the unit vector at segment s's centre azimuth (all rings)
- *   /total_intensity        float64 [scan_ny][scan_nx]: intensity inside the
- *                           simulated band limit (1 minus what the anti-aliasing
- *                           aperture removed); units as /images
- *   /axes/scan_x            float64 [scan_nx], probe x positions, units = "Angstrom"
- *   /axes/scan_y            float64 [scan_ny], probe y positions, units = "Angstrom"
- *   /axes/probe_x, probe_y  float64 [n_probes] instead, with [scan] positions (one probe axis
- *                           in place of [scan_ny][scan_nx] in every probe dataset)
- *   /axes/ring_inner_mrad   float64 [n_bins], inner angle of each ring, units = "mrad"
- *   /axes/cbed_qx_mrad      float64 [cbed_nx], angle of each bin's centre (with /cbed, /pacbed)
- *   /axes/cbed_qy_mrad      float64 [cbed_ny], likewise along y
- *   /standard_error/...     float64, two or more configurations: the standard error over
- *                           configurations of images/<NAME>, rings, dpc_com_x, dpc_com_y,
- *                           segments, total_intensity (each its dataset's shape and
- *                           attributes, plus statistic, standard_error_of, n_configs);
- *                           root attribute standard_error: where they are, or why none
- *
- * A series campaign ([series], mpi/series_campaign.h) puts leading axes in front of every
- * dataset above except those under /axes: one per [series] key given, in the order tilt_x, tilt_y,
- * defocus (e.g. /images/HAADF float64 [n_tilt_x][scan_ny][scan_nx] for a tilt series: a
- * stack ready for a tomography code); each such dataset has the attribute series_axes
- * ("tilt_x, defocus"), and the axes' values are in
- *   /axes/tilt_x, /axes/tilt_y  float64, degrees (units = "deg")
- *   /axes/defocus               float64, C10 in Angstrom (units = "Angstrom")
- *
- *   /potential              float32 [configuration][slice][m ny][m nx] ([output] save_potential): each
- *                           slice's projected potential as its transmission function uses it, on
- *                           the grid m = transmission_oversampling times finer (V Angstrom); attributes
- *                           units, axes, parametrisation, projection, slice_thickness_angstrom,
- *                           transmission_oversampling, cell_x_angstrom, cell_y_angstrom; read back
- *                           by [simulation] potential_file (io/potential_file.c)
- *   /smatrix                float32 [configuration][beam][crop_ny][crop_nx][2] ([output] save_smatrix):
- *                           PRISM's compact S-matrix; attributes wavelength, grid, cell, slices,
- *                           interpolation; /smatrix_beams int32 [beam][2] the beams' (kx, ky);
- *                           read back by [simulation] smatrix_file (io/smatrix_file.c)
+ * The file's layout (every dataset, attribute and unit, the series axes, /potential and
+ * /smatrix) is documented once, in docs/output.md; the writers below follow it, and
+ * tests/integration (check_h5.py, interop.py, examples_check.py) read it back.
  *
  * The file is written to the temporary that io/publish.c created exclusively
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only

@@ -11,7 +11,7 @@
  * grid, and the projected potential grows only logarithmically towards a nucleus. */
 #define POTENTIAL_MAX 1e6
 
-/* What a stored potential was made with that this run cannot change (README, Potentials: "What a
+/* What a stored potential was made with that this run cannot change (docs/physics.md, Potentials: "What a
  * stored file was made with"). */
 static const stem_stored_key potential_keys[] = {
     {"sample", "tilt_x", 0},           {"sample", "tilt_y", 0},           {"sample", "rotation_z", 0},

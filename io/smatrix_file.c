@@ -18,7 +18,7 @@ static stem_stored smatrix_dataset(const stem_plan *plan, const char *dataset)
 #define BEAM_MAX_INTENSITY 1.0001
 
 /* What a stored S-matrix was made with besides what its attributes and beams say
- * (README, Potentials: "What a stored file was made with"). */
+ * (docs/physics.md, Potentials: "What a stored file was made with"). */
 static const stem_stored_key smatrix_keys[] = {
     {"sample", "tilt_x", 0},
     {"sample", "tilt_y", 0},

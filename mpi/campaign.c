@@ -207,7 +207,7 @@ int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *re
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float) continue;
         STEM_TRY(blur_channel(m, plan, (double *)res->data[ch], res->width[ch]));
-        /* the standard error blurred alike: an upper bound of the blurred mean's (README) */
+        /* the standard error blurred alike: an upper bound of the blurred mean's (docs/accuracy.md) */
         if (res->err[ch]) STEM_TRY(blur_channel(m, plan, res->err[ch], res->width[ch]));
     }
     return STEM_OK;

@@ -14,7 +14,7 @@
  *   <dir>/stemsim.lock    held (flock, exclusive) by the campaign's rank 0 while it runs:
  *                         a second campaign on the same directory is refused (exit 6);
  *                         the kernel drops the lock when that process ends, however it
- *                         ends (on node-local and most cluster file systems; see README)
+ *                         ends (on node-local and most cluster file systems; see docs/campaigns.md)
  *
  * A unit file is the map's entry: present means done. Opening a directory whose
  * manifest differs (another config, model, table or version) is refused naming

@@ -320,10 +320,10 @@ void stem_advice_print(const stem_advice *a, FILE *out)
 {
     if (a->n == 0) {
         fprintf(out, "advice: none (band limit, slices, pixel size, focal points and PRISM window pass the checks of "
-                     "the README's Convergence advice)\n");
+                     "docs/accuracy.md, Convergence advice)\n");
         return;
     }
-    fprintf(out, "advice (README: How accurate is my simulation?):\n");
+    fprintf(out, "advice (docs/accuracy.md: How accurate is my simulation?):\n");
     for (int i = 0; i < a->n; i++) fprintf(out, "  - %s\n", a->line[i]);
 }
 

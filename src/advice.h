@@ -3,7 +3,7 @@
  * that turns a detector's mean and standard error over frozen-phonon
  * configurations into advice. Each check adds lines that say what was found,
  * why it matters and what to change; none when the check passes. The criteria
- * and their numbers are documented in the README ("Convergence advice"). */
+ * and their numbers are documented in docs/accuracy.md ("Convergence advice"). */
 #ifndef STEM_ADVICE_H
 #define STEM_ADVICE_H
 
@@ -21,7 +21,7 @@ typedef struct {
     char line[STEM_ADVICE_MAX][STEM_ADVICE_LEN]; /* found; why; what to change */
 } stem_advice;
 
-/* Criteria (README, Convergence advice). */
+/* Criteria (docs/accuracy.md, Convergence advice). */
 #define STEM_ADVICE_DOF_FRACTION 0.125     /* slice <= this fraction of the depth of field lambda / alpha^2 */
 #define STEM_ADVICE_WALK_AIRY 0.61         /* theta_out dz <= this times lambda / alpha (the Airy radius) */
 #define STEM_ADVICE_CROSS_SECTION 0.99     /* the band holds this fraction of the heaviest element's sigma_el */
@@ -40,7 +40,7 @@ void stem_advice_prism_window(const stem_plan *plan, stem_advice *a);
 /* Every check; atoms and potentials may be NULL (then the pixel check is skipped). */
 void stem_advice_plan(const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
                       stem_advice *a);
-/* "advice (README: How accurate is my simulation?):" and one "  - " line each, or
+/* "advice (docs/accuracy.md: How accurate is my simulation?):" and one "  - " line each, or
  * "advice: none ..." */
 void stem_advice_print(const stem_advice *a, FILE *out);
 /* The lines joined by newlines ("" when there are none; malloc'd, NULL: no memory):

@@ -140,7 +140,7 @@ int stem_config_given(const stem_config *cfg, const char *section, const char *k
 char *stem_config_to_ini(const stem_config *cfg);
 /* One key's value as stem_config_to_ini writes it (-1: no such key). */
 int stem_config_value(const stem_config *cfg, const char *section, const char *key, char *out, size_t n);
-/* The reference of every key (for --help-config and the README). */
+/* The reference of every key (for --help-config and docs/config.md). */
 void stem_config_print_reference(FILE *out);
 /* Levenshtein distance, used for "did you mean" suggestions. */
 int stem_edit_distance(const char *a, const char *b);

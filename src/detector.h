@@ -88,7 +88,7 @@ int *stem_pattern_bins_centred(const stem_plan *plan, const stem_detector *det);
 /* Divide the sums by the number of configurations; turn DPC sums into means; with
  * error state, turn it into standard errors (before the sums become means). */
 void stem_result_finalise(stem_result *res, int n_configs);
-/* Standard errors (README "How accurate is my simulation?"): the state of every channel
+/* Standard errors (docs/accuracy.md): the state of every channel
  * stem_channel_error_width gives (none with one configuration); stem_result_free frees it. */
 int stem_result_alloc_errors(const stem_plan *plan, stem_result *res);
 /* Around adding configuration `config` to the sums (in any order; one rank's probes):

@@ -557,7 +557,7 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     plan->dist = 1;
     if (plan->opt.oversampling > 1 && L->world_rank == 0)
         stem_warn("the distributed FFT forms the transmission functions on the run's grid: transmission_oversampling "
-                  "%d is not applied (heavy atoms' high-angle scattering is then less accurate: README, Potentials)",
+                  "%d is not applied (heavy atoms' high-angle scattering is then less accurate: docs/physics.md, Potentials)",
                   plan->opt.oversampling);
     plan->opt.oversampling = 1; /* a slab's potential is built on the run's grid (dist_hrtem.c) */
     set_potential_grid(plan);

@@ -9,7 +9,7 @@
 
 #define STEM_VERSION "0.1.0"
 
-/* Exit codes (documented in README "Exit codes"). */
+/* Exit codes (documented in docs/running.md, "Exit codes"). */
 typedef enum {
     STEM_OK = 0,
     STEM_ERR_USAGE = 2,    /* bad command line */

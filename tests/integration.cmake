@@ -346,3 +346,10 @@ if(STEMSIM_PYTHON)
   set_tests_properties(notebooks PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
+
+# The documentation (tests/integration/docs.sh, LABELS docs): docs/config.md generated from the
+# key table is current; the MkDocs site builds with warnings as errors; the README is a front door.
+add_test(NAME docs_config COMMAND bash ${_it_dir}/docs.sh config $<TARGET_FILE:stemsim>)
+set_tests_properties(docs_config PROPERTIES LABELS "docs" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 60)
+add_test(NAME docs_site COMMAND bash ${_it_dir}/docs.sh site ${CMAKE_SOURCE_DIR}/build-venv/bin/mkdocs ${CMAKE_BINARY_DIR}/site)
+set_tests_properties(docs_site PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIMEOUT 120)

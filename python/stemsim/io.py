@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 SCAN = ("scan_y", "scan_x")
-# The axes of each dataset after the series axes (README, "Output file").
+# The axes of each dataset after the series axes (docs/output.md).
 CORE = {
     "images/": SCAN, "total_intensity": SCAN, "dpc_com_x": SCAN, "dpc_com_y": SCAN, "dpc_segments_x": SCAN,
     "dpc_segments_y": SCAN, "rings": SCAN + ("ring",), "segments": SCAN + ("segment_ring", "segment"),

@@ -139,7 +139,7 @@ def find_stemsim(stemsim=None):
     exe = stemsim or os.environ.get("STEMSIM") or shutil.which("stemsim")
     if not exe:
         raise FileNotFoundError("stemsim was not found: put it on PATH, set $STEMSIM or pass stemsim=PATH "
-                                "(build it with cmake; see README Quick start)")
+                                "(build it with cmake; see the README's Quick start)")
     return os.fspath(exe)
 
 

@@ -62,7 +62,7 @@ class Model:
                      np.tile(self.sigma, rep), self.comment)
 
     def text(self):
-        """The model in Prismatic's XYZ format (README, "Input model (XYZ)")."""
+        """The model in Prismatic's XYZ format (docs/config.md, "Input model (XYZ)")."""
         comment = " ".join(self.comment.split()) or "stemsim model"
         out = [comment, "    %.8f %.8f %.8f" % tuple(self.cell)]
         for z, p, o, s in zip(self.numbers, self.positions, self.occupancy, self.sigma):

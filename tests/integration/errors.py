@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Standard errors over frozen-phonon configurations (/standard_error, README "How accurate
+"""Standard errors over frozen-phonon configurations (/standard_error, docs/accuracy.md "How accurate
 is my simulation?"), checked against values computed here from stemsim's means only:
 
   values   runs with 1, 2, 3 and 4 configurations (the same seed: configuration c is the same

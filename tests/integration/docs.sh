@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The documentation (ctest label `docs`):
+#   docs.sh config STEMSIM    docs/config.md's key table is what `stemsim --help-config` prints
+#                             (docs/gen_config.py --check; fails when an option changed and the
+#                             page was not regenerated)
+#   docs.sh site MKDOCS OUT   the MkDocs site builds with warnings as errors (broken links and
+#                             anchors, pages missing from the nav), and the README stays a front
+#                             door (under 200 lines); exit 77 when MkDocs is not installed
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+case ${1:-} in
+  config)
+    exec python3 "$root/docs/gen_config.py" "$2" --check ;;
+  site)
+    mkdocs=$2 out=$3
+    lines=$(wc -l < "$root/README.md")
+    [ "$lines" -lt 200 ] || { echo "FAIL README.md has $lines lines: the manual belongs in docs/"; exit 1; }
+    [ -x "$mkdocs" ] || { echo "SKIP MkDocs is not installed at $mkdocs (.ci/deps --interop installs it)"; exit 77; }
+    "$mkdocs" build --strict --config-file "$root/mkdocs.yml" --site-dir "$out" 2>&1 || { echo "FAIL the docs site"; exit 1; }
+    echo "PASS: README.md $lines lines; site in $out" ;;
+  *) echo "usage: docs.sh config STEMSIM | site MKDOCS OUT" >&2; exit 2 ;;
+esac
