@@ -30,11 +30,16 @@ jobs=(
   "si100_prism4_80kV_3dp0|-a p -f 4 -E 80 -p 0.025 -t 4 4 8 -3DP 0"
   "si100_ms_80kV_3dp0_p05|-a m -E 80 -p 0.05 -t 4 4 8 -3DP 0"
   "si100_ms_300kV_3dp0|-a m -E 300 -p 0.024 -t 3 3 8 -3DP 0"
+  "si100_ms_80kV_3d|-a m -E 80 -p 0.025 -t 4 4 8"
+  "si100_ms_200kV_3dp0|-a m -E 200 -p 0.03 -t 3 3 8 -3DP 0"
   "si100_ms_200kV_3d|-a m -E 200 -p 0.03 -t 3 3 8"
   "si100_prism2_200kV_3d|-a p -f 2 -E 200 -p 0.03 -t 3 3 8"
 )
 for j in "${jobs[@]}"; do
   name=${j%%|*}; opts=${j#*|}
+  if [ -n "${REUSE:-}" ] && [ -f "$run/$name.h5" ] && [ -f "$scratch/$name.cmd" ]; then
+    echo "== $name: kept from an earlier run (REUSE)"; continue
+  fi
   home="$scratch/home_$name"; rm -rf "$home"; mkdir -p "$home"
   echo "== $name: prismatic $common $opts -o $name.h5"
   ( cd "$run" && rm -f "$name.h5" && HOME="$home" /usr/bin/time -f "$name: %e s" "$prismatic" $common $opts -o "$name.h5" > "$scratch/$name.log" 2>&1 ) \
