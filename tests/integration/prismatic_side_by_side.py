@@ -14,9 +14,11 @@ tests/reference/prismatic/ holds, per job, the parameter file Prismatic 2.0 wrot
    parameter file's folder), EXTRA = the job's `convert_extra` (`-3DP 0` for the projected
    potential jobs: Prismatic's writeParamFile has no --3Dpotential line, so the file alone
    reads back as Prismatic's default, the 3D potential);
-2. checks the converted config: the scan is Prismatic's (16 positions equal to its dim1/dim2,
-   the `--scan-window-x:0 0.99999` fractional line beside a set -xr window, `nan` aberrations
-   unset), `projection = infinite` for -3DP 0, `finite` for the default 3D potential;
+2. checks the converted config and run: the scan is Prismatic's (16 positions equal to its
+   dim1/dim2: the `--scan-window-x:0 0.99999` fractional line beside a set -xr window, and
+   the _p05 job's fractional window beside the unset `--scan-window-xr:0 0`), `nan`
+   aberrations unset, [sample] xyz names data/Si100_unitcell.xyz, `projection = infinite`
+   for -3DP 0 and `finite` for the default 3D potential;
 3. runs stemsim and compares the ring sums BF 0-20, ADF 20-60, HAADF 70-200 mrad and the
    run's only image (Prismatic's -2D 70 200, stemsim's [images] ADF) with Prismatic's:
    the ratio of the means over the 16 probes (one Si unit cell on a grid of step a/4), and
@@ -24,19 +26,19 @@ tests/reference/prismatic/ holds, per job, the parameter file Prismatic 2.0 wrot
    atom columns and the 8 positions between them). Not position by position: Prismatic
    slices from the top of the cell (its slice 0 holds the largest z, PRISM01_calcPotential.cpp),
    so each kind of column has its atoms at other depths and other places within the slices
-   than in stemsim, which moves the four kinds of column against each other by up to 4 %. Each ratio must lie in the job's band below: the
-   measured band of this tree (README.md of the reference folder) with ~2 % margin. A
-   ratio outside the band fails, on either side: a change that moves stemsim's numbers
-   relative to Prismatic's shows up here, and the README's "why your numbers differ" then
-   has to be re-measured.
+   than in stemsim, which moves the four kinds of column against each other by up to 4 %.
+   Each ratio must lie in the job's band (BANDS below): the measured ratio of this tree
+   (README.md of the reference folder) with ~2 % margin (3.5 % for the 3D potential, 3 x
+   that for the darker half). A ratio outside its band fails on either side: a change that
+   moves stemsim's numbers against Prismatic's shows up here, and the README's "why your
+   numbers differ" then has to be measured again.
 
 --report prints every ratio (the bands' source). --neutralise-today is a WORKAROUND for the
 converter as it was before issue 30 item 2 (it refused `nan`, took `-xr 0 0` for a window
 at 0, resolved a relative -i path against the config and mapped an absent -3DP to the
-projected potential): it drops the
-`:nan` lines and the unset `--scan-window-xr:0 0` / `-yr:0 0` into a copy, passes --xyz and
-adds `-3DP 1` for the 3D jobs. ctest never uses
-it; without it a refused file is a failure that says the converter needs that fix.
+projected potential): it drops the `:nan` lines and the unset `--scan-window-xr:0 0` /
+`-yr:0 0` into a copy, passes --xyz and adds `-3DP 1` for the 3D jobs. ctest never uses it;
+without it a refused file is a failure that says the converter needs that fix.
 Exit: 0 pass, 1 fail, 77 skip (no numpy/h5py).
 """
 import argparse
