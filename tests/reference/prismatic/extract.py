@@ -14,7 +14,7 @@ Prismatic's own 2D output, fileIO.cpp).
 import argparse
 import json
 import os
-import subprocess
+import re
 
 import h5py
 import numpy as np
@@ -38,14 +38,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("jobs", nargs="+")
     a = ap.parse_args()
-    src = os.environ.get("PRISMATIC_SRC", "/tmp/prismatic-src")
     commit = os.environ.get("PRISMATIC_COMMIT", "9f205d0dbd26f23ccd9ec507425e76d359070217")
     ref = {"prismatic": {"repository": "https://github.com/prism-em/prismatic", "commit": commit,
                          "build": "CPU only, single precision (PRISMATIC_ENABLE_CLI=1, GPU and GUI off)",
                          "note": "regenerate with tests/reference/prismatic/make_reference.sh (README.md)"},
            "ranges_mrad": RANGES, "jobs": {}}
     for name in a.jobs:
-        cmd = open(os.path.join(a.scratch, name + ".cmd")).read().split()
+        cmd = open(os.path.join(a.scratch, name + ".cmd")).read().split()  # no quoting in these
         log = open(os.path.join(a.scratch, name + ".log")).read()
         secs = [ln for ln in log.splitlines() if ln.startswith(name + ":")]
         f = h5py.File(os.path.join(a.run, name + ".h5"), "r")
@@ -56,7 +55,7 @@ def main():
         d = float(dim3[1] - dim3[0])
         img2d = rs["annular_detector_depth0000/data"][()].T.astype(float)
         par = f["4DSTEM_simulation/metadata/metadata_0/original/simulation_parameters"].attrs
-        job = {"command": cmd, "params_file": name + ".params.txt",
+        job = {"command": " ".join(cmd), "params_file": name + ".params.txt",
                "convert_extra": ["-3DP", "0"] if "-3DP" in cmd and cmd[cmd.index("-3DP") + 1] == "0" else [],
                "algorithm": par["a"].decode(), "energy_keV": float(par["E"]), "potential_3d": bool(int(par["3DP"])),
                "lambda_A": float(par["lambda"]), "pixel_size_A": float(par["px"]),
@@ -73,9 +72,18 @@ def main():
         ref["jobs"][name] = job
         print("%-26s %s HAADF mean %.5g  BF mean %.5g  max angle %g mrad" %
               (name, job["algorithm"], np.mean(job["ranges"]["HAADF"]), np.mean(job["ranges"]["BF"]), job["max_angle_mrad"]))
-    with open(a.out, "w") as o:
-        json.dump(ref, o, indent=1)
-        o.write("\n")
+    dump(ref, a.out)
+
+
+def dump(ref, path):
+    """JSON with each list of numbers (and each image row) on one line."""
+    text = json.dumps(ref, indent=1)
+    flat = re.compile(r"\[\s*([-+0-9.eE,\s]*?)\s*\]")
+    text = flat.sub(lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",") if v.strip()) + "]", text)
+    text = re.sub(r"\[\s*(\[[^\[\]]*\](?:,\s*\[[^\[\]]*\])*)\s*\]",
+                  lambda m: "[" + re.sub(r"\],\s*\[", "], [", m.group(1)) + "]", text)
+    with open(path, "w") as o:
+        o.write(text + "\n")
 
 
 if __name__ == "__main__":
