@@ -353,3 +353,14 @@ add_test(NAME docs_config COMMAND bash ${_it_dir}/docs.sh config $<TARGET_FILE:s
 set_tests_properties(docs_config PROPERTIES LABELS "docs" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 60)
 add_test(NAME docs_site COMMAND bash ${_it_dir}/docs.sh site ${CMAKE_SOURCE_DIR}/build-venv/bin/mkdocs ${CMAKE_BINARY_DIR}/site)
 set_tests_properties(docs_site PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIMEOUT 120)
+# Prismatic's own parameter files (tests/reference/prismatic/, written by Prismatic 2.0 itself)
+# converted with --from-prismatic and run; stemsim's rings against Prismatic's stored numbers
+# within measured bands. Needs the converter of issue 30 item 2 (nan = unset, '0 0' windows,
+# relative -i against the parameter file, the 3D potential default).
+if(STEMSIM_PYTHON)
+  add_test(NAME prismatic_side_by_side
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/prismatic_side_by_side.py --stemsim $<TARGET_FILE:stemsim>
+                   --reference ${CMAKE_SOURCE_DIR}/tests/reference/prismatic --workdir ${_it_work})
+  set_tests_properties(prismatic_side_by_side PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()
