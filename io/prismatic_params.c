@@ -15,6 +15,7 @@
 #include "../src/config.h"
 #include "../src/stem.h"
 #include "input_file.h"
+#include "../src/aberrations.h"
 
 #define MAX_ENTRIES 96
 #define MAX_NOTES 64
@@ -40,6 +41,8 @@ typedef struct {
     double df, dfs, dfr[3];
     int df_set, dfs_set, dfr_set;
     window win[2];              /* x, y */
+    char aberrations[STEM_PATH_MAX]; /* -aber's file, read at the end (it needs the energy) */
+    int c30_set, c50_set;       /* -C3, -C5 given (-df: df_set): they win over the file's, as in Prismatic */
 } conversion;
 
 static void set(conversion *c, const char *section, const char *key, const char *fmt, ...)
@@ -303,15 +306,22 @@ static int number_or_unset(conversion *c, const char *opt, const char *tok, cons
 static int h_c3(conversion *c, const char *opt, char **v)
 {
     double x;
-    int given;
-    return number_or_unset(c, opt, v[0], "probe", "C30", &x, &given);
+    return number_or_unset(c, opt, v[0], "probe", "C30", &x, &c->c30_set);
 }
 
 static int h_c5(conversion *c, const char *opt, char **v)
 {
     double x;
-    int given;
-    return number_or_unset(c, opt, v[0], "probe", "C50", &x, &given);
+    return number_or_unset(c, opt, v[0], "probe", "C50", &x, &c->c50_set);
+}
+
+/* -aber file: Prismatic's list of aberrations, converted at the end (aberrations_resolve). */
+static int h_aberrations(conversion *c, const char *opt, char **v)
+{
+    if (snprintf(c->aberrations, sizeof c->aberrations, "%s", v[0]) >= (int)sizeof c->aberrations)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s: the path is longer than %d characters", c->where, opt,
+                         STEM_PATH_MAX - 1);
+    return STEM_OK;
 }
 
 /* Prismatic's df enters chi as +pi lambda df q^2, as C10 does. */
@@ -474,8 +484,6 @@ static int h_unsupported(conversion *c, const char *opt, char **v)
         {"--3Dpotential-zsampling", "the finite projection tabulates 24 depths per slice"},
         {"-mrf", "PRISM always refocuses one S-matrix for a defocus series"},
         {"--matrix-refocus", "PRISM always refocuses one S-matrix for a defocus series"},
-        {"-aber", "give each coefficient as [probe] Cnm and phinm (stemsim's angles in degrees)"},
-        {"--aberrations", "give each coefficient as [probe] Cnm and phinm (stemsim's angles in degrees)"},
         {"-com", "complex 4D output is not written (hrtem: [output] save_exit_wave)"},
         {"--save-complex", "complex 4D output is not written (hrtem: [output] save_exit_wave)"},
         {"-probe", "the probe is not written"},
@@ -539,7 +547,7 @@ static const option options[] = {
     {"--probe-pos", "-pos", 1, h_positions},      {"--max-filesize", NULL, 1, h_unsupported},
     {"--probe-defocus-sigma", "-dfs", 1, h_defocus_sigma}, {"--probe-defocus-range", "-dfr", 3, h_defocus_range},
     {"--save-smatrix", "-sm", 1, h_save},         {"--3Dpotential-zsampling", "-3DPZ", 1, h_unsupported},
-    {"--matrix-refocus", "-mrf", 1, h_unsupported}, {"--aberrations", "-aber", 1, h_unsupported},
+    {"--matrix-refocus", "-mrf", 1, h_unsupported}, {"--aberrations", "-aber", 1, h_aberrations},
     {"--save-complex", "-com", 1, h_unsupported}, {"--save-probe", "-probe", 1, h_unsupported},
     {"--import-potential", "-ips", 1, h_unsupported}, {"--import-smatrix", "-ism", 1, h_unsupported},
     {"--output-folder", "-of", 1, h_output_folder},
@@ -629,6 +637,72 @@ static int apply_file(conversion *c, const char *path)
 }
 
 /* ------------------------------------------------- resolved at the end */
+
+static int absolute_path(conversion *c, const char *section, const char *key);
+
+/* Prismatic's aberration file: a comment line, then "p s mag angle" per line (commas allowed;
+ * a line of 3 characters or fewer ends it): chi += mag (lambda q)^p cos(s (phi - angle)), mag
+ * in radians, angle in degrees (Prismatic's aberration.cpp). stemsim's C_nm with n = p - 1,
+ * m = s gives chi += 2 pi / lambda C_nm alpha^(n+1) / (n+1) cos(m (phi - phi_nm)), so
+ * C_nm = mag p lambda / (2 pi) Angstrom and phi_nm = angle. */
+static int aberration_line(conversion *c, const char *where, char *line, double lambda)
+{
+    for (char *k = line; *k; k++) *k = *k == ',' ? ' ' : *k;
+    int p, s, used;
+    double mag, angle;
+    if (sscanf(line, "%d %d %lf %lf %n", &p, &s, &mag, &angle, &used) != 4 || line[used] || !isfinite(mag) ||
+        !isfinite(angle))
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: '%s': expected 'm n magnitude angle' (Prismatic's aberration line)",
+                         where, line);
+    if (p < s || (p + s) % 2) { /* Prismatic drops these silently (not in its basis): said here */
+        note(c, "%s: aberration m = %d, n = %d is not in Prismatic's basis (m >= n, m + n even): Prismatic ignores it, "
+                "so does this config", where, p, s);
+        return STEM_OK;
+    }
+    int k = -1;
+    for (int i = 0; i < STEM_N_ABERR; i++)
+        if (stem_aberration_orders[i].n == p - 1 && stem_aberration_orders[i].m == s) k = i;
+    if (k < 0)
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: aberration m = %d, n = %d (C%d%d) has no stemsim coefficient (C10, C12, "
+                         "C21, C23, C30 ... C56)%s", where, p, s, p - 1, s,
+                         p == 1 ? ": it is a shift of the probe; move the scan instead" : "");
+    char key[32], phi[32];
+    snprintf(key, sizeof key, "C%d%d", p - 1, s);
+    snprintf(phi, sizeof phi, "phi%d%d", p - 1, s);
+    if ((k == STEM_C10 && c->df_set) || (k == STEM_C30 && c->c30_set) || (k == STEM_C50 && c->c50_set)) {
+        note(c, "%s: %s from the aberration file is replaced by -df/-C3/-C5, as Prismatic does", where, key);
+        return STEM_OK;
+    }
+    set(c, "probe", key, "%s", g(mag * p * lambda / (2 * M_PI)).s);
+    if (s) set(c, "probe", phi, "%s", g(angle).s);
+    return STEM_OK;
+}
+
+static int aberrations_resolve(conversion *c)
+{
+    if (!c->aberrations[0]) return STEM_OK;
+    set(c, "probe", "aberrations_file", "%s", c->aberrations); /* resolved like -i, then read */
+    STEM_TRY(absolute_path(c, "probe", "aberrations_file"));
+    char path[STEM_PATH_MAX + 8], line[4096], where[STEM_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s", get(c, "probe", "aberrations_file"));
+    unset(c, "probe", "aberrations_file");
+    double kev = strtod(get(c, "beam", "energy"), NULL), volts = 1e3 * kev;
+    double lambda = 12.2642598 / sqrt(volts * (1 + 0.97847538e-6 * volts)); /* Angstrom, relativistic */
+    FILE *f;
+    STEM_TRY(stem_input_open(path, "--from-prismatic aberration file (-aber)", STEM_ERR_INPUT, &f));
+    int err = read_line(f, line, sizeof line) == 1 ? STEM_OK /* the comment line */
+              : STEM_FAIL(STEM_ERR_INPUT, "%s: no comment line: not a Prismatic aberration file", path);
+    for (int no = 2, got; !err && (got = read_line(f, line, sizeof line)) == 1; no++) {
+        char *t = line + strspn(line, " \t\r");
+        size_t n = strlen(t);
+        while (n && strchr(" \t\r", t[n - 1])) t[--n] = 0;
+        if (n <= 3) break; /* Prismatic stops at a short line */
+        snprintf(where, sizeof where, "%s:%d", path, no);
+        err = aberration_line(c, where, t, lambda);
+    }
+    fclose(f);
+    return err;
+}
 
 /* A relative model path as Prismatic resolves it (from the directory it runs in, which
  * --from-prismatic takes to be the current one), written absolute because stemsim reads
@@ -817,6 +891,7 @@ static int finish(conversion *c, const char *xyz)
     else note(c, "no model given (-i or --xyz): set [sample] xyz");
     STEM_TRY(absolute_path(c, "scan", "positions")); /* [scan] positions is relative to the config file too */
     STEM_TRY(window_resolve(c));
+    STEM_TRY(aberrations_resolve(c));
     defocus_series_resolve(c);
     potential3d_note(c);
     return values_check(c);

@@ -88,8 +88,45 @@ def main():
             bad += 1
     print("refused: an unknown option, a non-number, a missing value (exit 3), a missing file (exit 4)")
     bad += issue27_cases(a, work, xyz, convert)
+    bad += aberration_file_cases(work, xyz, convert)
     print("PASS" if not bad else "FAILED")
     return 1 if bad else 0
+
+
+def aberration_file_cases(work, xyz, convert):
+    """-aber: Prismatic's 'm n mag angle' lines (chi += mag (lambda q)^m cos(n (phi - angle)), mag in
+    radians) become C_(m-1)n = mag m lambda / (2 pi) Angstrom and phi = angle, against the closed-form
+    relativistic wavelength; -df/-C3 win over the file's C10/C30; lines outside Prismatic's basis are
+    noted, coefficients stemsim lacks (a probe shift, m = 1) refused."""
+    import math
+    h, me, e, c = 6.62607015e-34, 9.1093837015e-31, 1.602176634e-19, 299792458.0
+    volts = 300e3
+    lam = h / math.sqrt(2 * me * e * volts * (1 + e * volts / (2 * me * c * c))) * 1e10
+    bad = 0
+    ab = os.path.join(work, "aberrations.txt")
+    with open(ab, "w") as f:
+        f.write("Prismatic aberrations\n2 0 12.5 0\n3 1, 40.0, 30\n4 0 1000 0\n5 3 7 15\n3 2 5 0\n\n6 6 9 9\n")
+    out, err = convert(["--xyz", xyz, "--", "-E", "300", "-aber", ab, "-C3", "0.5e7"])
+    cfg = parse_ini(out)
+    want = {"C10": 12.5 * 2 * lam / (2 * math.pi), "C21": 40.0 * 3 * lam / (2 * math.pi), "phi21": 30.0,
+            "C43": 7 * 5 * lam / (2 * math.pi), "phi43": 15.0, "C30": 0.5e7}
+    for key, value in want.items():
+        got = float(cfg.get("probe", key, fallback="nan"))
+        if not abs(got - value) <= 1e-6 * abs(value):
+            print("FAIL -aber: [probe] %s = %s, expected %.10g" % (key, got, value))
+            bad += 1
+    if "not in Prismatic's basis" not in err or cfg.has_option("probe", "C56") or "replaced by -df/-C3/-C5" not in err:
+        print("FAIL -aber: the line outside the basis was not noted, a line after the end was read, or -C3's win "
+              "was not said: %s" % err)
+        bad += 1
+    with open(ab, "w") as f:
+        f.write("shift\n1 1 0.3 0\n")
+    out, err = convert(["--xyz", xyz, "--", "-aber", ab], expect=3)
+    if "shift of the probe" not in err:
+        print("FAIL -aber with a probe shift (m = 1): %s" % err)
+        bad += 1
+    print("-aber: C10, C21, C43 and azimuths from Prismatic's magnitudes at 300 keV; -C3 wins; a shift refused")
+    return bad
 
 
 def parse_ini(text):
