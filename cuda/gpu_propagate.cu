@@ -30,7 +30,7 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
     pp->n_items = smatrix ? plan->beam_end - plan->beam_begin : plan->probe_end - plan->probe_begin;
     double grid = (double)plan->nx * plan->ny;
     int batch;
-    if (plan->opt.batch_given) {
+    if (plan->batch_given) {
         batch = plan->batch_size;
     } else { /* enough waves per batched FFT to fill the GPU (about 8 M points) */
         double target = 8.0 * 1048576.0 / grid;

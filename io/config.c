@@ -1,6 +1,8 @@
 /* config.ini parsing (inih) into stem_config through one table of keys:
  * the table gives each key's type, default, bounds, unit and documentation,
- * so parsing, validation, "did you mean" and the reference never disagree. */
+ * so parsing, validation, "did you mean" and the reference never disagree.
+ * A key the engines read is parsed straight into stem_config.opt (options.h),
+ * which the plan copies whole: its row here and its field there are all it needs. */
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -94,12 +96,12 @@ static const key_spec key_table[] = {
      "older name of C12 (giving both is an error)"},
     {"probe", "astigmatism_angle", K_DOUBLE, OFF(astigmatism_angle), "0", -360, 360, NULL, "deg",
      "older name of phi12 (giving both is an error)"},
-    {"probe", "source_size", K_DOUBLE, OFF(source_size), "0", 0, 1000, NULL, "Angstrom",
+    {"probe", "source_size", K_DOUBLE, OFF(opt.source_size), "0", 0, 1000, NULL, "Angstrom",
      "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
      "scan with it, exactly for the band-limited image whatever the scan step (in Fourier space: exp(-2 pi^2 sigma^2 q^2)), "
      "wrapping where the scan covers the cell, mirrored at the scan's edges otherwise (an approximation near them: "
      "warned); 4D patterns are not changed"},
-    {"probe", "soft_aperture", K_BOOL, OFF(soft_aperture), "false", 0, 0, NULL, "-",
+    {"probe", "soft_aperture", K_BOOL, OFF(opt.soft_aperture), "false", 0, 0, NULL, "-",
      "soften the aperture's edge over one pixel of the simulation grid (abTEM's soft aperture: weight "
      "clip((alpha - theta) / d(phi) + 1/2, 0, 1), d the grid's angular step along the azimuth phi); false: hard edge"},
     {"probe", "beam_tilt_x", K_DOUBLE, OFF(beam_tilt_mrad[0]), "0", -1000, 1000, NULL, "mrad",
@@ -112,7 +114,7 @@ static const key_spec key_table[] = {
      "the beam)"},
     {"probe", "aperture_shift_y", K_DOUBLE, OFF(aperture_shift_mrad[1]), "0", -1000, 1000, NULL, "mrad",
      "aperture displacement along y, like aperture_shift_x"},
-    {"probe", "focal_spread", K_DOUBLE, OFF(focal_spread), "0", 0, 1e5, NULL, "Angstrom",
+    {"probe", "focal_spread", K_DOUBLE, OFF(opt.focal_spread), "0", 0, 1e5, NULL, "Angstrom",
      "standard deviation sigma of a Gaussian spread of defocus (temporal partial coherence; Cc times the relative "
      "energy spread; abTEM's and Kirkland's 1/e focal_spread is sqrt(2) sigma): every output is the weighted mean over "
      "focal_points defoci C10 + sqrt(2) sigma x_i (Gauss-Hermite); PRISM computes its S-matrix once for all of them"},
@@ -121,7 +123,7 @@ static const key_spec key_table[] = {
      "relativistically corrected energy, sigma_E = energy_spread / 2.355); not together with focal_spread"},
     {"probe", "energy_spread", K_DOUBLE, OFF(energy_spread), "0", 0, 1e3, NULL, "eV",
      "full width at half maximum of the beam's energy spread (with Cc)"},
-    {"probe", "focal_points", K_INT_AUTO, OFF(focal_points), "auto", 1, 64, NULL, "-",
+    {"probe", "focal_points", K_INT_AUTO, OFF(opt.focal_points), "auto", 1, 64, NULL, "-",
      "Gauss-Hermite points over the focal spread (cost: that many output steps; exact for intensities polynomial "
      "in defocus up to degree 2 n - 1); auto: the fewest (at most 64) whose error on the defocus average of every "
      "phase factor exp(i pi lambda (q^2 - q'^2) dC) the aperture (hrtem: the objective aperture or band limit) "
@@ -141,34 +143,34 @@ static const key_spec key_table[] = {
      "thickness of each potential slice; a cell within 1e-4 of a slice of a whole number N of slices gets N "
      "(the remainder, rounding in the model file, is dropped), any other cell a thinner last slice (cell z - (N - 1) "
      "slice_thickness, printed in the plan), propagated by its own thickness"},
-    {"simulation", "potential_radius", K_DOUBLE, OFF(potential_radius), "3", 0.1, 50, NULL, "Angstrom",
+    {"simulation", "potential_radius", K_DOUBLE, OFF(opt.potential_radius), "3", 0.1, 50, NULL, "Angstrom",
      "cutoff radius of each atom's projected potential"},
     {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",
      "retired (accepted with a warning, no effect): atoms are now placed at their exact positions, with no "
      "sub-pixel lookup to refine"},
-    {"simulation", "transmission_oversampling", K_ENUM, OFF(transmission_oversampling), "auto", 0, 0,
+    {"simulation", "transmission_oversampling", K_ENUM, OFF(opt.oversampling), "auto", 0, 0,
      "auto|1|2|3|4|5|6|7|8", "-",
      "each slice's transmission function exp(i sigma V) is formed on a grid this many times finer than the "
      "simulation's and then band-limited to it: the strong phase of heavy atoms has structure far beyond the band "
      "limit that would otherwise be lost (up to +15-17% HAADF for Au and U at 0.025 Angstrom pixels). auto: a "
      "transmission pixel of at most 0.05 Angstrom for models up to Z = 10, 0.025 up to Z = 20, 0.0125 up to "
      "Z = 50, 0.008 beyond (at most 4; docs/physics.md, Potentials). Costs the factor squared in the transmission build's time and scratch memory"},
-    {"simulation", "parametrisation", K_ENUM, OFF(parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
+    {"simulation", "parametrisation", K_ENUM, OFF(opt.parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
      "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or $STEMSIM_KIRKLAND) "
      "or lobato (Lobato & Van Dyck 2014, abTEM's and MULTEM's default; data/lobato_params.txt or $STEMSIM_LOBATO)"},
-    {"simulation", "projection", K_ENUM, OFF(finite_projection), "infinite", 0, 0, "infinite|finite", "-",
+    {"simulation", "projection", K_ENUM, OFF(opt.finite_projection), "infinite", 0, 0, "infinite|finite", "-",
      "infinite: each atom's whole projected potential goes into the slice holding its centre; finite: each slice "
      "gets the integral of the atom's 3D potential over the part of it inside the slice (within potential_radius "
      "of the centre; what lies above the first or below the last slice is added to that slice), as abTEM's "
      "projection=\"finite\" and Prismatic's 3D potential do; costs 24 times the lookup-table memory"},
-    {"simulation", "potential_file", K_STRING, OFF(potential_file), "", 0, 0, NULL, "path",
+    {"simulation", "potential_file", K_STRING, OFF(opt.potential_file), "", 0, 0, NULL, "path",
      "read the potential slices from /potential of a stemsim output written with [output] save_potential, instead of "
      "building them from the atoms (relative to the config file): its grid, cell and slicing must be this run's "
      "(refused otherwise, exit 4), configuration c uses its slices c (it needs at least frozen_phonons of them); "
      "the energy may differ (the potential does not depend on it), the tilts, rotation, parametrisation, projection, "
      "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3); a damaged or "
      "unfinished file is refused (exit 4); not with [series] or a distributed FFT"},
-    {"simulation", "smatrix_file", K_STRING, OFF(smatrix_file), "", 0, 0, NULL, "path",
+    {"simulation", "smatrix_file", K_STRING, OFF(opt.smatrix_file), "", 0, 0, NULL, "path",
      "prism: read each configuration's compact S-matrix from /smatrix of a stemsim output written with [output] "
      "save_smatrix, instead of building the potential and propagating the beams (Prismatic's -ism; relative to the "
      "config file): its energy, grid, cell, slices, interpolation factors and beams must be this run's (refused "
@@ -182,10 +184,10 @@ static const key_spec key_table[] = {
      "PRISM interpolation factor fy"},
     {"simulation", "frozen_phonons", K_INT, OFF(frozen_phonons), "1", 1, 100000, NULL, "-",
      "number of frozen-phonon configurations averaged"},
-    {"simulation", "seed", K_LONG, OFF(seed), "1", 0, 9.2e18, NULL, "-",
+    {"simulation", "seed", K_LONG, OFF(opt.seed), "1", 0, 9.2e18, NULL, "-",
      "random seed; configuration c uses a stream derived from (seed, c) only; read as a 64-bit integer (exact above "
      "2^53; exponent notation above 2^53 is refused)"},
-    {"simulation", "thermal", K_BOOL, OFF(thermal), "false", 0, 0, NULL, "-",
+    {"simulation", "thermal", K_BOOL, OFF(opt.thermal), "false", 0, 0, NULL, "-",
      "displace atoms by their rms amplitude (XYZ last column) in each configuration"},
     {"scan", "units", K_ENUM, OFF(scan_units), "fractional", 0, 0, "fractional|angstrom", "-",
      "units of the scan window"},
@@ -202,18 +204,18 @@ static const key_spec key_table[] = {
      "and /axes/probe_x, /axes/probe_y"},
     {"detector", "ring_width", K_DOUBLE, OFF(ring_width), "1", 0.01, 1000, NULL, "mrad",
      "width of the annular rings of the 3D output"},
-    {"detector", "save_3d", K_BOOL, OFF(save_3d), "true", 0, 0, NULL, "-", "write the ring output /rings"},
-    {"detector", "save_4d", K_BOOL, OFF(save_4d), "false", 0, 0, NULL, "-",
+    {"detector", "save_3d", K_BOOL, OFF(opt.save_3d), "true", 0, 0, NULL, "-", "write the ring output /rings"},
+    {"detector", "save_4d", K_BOOL, OFF(opt.save_4d), "false", 0, 0, NULL, "-",
      "write full diffraction patterns /cbed (large)"},
     {"detector", "cbed_max_angle", K_DOUBLE, OFF(cbed_max_angle), "0", 0, 1e4, NULL, "mrad",
      "4D patterns and PACBED cropped to a centred square of this half-width (0: the whole band-limited pattern)"},
     {"detector", "cbed_bin", K_INT, OFF(cbed_bin), "1", 1, 64, NULL, "-",
      "4D patterns and PACBED binned by this factor along each axis after cropping (a remainder of fewer pixels "
      "is dropped from both ends alike); /axes/cbed_qx_mrad, _qy_ give each bin's centre"},
-    {"detector", "save_pacbed", K_BOOL, OFF(save_pacbed), "false", 0, 0, NULL, "-",
+    {"detector", "save_pacbed", K_BOOL, OFF(opt.save_pacbed), "false", 0, 0, NULL, "-",
      "write /pacbed: the diffraction pattern averaged over every probe and configuration (position-averaged "
      "CBED), without storing 4D patterns"},
-    {"detector", "save_dpc", K_BOOL, OFF(save_dpc), "false", 0, 0, NULL, "-",
+    {"detector", "save_dpc", K_BOOL, OFF(opt.save_dpc), "false", 0, 0, NULL, "-",
      "write the centre-of-mass DPC images /dpc_com_x, /dpc_com_y"},
     {"detector", "segments", K_INT, OFF(segments), "0", 0, 64, NULL, "-",
      "a segmented detector: each of segment_rings rings between segment_inner and segment_outer divided into this "
@@ -226,7 +228,7 @@ static const key_spec key_table[] = {
      "rings of equal width the segmented detector is divided into radially"},
     {"detector", "segment_rotation", K_DOUBLE, OFF(segment_rotation), "0", -360, 360, NULL, "deg",
      "azimuth where segment 0 begins, from +x towards +y; segment s covers [rotation + s 360/N, rotation + (s+1) 360/N)"},
-    {"hrtem", "objective_aperture", K_DOUBLE, OFF(objective_aperture_mrad), "0", 0, 1e4, NULL, "mrad",
+    {"hrtem", "objective_aperture", K_DOUBLE, OFF(opt.objective_aperture_mrad), "0", 0, 1e4, NULL, "mrad",
      "hrtem: semi-angle of the objective aperture (hard edge, centred on the optical axis); 0: none (the band "
      "limit)"},
     {"output", "file", K_STRING, OFF(output_file), "stemsim_output.h5", 0, 0, NULL, "path",
@@ -234,23 +236,23 @@ static const key_spec key_table[] = {
      "renamed on success; never one of the inputs"},
     {"output", "overwrite", K_BOOL, OFF(overwrite), "false", 0, 0, NULL, "-",
      "replace an existing output file (a regular file only); false: a file that appears meanwhile is never replaced"},
-    {"output", "save_exit_wave", K_BOOL, OFF(save_exit_wave), "false", 0, 0, NULL, "-",
+    {"output", "save_exit_wave", K_BOOL, OFF(opt.save_exit_wave), "false", 0, 0, NULL, "-",
      "hrtem: write the exit wave /exit_wave (the configurations' mean complex wave, float32 [..][ny][nx][2]: "
      "real, imaginary)"},
-    {"output", "standard_errors", K_BOOL, OFF(standard_errors), "true", 0, 0, NULL, "-",
+    {"output", "standard_errors", K_BOOL, OFF(opt.standard_errors), "true", 0, 0, NULL, "-",
      "with two or more frozen-phonon configurations, write each image, ring, DPC, segment and total-intensity "
      "value's standard error over the configurations under /standard_error (docs/accuracy.md: How accurate is my "
      "simulation?); false saves their memory (16 bytes per value)"},
-    {"output", "save_potential", K_BOOL, OFF(save_potential), "false", 0, 0, NULL, "-",
+    {"output", "save_potential", K_BOOL, OFF(opt.save_potential), "false", 0, 0, NULL, "-",
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
      "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the projected potential), to reuse with "
      "[simulation] potential_file (Prismatic's -sp / -ips); not with [series] or a distributed FFT"},
-    {"output", "save_smatrix", K_BOOL, OFF(save_smatrix), "false", 0, 0, NULL, "-",
+    {"output", "save_smatrix", K_BOOL, OFF(opt.save_smatrix), "false", 0, 0, NULL, "-",
      "prism: write /smatrix, every configuration's compact S-matrix (float32 [configuration][beam][cy][cx][2]: "
      "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the beams' Fourier indices "
      "/smatrix_beams (int32 [beam][2]: kx, ky), to reuse with [simulation] smatrix_file (Prismatic's -sm / -ism); "
      "each configuration's is kept in a temporary file beside the output until the end; not with [series]"},
-    {"output", "layout", K_ENUM, OFF(layout_emd), "stemsim", 0, 0, "stemsim|emd", "-",
+    {"output", "layout", K_ENUM, OFF(opt.layout_emd), "stemsim", 0, 0, "stemsim|emd", "-",
      "stemsim: this program's layout (see Output file); emd: Prismatic 2.0's EMD tree, which py4DSTEM "
      "(py4DSTEM.read) and scripts written for Prismatic open unchanged: /4DSTEM_simulation/data/realslices/"
      "annular_detector_depthNNNN (the HAADF image, else the first [images] range; each other range as "
@@ -299,20 +301,20 @@ static const key_spec key_table[] = {
     {"compute", "max_memory", K_DOUBLE, OFF(max_memory_gib), "0", 0, 1e6, NULL, "GiB",
      "memory one rank may use (0: 80% of the smaller of physical memory and the cgroup limit (Slurm --mem, containers) "
      "divided by the ranks on the node, and at most 80% of RLIMIT_AS)"},
-    {"compute", "device", K_ENUM, OFF(device), "auto", 0, 0, "auto|cpu|gpu", "-",
+    {"compute", "device", K_ENUM, OFF(opt.device), "auto", 0, 0, "auto|cpu|gpu", "-",
      "engine: gpu when one is visible and stemsim was built with CUDA, else cpu"},
-    {"compute", "gpus_per_rank", K_INT, OFF(gpus_per_rank), "0", 0, 64, NULL, "-",
+    {"compute", "gpus_per_rank", K_INT, OFF(opt.gpus_per_rank), "0", 0, 64, NULL, "-",
      "GPUs driven by each rank (0: visible GPUs split over the ranks of a node)"},
-    {"compute", "streams_per_gpu", K_INT, OFF(streams_per_gpu), "2", 1, 32, NULL, "-",
+    {"compute", "streams_per_gpu", K_INT, OFF(opt.streams_per_gpu), "2", 1, 32, NULL, "-",
      "CUDA streams (and host worker threads) per GPU"},
-    {"compute", "memory_mode", K_ENUM, OFF(memory_mode), "auto", 0, 0, "auto|single|streaming", "-",
+    {"compute", "memory_mode", K_ENUM, OFF(opt.memory_mode), "auto", 0, 0, "auto|single|streaming", "-",
      "GPU memory mode: single-transfer, streaming, or decided from the estimate"},
-    {"compute", "fft_callbacks", K_ENUM, OFF(fft_callbacks), "off", 0, 0, "off|on", "-",
+    {"compute", "fft_callbacks", K_ENUM, OFF(opt.fft_callbacks), "off", 0, 0, "off|on", "-",
      "GPU engine: on does the transmission and propagator multiplies of every slice inside cuFFT's loads "
      "(LTO callbacks, linked when the plans are made; an error if cuFFT cannot) instead of as separate kernels. "
      "Off by default: measured on an H100 with CUDA 13's cuFFT, the callback FFTs are slower than the separate "
      "kernels (1000^2, batch 8: 2.0x a bare FFT pair per slice against 1.4x) and linking takes ~1 s per stream"},
-    {"compute", "gpu_deterministic", K_ENUM, OFF(gpu_deterministic), "on", 0, 0, "off|on", "-",
+    {"compute", "gpu_deterministic", K_ENUM, OFF(opt.gpu_deterministic), "on", 0, 0, "off|on", "-",
      "GPU engine: on adds every sum in an order fixed by the job alone (detector rings, images, DPC and segments "
      "in fixed pixel tiles instead of float atomics; batched cuFFT plans, cuBLAS workspaces and PRISM output tiles "
      "the same whatever the rank's share, a tile cut by the share computed whole), so a job gives the same bits run "
@@ -320,7 +322,7 @@ static const key_spec key_table[] = {
      "whose order varies (~1e-8 between runs). The cost of on: benchmarks/gpu/device_reproducibility.sh, docs/parallel.md, GPU engine"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
-    {"compute", "fft_planning", K_ENUM, OFF(fft_planning), "estimate", 0, 0, "estimate|measure", "-",
+    {"compute", "fft_planning", K_ENUM, OFF(opt.fft_planning), "estimate", 0, 0, "estimate|measure", "-",
      "FFTW planning of the CPU engine: estimate is reproducible bit for bit across runs and rank counts; "
      "measure: rank 0 times FFTW's algorithms for every transform the run needs (often 1.2-7x faster FFTs) and "
      "every rank uses its choice (FFTW wisdom), so results stay bit-identical across rank counts but may differ by "
@@ -333,21 +335,21 @@ static const key_spec key_table[] = {
      "the ranks of a group on one node keep one copy of the transmission functions and of the PRISM S-matrix "
      "in shared memory (MPI-3 windows; each rank writes its share in place, only nodes exchange); false: one "
      "copy per rank, exchanged over MPI. Needs each node's ranks consecutive (mpirun's default mapping)"},
-    {"debug", "gpu_prism_output", K_ENUM, OFF(gpu_prism_output), "gemm", 0, 0, "gemm|direct", "-",
+    {"debug", "gpu_prism_output", K_ENUM, OFF(opt.gpu_prism_output), "gemm", 0, 0, "gemm|direct", "-",
      "GPU PRISM output step: batched CGEMM over probe tiles, or one direct kernel per probe (benchmarking)"},
-    {"debug", "gpu_tile", K_INT, OFF(gpu_tile), "0", 0, 4096, NULL, "probes",
+    {"debug", "gpu_tile", K_INT, OFF(opt.gpu_tile), "0", 0, 4096, NULL, "probes",
      "force the edge of the GPU PRISM output tiles (0: chosen from the GPU's memory)"},
-    {"debug", "gpu_gemm", K_ENUM, OFF(gpu_gemm), "standard", 0, 0, "standard|3m|tf32", "-",
+    {"debug", "gpu_gemm", K_ENUM, OFF(opt.gpu_gemm), "standard", 0, 0, "standard|3m|tf32", "-",
      "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m; on an H100 no faster, results within 4e-8); tf32: "
      "tensor cores with TF32 inputs (10-bit mantissas, FP32 sums): on an H100 2.1x faster, images changed by "
      "6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md)"},
-    {"debug", "gpu_gemm_check", K_BOOL, OFF(gpu_gemm_check), "false", 0, 0, NULL, "-",
+    {"debug", "gpu_gemm_check", K_BOOL, OFF(opt.gpu_gemm_check), "false", 0, 0, NULL, "-",
      "after each GPU PRISM output step, time the last tile's CGEMMs again alone and log their rate beside the "
      "rate inside the step (-v; benchmarking)"},
-    {"debug", "gpu_prism_resident", K_ENUM, OFF(gpu_prism_resident), "auto", 0, 0, "off|auto", "-",
+    {"debug", "gpu_prism_resident", K_ENUM, OFF(opt.gpu_prism_resident), "auto", 0, 0, "off|auto", "-",
      "one-rank groups keep the PRISM S-matrix in device memory between its steps when it fits "
      "(auto); off always copies it through the host (for comparison)"},
-    {"debug", "gpu_transmission", K_ENUM, OFF(gpu_transmission), "auto", 0, 0, "off|auto", "-",
+    {"debug", "gpu_transmission", K_ENUM, OFF(opt.gpu_transmission), "auto", 0, 0, "off|auto", "-",
      "the GPU engine builds the transmission functions on its first GPU (auto); off builds them on the CPU "
      "(for comparison; results differ at the 1e-7 level from the order of float sums)"},
     {"debug", "ranks_per_node", K_INT, OFF(ranks_per_node), "0", 0, 1000000, NULL, "ranks",
@@ -745,7 +747,7 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->n_images == 0 && cfg->algorithm != STEM_ALG_HRTEM) default_images(cfg);
     /* by value, not by key given: the effective config (written back and read again) holds all three */
     int cc = cfg->cc > 0, de = cfg->energy_spread > 0;
-    if ((cc || de) && cfg->focal_spread > 0)
+    if ((cc || de) && cfg->opt.focal_spread > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] focal_spread and Cc/energy_spread describe the same spread: give one",
                          source);
     if (cc != de)
@@ -758,24 +760,24 @@ static int validate(stem_config *cfg, const char *source)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
                          source, cfg->segment_outer, cfg->segment_inner);
     int plane = cfg->algorithm == STEM_ALG_HRTEM, single = cfg->algorithm == STEM_ALG_CBED;
-    if ((plane || single) && cfg->source_size > 0)
+    if ((plane || single) && cfg->opt.source_size > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs a scan: not with algorithm = %s", source,
                          plane ? "hrtem" : "cbed");
     if ((plane || single) && cfg->positions[0])
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions: algorithm = %s has %s", source, plane ? "hrtem" : "cbed",
                          plane ? "no probe" : "one probe, at [scan] x_start, y_start");
     int prism = cfg->algorithm == STEM_ALG_PRISM;
-    if ((cfg->save_smatrix || cfg->smatrix_file[0]) && !prism)
+    if ((cfg->opt.save_smatrix || cfg->opt.smatrix_file[0]) && !prism)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s needs algorithm = prism (only PRISM has an S-matrix)", source,
-                         cfg->save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
-    if (cfg->smatrix_file[0] && cfg->potential_file[0])
+                         cfg->opt.save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
+    if (cfg->opt.smatrix_file[0] && cfg->opt.potential_file[0])
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] smatrix_file and potential_file: a stored S-matrix needs "
                          "no potential: give one", source);
-    if (cfg->layout_emd && (plane || single || cfg->positions[0]))
+    if (cfg->opt.layout_emd && (plane || single || cfg->positions[0]))
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] layout = emd writes Prismatic's scan tree: multislice and prism "
                          "scans on a grid only (not %s)", source, cfg->positions[0] ? "[scan] positions"
                                                                   : plane ? "algorithm = hrtem" : "algorithm = cbed");
-    if (cfg->save_exit_wave && !plane)
+    if (cfg->opt.save_exit_wave && !plane)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
     if (cfg->positions[0]) {
         static const char *grid_keys[] = {"units", "x_start", "x_end", "y_start", "y_end", "step"};
@@ -783,12 +785,12 @@ static int validate(stem_config *cfg, const char *source)
             if (stem_config_given(cfg, "scan", grid_keys[i]))
                 return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions and [scan] %s both place the probes: give one",
                                  source, grid_keys[i]);
-        if (cfg->source_size > 0)
+        if (cfg->opt.source_size > 0)
             return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs the images over a scan grid: not with "
                              "[scan] positions", source);
     }
     STEM_TRY(validate_series(cfg, source));
-    if (cfg->thermal == 0 && cfg->frozen_phonons > 1)
+    if (cfg->opt.thermal == 0 && cfg->frozen_phonons > 1)
         stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",
                   source, cfg->frozen_phonons);
     if (stem_config_given(cfg, "simulation", "supersampling"))

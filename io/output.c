@@ -868,7 +868,7 @@ static int stem_output_hrtem(const stem_output *o)
         {"axes", "scan_y, scan_x, y, x (pixels at /axes/x, /axes/y)", 0},
         {"description", "the HRTEM image: the exit wave through the objective lens ([probe] aberrations, focal "
                         "spread, [hrtem] objective_aperture), the intensities averaged over configurations", 0},
-        {"objective_aperture_mrad", NULL, plan->opt.objective_aperture * 1e3},
+        {"objective_aperture_mrad", NULL, plan->opt.objective_aperture_mrad},
     };
     stem_output_dataset d = {
         .name = "/hrtem", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,

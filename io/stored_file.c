@@ -202,7 +202,7 @@ int stem_stored_check_keys(const stem_stored *s, hid_t file, const stem_config *
     int err = defaults ? STEM_OK : STEM_ERR_MEMORY;
     if (defaults) stem_config_defaults(defaults);
     for (int i = 0; !err && i < n_keys; i++)
-        if (!keys[i].thermal_only || cfg->thermal) err = check_key(s, text, cfg, defaults, &keys[i], why);
+        if (!keys[i].thermal_only || cfg->opt.thermal) err = check_key(s, text, cfg, defaults, &keys[i], why);
     free(defaults);
     free(text);
     return err;

@@ -15,7 +15,7 @@ int stem_convergence_overrides(const stem_plan *plan, const stem_config *cfg, in
         return STEM_FAIL(STEM_ERR_CONFIG, "--convergence reruns a window of a STEM scan grid: not with %s",
                          plan->positions ? "[scan] positions" : plan->dist ? "a distributed FFT"
                                                                 : stem_algorithm_name(plan->algorithm)), -1;
-    if (cfg->potential_file[0] || cfg->smatrix_file[0])
+    if (plan->opt.potential_file[0] || plan->opt.smatrix_file[0])
         return STEM_FAIL(STEM_ERR_CONFIG, "--convergence changes the grid and slices: not with a stored potential or "
                          "S-matrix"), -1;
     int n = 0, nx = plan->scan_nx < STEM_CONVERGENCE_PROBES ? plan->scan_nx : STEM_CONVERGENCE_PROBES;

@@ -91,7 +91,7 @@ static int leader_wisdom(const char *path, const stem_plan *plan, char **text, c
 
 int stem_fft_wisdom_share(const stem_mpi *m, const char *path, stem_plan *plan)
 {
-    if (!plan->opt.fft_measure) return STEM_OK;
+    if (!stem_options_fft_measure(&plan->opt)) return STEM_OK;
     char *text = NULL;
     const char *origin = "";
     int rank = m->layout.world_rank;

@@ -181,7 +181,7 @@ void stem_advice_focal_points(const stem_plan *plan, stem_advice *a)
     if (plan->algorithm == STEM_ALG_HRTEM) snprintf(where, sizeof where, "the image's angles (to the objective aperture or band limit)");
     else snprintf(where, sizeof where, "the %g mrad aperture", plan->semiangle_mrad);
     int need = stem_focal_points_needed(k, STEM_FOCAL_TOLERANCE);
-    if (plan->opt.focal_auto || need >= STEM_MAX_FOCAL_POINTS)
+    if (plan->focal_auto || need >= STEM_MAX_FOCAL_POINTS)
         add(a, "focal_points",
             "focal_points = %d (the most there are): the Gauss-Hermite average over the focal spread (sigma %.3g A) of "
             "the defocus phase factors across %s at %g keV is still off by up to %.1e: the images carry that error; "

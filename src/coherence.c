@@ -214,9 +214,9 @@ double stem_focal_k_max(const stem_plan *plan)
 {
     if (!(plan->opt.focal_spread > 0)) return 0;
     double q;
+    double aperture = stem_options_objective_aperture(&plan->opt);
     if (plan->algorithm == STEM_ALG_HRTEM) /* the image's directions: inside the objective aperture or the band */
-        q = plan->opt.objective_aperture > 0 ? fmin(plan->opt.objective_aperture / plan->lambda, plan->q_limit)
-                                             : plan->q_limit;
+        q = aperture > 0 ? fmin(aperture / plan->lambda, plan->q_limit) : plan->q_limit;
     else /* the probe's: chi is centred on the beam tilt, the aperture on tilt plus shift */
         q = hypot(plan->aperture_q[0] - plan->tilt_q[0], plan->aperture_q[1] - plan->tilt_q[1]) + plan->alpha / plan->lambda;
     return sqrt(2.0) * plan->opt.focal_spread * M_PI * plan->lambda * q * q;

@@ -1,15 +1,16 @@
 /* stem_config: what the user asked for, parsed from config.ini and --set
  * overrides, validated key by key. Plain data (fixed-size strings) so rank 0
- * can broadcast it to the other ranks as bytes. */
+ * can broadcast it to the other ranks as bytes. The keys the engines read are
+ * in opt (options.h); the rest here are read by the set-up and the plan. */
 #ifndef STEM_CONFIG_H
 #define STEM_CONFIG_H
 
 #include <stdio.h>
 
 #include "aberrations.h"
+#include "options.h" /* the keys the engines read (stem_config.opt) */
 #include "stem.h"
 
-#define STEM_PATH_MAX 1024
 #define STEM_MAX_IMAGES 16
 #define STEM_MAX_DEPTHS 1000 /* detection planes of one run ([output] depths) */
 #define STEM_IMAGE_NAME_MAX 32
@@ -18,14 +19,8 @@
  * cbed: one probe's whole diffraction pattern (src/hrtem.c) */
 typedef enum { STEM_ALG_MULTISLICE = 0, STEM_ALG_PRISM = 1, STEM_ALG_HRTEM = 2, STEM_ALG_CBED = 3 } stem_algorithm;
 typedef enum { STEM_SCAN_FRACTIONAL = 0, STEM_SCAN_ANGSTROM = 1 } stem_scan_units;
-typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
-typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
-typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
-typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_callbacks;
-typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
 typedef enum { STEM_DIST_AUTO = 0, STEM_DIST_ON = 1, STEM_DIST_OFF = 2 } stem_dist_mode;
 typedef enum { STEM_CHECKPOINT_AUTO = 0, STEM_CHECKPOINT_ON = 1, STEM_CHECKPOINT_OFF = 2 } stem_checkpoint_mode;
-typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1, STEM_GPU_GEMM_TF32 = 2 } stem_gpu_gemm;
 
 typedef struct {
     char name[STEM_IMAGE_NAME_MAX];
@@ -34,6 +29,7 @@ typedef struct {
 
 typedef struct {
     char config_path[STEM_PATH_MAX];
+    stem_options opt;        /* the keys the engines read, as given (the plan copies and resolves them) */
     /* [sample] */
     char xyz[STEM_PATH_MAX];
     int tile_x, tile_y, tile_z;
@@ -42,13 +38,9 @@ typedef struct {
     double energy_kev;
     /* [probe] */
     double semiangle_mrad;
-    double source_size;      /* FWHM of the Gaussian effective source, Angstrom (0: none) */
-    double focal_spread;     /* standard deviation of the defocus spread, Angstrom (0: none) */
-    int soft_aperture;
     double beam_tilt_mrad[2];      /* x, y: the probe's directions centred here (mrad) */
     double aperture_shift_mrad[2]; /* x, y: the aperture alone displaced further (mrad) */
     double cc, energy_spread; /* Angstrom, eV FWHM: a focal spread from chromatic aberration */
-    int focal_points;        /* Gauss-Hermite points */
     double aberr_c[STEM_N_ABERR];       /* C_nm, Angstrom (aberrations.h) */
     double aberr_phi_deg[STEM_N_ABERR]; /* phi_nm, degrees (unused for m = 0) */
     /* older names, merged into aberr_c / aberr_phi_deg by the parser (giving both is an error) */
@@ -61,17 +53,9 @@ typedef struct {
     double pixel_size;       /* Angstrom */
     int grid_x, grid_y;      /* 0: derived from pixel_size */
     double slice_thickness;  /* Angstrom */
-    double potential_radius; /* Angstrom */
     int supersampling;          /* retired: accepted with a warning */
-    int transmission_oversampling; /* 0: auto, else the factor (potential.c) */
-    int parametrisation;     /* stem_parametrisation */
-    int finite_projection;   /* 0: infinite (each atom's whole projection in its slice) */
-    char potential_file[STEM_PATH_MAX]; /* slices read from a stemsim output's /potential ("": from the atoms) */
-    char smatrix_file[STEM_PATH_MAX];   /* PRISM: S-matrices read from a stemsim output's /smatrix ("": computed) */
     int interpolation_x, interpolation_y;
     int frozen_phonons;
-    long seed;
-    int thermal;
     /* [scan] */
     int scan_units;
     double x_start, x_end, y_start, y_end; /* in scan_units */
@@ -79,15 +63,8 @@ typedef struct {
     char positions[STEM_PATH_MAX]; /* probe positions file ("": the grid above) */
     /* [detector] */
     double ring_width;       /* mrad */
-    int save_3d, save_4d, save_dpc;
     double cbed_max_angle;   /* mrad, 0: no crop */
-    int cbed_bin, save_pacbed;
-    int save_exit_wave;      /* hrtem: write /exit_wave */
-    int save_potential;      /* write /potential (every configuration's slices) */
-    int save_smatrix;        /* PRISM: write /smatrix (every configuration's compact S-matrix) */
-    int layout_emd;          /* [output] layout: 0 stemsim's own, 1 Prismatic's EMD tree (io/emd.h) */
-    int standard_errors;     /* [output] standard_errors: over the configurations, under /standard_error */
-    double objective_aperture_mrad; /* hrtem: objective aperture semi-angle (0: none, the band limit) */
+    int cbed_bin;
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
     /* [images] */
@@ -108,22 +85,10 @@ typedef struct {
     int batch_size;
     double max_memory_gib;   /* 0: 80% of physical memory */
     int distributed_fft;     /* stem_dist_mode: hrtem's wave shared by a group's ranks in slabs */
-    int device;
-    int gpus_per_rank, streams_per_gpu;
-    int memory_mode;
-    int fft_callbacks;       /* stem_fft_callbacks: GPU multiplies folded into cuFFT's loads */
-    int gpu_deterministic;   /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
     int fp_groups;
-    int fft_planning;
     char fft_wisdom[STEM_PATH_MAX]; /* "": none */
     int node_shared;         /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
-    int gpu_prism_output;    /* stem_gpu_output_variant */
-    int gpu_tile;            /* 0: automatic */
-    int gpu_gemm;            /* stem_gpu_gemm */
-    int gpu_prism_resident;  /* 1: auto, 0: off */
-    int gpu_gemm_check;      /* time the PRISM output's CGEMMs alone after the step (log) */
-    int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
     int ranks_per_node;      /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
     /* which keys were given explicitly (index into the key table) */
     unsigned char seen[160];

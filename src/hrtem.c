@@ -27,7 +27,7 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
     stem_complex *prop = stem_propagator_alloc(plan);
     stem_fft fft = {0};
     int err = prop ? STEM_OK : STEM_ERR_MEMORY;
-    if (!err) err = stem_fft_create(&fft, plan->nx, plan->ny, 1, wave, plan->opt.fft_measure);
+    if (!err) err = stem_fft_create(&fft, plan->nx, plan->ny, 1, wave, stem_options_fft_measure(&plan->opt));
     if (!err) {
         stem_hrtem_plane_wave_rows(plan, 0, plan->ny, wave);
         stem_multislice_propagate(plan, trans, prop, &fft, wave, 1, 0, plan->n_slices);
@@ -39,7 +39,7 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
 
 stem_complex stem_hrtem_lens_at(const stem_plan *lens, double qx, double qy)
 {
-    double q_ap = lens->opt.objective_aperture / lens->lambda;
+    double q_ap = stem_options_objective_aperture(&lens->opt) / lens->lambda;
     if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) return 0;
     double chi = stem_probe_chi(lens, qx, qy);
     return (stem_complex)(cos(chi) - I * sin(chi));
@@ -65,7 +65,8 @@ static int lens_image(const stem_plan *plan, const stem_complex *wave, float *im
     int n = stem_focal_points(plan, offset, weight);
     stem_complex *h = stem_fft_alloc(grid, "lens transfer"), *w = stem_fft_alloc(grid, "image wave");
     stem_fft fft = {0};
-    int err = h && w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, plan->opt.fft_measure) : STEM_ERR_MEMORY;
+    int err = h && w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, stem_options_fft_measure(&plan->opt))
+                     : STEM_ERR_MEMORY;
     for (int k = 0; k < n && !err; k++) {
         lens_transfer(plan, offset[k], h);
         for (size_t p = 0; p < grid; p++) w[p] = wave[p] * h[p];
@@ -85,7 +86,8 @@ static int exit_in_real_space(const stem_plan *plan, const stem_complex *wave, f
     size_t grid = (size_t)plan->nx * plan->ny;
     stem_complex *w = stem_fft_alloc(grid, "exit wave");
     stem_fft fft = {0};
-    int err = w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, plan->opt.fft_measure) : STEM_ERR_MEMORY;
+    int err = w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, stem_options_fft_measure(&plan->opt))
+                : STEM_ERR_MEMORY;
     if (!err) {
         memcpy(w, wave, grid * sizeof *w);
         stem_fft_inverse(&fft, w);

@@ -13,7 +13,7 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
 /* Record probe 0 of res from the Fourier-space exit wave: the detector channels of its
  * diffraction pattern, the real-space exit wave (if asked for) and the image through
  * the lens: |IFFT[wave(q) A(q) exp(-i chi(q))]|^2, chi the [probe] aberrations about
- * the optical axis, A the objective aperture (plan->opt.objective_aperture, 0: none),
+ * the optical axis, A the objective aperture ([hrtem] objective_aperture, 0: none),
  * averaged over the focal spread's defoci (coherence.h) as intensities. A rank whose
  * result holds no probe records nothing. */
 int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);

@@ -119,8 +119,8 @@ static void resolve_model_path(stem_config *cfg)
 {
     resolve_input_path(cfg, cfg->xyz);
     resolve_input_path(cfg, cfg->positions);
-    resolve_input_path(cfg, cfg->potential_file);
-    resolve_input_path(cfg, cfg->smatrix_file);
+    resolve_input_path(cfg, cfg->opt.potential_file);
+    resolve_input_path(cfg, cfg->opt.smatrix_file);
 }
 
 /* Rank 0 reads the table and the model; everyone receives them and checks
@@ -130,7 +130,8 @@ static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, 
 {
     int err = STEM_OK;
     if (rank == 0) {
-        err = stem_atom_potentials_load(cfg->parametrisation, stem_parametrisation_path(cfg->parametrisation), potentials);
+        int param = cfg->opt.parametrisation;
+        err = stem_atom_potentials_load(param, stem_parametrisation_path(param), potentials);
         if (!err) err = stem_xyz_read(cfg->xyz, atoms);
         if (!err) err = stem_series_campaign_wanted(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
     }
@@ -174,15 +175,15 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[7])
     int n = 0;
     inputs[n++] = (stem_input_ref){"config file", cfg->config_path};
     inputs[n++] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
-    inputs[n++] = (stem_input_ref){cfg->parametrisation == STEM_PARAM_LOBATO ? "scattering-factor table (STEMSIM_LOBATO)"
+    inputs[n++] = (stem_input_ref){cfg->opt.parametrisation == STEM_PARAM_LOBATO ? "scattering-factor table (STEMSIM_LOBATO)"
                                                                               : "scattering-factor table (STEMSIM_KIRKLAND)",
-                                   stem_parametrisation_path(cfg->parametrisation)};
+                                   stem_parametrisation_path(cfg->opt.parametrisation)};
     if (cfg->fft_wisdom[0]) inputs[n++] = (stem_input_ref){"FFTW wisdom file ([compute] fft_wisdom)", cfg->fft_wisdom};
     if (cfg->positions[0]) inputs[n++] = (stem_input_ref){"probe positions file ([scan] positions)", cfg->positions};
-    if (cfg->potential_file[0])
-        inputs[n++] = (stem_input_ref){"potential slices ([simulation] potential_file)", cfg->potential_file};
-    if (cfg->smatrix_file[0])
-        inputs[n++] = (stem_input_ref){"S-matrices ([simulation] smatrix_file)", cfg->smatrix_file};
+    if (cfg->opt.potential_file[0])
+        inputs[n++] = (stem_input_ref){"potential slices ([simulation] potential_file)", cfg->opt.potential_file};
+    if (cfg->opt.smatrix_file[0])
+        inputs[n++] = (stem_input_ref){"S-matrices ([simulation] smatrix_file)", cfg->opt.smatrix_file};
     return n;
 }
 
@@ -280,7 +281,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     int world_size = 1;
     MPI_Comm_size(world, &world_size);
     /* one rank: its first GPU is GPU 0, so its context can be made while the model is read */
-    if (!err && world_size == 1 && cfg->device != STEM_DEVICE_CPU && cfg->algorithm != STEM_ALG_HRTEM)
+    if (!err && world_size == 1 && cfg->opt.device != STEM_DEVICE_CPU && cfg->algorithm != STEM_ALG_HRTEM)
         stem_gpu_engine_provider()->warm_up(1);
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
@@ -299,8 +300,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                        "not run as a [series] or checkpointed campaign yet: set [compute] "
                                        "distributed_fft = off, or run the points as separate jobs", cfg->config_path),
                              world);
-    const char *stored = cfg->save_potential ? "[output] save_potential" : cfg->potential_file[0] ? "[simulation] potential_file"
-                       : cfg->save_smatrix ? "[output] save_smatrix" : cfg->smatrix_file[0] ? "[simulation] smatrix_file" : NULL;
+    const stem_options *opt = &cfg->opt;
+    const char *stored = opt->save_potential ? "[output] save_potential" : opt->potential_file[0] ? "[simulation] potential_file"
+                       : opt->save_smatrix ? "[output] save_smatrix" : opt->smatrix_file[0] ? "[simulation] smatrix_file" : NULL;
     if (!err && stored && (plan->dist || stem_series_campaign_wanted(cfg)))
         err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: %s is not available %s: run without it", cfg->config_path,
                                        stored,
@@ -424,8 +426,8 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
         stem_potential_source src;
         stem_potential_source_init(&src, plan, atoms, potentials);
         stem_output_potential potential = {stem_potential_source_slices, &src,
-                                           cfg->parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
-                                           cfg->finite_projection ? "finite" : "infinite"};
+                                           cfg->opt.parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
+                                           cfg->opt.finite_projection ? "finite" : "infinite"};
         stem_output_smatrix smatrix = {stem_smatrix_store_beam, &store};
         stem_output_stored stored = {plan->opt.save_potential ? &potential : NULL,
                                      plan->opt.save_smatrix ? &smatrix : NULL};

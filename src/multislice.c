@@ -101,7 +101,7 @@ static int ms_setup(void *ctx, int w)
     job->intensity[w] = stem_alloc(sizeof(float) * plan->out_nx * plan->out_ny, "diffraction pattern");
     if (!job->waves[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
     return stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w],
-                           plan->opt.fft_measure);
+                           stem_options_fft_measure(&plan->opt));
 }
 
 static void ms_teardown(void *ctx, int w)

@@ -447,49 +447,21 @@ static void choose_decomposition(stem_plan *plan, const stem_config *cfg)
     plan->batch_size = cfg->batch_size;
 }
 
-/* The config values engines use, so that they never read the config. */
-static void copy_options(stem_plan *plan, const stem_config *cfg)
+/* The config's options, copied whole, and what the plan resolves of them without the
+ * model (focal_points and oversampling auto wait for the grid and the model: choose_focal_points,
+ * choose_oversampling). */
+static void resolve_options(stem_plan *plan, const stem_config *cfg)
 {
-    stem_options *o = &plan->opt;
-    o->save_3d = cfg->save_3d;
-    o->save_4d = cfg->save_4d;
-    o->save_dpc = cfg->save_dpc;
-    o->save_exit_wave = cfg->save_exit_wave;
-    o->save_potential = cfg->save_potential;
-    o->save_smatrix = cfg->save_smatrix;
-    o->layout_emd = cfg->layout_emd;
-    o->standard_errors = cfg->standard_errors;
-    o->objective_aperture = cfg->objective_aperture_mrad * 1e-3;
-    if (cfg->algorithm == STEM_ALG_CBED) o->save_4d = 1; /* the pattern is the output */
-    o->save_pacbed = cfg->save_pacbed;
-    o->fft_measure = cfg->fft_planning == STEM_FFT_MEASURE;
-    o->device = cfg->device;
-    o->gpus_per_rank = cfg->gpus_per_rank;
-    o->streams_per_gpu = cfg->streams_per_gpu;
-    o->memory_mode = cfg->memory_mode;
-    o->fft_callbacks = cfg->fft_callbacks;
-    o->gpu_deterministic = cfg->gpu_deterministic;
-    o->batch_given = stem_config_given(cfg, "compute", "batch_size");
-    o->seed = cfg->seed;
-    o->thermal = cfg->thermal;
-    o->potential_radius = cfg->potential_radius;
-    o->parametrisation = cfg->parametrisation;
-    o->finite_projection = cfg->finite_projection;
-    o->oversampling = cfg->transmission_oversampling; /* 0 (auto) is resolved with the model: choose_oversampling */
-    o->potential_file = cfg->potential_file;
-    o->smatrix_file = cfg->smatrix_file;
-    o->gpu_prism_output = cfg->gpu_prism_output;
-    o->gpu_tile = cfg->gpu_tile;
-    o->gpu_gemm = cfg->gpu_gemm;
-    o->gpu_prism_resident = cfg->gpu_prism_resident;
-    o->gpu_gemm_check = cfg->gpu_gemm_check;
-    o->gpu_transmission = cfg->gpu_transmission;
-    o->source_size = cfg->source_size;
-    o->focal_spread = cfg->cc > 0 && cfg->energy_spread > 0
-                          ? stem_chromatic_focal_spread(cfg->cc, cfg->energy_spread, cfg->energy_kev)
-                          : cfg->focal_spread;
-    o->soft_aperture = cfg->soft_aperture;
-    o->focal_points = cfg->focal_points;
+    plan->opt = cfg->opt;
+    if (cfg->algorithm == STEM_ALG_CBED) plan->opt.save_4d = 1; /* the pattern is the output */
+    if (cfg->cc > 0 && cfg->energy_spread > 0) /* config.c refuses them together with focal_spread */
+        plan->opt.focal_spread = stem_chromatic_focal_spread(cfg->cc, cfg->energy_spread, cfg->energy_kev);
+    plan->batch_given = stem_config_given(cfg, "compute", "batch_size");
+}
+
+/* The probe's optics and the images as the plan keeps them (phi in rad). */
+static void copy_optics(stem_plan *plan, const stem_config *cfg)
+{
     plan->energy_kev = cfg->energy_kev;
     plan->semiangle_mrad = cfg->semiangle_mrad;
     for (int i = 0; i < STEM_N_ABERR; i++) {
@@ -518,10 +490,10 @@ int stem_slice_count(double cell_z, double dz, double *dz_last)
 
 /* [probe] focal_points: as given, or (auto) the fewest that keep the defocus average's
  * quadrature error below STEM_FOCAL_TOLERANCE for this spread, aperture and energy. */
-static void choose_focal_points(stem_plan *plan, const stem_config *cfg)
+static void choose_focal_points(stem_plan *plan)
 {
-    plan->opt.focal_auto = cfg->focal_points == 0;
-    if (!plan->opt.focal_auto) return;
+    plan->focal_auto = plan->opt.focal_points == 0;
+    if (!plan->focal_auto) return;
     plan->opt.focal_points = stem_focal_points_needed(stem_focal_k_max(plan), STEM_FOCAL_TOLERANCE);
 }
 
@@ -585,7 +557,8 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     memset(plan, 0, sizeof *plan);
     plan->layout = *layout;
     plan->algorithm = cfg->algorithm;
-    copy_options(plan, cfg);
+    resolve_options(plan, cfg);
+    copy_optics(plan, cfg);
     plan->n_atoms = atoms->n;
     plan->lambda = stem_wavelength(cfg->energy_kev);
     plan->sigma = stem_interaction_constant(cfg->energy_kev);
@@ -611,7 +584,7 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     choose_oversampling(plan, atoms);
     plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
     STEM_TRY(check_optics(plan));
-    choose_focal_points(plan, cfg);
+    choose_focal_points(plan);
     plan->dz = cfg->slice_thickness;
     stem_plan_set_thickness(plan, plan->cell[2]);
     log_slicing(plan);
@@ -646,8 +619,8 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
-    if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg)); /* before anything is allocated */
-    if (cfg->smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
+    if (cfg->opt.potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg)); /* before anything is allocated */
+    if (cfg->opt.smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
@@ -800,8 +773,8 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
             plan->threads, plan->batch_size);
     if (plan->opt.focal_spread > 0)
         fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n", plan->opt.focal_spread,
-                plan->opt.focal_points, plan->opt.focal_auto ? ", chosen by focal_points = auto" : "");
-    fprintf(out, "  FFT planning       %s%s%s\n", plan->opt.fft_measure ? "measure" : "estimate",
+                plan->opt.focal_points, plan->focal_auto ? ", chosen by focal_points = auto" : "");
+    fprintf(out, "  FFT planning       %s%s%s\n", stem_options_fft_measure(&plan->opt) ? "measure" : "estimate",
             plan->fft_wisdom[0] ? ", " : "", plan->fft_wisdom);
     if (L->shared_ranks > 1)
         fprintf(out, "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on this node\n",

@@ -1,7 +1,8 @@
 /* stem_plan: everything derived from the config and the model that the
  * engines need: grids, slices, beams, scan, detector geometry, the work
- * decomposition and the memory estimate, and copies of the config values
- * they use. Engines read only the plan: it holds no pointer to the config. */
+ * decomposition and the memory estimate, and the options (options.h) copied
+ * whole from the config and resolved. Engines read only the plan: it holds no
+ * pointer to the config. */
 #ifndef STEM_PLAN_H
 #define STEM_PLAN_H
 
@@ -26,37 +27,13 @@ typedef struct {
     double phi[STEM_N_ABERR]; /* phi_nm, rad */
 } stem_aberrations;
 
-/* What the engines do, beyond the geometry: copied from the config. */
-typedef struct {
-    int save_3d, save_4d, save_dpc, save_pacbed, save_exit_wave, save_potential, save_smatrix;
-    int layout_emd; /* [output] layout = emd */
-    int standard_errors; /* [output] standard_errors (channels.h: stem_channel_error_width) */
-    double objective_aperture; /* hrtem: rad (0: none) */
-    int fft_measure;        /* FFTW_MEASURE instead of FFTW_ESTIMATE */
-    int device;             /* stem_device */
-    int gpus_per_rank, streams_per_gpu, memory_mode, fft_callbacks;
-    int batch_given;        /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
-    int gpu_deterministic;  /* [compute] gpu_deterministic: GPU sums in an order fixed by the job */
-    long seed;
-    int thermal;
-    double potential_radius; /* Angstrom */
-    double source_size;      /* FWHM of the effective source, Angstrom (coherence.h) */
-    double focal_spread;     /* standard deviation of defocus, Angstrom (coherence.h); 0: coherent */
-    int soft_aperture;       /* the aperture's edge softened over one grid pixel (probe.c) */
-    int focal_points;        /* Gauss-Hermite points over the focal spread (resolved: >= 1) */
-    int focal_auto;          /* [probe] focal_points = auto chose them (coherence.h) */
-    int parametrisation;     /* stem_parametrisation */
-    int finite_projection;   /* atoms' potentials split over the slices they reach (potential.c) */
-    int oversampling;        /* transmission functions formed on a grid this many times finer (potential.c) */
-    const char *potential_file; /* [simulation] potential_file: the configuration's ("": none) */
-    const char *smatrix_file;   /* [simulation] smatrix_file: PRISM's S-matrices read, not computed ("": none) */
-    int gpu_prism_output, gpu_tile, gpu_gemm, gpu_prism_resident, gpu_transmission, gpu_gemm_check; /* [debug] */
-} stem_options;
-
 typedef struct {
     stem_layout layout;
     int algorithm;
-    stem_options opt;
+    stem_options opt;    /* the config's, resolved: focal spread from Cc, focal_points and oversampling auto,
+                          * save_4d for cbed (resolve_options, choose_focal_points, choose_oversampling) */
+    int focal_auto;      /* [probe] focal_points = auto chose opt.focal_points (coherence.h) */
+    int batch_given;     /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
     /* optics */
     double energy_kev;
     double lambda;   /* Angstrom */

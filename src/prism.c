@@ -29,7 +29,7 @@ static int smatrix_setup(void *ctx, int w)
     job->box[w] = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny, "S-matrix box");
     if (!job->waves[w] || !job->box[w]) return STEM_ERR_MEMORY;
     STEM_TRY(stem_fft_create(&job->fft[w], plan->nx, plan->ny, plan->batch_size, job->waves[w],
-                             plan->opt.fft_measure));
+                             stem_options_fft_measure(&plan->opt)));
     return stem_fft_create(&job->fft_box[w], plan->crop_nx, plan->crop_ny, 1, job->box[w], 0);
 }
 
@@ -176,7 +176,7 @@ static int output_setup(void *ctx, int w)
     job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
     if (!job->coef[w] || !job->window[w] || !job->coef_t[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
     return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w],
-                           plan->opt.fft_measure);
+                           stem_options_fft_measure(&plan->opt));
 }
 
 static void output_teardown(void *ctx, int w)

@@ -73,7 +73,7 @@ static inline int sim_transmission(sim_case *s, int config)
     size_t grid = (size_t)s->plan.nx * s->plan.ny;
     if (!s->trans) s->trans = stem_fft_alloc(grid * s->plan.n_slices, "test transmission");
     if (!s->trans) return STEM_ERR_MEMORY;
-    int err = stem_atoms_displace(&s->atoms, s->cfg.seed, config, s->cfg.thermal, &displaced);
+    int err = stem_atoms_displace(&s->atoms, s->cfg.opt.seed, config, s->cfg.opt.thermal, &displaced);
     if (!err) err = stem_potential_table_build(&s->plan, &displaced, s->kirkland, &table);
     if (!err) err = stem_transmission_build(&s->plan, &table, &displaced, s->trans);
     stem_potential_table_free(&table);

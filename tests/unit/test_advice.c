@@ -63,7 +63,7 @@ static void check_focal_auto(void)
     double q = 0.025 / LAMBDA_300, k_max = M_PI * LAMBDA_300 * q * q;
     sim_case s;
     CHECK_INT_EQ(sim_prepare(&s, ini, NULL), STEM_OK);
-    CHECK(s.plan.opt.focal_auto);
+    CHECK(s.plan.focal_auto);
     double err_auto = focal_worst(&s.plan, 35, k_max);
     printf("focal_points = auto: %d points, worst error %.2e\n", s.plan.opt.focal_points, err_auto);
     CHECK_LE(err_auto, 1e-3);
@@ -84,7 +84,7 @@ static void check_focal_auto(void)
                                      "[simulation]\npixel_size = 0.05\n",
                              NULL), STEM_OK);
     CHECK_INT_EQ(s.plan.opt.focal_points, 5);
-    CHECK(!s.plan.opt.focal_auto);
+    CHECK(!s.plan.focal_auto);
     sim_free(&s);
     CHECK_INT_EQ(sim_prepare(&s, SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.05\n",
                              NULL), STEM_OK);

@@ -36,7 +36,7 @@ static void test_values_and_defaults(void)
     CHECK_CLOSE(c.semiangle_mrad, 24.5, 0);
     CHECK_CLOSE(c.defocus, -55, 0);
     CHECK_INT_EQ(c.algorithm, STEM_ALG_PRISM);
-    CHECK_INT_EQ(c.thermal, 1);
+    CHECK_INT_EQ(c.opt.thermal, 1);
     CHECK_INT_EQ(c.interpolation_x, 2);
     CHECK_INT_EQ(c.interpolation_y, 4);
     CHECK_CLOSE(c.pixel_size, 0.1, 0);
@@ -48,11 +48,11 @@ static void test_values_and_defaults(void)
     CHECK(!strcmp(c.images[1].name, "ABF") && c.images[1].inner_mrad == 12.25);
     CHECK(!strcmp(c.images[2].name, "ADF") && c.images[2].outer_mrad == 73.5);
     CHECK(!strcmp(c.images[3].name, "HAADF") && c.images[3].inner_mrad == 73.5);
-    CHECK_INT_EQ(c.gpu_deterministic, 1); /* bitwise reproducible GPU sums unless asked otherwise */
+    CHECK_INT_EQ(c.opt.gpu_deterministic, 1); /* bitwise reproducible GPU sums unless asked otherwise */
     free(msg);
     err = parse("[sample]\nxyz = m.xyz\n[compute]\ngpu_deterministic = off\n", &d0, &msg);
     CHECK_INT_EQ(err, STEM_OK);
-    CHECK_INT_EQ(d0.gpu_deterministic, 0);
+    CHECK_INT_EQ(d0.opt.gpu_deterministic, 0);
     free(msg);
     /* the effective config written to the output parses back to the same values */
     char *ini = stem_config_to_ini(&c);
@@ -61,8 +61,8 @@ static void test_values_and_defaults(void)
     err = parse(ini, &d, &msg);
     CHECK_INT_EQ(err, STEM_OK);
     CHECK(!strcmp(d.xyz, c.xyz) && d.tile_x == c.tile_x && d.energy_kev == c.energy_kev &&
-          d.semiangle_mrad == c.semiangle_mrad && d.algorithm == c.algorithm && d.thermal == c.thermal &&
-          d.n_images == c.n_images && d.images[3].inner_mrad == c.images[3].inner_mrad && d.seed == c.seed);
+          d.semiangle_mrad == c.semiangle_mrad && d.algorithm == c.algorithm && d.opt.thermal == c.opt.thermal &&
+          d.n_images == c.n_images && d.images[3].inner_mrad == c.images[3].inner_mrad && d.opt.seed == c.opt.seed);
     free(msg);
     free(ini);
     /* explicit images */

@@ -94,7 +94,7 @@ static cross_sections measure(int Z, double occupancy, double cell, double px, d
     REQUIRE(q_hi < plan.q_limit);
     static double complex F[NQ];
     static double B[NQ];
-    closed_forms(&kirk[Z], sigma * occupancy, cfg.potential_radius, dq, F, B);
+    closed_forms(&kirk[Z], sigma * occupancy, cfg.opt.potential_radius, dq, F, B);
     cross_sections c = {0};
     for (int j = 0; j < plan.ny; j++)
         for (int i = 0; i < plan.nx; i++) {

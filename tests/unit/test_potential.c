@@ -98,7 +98,7 @@ static double compare_spectrum(const pot_case *c, double ax, double ay, const st
     int nx = pl->pot_nx, ny = pl->pot_ny, nq = 2048;
     double band = pl->opt.oversampling * pl->q_limit; /* the potential grid's 2/3 of Nyquist */
     double area = pl->cell[0] * pl->cell[1], dq = 1.5 * band / nq, P[2048];
-    profile_transform(p, c->cfg.potential_radius, dq, nq, P);
+    profile_transform(p, c->cfg.opt.potential_radius, dq, nq, P);
     double complex *rows = calloc((size_t)nx * ny, sizeof *rows);
     REQUIRE(rows);
     for (int j = 0; j < ny; j++) /* along x first */
