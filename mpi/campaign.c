@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../io/potential_file.h"
-#include "../src/algorithm.h"
+#include "algorithm.h"
 #include "../src/channels.h"
 #include "../src/coherence.h"
 #include "../src/fft.h"

@@ -5,7 +5,7 @@
 
 #include "comm.h"
 
-#include "../src/algorithm.h"
+#include "algorithm.h"
 #include "../src/engine.h"
 #include "../src/potential.h"
 

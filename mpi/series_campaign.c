@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/algorithm.h"
+#include "algorithm.h"
 #include "../src/channels.h"
 #include "../src/phases.h"
 #include "../src/result_check.h"
