@@ -18,6 +18,8 @@
 #include "../mpi/series_campaign.h"
 #include "../mpi/smatrix_store.h"
 #include "../io/prismatic_params.h"
+#include "../io/scattering_tables.h"
+#include "../io/xyz.h"
 #include "config.h"
 #include "engine.h"
 #include "phases.h"

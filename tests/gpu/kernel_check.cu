@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
+#include "../../io/xyz.h"
 
 static int failures = 0;
 

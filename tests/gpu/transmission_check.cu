@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
+#include "../../io/xyz.h"
+#include "../../io/scattering_tables.h"
 
 static double max_rel(const stem_complex *a, const stem_complex *b, size_t n)
 {

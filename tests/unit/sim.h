@@ -10,11 +10,13 @@
 #include <string.h>
 
 #include "atoms.h"
+#include "../../io/xyz.h"
 #include "check.h"
 #include "detector.h"
 #include "fft.h"
 #include "multislice.h"
 #include "physics.h"
+#include "../../io/scattering_tables.h"
 #include "plan.h"
 #include "potential.h"
 #include "prism.h"
