@@ -9,7 +9,7 @@
 
 #include "../cuda/gpu_engine.h"
 #include "../io/output.h"
-#include "../mpi/campaign.h"
+#include "../mpi/phonon_loop.h"
 #include "advice.h"
 #include "build_info.h"
 #include "../mpi/consistency.h"
@@ -409,7 +409,7 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
     int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
     if (!err) err = stem_smatrix_store_open(&store, m, plan, target); /* agreed */
     int keeps_smatrix = !err && (store.io.load || store.io.store);
-    if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
+    if (!err) err = stem_phonon_loop_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
     if (!err && plan->opt.save_smatrix) err = stem_smatrix_store_finish(&store, m);
     /* what is not a finished simulation is never published (result_check.h) */
     if (!err) err = stem_mpi_agree(m->layout.group == 0 ? stem_result_check(plan, &res, 1, "") : STEM_OK, m->world);

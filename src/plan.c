@@ -349,7 +349,7 @@ static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
  * with HDF5's caches and the I/O components it loads). */
 #define STEM_WRITE_BUFFER_BYTES (64.0 * 1048576)
 
-/* Every large buffer of a run, per rank (campaign.c, detector.c, engines), and the process
+/* Every large buffer of a run, per rank (mpi/phonon_loop.c, detector.c, engines), and the process
  * itself: its libraries and MPI's start-up peak (measured when planning) and the write's buffers. */
 static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gib)
 {
@@ -365,7 +365,7 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     /* the transmission build's workers: a potential and a wave on the oversampled grid each */
     double m = plan->opt.oversampling;
     plan->mem_potential += 12.0 * m * m * grid * (plan->opt.device == STEM_DEVICE_GPU ? 1 : plan->threads);
-    /* a GPU run's group leaders build the next configuration while the GPU works (campaign.c) */
+    /* a GPU run's group leaders build the next configuration while the GPU works (mpi/phonon_loop.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
     /* every rank holds the lookup table: the ranks of a group build its slices together */

@@ -45,8 +45,6 @@ KNOWN = {
     "declared: src/config.h declares stem_config_print_reference, defined in io/config.c",
     "declared: src/config.h declares stem_edit_distance, defined in io/config.c",
     "cycle: io/potential_file -> io/smatrix_file -> src/channels -> src/coherence -> src/plan -> src/probe -> io/potential_file",
-    "cycle: mpi/comm -> mpi/node_shared -> mpi/comm",
-    "cycle: mpi/campaign -> mpi/dist_hrtem -> mpi/campaign",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
