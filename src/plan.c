@@ -8,14 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../io/positions.h"
-#include "../io/potential_file.h"
-#include "../io/smatrix_file.h"
-#include "../mpi/dist_fft.h"
 #include "channels.h"
 #include "coherence.h"
 #include "memlimit.h"
 #include "probe.h"
+#include "slabs.h"
 #include "physics.h"
 
 int stem_fft_good_size(int n)
@@ -125,8 +122,8 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
     return STEM_OK;
 }
 
-/* The probes: the [scan] grid, or the positions file (read by every rank that builds a plan). */
-static int choose_scan(stem_plan *plan, const stem_config *cfg)
+/* The probes: the [scan] grid, or the positions of the positions file (read by the caller). */
+static int choose_scan(stem_plan *plan, const stem_config *cfg, const stem_positions *positions)
 {
     if (stem_plan_single_wave(plan)) { /* hrtem: the plane wave; cbed: the probe at the scan's start */
         int frac = cfg->scan_units == STEM_SCAN_FRACTIONAL;
@@ -141,7 +138,9 @@ static int choose_scan(stem_plan *plan, const stem_config *cfg)
         return STEM_OK;
     }
     if (cfg->positions[0]) {
-        STEM_TRY(stem_positions_read(cfg->positions, plan->cell[0], plan->cell[1], &plan->positions, &plan->n_probes));
+        STEM_ASSERT(positions && positions->xy, "[scan] positions not read before the plan");
+        plan->positions = positions->xy;
+        plan->n_probes = positions->n;
         plan->scan_nx = (int)plan->n_probes;
         plan->scan_ny = 1;
         return STEM_OK;
@@ -580,7 +579,8 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
                       plan->mem_results + plan->mem_detector + plan->mem_workspace;
 }
 
-int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout)
+int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
+                    const stem_layout *layout)
 {
     memset(plan, 0, sizeof *plan);
     plan->layout = *layout;
@@ -642,12 +642,10 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
             plan->layout.world_rank == 0)
             stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
-    STEM_TRY(choose_scan(plan, cfg));
+    STEM_TRY(choose_scan(plan, cfg, positions));
     stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
-    if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg)); /* before anything is allocated */
-    if (cfg->smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
@@ -836,7 +834,6 @@ void stem_plan_free(stem_plan *plan)
 {
     free(plan->beam_kx);
     free(plan->beam_ky);
-    free(plan->positions);
     plan->beam_kx = plan->beam_ky = NULL;
     plan->positions = NULL;
 }

@@ -61,7 +61,7 @@ static inline int sim_prepare(sim_case *s, const char *ini, const stem_atoms *mo
         STEM_TRY(stem_xyz_read(s->cfg.xyz, &s->atoms));
     }
     STEM_TRY(stem_atoms_prepare(&s->atoms, &s->cfg));
-    STEM_TRY(stem_plan_build(&s->plan, &s->cfg, &s->atoms, &sim_single_rank));
+    STEM_TRY(stem_plan_build(&s->plan, &s->cfg, &s->atoms, NULL, &sim_single_rank));
     STEM_TRY(stem_detector_build(&s->plan, &s->det));
     return STEM_OK;
 }
