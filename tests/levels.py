@@ -16,8 +16,7 @@ A module is a .c (or .cu) file with its .h; the modules' include graph (a module
 uses another when its .c or .h includes the other's .h, directly or through
 headers that have no .c, such as src/stem.h) must have no cycles.
 
-A function a header declares is defined in a file of the header's own level
-(a src/ header declares no function of io/).
+A function a src/ header declares is defined in src/ (none of io/ or mpi/).
 
 Usage: levels.py REPO_ROOT. Exit 0 when clean, 1 with a list of violations."""
 import os
@@ -34,7 +33,9 @@ RANK = {"ground": 0, "primitives": 1, "device": 1, "files": 2, "drivers": 3, "ma
 KNOWN = {
     # plan.c uses what plan.h's users define (channel widths, the blur, the probe):
     # the plan type and its builder share one module
-    "cycle: src/channels -> src/coherence -> src/plan -> src/probe -> src/channels",
+    "cycle among: src/channels, src/coherence, src/plan, src/probe",
+    # the parser's functions (io/config.c); src/plan.c calls stem_config_given: they
+    # move to io/ with the options of issue 28 item 3
     "declared: src/config.h declares stem_config_load, defined in io/config.c",
     "declared: src/config.h declares stem_config_load_string, defined in io/config.c",
     "declared: src/config.h declares stem_config_defaults, defined in io/config.c",
@@ -116,7 +117,7 @@ def main(root):
         graph.setdefault(mod, set()).update(m for m in uses(root, path) if m != mod)
     bad += misplaced(root)
     for cycle in cycles(graph):
-        bad.append("cycle: " + " -> ".join(cycle))
+        bad.append("cycle among: " + ", ".join(cycle))
     new = [line for line in bad if line not in KNOWN]
     gone = sorted(KNOWN - set(bad))
     for line in new:
@@ -167,7 +168,7 @@ def misplaced(root):
 
 
 def cycles(graph):
-    """One cycle per strongly connected component with more than one module."""
+    """The modules of each include cycle (strongly connected component), sorted."""
     index, low, stack, on, out = {}, {}, [], set(), []
 
     def visit(v):
@@ -189,7 +190,7 @@ def cycles(graph):
                 if w == v:
                     break
             if len(comp) > 1:
-                out.append(sorted(comp) + [sorted(comp)[0]])
+                out.append(sorted(comp))
 
     for v in sorted(graph):
         if v not in index:
