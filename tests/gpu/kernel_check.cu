@@ -35,7 +35,9 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
+extern "C" { /* a C header of io/ (gpu_common.cuh wraps src/'s) */
 #include "../../io/xyz.h"
+}
 
 static int failures = 0;
 

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
-#include "../../io/xyz.h"
+extern "C" { /* C headers of io/ (gpu_common.cuh wraps src/'s) */
 #include "../../io/scattering_tables.h"
+#include "../../io/xyz.h"
+}
 
 static double max_rel(const stem_complex *a, const stem_complex *b, size_t n)
 {
