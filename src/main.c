@@ -161,8 +161,9 @@ static int load_positions(const stem_config *cfg, const stem_atoms *model, MPI_C
     return err;
 }
 
-/* A stored potential or S-matrix to read back must fit the plan (io/potential_file.h,
- * io/smatrix_file.h): checked on every rank before anything is allocated. */
+/* A stored potential or S-matrix to read back must fit the plan's geometry
+ * (io/potential_file.h, io/smatrix_file.h): checked on every rank, as the plan's first
+ * refusals, before its memory is planned. */
 static int check_stored_inputs(const stem_plan *plan, const stem_config *cfg)
 {
     if (cfg->potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg));
@@ -322,8 +323,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared,
                                                   cfg->ranks_per_node), world);
     if (!err) err = load_positions(cfg, model, world, rank, positions);
-    if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, model, positions, &m->layout), world);
-    if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world);
+    if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, positions, &m->layout), world);
+    if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world); /* before anything is allocated */
+    if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
     if (!err && plan->dist && series->n_points) /* a unit's stored results are whole waves: not slabs (yet) */

@@ -579,8 +579,8 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
                       plan->mem_results + plan->mem_detector + plan->mem_workspace;
 }
 
-int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
-                    const stem_layout *layout)
+int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
+                       const stem_positions *positions, const stem_layout *layout)
 {
     memset(plan, 0, sizeof *plan);
     plan->layout = *layout;
@@ -646,12 +646,24 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
+    return STEM_OK;
+}
+
+int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms)
+{
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
     choose_distribution(plan, cfg);
     if (plan->dist) STEM_TRY(stem_dist_fft_check(plan->nx, plan->ny, plan->layout.group_size)); /* before any collective */
     return STEM_OK;
+}
+
+int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
+                    const stem_layout *layout)
+{
+    STEM_TRY(stem_plan_geometry(plan, cfg, atoms, positions, layout));
+    return stem_plan_finish(plan, cfg, atoms);
 }
 
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)

@@ -213,6 +213,13 @@ typedef struct {
  * set (NULL otherwise; HRTEM and CBED ignore them). */
 int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
                     const stem_layout *layout);
+/* stem_plan_build in two steps, for a caller that checks inputs against the geometry first:
+ * the geometry (grids, slices, optics, detector, scan, beams: what a stored potential or
+ * S-matrix must match), then the rest (the PRISM window, the work split, the memory, the
+ * distributed FFT). */
+int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
+                       const stem_positions *positions, const stem_layout *layout);
+int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms);
 /* A campaign unit holds points_per_unit results (its defoci x depths) on each rank
  * and the whole unit on its group leader (mpi/series_campaign.c): counted in mem_results. */
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit);
