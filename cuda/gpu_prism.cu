@@ -1,7 +1,7 @@
 /* PRISM with the S-matrix resident in device memory: when a rank
  * group has one rank there is nothing to gather, so the compact S-matrix goes
  * from the S-matrix step to the output step without the device -> host ->
- * host -> device round trip of the general path (src/algorithm.c). The beam-
+ * host -> device round trip of the general path (mpi/algorithm.c). The beam-
  * fastest arrangement of stem_prism_arrange is done by a transpose kernel. */
 #include <stdlib.h>
 

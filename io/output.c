@@ -14,7 +14,7 @@
 #include "potential_file.h"
 #include "smatrix_file.h"
 
-#include "../mpi/comm.h"
+#include "../mpi/collectives.h"
 #include "../src/signals.h"
 
 #include <errno.h>

@@ -11,35 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "xyz.h"
+
 #include "../src/atoms.h"
 #include "../src/physics.h"
 #include "input_file.h"
-
-int stem_atoms_alloc(stem_atoms *a, long n)
-{
-    double cell[3] = {a->cell[0], a->cell[1], a->cell[2]};
-    memset(a, 0, sizeof *a);
-    memcpy(a->cell, cell, sizeof cell);
-    a->n = n;
-    STEM_ALLOC(a->Z, n, "atom numbers");
-    STEM_ALLOC(a->x, n, "atom positions");
-    STEM_ALLOC(a->y, n, "atom positions");
-    STEM_ALLOC(a->z, n, "atom positions");
-    STEM_ALLOC(a->occupancy, n, "atom occupancies");
-    STEM_ALLOC(a->sigma, n, "atom displacements");
-    return STEM_OK;
-}
-
-void stem_atoms_free(stem_atoms *a)
-{
-    free(a->Z);
-    free(a->x);
-    free(a->y);
-    free(a->z);
-    free(a->occupancy);
-    free(a->sigma);
-    memset(a, 0, sizeof *a);
-}
 
 /* Growable reading state over a text buffer. */
 typedef struct {

@@ -41,7 +41,7 @@ int stem_convergence_means(const stem_mpi *m, const stem_plan *plan, const stem_
 {
     stem_result res = {0};
     int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
-    if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, NULL, &res);
+    if (!err) err = stem_phonon_loop_run(m, plan, engine, atoms, potentials, NULL, &res);
     int ni = plan->n_images;
     double *local = calloc((size_t)ni + 1, sizeof *local);
     if (!err) err = stem_mpi_agree(local ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "out of memory"), m->world);

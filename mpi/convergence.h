@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "campaign.h"
+#include "phonon_loop.h"
 
 #define STEM_CONVERGENCE_PROBES 4      /* the window: at most this many probes along x and y */
 #define STEM_CONVERGENCE_MAX_SETS 10   /* overrides one variant adds */

@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "../src/slabs.h"
 #include "../src/stem.h"
 
 typedef struct {
@@ -22,12 +23,6 @@ typedef struct {
     void *forward, *inverse; /* fftwf_plan */
 } stem_dist_fft;
 
-/* FFTW-MPI's slabs for this grid on `ranks` ranks (its default blocks: ceil(n / ranks)
- * rows each, the last ranks possibly empty), without creating anything. */
-void stem_dist_fft_slabs(int nx, int ny, int ranks, int rank, long *rows, long *row0, long *cols, long *col0);
-/* STEM_ERR_CONFIG, naming the most ranks that would do, when a rank of `ranks` would get no rows or
- * no Fourier columns: collectives some ranks would skip (checked by the plan, on every rank). */
-int stem_dist_fft_check(int nx, int ny, int ranks);
 /* Plans for in-place transforms (FFTW_ESTIMATE, or FFTW_MEASURE when measure); collective over
  * comm, entered by every rank even when one fails (the caller agrees on the status). */
 int stem_dist_fft_create(stem_dist_fft *d, MPI_Comm comm, int nx, int ny, int measure);

@@ -13,7 +13,7 @@
 #include "../src/multislice.h"
 #include "../src/phases.h"
 #include "../src/potential.h"
-#include "campaign.h"
+#include "phonon_steps.h"
 #include "dist_fft.h"
 
 typedef struct {
@@ -168,7 +168,7 @@ int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_ato
     dist_state st = {0};
     int err = stem_mpi_agree(state_create(m, plan, &st), m->world);
     double t = stem_wall_time();
-    err = stem_campaign_lookup_table(m, plan, atoms, potentials, err, &st.table);
+    err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &st.table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     if (!err && L->world_rank == 0)
         stem_info("distributed FFT: %d x %d grid in slabs of %ld rows over the %d ranks of each group", plan->nx,
@@ -180,7 +180,7 @@ int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_ato
             stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
             err = one_configuration(m, plan, &st, atoms, c, res);
         }
-        err = stem_campaign_safe_point(m, err);
+        err = stem_phonon_safe_point(m, err);
         if (!err && c < plan->n_configs) stem_phases_log_config(c, plan->n_configs);
     }
     state_free(&st);

@@ -7,7 +7,7 @@
 
 #include "../src/fft.h"
 #include "../src/plan.h"
-#include "comm.h"
+#include "collectives.h"
 
 /* The node communicator: the real node (MPI_COMM_TYPE_SHARED), cut into runs of
  * ranks_per_node consecutive ranks when asked (a test of several "nodes"). */

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/algorithm.h"
+#include "algorithm.h"
 #include "../src/channels.h"
 #include "../src/phases.h"
 #include "../src/result_check.h"
 #include "../src/signals.h"
-#include "campaign.h"
+#include "phonon_loop.h"
 #include "checkpoint.h"
 #include "consistency.h"
 
@@ -241,7 +241,7 @@ static int compute_unit(campaign *cp, int u)
     int err = stem_mpi_agree(tilt_model(cp, t), job->m->group);
     const stem_plan *plans = &cp->plans[t * cp->n_optics];
     if (!err)
-        err = stem_campaign_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
+        err = stem_phonon_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
                                          &cp->trans_node);
     for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
     if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, cp->res,
@@ -393,7 +393,7 @@ static int group_state(campaign *cp)
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
     double t = stem_wall_time();
-    err = stem_campaign_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table);
+    err = stem_phonon_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     return err;
 }
@@ -463,7 +463,7 @@ static int point_image_errors(campaign *cp, int p, stem_result *res)
     if (MPI_Allreduce(MPI_IN_PLACE, rows, (int)n, MPI_DOUBLE, MPI_SUM, cp->job->m->world) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the images of each configuration failed");
     if (!res) free(rows);
-    if (!err) err = stem_campaign_scan_errors(cp->job->m, plan, res);
+    if (!err) err = stem_phonon_scan_errors(cp->job->m, plan, res);
     const stem_series *s = cp->job->series;
     if (!err && res && s->n_points <= 24) { /* a long series: the file holds them all */
         char where[64];
@@ -501,7 +501,7 @@ static int load_point(void *ctx, int p, stem_result *res)
     }
     err = stem_mpi_agree(err, m->world);
     if (!err && cp->job->plan->opt.source_size > 0) { /* only the first group's ranks write */
-        err = m->layout.group == 0 ? stem_campaign_blur(m, &cp->plans[p / cp->n_planes], res) : STEM_OK;
+        err = m->layout.group == 0 ? stem_phonon_blur(m, &cp->plans[p / cp->n_planes], res) : STEM_OK;
         err = stem_mpi_agree(err, m->world);
     }
     if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);

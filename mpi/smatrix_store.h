@@ -11,7 +11,7 @@
 #define STEM_SMATRIX_STORE_H
 
 #include "../io/publish.h"
-#include "../src/algorithm.h"
+#include "algorithm.h"
 
 typedef struct {
     const stem_plan *plan;

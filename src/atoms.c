@@ -5,6 +5,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+int stem_atoms_alloc(stem_atoms *a, long n)
+{
+    double cell[3] = {a->cell[0], a->cell[1], a->cell[2]};
+    memset(a, 0, sizeof *a);
+    memcpy(a->cell, cell, sizeof cell);
+    a->n = n;
+    STEM_ALLOC(a->Z, n, "atom numbers");
+    STEM_ALLOC(a->x, n, "atom positions");
+    STEM_ALLOC(a->y, n, "atom positions");
+    STEM_ALLOC(a->z, n, "atom positions");
+    STEM_ALLOC(a->occupancy, n, "atom occupancies");
+    STEM_ALLOC(a->sigma, n, "atom displacements");
+    return STEM_OK;
+}
+
+void stem_atoms_free(stem_atoms *a)
+{
+    free(a->Z);
+    free(a->x);
+    free(a->y);
+    free(a->z);
+    free(a->occupancy);
+    free(a->sigma);
+    memset(a, 0, sizeof *a);
+}
+
 static uint64_t splitmix64(uint64_t x)
 {
     x += 0x9E3779B97F4A7C15ull;

@@ -1,4 +1,4 @@
-/* The atomic model: read from XYZ, tiled, rotated, and displaced per
+/* The atomic model (read by io/xyz.h): tiled, rotated, and displaced per
  * frozen-phonon configuration. */
 #ifndef STEM_ATOMS_H
 #define STEM_ATOMS_H
@@ -14,9 +14,7 @@ typedef struct {
     double cell[3];      /* a b c, Angstrom */
 } stem_atoms;
 
-/* Prismatic XYZ reader (io/xyz.c): errors name the file and line. */
-int stem_xyz_read(const char *path, stem_atoms *atoms);
-int stem_xyz_read_string(const char *name, const char *text, stem_atoms *atoms);
+/* n atoms, zeroed, in the cell atoms already has; freed by stem_atoms_free. */
 int stem_atoms_alloc(stem_atoms *atoms, long n);
 void stem_atoms_free(stem_atoms *atoms);
 /* Tile and rotate as the config says (src/atoms.c). */

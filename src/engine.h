@@ -1,6 +1,6 @@
 /* The engine: CPU (FFTW) or GPU (cuFFT, cuBLAS) behind one object, created
  * once per run (the GPU engine chooses its devices there) and used for every
- * frozen-phonon configuration. The algorithms (algorithm.h) call its steps. */
+ * frozen-phonon configuration. The algorithms (mpi/algorithm.h) call its steps. */
 #ifndef STEM_ENGINE_H
 #define STEM_ENGINE_H
 

@@ -9,7 +9,7 @@
 
 #include "../cuda/gpu_engine.h"
 #include "../io/output.h"
-#include "../mpi/campaign.h"
+#include "../mpi/phonon_loop.h"
 #include "advice.h"
 #include "build_info.h"
 #include "../mpi/consistency.h"
@@ -17,7 +17,12 @@
 #include "../mpi/fft_wisdom.h"
 #include "../mpi/series_campaign.h"
 #include "../mpi/smatrix_store.h"
+#include "../io/positions.h"
+#include "../io/potential_file.h"
 #include "../io/prismatic_params.h"
+#include "../io/scattering_tables.h"
+#include "../io/smatrix_file.h"
+#include "../io/xyz.h"
 #include "config.h"
 #include "engine.h"
 #include "phases.h"
@@ -142,6 +147,31 @@ static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, 
     return err;
 }
 
+/* [scan] positions (not for HRTEM's plane wave or CBED's one probe): rank 0 reads them,
+ * checked against the model's cell, and every rank receives them, like the model. */
+static int load_positions(const stem_config *cfg, const stem_atoms *model, MPI_Comm world, int rank, stem_positions *p)
+{
+    if (!cfg->positions[0] || cfg->algorithm == STEM_ALG_HRTEM || cfg->algorithm == STEM_ALG_CBED) return STEM_OK;
+    int err = rank == 0 ? stem_positions_read(cfg->positions, model->cell[0], model->cell[1], &p->xy, &p->n) : STEM_OK;
+    err = stem_mpi_agree(err, world);
+    if (!err) err = stem_mpi_agree(stem_mpi_bcast(&p->n, sizeof p->n, 0, world), world);
+    if (!err && rank != 0 && !(p->xy = stem_alloc(sizeof(double) * 2 * (size_t)p->n, "probe positions")))
+        err = STEM_ERR_MEMORY;
+    err = stem_mpi_agree(err, world);
+    if (!err) err = stem_mpi_agree(stem_mpi_bcast(p->xy, sizeof(double) * 2 * (size_t)p->n, 0, world), world);
+    return err;
+}
+
+/* A stored potential or S-matrix to read back must fit the plan's geometry
+ * (io/potential_file.h, io/smatrix_file.h): checked on every rank, as the plan's first
+ * refusals, before its memory is planned. */
+static int check_stored_inputs(const stem_plan *plan, const stem_config *cfg)
+{
+    if (cfg->opt.potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg));
+    if (cfg->opt.smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
+    return STEM_OK;
+}
+
 static void print_decomposition(const stem_plan *plan)
 {
     const stem_layout *L = &plan->layout;
@@ -190,8 +220,8 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[7])
 /* Node-shared memory is the default; where /dev/shm is too small for it on any node (a
  * container's 64 MiB) the run keeps one copy per rank instead, with a warning, unless the
  * user asked for sharing ([compute] node_shared given): then the plan check refuses. */
-static int shared_memory_or_private(const stem_config *cfg, const stem_atoms *atoms, stem_mpi *m, stem_plan *plan,
-                                    MPI_Comm world)
+static int shared_memory_or_private(const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
+                                    stem_mpi *m, stem_plan *plan, MPI_Comm world)
 {
     int fits = stem_plan_shared_fits(plan);
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, world));
@@ -203,12 +233,13 @@ static int shared_memory_or_private(const stem_config *cfg, const stem_atoms *at
     m->layout.shared_ranks = 1;
     m->layout.not_shared = "too little room in /dev/shm";
     stem_plan_free(plan);
-    return stem_plan_build(plan, cfg, atoms, &m->layout);
+    return stem_plan_build(plan, cfg, atoms, positions, &m->layout);
 }
 
 /* distributed_fft = auto decides from each rank's memory limit (its node's): where the
  * ranks differ, every rank distributes. */
-static int agree_distribution(stem_config *cfg, const stem_atoms *atoms, stem_mpi *m, stem_plan *plan, MPI_Comm world)
+static int agree_distribution(stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions, stem_mpi *m,
+                              stem_plan *plan, MPI_Comm world)
 {
     int mine = plan->dist, any = mine, all = mine;
     STEM_MPI_CALL(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world));
@@ -216,7 +247,7 @@ static int agree_distribution(stem_config *cfg, const stem_atoms *atoms, stem_mp
     if (any == all) return STEM_OK;
     cfg->distributed_fft = STEM_DIST_ON;
     stem_plan_free(plan);
-    return stem_plan_build(plan, cfg, atoms, &m->layout);
+    return stem_plan_build(plan, cfg, atoms, positions, &m->layout);
 }
 
 /* Parsing, inputs, layout, plan and the checks a dry run reports: collective,
@@ -272,8 +303,8 @@ static void print_advice(const stem_plan *plan, const stem_atoms *atoms, const s
 }
 
 static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_atom_potential *potentials,
-                 stem_atoms *atoms, stem_series *series, stem_mpi *m, stem_plan *plan, stem_engine *engine,
-                 stem_output_target *target)
+                 stem_atoms *atoms, stem_positions *positions, stem_series *series, stem_mpi *m, stem_plan *plan,
+                 stem_engine *engine, stem_output_target *target)
 {
     stem_atoms thickest = {0};
     int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
@@ -292,9 +323,12 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     int work_items = series->n_points ? series->n_tilts * cfg->frozen_phonons : cfg->frozen_phonons;
     if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared,
                                                   cfg->ranks_per_node), world);
-    if (!err) err = stem_mpi_agree(stem_plan_build(plan, cfg, model, &m->layout), world);
-    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, m, plan, world), world);
-    if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, m, plan, world), world);
+    if (!err) err = load_positions(cfg, model, world, rank, positions);
+    if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, positions, &m->layout), world);
+    if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world); /* before anything is allocated */
+    if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
+    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
+    if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
     if (!err && plan->dist && series->n_points) /* a unit's stored results are whole waves: not slabs (yet) */
         err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: a distributed FFT (each rank holds rows of the wave) does "
                                        "not run as a [series] or checkpointed campaign yet: set [compute] "
@@ -409,7 +443,7 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
     int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
     if (!err) err = stem_smatrix_store_open(&store, m, plan, target); /* agreed */
     int keeps_smatrix = !err && (store.io.load || store.io.store);
-    if (!err) err = stem_campaign_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
+    if (!err) err = stem_phonon_loop_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
     if (!err && plan->opt.save_smatrix) err = stem_smatrix_store_finish(&store, m);
     /* what is not a finished simulation is never published (result_check.h) */
     if (!err) err = stem_mpi_agree(m->layout.group == 0 ? stem_result_check(plan, &res, 1, "") : STEM_OK, m->world);
@@ -455,6 +489,7 @@ typedef struct {
     stem_config cfg;
     stem_atom_potential potentials[STEM_MAX_Z + 1];
     stem_atoms atoms;
+    stem_positions positions;
     stem_series series;
     stem_mpi m;
     stem_plan plan;
@@ -467,6 +502,7 @@ static void teardown(run_state *s)
     stem_series_free(&s->series);
     stem_engine_destroy(&s->engine);
     stem_plan_free(&s->plan);
+    free(s->positions.xy); /* after the plan, which borrows them */
     stem_mpi_free(&s->m);
     stem_atoms_free(&s->atoms);
 }
@@ -484,8 +520,8 @@ static int convergence_variant(const cli_options *o, MPI_Comm world, int rank, c
     for (int i = 0; i < o->n_overrides; i++) v.overrides[v.n_overrides++] = o->overrides[i];
     for (int i = 0; i < n_sets; i++) v.overrides[v.n_overrides++] = sets[i];
     memset(s, 0, sizeof *s);
-    int err = setup(&v, world, rank, &s->cfg, s->potentials, &s->atoms, &s->series, &s->m, &s->plan, &s->engine,
-                    &s->target);
+    int err = setup(&v, world, rank, &s->cfg, s->potentials, &s->atoms, &s->positions, &s->series, &s->m, &s->plan,
+                    &s->engine, &s->target);
     free(v.overrides);
     if (!err && s->series.n_points)
         err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "--convergence: not with a [series] or depths campaign"), world);
@@ -532,7 +568,8 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
 {
     if (o->convergence) return run_convergence(o, world, rank);
     run_state s = {0};
-    int err = setup(o, world, rank, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target);
+    int err = setup(o, world, rank, &s.cfg, s.potentials, &s.atoms, &s.positions, &s.series, &s.m, &s.plan, &s.engine,
+                    &s.target);
     if (!err && !o->dry_run) {
         if (stem_log_enabled(STEM_LOG_INFO)) stem_plan_print(&s.plan, stdout);
         char *env = environment_text(), *advice = NULL;

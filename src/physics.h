@@ -32,18 +32,10 @@ typedef struct {
     double amp[STEM_MAX_TERMS], rate[STEM_MAX_TERMS];
 } stem_atom_potential;
 
-/* Reads shared/data/kirkland_params.txt (or the file named by STEMSIM_KIRKLAND). */
-int stem_kirkland_load(const char *path, stem_kirkland table[STEM_MAX_Z + 1]);
-/* Default location of the table: $STEMSIM_KIRKLAND, else the installed data dir. */
-const char *stem_kirkland_default_path(void);
-/* Default location of the Lobato table: $STEMSIM_LOBATO, else the installed data dir. */
-const char *stem_lobato_default_path(void);
-/* The table file a parametrisation reads. */
-const char *stem_parametrisation_path(stem_parametrisation which);
 /* Kirkland's 3 Lorentzians and 3 Gaussians in f_e(q) as terms of V(R) (Kirkland eq. C.15). */
 void stem_atom_potential_from_kirkland(const stem_kirkland *k, stem_atom_potential *out);
-/* The potentials of Z = 1..103 from the table of the chosen parametrisation at path. */
-int stem_atom_potentials_load(stem_parametrisation which, const char *path, stem_atom_potential table[STEM_MAX_Z + 1]);
+/* Lobato's 5 terms a_i (2 + b_i g^2) / (1 + b_i g^2)^2 in f_e(g) as terms of V(R). */
+void stem_atom_potential_from_lobato(const double a[5], const double b[5], stem_atom_potential *out);
 /* V(R) in volts. */
 double stem_atom_potential_at(const stem_atom_potential *p, double R);
 /* The projected potential v_z(r) = int V(sqrt(r^2 + z^2)) dz over all z, in V Angstrom

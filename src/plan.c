@@ -8,14 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../io/positions.h"
-#include "../io/potential_file.h"
-#include "../io/smatrix_file.h"
-#include "../mpi/dist_fft.h"
 #include "channels.h"
 #include "coherence.h"
 #include "memlimit.h"
 #include "probe.h"
+#include "slabs.h"
 #include "physics.h"
 
 int stem_fft_good_size(int n)
@@ -125,8 +122,8 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
     return STEM_OK;
 }
 
-/* The probes: the [scan] grid, or the positions file (read by every rank that builds a plan). */
-static int choose_scan(stem_plan *plan, const stem_config *cfg)
+/* The probes: the [scan] grid, or the positions of the positions file (read by the caller). */
+static int choose_scan(stem_plan *plan, const stem_config *cfg, const stem_positions *positions)
 {
     if (stem_plan_single_wave(plan)) { /* hrtem: the plane wave; cbed: the probe at the scan's start */
         int frac = cfg->scan_units == STEM_SCAN_FRACTIONAL;
@@ -141,7 +138,9 @@ static int choose_scan(stem_plan *plan, const stem_config *cfg)
         return STEM_OK;
     }
     if (cfg->positions[0]) {
-        STEM_TRY(stem_positions_read(cfg->positions, plan->cell[0], plan->cell[1], &plan->positions, &plan->n_probes));
+        STEM_ASSERT(positions && positions->xy, "[scan] positions not read before the plan");
+        plan->positions = positions->xy;
+        plan->n_probes = positions->n;
         plan->scan_nx = (int)plan->n_probes;
         plan->scan_ny = 1;
         return STEM_OK;
@@ -349,7 +348,7 @@ static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
  * with HDF5's caches and the I/O components it loads). */
 #define STEM_WRITE_BUFFER_BYTES (64.0 * 1048576)
 
-/* Every large buffer of a run, per rank (campaign.c, detector.c, engines), and the process
+/* Every large buffer of a run, per rank (mpi/phonon_loop.c, detector.c, engines), and the process
  * itself: its libraries and MPI's start-up peak (measured when planning) and the write's buffers. */
 static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gib)
 {
@@ -365,7 +364,7 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     /* the transmission build's workers: a potential and a wave on the oversampled grid each */
     double m = plan->opt.oversampling;
     plan->mem_potential += 12.0 * m * m * grid * (plan->opt.device == STEM_DEVICE_GPU ? 1 : plan->threads);
-    /* a GPU run's group leaders build the next configuration while the GPU works (campaign.c) */
+    /* a GPU run's group leaders build the next configuration while the GPU works (mpi/phonon_loop.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
     /* every rank holds the lookup table: the ranks of a group build its slices together */
@@ -552,7 +551,8 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
                       plan->mem_results + plan->mem_detector + plan->mem_workspace;
 }
 
-int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout)
+int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
+                       const stem_positions *positions, const stem_layout *layout)
 {
     memset(plan, 0, sizeof *plan);
     plan->layout = *layout;
@@ -615,18 +615,28 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
             plan->layout.world_rank == 0)
             stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
-    STEM_TRY(choose_scan(plan, cfg));
+    STEM_TRY(choose_scan(plan, cfg, positions));
     stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
     plan->n_configs = cfg->frozen_phonons;
-    if (cfg->opt.potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg)); /* before anything is allocated */
-    if (cfg->opt.smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
+    return STEM_OK;
+}
+
+int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms)
+{
     STEM_TRY(check_prism_window(plan, cfg));
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
     choose_distribution(plan, cfg);
     if (plan->dist) STEM_TRY(stem_dist_fft_check(plan->nx, plan->ny, plan->layout.group_size)); /* before any collective */
     return STEM_OK;
+}
+
+int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
+                    const stem_layout *layout)
+{
+    STEM_TRY(stem_plan_geometry(plan, cfg, atoms, positions, layout));
+    return stem_plan_finish(plan, cfg, atoms);
 }
 
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
@@ -809,7 +819,6 @@ void stem_plan_free(stem_plan *plan)
 {
     free(plan->beam_kx);
     free(plan->beam_ky);
-    free(plan->positions);
     plan->beam_kx = plan->beam_ky = NULL;
     plan->positions = NULL;
 }

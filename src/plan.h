@@ -86,8 +86,9 @@ typedef struct {
     long n_probes;
     double scan_x0, scan_y0, scan_step; /* Angstrom */
     /* [scan] positions: n_probes positions (x0 y0 x1 y1 ..., Angstrom), scan_nx = n_probes,
-     * scan_ny = 1 and the outputs have one probe axis; NULL: the grid above */
-    double *positions;
+     * scan_ny = 1 and the outputs have one probe axis; NULL: the grid above. The caller's
+     * stem_positions, borrowed: it outlives the plan. */
+    const double *positions;
     /* plane waves of the S-matrix (PRISM): Fourier indices on the full grid */
     int n_beams;
     int *beam_kx, *beam_ky;
@@ -178,8 +179,24 @@ double stem_plan_table_bytes(const stem_plan *plan, int n_species);
 double stem_plan_probe_diameter(const stem_plan *plan);
 /* The sample's thickness (cell z, Angstrom) and the slices that cover it (dz set; stem_slice_count). */
 void stem_plan_set_thickness(stem_plan *plan, double cell_z);
-/* Build the plan; layout gives this rank's place in the decomposition. */
-int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_layout *layout);
+/* [scan] positions as rank 0 read them (io/positions.h) and every rank received them:
+ * n probes, xy = x0 y0 x1 y1 ... (Angstrom, inside the model's cell). */
+typedef struct {
+    double *xy;
+    long n;
+} stem_positions;
+/* Build the plan (no file read, nothing collective: it can be rebuilt freely); layout gives
+ * this rank's place in the decomposition; positions: the probes when [scan] positions is
+ * set (NULL otherwise; HRTEM and CBED ignore them). */
+int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms, const stem_positions *positions,
+                    const stem_layout *layout);
+/* stem_plan_build in two steps, for a caller that checks inputs against the geometry first:
+ * the geometry (grids, slices, optics, detector, scan, beams: what a stored potential or
+ * S-matrix must match), then the rest (the PRISM window, the work split, the memory, the
+ * distributed FFT). */
+int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
+                       const stem_positions *positions, const stem_layout *layout);
+int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms);
 /* A campaign unit holds points_per_unit results (its defoci x depths) on each rank
  * and the whole unit on its group leader (mpi/series_campaign.c): counted in mem_results. */
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit);

@@ -353,6 +353,10 @@ add_test(NAME docs_config COMMAND bash ${_it_dir}/docs.sh config $<TARGET_FILE:s
 set_tests_properties(docs_config PROPERTIES LABELS "docs" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 60)
 add_test(NAME docs_site COMMAND bash ${_it_dir}/docs.sh site ${CMAKE_SOURCE_DIR}/build-venv/bin/mkdocs ${CMAKE_BINARY_DIR}/site)
 set_tests_properties(docs_site PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIMEOUT 120)
+# The source's levels (tests/levels.sh, docs/developers.md "The levels"): which directory may
+# include which, no include cycles between modules, src/ headers declare only src/ functions.
+add_test(NAME levels COMMAND bash ${CMAKE_SOURCE_DIR}/tests/levels.sh)
+set_tests_properties(levels PROPERTIES LABELS "unit;docs" TIMEOUT 30)
 # Prismatic's own parameter files (tests/reference/prismatic/, written by Prismatic 2.0 itself)
 # converted with --from-prismatic and run; stemsim's rings against Prismatic's stored numbers
 # within measured bands. Needs the converter of issue 30 item 2 (nan = unset, '0 0' windows,

@@ -35,6 +35,9 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
+extern "C" { /* a C header of io/ (gpu_common.cuh wraps src/'s) */
+#include "../../io/xyz.h"
+}
 
 static int failures = 0;
 
@@ -45,7 +48,7 @@ static int make_plan(const char *ini, stem_config *cfg, stem_atoms *atoms, stem_
     STEM_TRY(stem_config_load_string(cfg, "kernel_check.ini", ini));
     STEM_TRY(stem_xyz_read_string("kernel_check.xyz", "one Si atom\n10.86 10.86 5.43\n14 5.43 5.43 2.7 1 0\n", atoms));
     STEM_TRY(stem_atoms_prepare(atoms, cfg));
-    return stem_plan_build(plan, cfg, atoms, &L);
+    return stem_plan_build(plan, cfg, atoms, NULL, &L);
 }
 
 struct timer {

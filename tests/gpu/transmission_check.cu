@@ -13,6 +13,10 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
+extern "C" { /* C headers of io/ (gpu_common.cuh wraps src/'s) */
+#include "../../io/scattering_tables.h"
+#include "../../io/xyz.h"
+}
 
 static double max_rel(const stem_complex *a, const stem_complex *b, size_t n)
 {
@@ -53,7 +57,7 @@ int main(int argc, char **argv)
     int err = stem_config_load_string(&cfg, "transmission_check.ini", ini);
     if (!err) err = stem_xyz_read_string("transmission_check.xyz", si, &atoms);
     if (!err) err = stem_atoms_prepare(&atoms, &cfg);
-    if (!err) err = stem_plan_build(&plan, &cfg, &atoms, &L);
+    if (!err) err = stem_plan_build(&plan, &cfg, &atoms, NULL, &L);
     if (!err) err = stem_atom_potentials_load(STEM_PARAM_KIRKLAND, kirkland_path ? kirkland_path : "data/kirkland_params.txt", kirkland);
     if (!err) err = stem_potential_table_build(&plan, &atoms, kirkland, &table);
     if (!err) err = stem_atoms_displace(&atoms, 1234, 3, 1, &displaced);

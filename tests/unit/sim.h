@@ -1,7 +1,7 @@
 /* Shared set-up for the tests that run the engines: config from an INI text,
  * model from the data directory (or built in the test), plan for a single
  * rank, transmission functions, and the CPU engines called directly through
- * the plan and stem_result API (the same sequence mpi/campaign.c runs). */
+ * the plan and stem_result API (the same sequence mpi/phonon_loop.c runs). */
 #ifndef STEM_TEST_SIM_H
 #define STEM_TEST_SIM_H
 
@@ -10,11 +10,13 @@
 #include <string.h>
 
 #include "atoms.h"
+#include "../../io/xyz.h"
 #include "check.h"
 #include "detector.h"
 #include "fft.h"
 #include "multislice.h"
 #include "physics.h"
+#include "../../io/scattering_tables.h"
 #include "plan.h"
 #include "potential.h"
 #include "prism.h"
@@ -59,7 +61,7 @@ static inline int sim_prepare(sim_case *s, const char *ini, const stem_atoms *mo
         STEM_TRY(stem_xyz_read(s->cfg.xyz, &s->atoms));
     }
     STEM_TRY(stem_atoms_prepare(&s->atoms, &s->cfg));
-    STEM_TRY(stem_plan_build(&s->plan, &s->cfg, &s->atoms, &sim_single_rank));
+    STEM_TRY(stem_plan_build(&s->plan, &s->cfg, &s->atoms, NULL, &sim_single_rank));
     STEM_TRY(stem_detector_build(&s->plan, &s->det));
     return STEM_OK;
 }

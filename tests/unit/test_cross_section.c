@@ -18,6 +18,7 @@
 #include "fft.h"
 #include "kirkland_ref.h"
 #include "physics.h"
+#include "../../io/scattering_tables.h"
 #include "plan.h"
 #include "potential.h"
 
@@ -78,7 +79,7 @@ static cross_sections measure(int Z, double occupancy, double cell, double px, d
     REQUIRE(stem_atoms_alloc(&atoms, 1) == STEM_OK);
     stem_layout L = {.world_size = 1, .n_groups = 1, .group_size = 1, .ranks_on_node = 1};
     atoms.Z[0] = Z, atoms.x[0] = atoms.y[0] = cell / 2, atoms.z[0] = 1, atoms.occupancy[0] = occupancy;
-    REQUIRE(stem_plan_build(&plan, &cfg, &atoms, &L) == STEM_OK);
+    REQUIRE(stem_plan_build(&plan, &cfg, &atoms, NULL, &L) == STEM_OK);
     atoms.x[0] = (floor(cell / 2 / plan.dx) + fx) * plan.dx; /* fx, fy pixels past a pixel */
     atoms.y[0] = (floor(cell / 2 / plan.dy) + fy) * plan.dy;
     REQUIRE(stem_potential_table_build(&plan, &atoms, pot, &table) == STEM_OK);

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "kirkland_ref.h"
 #include "physics.h"
+#include "../../io/scattering_tables.h"
 #include "stem.h"
 
 static double k0_quadrature(double x) { return ref_k0_quadrature(x, 1e-3); }

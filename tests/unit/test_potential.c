@@ -11,6 +11,7 @@
 #include "kirkland_ref.h"
 #include "fft.h"
 #include "physics.h"
+#include "../../io/scattering_tables.h"
 #include "plan.h"
 #include "potential.h"
 
@@ -45,7 +46,7 @@ static void pot_build(pot_case *c, const char *ini, double cell_xy, double cell_
         c->atoms.occupancy[i] = occupancy;
     }
     stem_layout L = {.world_size = 1, .n_groups = 1, .group_size = 1, .ranks_on_node = 1};
-    REQUIRE(stem_plan_build(&c->plan, &c->cfg, &c->atoms, &L) == STEM_OK);
+    REQUIRE(stem_plan_build(&c->plan, &c->cfg, &c->atoms, NULL, &L) == STEM_OK);
     REQUIRE(stem_potential_table_build(&c->plan, &c->atoms, pot, &c->table) == STEM_OK);
     c->V = calloc((size_t)c->plan.pot_nx * c->plan.pot_ny * c->plan.n_slices, sizeof(float)); /* the potential's grid */
     REQUIRE(c->V);

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "../../io/xyz.h"
 #include "fft.h"
 #include "multislice.h"
 #include "physics.h"
@@ -27,7 +28,7 @@ static void probe_build(probe_case *c, const char *extra_ini)
     REQUIRE(stem_config_load_string(&c->cfg, "probe.ini", ini) == STEM_OK);
     REQUIRE(stem_xyz_read_string("vacuum.xyz", "vacuum\n12 10 2\n1 6 5 1 0 0\n", &c->atoms) == STEM_OK);
     stem_layout L = {.world_size = 1, .n_groups = 1, .group_size = 1, .ranks_on_node = 1};
-    REQUIRE(stem_plan_build(&c->plan, &c->cfg, &c->atoms, &L) == STEM_OK);
+    REQUIRE(stem_plan_build(&c->plan, &c->cfg, &c->atoms, NULL, &L) == STEM_OK);
 }
 
 static void probe_free(probe_case *c)
@@ -207,7 +208,7 @@ static void test_vacuum_propagation(void)
     a.atoms.cell[2] = T; /* the plan's slices come from the cell height */
     stem_plan_free(&a.plan);
     stem_layout L = {.world_size = 1, .n_groups = 1, .group_size = 1, .ranks_on_node = 1};
-    REQUIRE(stem_plan_build(&a.plan, &a.cfg, &a.atoms, &L) == STEM_OK);
+    REQUIRE(stem_plan_build(&a.plan, &a.cfg, &a.atoms, NULL, &L) == STEM_OK);
     const stem_plan *p = &a.plan;
     REQUIRE(p->n_slices == 12 && p->dz == 2);
     size_t grid = (size_t)p->nx * p->ny;

@@ -12,9 +12,9 @@
 #ifndef STEM_ALGORITHM_H
 #define STEM_ALGORITHM_H
 
-#include "../mpi/comm.h"
-#include "coherence.h"
-#include "engine.h"
+#include "comm.h"
+#include "../src/coherence.h"
+#include "../src/engine.h"
 
 typedef struct {
     const stem_plan *base; /* the plan they were made from */

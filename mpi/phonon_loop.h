@@ -1,11 +1,12 @@
-/* Campaign scheduling: frozen-phonon configurations over rank groups, the
- * potential broadcast inside a group, the algorithm, the reduction. */
-#ifndef STEM_CAMPAIGN_H
-#define STEM_CAMPAIGN_H
+/* The frozen-phonon loop of one run: the configurations over the rank groups, the
+ * transmission functions built or received inside a group, the algorithm, the
+ * reduction. (A series of runs is mpi/series_campaign.c.) */
+#ifndef STEM_PHONON_LOOP_H
+#define STEM_PHONON_LOOP_H
 
+#include "algorithm.h"
 #include "comm.h"
-
-#include "../src/algorithm.h"
+#include "phonon_steps.h"
 #include "../src/engine.h"
 #include "../src/potential.h"
 
@@ -13,28 +14,16 @@
  * on the engine and leaves in res the configuration-averaged result of this
  * rank's probes (same on all groups). smatrix_io: PRISM's S-matrices stored or
  * read back (NULL: neither); when it loads them no potential is built. */
-int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
+int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
                       const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res);
 
-/* Steps the series campaign (series_campaign.h) shares, collective over m->group. */
+/* Shared with the series campaign (series_campaign.h), collective over m->group. */
 /* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group. */
-int stem_campaign_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
+int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                                const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                                stem_complex *trans, const stem_shared_buffer *trans_node);
-/* A safe point, collective over m->world: every rank learns whether any failed (its
- * message printed once) or was asked to stop, and all leave with the same status. */
-int stem_campaign_safe_point(const stem_mpi *m, int err);
-/* The potential lookup table, built in shares over the group; err: a failure before it, agreed here. */
-int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_atom_potential *potentials, int err, stem_potential_table *table);
-/* Each named image's squared standard errors summed over the whole scan (res->image_se2,
- * from the first group's ranks), on every rank; collective over m->world (res may be NULL). */
-int stem_campaign_scan_errors(const stem_mpi *m, const stem_plan *plan, stem_result *res);
-/* The source-size blur of every real-space channel of res (this rank's probes). */
-int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *res);
-
 /* [output] save_potential: where /potential's slices come from. Each rank builds its own
- * lookup table on first use (the campaign's is gone by then) and the displaced atoms of the
+ * lookup table on first use (the loop's is gone by then) and the displaced atoms of the
  * last configuration asked for; with [simulation] potential_file they are read back. */
 typedef struct {
     const stem_plan *plan;

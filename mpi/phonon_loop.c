@@ -1,16 +1,13 @@
 /* One configuration after another: build or receive the transmission
  * functions, run the engine on this rank's share, then reduce. */
-#include "campaign.h"
+#include "phonon_loop.h"
 
-#include "../io/potential_file.h"
-
-#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../io/potential_file.h"
-#include "../src/algorithm.h"
+#include "algorithm.h"
 #include "../src/channels.h"
 #include "../src/coherence.h"
 #include "../src/fft.h"
@@ -18,6 +15,7 @@
 #include "../src/potential.h"
 #include "../src/signals.h"
 #include "dist_hrtem.h"
+#include "phonon_steps.h"
 
 /* Test-only hooks: STEMSIM_TEST_FAIL_RANK=r makes rank r fail as the
  * campaign starts; STEMSIM_TEST_FAULT=SITE:r makes rank r fail at SITE
@@ -98,7 +96,7 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
  * configuration c from the lookup table (built once per run) unless it was
  * built ahead (prebuilt); the group agrees that leader and receivers are
  * ready, then receives it. On the CPU the group shares the work. */
-int stem_campaign_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
+int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                                    const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                                    stem_complex *trans, const stem_shared_buffer *trans_node)
 {
@@ -157,88 +155,6 @@ static int build_ahead_finish(build_ahead *b)
     return b->err ? -1 : b->c; /* a failure here is met again, and reported, when c is built for use */
 }
 
-/* The profile table (it depends only on species and grid: once per run), each
- * rank of the group building a share of its profiles, then exchanged: every
- * rank of the group needs it to build its slices. err: a failure before it,
- * agreed here with the group. */
-int stem_campaign_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_atom_potential *potentials, int err, stem_potential_table *table)
-{
-    const stem_layout *L = &m->layout;
-    if (!err) err = stem_potential_table_init(plan, atoms, table); /* every rank comes here: it agrees below */
-    long k0 = 0, k1 = 0;
-    if (!err) stem_split_range(table->n_profiles, L->group_size, L->group_rank, &k0, &k1);
-    if (!err) err = stem_potential_table_profiles(plan, potentials, table, k0, k1);
-    STEM_TRY(stem_mpi_agree(err, m->group));
-    return stem_mpi_allgather_blocks(table->profiles, sizeof(float) * table->points, table->n_profiles, m->group);
-}
-
-/* Spatial partial coherence: the blur needs each real-space channel over the
- * whole scan, which the ranks of a group hold in pieces (their probe ranges):
- * gathered over the group, blurred, each rank keeping its own probes. */
-static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, long width)
-{
-    int size = m->layout.group_size, err = STEM_OK;
-    long local = plan->probe_end - plan->probe_begin;
-    double *full = stem_alloc(sizeof(double) * plan->n_probes * width, "whole scan (source size blur)");
-    int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
-    if (!full || !counts || !displs) err = STEM_ERR_MEMORY;
-    if (!err && (double)plan->n_probes * width > INT_MAX)
-        err = STEM_FAIL(STEM_ERR_CONFIG, "[probe] source_size: %ld probes x %ld values are too many to gather", plan->n_probes, width);
-    for (int r = 0; r < size && !err; r++) { /* the plan's split (plan.c) */
-        long b, e;
-        stem_split_range(plan->n_probes, size, r, &b, &e);
-        counts[r] = (int)((e - b) * width);
-        displs[r] = (int)(b * width);
-    }
-    err = stem_mpi_agree(err, m->group);
-    if (!err && MPI_Allgatherv(mine, (int)(local * width), MPI_DOUBLE, full, counts, displs, MPI_DOUBLE, m->group) != MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of the scan for the source size blur failed");
-    if (!err) err = stem_source_blur(plan, full, width);
-    if (!err) memcpy(mine, full + plan->probe_begin * width, sizeof(double) * local * width);
-    free(full);
-    free(counts);
-    free(displs);
-    return stem_mpi_agree(err, m->group); /* every rank goes on to the next channel, or none */
-}
-
-int stem_campaign_blur(const stem_mpi *m, const stem_plan *plan, stem_result *res)
-{
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float) continue;
-        STEM_TRY(blur_channel(m, plan, (double *)res->data[ch], res->width[ch]));
-        /* the standard error blurred alike: an upper bound of the blurred mean's (docs/accuracy.md) */
-        if (res->err[ch]) STEM_TRY(blur_channel(m, plan, res->err[ch], res->width[ch]));
-    }
-    return STEM_OK;
-}
-
-int stem_campaign_scan_errors(const stem_mpi *m, const stem_plan *plan, stem_result *res)
-{
-    double local[STEM_MAX_IMAGES] = {0};
-    if (res && m->layout.group == 0) { /* the written maps (every group holds the same) */
-        stem_result_errors_scan(res);
-        memcpy(local, res->image_se2, sizeof local);
-    }
-    if (plan->n_images > 0)
-        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, local, plan->n_images, MPI_DOUBLE, MPI_SUM, m->world));
-    if (res) memcpy(res->image_se2, local, sizeof local);
-    return STEM_OK;
-}
-
-/* A safe point: all ranks learn whether any failed (its message printed
- * once) or was asked to stop, and leave together with the same status, so
- * none waits in a collective the others abandoned. */
-int stem_campaign_safe_point(const stem_mpi *m, int err)
-{
-    double t = stem_wall_time();
-    err = stem_mpi_agree(err, m->world);
-    int sig = stem_signal_pending(), any = sig;
-    STEM_MPI_CALL(MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->world));
-    stem_phase_add(STEM_PHASE_WAIT, t);
-    return any ? stem_signal_status(any) : err;
-}
-
 /* The groups' sums added up, their standard-error state combined (detector.h: the
  * between-group terms, then a sum), each configuration's scan-summed images on every rank. */
 static int combine_groups(const stem_mpi *m, const stem_plan *plan, stem_result *res)
@@ -253,7 +169,7 @@ static int combine_groups(const stem_mpi *m, const stem_plan *plan, stem_result 
     return STEM_OK;
 }
 
-int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
+int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
                       const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res)
 {
     if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, potentials, res); /* the wave in slabs */
@@ -274,7 +190,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
                                      &trans);
     int loaded = smatrix_io && smatrix_io->load; /* the S-matrices read back: no potential needed */
     double t = stem_wall_time();
-    if (!loaded) err = stem_campaign_lookup_table(m, plan, atoms, potentials, err, &table);
+    if (!loaded) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &table);
     stem_phase_add(STEM_PHASE_TABLE, t);
     /* rounds, not configurations: every group meets every safe point even
      * when the groups do not divide the configurations evenly; a failure
@@ -293,12 +209,12 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     stem_algorithm_buffers buffers = {.smatrix_io = smatrix_io};
     int ready = -1; /* the configuration whose functions trans holds */
     for (int round = 0; round < rounds; round++) {
-        err = stem_campaign_safe_point(m, err);
+        err = stem_phonon_safe_point(m, err);
         if (err) break;
         int c = round * L->n_groups + L->group;
         if (c >= plan->n_configs) continue;
         stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        if (!loaded) err = stem_campaign_transmission(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
+        if (!loaded) err = stem_phonon_transmission(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
         if (err) continue;
         buffers.config = c;
         if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
@@ -315,7 +231,7 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
     build_ahead_finish(&ahead); /* a round left early: never free a buffer a helper writes */
     stem_fft_free(spare);
     stem_algorithm_buffers_free(&buffers);
-    err = stem_campaign_safe_point(m, err);
+    err = stem_phonon_safe_point(m, err);
     stem_potential_table_free(&table);
     stem_node_buffer_free(&trans_node, trans);
     stem_detector_free(&det);
@@ -329,10 +245,10 @@ int stem_campaign_run(const stem_mpi *m, const stem_plan *plan, const stem_engin
         for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)plan->n_configs * plan->n_probes;
     }
     if (plan->opt.source_size > 0) { /* only the first group's results are written */
-        err = L->group == 0 ? stem_campaign_blur(m, plan, res) : STEM_OK;
+        err = L->group == 0 ? stem_phonon_blur(m, plan, res) : STEM_OK;
         STEM_TRY(stem_mpi_agree(err, m->world));
     }
-    STEM_TRY(stem_campaign_scan_errors(m, plan, res));
+    STEM_TRY(stem_phonon_scan_errors(m, plan, res));
     stem_result_log_errors(plan, res, "");
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     return STEM_OK;

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coherence.h"
-#include "dispatcher.h"
-#include "hrtem.h"
-#include "phases.h"
+#include "../src/coherence.h"
+#include "../src/dispatcher.h"
+#include "../src/hrtem.h"
+#include "../src/phases.h"
 
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 {

@@ -1,0 +1,46 @@
+/* The collective operations stemsim needs, on any communicator: status agreement,
+ * chunked broadcasts, sums of the results, gathers (below the communicators of
+ * comm.h and the node shares of node_shared.h, which use them). */
+#ifndef STEM_COLLECTIVES_H
+#define STEM_COLLECTIVES_H
+
+#include <mpi.h>
+
+#include "../src/atoms.h"
+#include "../src/detector.h"
+#include "../src/physics.h"
+
+/* Largest status over the ranks of comm, so all ranks take the same branch;
+ * the lowest failing rank's message is printed (once). */
+int stem_mpi_agree(int status, MPI_Comm comm);
+/* MPI_Bcast in pieces below 2 GiB. */
+int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm);
+/* Broadcast the model from root (other ranks allocate). */
+int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm);
+/* In-place sum of the result arrays over comm. */
+int stem_mpi_sum_result(stem_result *res, MPI_Comm comm);
+/* In-place sum of the standard-error state (res->err) over comm. */
+int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm);
+/* The exact PACBED sums (res->pacbed_sum, 128-bit integers) added over comm, to root or
+ * (root < 0) to every rank: integer sums, the same bits whatever the ranks' order or count. */
+int stem_mpi_sum_pacbed(stem_result *res, int root, MPI_Comm comm);
+/* In place: rank r of comm holds blocks [b, e) of stem_split_range(n_blocks, size, r) at
+ * their places in buf; afterwards every rank holds all of them. */
+int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm);
+/* The same with rank r of comm holding blocks [first[r], first[r + 1]) (first: size + 1 entries). */
+int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm);
+/* Gather every rank's beams of the S-matrix ([beam][box]) on every rank of comm. */
+int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm);
+
+#define STEM_MPI_CALL(call)                                                                    \
+    do {                                                                                       \
+        int stem_mpi_rc_ = (call);                                                             \
+        if (stem_mpi_rc_ != MPI_SUCCESS) {                                                     \
+            char stem_mpi_msg_[MPI_MAX_ERROR_STRING];                                          \
+            int stem_mpi_len_ = 0;                                                             \
+            MPI_Error_string(stem_mpi_rc_, stem_mpi_msg_, &stem_mpi_len_);                     \
+            return STEM_FAIL(STEM_ERR_MPI, "%s failed: %s", #call, stem_mpi_msg_);            \
+        }                                                                                      \
+    } while (0)
+
+#endif

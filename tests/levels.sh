@@ -1,0 +1,7 @@
+#!/bin/bash
+# The levels of the source (docs/developers.md, "The levels"): src/ <- mpi/ primitives
+# <- io/ <- mpi/ drivers <- src/main.c, cuda/ on src/ only; no include cycles between
+# modules; src/ headers declare only src/ functions. The check itself: tests/levels.py.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+exec python3 "$root/tests/levels.py" "$root"
