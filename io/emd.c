@@ -96,8 +96,8 @@ static int dim_labels(const emd *e, hid_t group)
     hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate_simple(1, &n, NULL), d = H5I_INVALID_HID;
     int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
     if (ok) d = H5Dcreate2(group, "dim3", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 && !stem_h5_attr_text(d, "name", "X/Y") &&
-         !stem_h5_attr_text(d, "units", "[none]");
+    ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 &&
+         !stem_h5_attr_text(d, "name", "X/Y") && !stem_h5_attr_text(d, "units", "[none]");
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (t >= 0) H5Tclose(t);
@@ -110,7 +110,8 @@ static hid_t data_group(const emd *e, hid_t parent, const char *name, double dep
     hid_t g = H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return g;
     const stem_plan *plan = e->plan;
-    int ok = !stem_h5_attr_int(g, "emd_group_type", 1) && !stem_h5_attr_int(g, "metadata", 0) && !stem_h5_attr_double(g, "output_depth", depth) &&
+    int ok = !stem_h5_attr_int(g, "emd_group_type", 1) && !stem_h5_attr_int(g, "metadata", 0) &&
+             !stem_h5_attr_double(g, "output_depth", depth) &&
              (!defocus || !stem_h5_attr_double(g, "output_defocus", *defocus)) &&
              !dim_vector(e, g, 1, e->scan_x, (hsize_t)plan->scan_nx, "R_x", "[\xc3\x85]") &&
              !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, "R_y", "[\xc3\x85]");
@@ -453,21 +454,26 @@ static int parameters(const emd *e, hid_t sim)
     const stem_plan *plan = e->plan;
     hid_t g = H5Gcreate2(sim, "metadata/metadata_0/original/simulation_parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return fail(e, "simulation_parameters");
-    int ok = !stem_h5_attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m") && !stem_h5_attr_int(g, "fx", plan->fx) &&
-             !stem_h5_attr_int(g, "fy", plan->fy) && !stem_h5_attr_int(g, "F", plan->n_configs) && !stem_h5_attr_double(g, "E", plan->energy_kev) &&
-             !stem_h5_attr_double(g, "sa", plan->semiangle_mrad) && !stem_h5_attr_double(g, "px", plan->dx) && !stem_h5_attr_double(g, "py", plan->dy) &&
-             !stem_h5_attr_double(g, "s", plan->dz) && !stem_h5_attr_int(g, "ns", slices_between_outputs(e)) &&
-             !stem_h5_attr_double(g, "zs", 0) &&
-             !stem_h5_attr_double(g, "P", plan->opt.potential_radius) && !stem_h5_attr_double(g, "rx", plan->scan_step) &&
-             !stem_h5_attr_double(g, "ry", plan->scan_step) && !stem_h5_attr_double(g, "df", plan->aberr.c[STEM_C10]) &&
-             !stem_h5_attr_double(g, "C3", plan->aberr.c[STEM_C30]) && !stem_h5_attr_double(g, "C5", plan->aberr.c[STEM_C50]) &&
-             !stem_h5_attr_double(g, "tx", plan->tilt_q[0] * plan->lambda * 1e3) &&
-             !stem_h5_attr_double(g, "ty", plan->tilt_q[1] * plan->lambda * 1e3) && !stem_h5_attr_double(g, "d", plan->ring_width) &&
-             !stem_h5_attr_int(g, "te", plan->opt.thermal) && !stem_h5_attr_int(g, "rs", (int)plan->opt.seed) &&
-             !stem_h5_attr_int(g, "3D", plan->n_bins > 0) && !stem_h5_attr_int(g, "4D", plan->opt.save_4d) &&
-             !stem_h5_attr_int(g, "DPC", plan->opt.save_dpc) && !stem_h5_attr_int(g, "ps", plan->opt.save_potential) &&
-             !stem_h5_attr_int(g, "sm", plan->opt.save_smatrix) && !stem_h5_attr_double(g, "lambda", plan->lambda) &&
-             !stem_h5_attr_text(g, "program", "stemsim");
+    const struct {
+        const char *name;
+        int is_int; /* int32, else float64 */
+        double value;
+    } keys[] = {
+        {"fx", 1, plan->fx}, {"fy", 1, plan->fy}, {"F", 1, plan->n_configs}, {"E", 0, plan->energy_kev},
+        {"sa", 0, plan->semiangle_mrad}, {"px", 0, plan->dx}, {"py", 0, plan->dy}, {"s", 0, plan->dz},
+        {"ns", 1, slices_between_outputs(e)}, {"zs", 0, 0}, {"P", 0, plan->opt.potential_radius},
+        {"rx", 0, plan->scan_step}, {"ry", 0, plan->scan_step}, {"df", 0, plan->aberr.c[STEM_C10]},
+        {"C3", 0, plan->aberr.c[STEM_C30]}, {"C5", 0, plan->aberr.c[STEM_C50]},
+        {"tx", 0, plan->tilt_q[0] * plan->lambda * 1e3}, {"ty", 0, plan->tilt_q[1] * plan->lambda * 1e3},
+        {"d", 0, plan->ring_width}, {"te", 1, plan->opt.thermal}, {"rs", 1, (int)plan->opt.seed},
+        {"3D", 1, plan->n_bins > 0}, {"4D", 1, plan->opt.save_4d}, {"DPC", 1, plan->opt.save_dpc},
+        {"ps", 1, plan->opt.save_potential}, {"sm", 1, plan->opt.save_smatrix}, {"lambda", 0, plan->lambda},
+    };
+    int ok = !stem_h5_attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m");
+    for (size_t i = 0; ok && i < sizeof keys / sizeof *keys; i++)
+        ok = keys[i].is_int ? !stem_h5_attr_int(g, keys[i].name, (int)keys[i].value)
+                            : !stem_h5_attr_double(g, keys[i].name, keys[i].value);
+    ok = ok && !stem_h5_attr_text(g, "program", "stemsim");
     /* Prismatic's cell (x, y, z) and tiles: the sample, already tiled, is one cell here (readers
      * such as rosettasciio need both to stack a thickness series) */
     double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};
@@ -493,7 +499,8 @@ static int record(const emd *e, hid_t sim)
         free(t);
     }
     if (log >= 0) H5Gclose(log);
-    ok = ok && !stem_h5_attr_text(e->out, "program", "stemsim") && !stem_h5_attr_text(e->out, "version", STEM_VERSION) &&
+    ok = ok && !stem_h5_attr_text(e->out, "program", "stemsim") &&
+         !stem_h5_attr_text(e->out, "version", STEM_VERSION) &&
          !stem_h5_attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
     static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams"};
     for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
@@ -537,7 +544,8 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     if (!err) err = tick(&e);
     if (!err) err = parameters(&e, sim);
     if (!err) err = record(&e, sim);
-    if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || stem_h5_attr_int(e.out, "complete", 1))) err = fail(&e, "the marker");
+    if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || stem_h5_attr_int(e.out, "complete", 1)))
+        err = fail(&e, "the marker");
     /* all on disk before the close: a close that cannot write leaves HDF5 a half-closed file */
     if (!err && H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0) err = fail(&e, "H5Fflush");
     if (sim >= 0) H5Gclose(sim);
