@@ -527,7 +527,6 @@ static int stem_output_axis(const stem_output *o, const char *name, int n, const
     return stem_output_write_dataset(o, &d);
 }
 
-/* Centred detector axis: pixel i is (i - n/2) steps from zero angle. */
 /* Angle of the centre of each of `bins` bins of the written pattern, bin i covering the
  * centred detector pixels first + i b .. first + i b + b - 1 (zero angle at pixel n / 2). */
 static void stem_output_fill_bins(const stem_output *o, int n, int first, int bins, double step)
@@ -583,11 +582,10 @@ static int stem_output_axes(const stem_output *o)
     return STEM_OK;
 }
 
-/* /potential: item i = configuration i / n_slices, slice i % n_slices; in each collective
- * write every rank computes (or reads) one item and writes it, the others of the last
- * round nothing. */
 /* A stored stack (/potential, /smatrix) on its way through stem_h5_write_stack: float32
- * [configuration][item][ny][nx] (+ [2]), each plane produced on the rank that writes it. */
+ * [configuration][item][ny][nx] (+ [2]); /potential's item i is configuration i / n_slices,
+ * slice i % n_slices, and in each collective round every rank computes (or reads) one item
+ * and writes it, the others of the last round nothing. */
 typedef struct {
     const stem_output *o;
     const char *name;
