@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../src/stem.h"
+#include "h5_collective.h"
 #include "publish.h"
 
 #define EMD_MAX_LEAD 6
@@ -39,40 +40,8 @@ static int tick(const emd *e)
 
 /* ------------------------------------------------------------ attributes */
 
-static hid_t string_type(const char *s)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t >= 0 && (H5Tset_size(t, strlen(s) + 1) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0)) {
-        H5Tclose(t);
-        return H5I_INVALID_HID;
-    }
-    return t;
-}
-
-static int attr_write(hid_t loc, const char *name, hid_t type, hid_t mem, const void *v, hsize_t n)
-{
-    hid_t space = n ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
-    hid_t a = space >= 0 ? H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT) : H5I_INVALID_HID;
-    int ok = a >= 0 && H5Awrite(a, mem, v) >= 0;
-    if (a >= 0) H5Aclose(a);
-    if (space >= 0) H5Sclose(space);
-    return ok ? 0 : -1;
-}
-
-static int attr_text(hid_t loc, const char *name, const char *text)
-{
-    hid_t t = string_type(text);
-    int rc = t >= 0 ? attr_write(loc, name, t, t, text, 0) : -1;
-    if (t >= 0) H5Tclose(t);
-    return rc;
-}
-
-static int attr_int(hid_t loc, const char *name, int v) { return attr_write(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT, &v, 0); }
-
-static int attr_double(hid_t loc, const char *name, double v)
-{
-    return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, 0);
-}
+/* Written with h5_collective.h's quiet helpers (stem_h5_attr_text: fixed-length strings,
+ * as Prismatic writes them); a failure is reported by the step (fail). */
 
 /* A string attribute of an object (a file: its root) in the native file, fixed or variable
  * length (NULL when absent); malloc'd. */
@@ -112,7 +81,7 @@ static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t
     hid_t d = space >= 0 ? H5Dcreate2(group, dname, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                          : H5I_INVALID_HID;
     int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
-             !attr_text(d, "name", name) && !attr_text(d, "units", units);
+             !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     return ok ? STEM_OK : fail(e, dname);
@@ -127,8 +96,8 @@ static int dim_labels(const emd *e, hid_t group)
     hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate_simple(1, &n, NULL), d = H5I_INVALID_HID;
     int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
     if (ok) d = H5Dcreate2(group, "dim3", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 && !attr_text(d, "name", "X/Y") &&
-         !attr_text(d, "units", "[none]");
+    ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 &&
+         !stem_h5_attr_text(d, "name", "X/Y") && !stem_h5_attr_text(d, "units", "[none]");
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (t >= 0) H5Tclose(t);
@@ -141,8 +110,9 @@ static hid_t data_group(const emd *e, hid_t parent, const char *name, double dep
     hid_t g = H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return g;
     const stem_plan *plan = e->plan;
-    int ok = !attr_int(g, "emd_group_type", 1) && !attr_int(g, "metadata", 0) && !attr_double(g, "output_depth", depth) &&
-             (!defocus || !attr_double(g, "output_defocus", *defocus)) &&
+    int ok = !stem_h5_attr_int(g, "emd_group_type", 1) && !stem_h5_attr_int(g, "metadata", 0) &&
+             !stem_h5_attr_double(g, "output_depth", depth) &&
+             (!defocus || !stem_h5_attr_double(g, "output_defocus", *defocus)) &&
              !dim_vector(e, g, 1, e->scan_x, (hsize_t)plan->scan_nx, "R_x", "[\xc3\x85]") &&
              !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, "R_y", "[\xc3\x85]");
     if (!ok) {
@@ -432,8 +402,8 @@ static int tree(emd *e, hid_t *sim)
                                               "pointlists", "pointlistarrays", "supergroups"};
     static const char *const meta_groups[] = {"microscope", "sample", "user", "calibration", "comments"};
     *sim = H5Gcreate2(e->out, "/4DSTEM_simulation", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (*sim < 0 || attr_int(*sim, "version_major", 0) || attr_int(*sim, "version_minor", 9) ||
-        attr_int(*sim, "version_release", 0) || attr_int(*sim, "emd_group_type", 2))
+    if (*sim < 0 || stem_h5_attr_int(*sim, "version_major", 0) || stem_h5_attr_int(*sim, "version_minor", 9) ||
+        stem_h5_attr_int(*sim, "version_release", 0) || stem_h5_attr_int(*sim, "emd_group_type", 2))
         return fail(e, "/4DSTEM_simulation");
     hid_t data = H5Gcreate2(*sim, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (data < 0) return fail(e, "data");
@@ -484,27 +454,32 @@ static int parameters(const emd *e, hid_t sim)
     const stem_plan *plan = e->plan;
     hid_t g = H5Gcreate2(sim, "metadata/metadata_0/original/simulation_parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return fail(e, "simulation_parameters");
-    int ok = !attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m") && !attr_int(g, "fx", plan->fx) &&
-             !attr_int(g, "fy", plan->fy) && !attr_int(g, "F", plan->n_configs) && !attr_double(g, "E", plan->energy_kev) &&
-             !attr_double(g, "sa", plan->semiangle_mrad) && !attr_double(g, "px", plan->dx) && !attr_double(g, "py", plan->dy) &&
-             !attr_double(g, "s", plan->dz) && !attr_int(g, "ns", slices_between_outputs(e)) &&
-             !attr_double(g, "zs", 0) &&
-             !attr_double(g, "P", plan->opt.potential_radius) && !attr_double(g, "rx", plan->scan_step) &&
-             !attr_double(g, "ry", plan->scan_step) && !attr_double(g, "df", plan->aberr.c[STEM_C10]) &&
-             !attr_double(g, "C3", plan->aberr.c[STEM_C30]) && !attr_double(g, "C5", plan->aberr.c[STEM_C50]) &&
-             !attr_double(g, "tx", plan->tilt_q[0] * plan->lambda * 1e3) &&
-             !attr_double(g, "ty", plan->tilt_q[1] * plan->lambda * 1e3) && !attr_double(g, "d", plan->ring_width) &&
-             !attr_int(g, "te", plan->opt.thermal) && !attr_int(g, "rs", (int)plan->opt.seed) &&
-             !attr_int(g, "3D", plan->n_bins > 0) && !attr_int(g, "4D", plan->opt.save_4d) &&
-             !attr_int(g, "DPC", plan->opt.save_dpc) && !attr_int(g, "ps", plan->opt.save_potential) &&
-             !attr_int(g, "sm", plan->opt.save_smatrix) && !attr_double(g, "lambda", plan->lambda) &&
-             !attr_text(g, "program", "stemsim");
+    const struct {
+        const char *name;
+        int is_int; /* int32, else float64 */
+        double value;
+    } keys[] = {
+        {"fx", 1, plan->fx}, {"fy", 1, plan->fy}, {"F", 1, plan->n_configs}, {"E", 0, plan->energy_kev},
+        {"sa", 0, plan->semiangle_mrad}, {"px", 0, plan->dx}, {"py", 0, plan->dy}, {"s", 0, plan->dz},
+        {"ns", 1, slices_between_outputs(e)}, {"zs", 0, 0}, {"P", 0, plan->opt.potential_radius},
+        {"rx", 0, plan->scan_step}, {"ry", 0, plan->scan_step}, {"df", 0, plan->aberr.c[STEM_C10]},
+        {"C3", 0, plan->aberr.c[STEM_C30]}, {"C5", 0, plan->aberr.c[STEM_C50]},
+        {"tx", 0, plan->tilt_q[0] * plan->lambda * 1e3}, {"ty", 0, plan->tilt_q[1] * plan->lambda * 1e3},
+        {"d", 0, plan->ring_width}, {"te", 1, plan->opt.thermal}, {"rs", 1, (int)plan->opt.seed},
+        {"3D", 1, plan->n_bins > 0}, {"4D", 1, plan->opt.save_4d}, {"DPC", 1, plan->opt.save_dpc},
+        {"ps", 1, plan->opt.save_potential}, {"sm", 1, plan->opt.save_smatrix}, {"lambda", 0, plan->lambda},
+    };
+    int ok = !stem_h5_attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m");
+    for (size_t i = 0; ok && i < sizeof keys / sizeof *keys; i++)
+        ok = keys[i].is_int ? !stem_h5_attr_int(g, keys[i].name, (int)keys[i].value)
+                            : !stem_h5_attr_double(g, keys[i].name, keys[i].value);
+    ok = ok && !stem_h5_attr_text(g, "program", "stemsim");
     /* Prismatic's cell (x, y, z) and tiles: the sample, already tiled, is one cell here (readers
      * such as rosettasciio need both to stack a thickness series) */
     double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};
     int tiles[3] = {1, 1, 1};
-    ok = ok && !attr_write(g, "c", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cell, 3) &&
-         !attr_write(g, "t", H5T_STD_I32LE, H5T_NATIVE_INT, tiles, 3);
+    ok = ok && !stem_h5_attr(g, "c", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cell, 3, NULL, NULL) &&
+         !stem_h5_attr(g, "t", H5T_STD_I32LE, H5T_NATIVE_INT, tiles, 3, NULL, NULL);
     H5Gclose(g);
     return ok ? STEM_OK : fail(e, "simulation_parameters");
 }
@@ -519,13 +494,14 @@ static int record(const emd *e, hid_t sim)
     for (size_t i = 0; ok && i < sizeof texts / sizeof *texts; i++) {
         char *t = native_text(e->in, texts[i]), name[32];
         snprintf(name, sizeof name, "stemsim_%s", texts[i]);
-        if (t) ok = !attr_text(log, name, t);
-        if (t && !strcmp(texts[i], "build")) ok = ok && !attr_text(e->out, "build", t);
+        if (t) ok = !stem_h5_attr_text(log, name, t);
+        if (t && !strcmp(texts[i], "build")) ok = ok && !stem_h5_attr_text(e->out, "build", t);
         free(t);
     }
     if (log >= 0) H5Gclose(log);
-    ok = ok && !attr_text(e->out, "program", "stemsim") && !attr_text(e->out, "version", STEM_VERSION) &&
-         !attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
+    ok = ok && !stem_h5_attr_text(e->out, "program", "stemsim") &&
+         !stem_h5_attr_text(e->out, "version", STEM_VERSION) &&
+         !stem_h5_attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
     static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams"};
     for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
         if (exists(e->in, stored[i])) ok = H5Ocopy(e->in, stored[i], e->out, stored[i], H5P_DEFAULT, H5P_DEFAULT) >= 0;
@@ -543,7 +519,7 @@ static int record(const emd *e, hid_t sim)
     /* the plan's convergence advice where the other stemsim extras live (always: "" when there is none) */
     char *advice = native_text(e->in, "advice");
     if (ok && keep < 0 && (keep = H5Gcreate2(e->out, "/stemsim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) ok = 0;
-    ok = ok && !attr_text(keep, "advice", advice ? advice : "");
+    ok = ok && !stem_h5_attr_text(keep, "advice", advice ? advice : "");
     free(advice);
     if (keep >= 0) H5Gclose(keep);
     return ok ? STEM_OK : fail(e, "the log and stored datasets");
@@ -568,7 +544,8 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     if (!err) err = tick(&e);
     if (!err) err = parameters(&e, sim);
     if (!err) err = record(&e, sim);
-    if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || attr_int(e.out, "complete", 1))) err = fail(&e, "the marker");
+    if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || stem_h5_attr_int(e.out, "complete", 1)))
+        err = fail(&e, "the marker");
     /* all on disk before the close: a close that cannot write leaves HDF5 a half-closed file */
     if (!err && H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0) err = fail(&e, "H5Fflush");
     if (sim >= 0) H5Gclose(sim);

@@ -1,5 +1,5 @@
 /* HDF5 result writer (parallel HDF5 over MPI-IO). The file layout is
- * documented at the top of io/output.c. */
+ * documented in docs/output.md and written by io/layout.c. */
 #ifndef STEM_OUTPUT_H
 #define STEM_OUTPUT_H
 

@@ -2,7 +2,7 @@
  * storage, its allocation, the MPI reduction, finalisation, the memory
  * estimate, the GPU detector record and the HDF5 writer all iterate over it,
  * so a new detector is one row here, its binning (detector.c and, when the
- * GPU bins it, gpu_detector.cu) and its writer (io/output.c). Values are
+ * GPU bins it, gpu_detector.cu) and its writer (io/layout.c). Values are
  * stored probe-major: [local probe][width]. */
 #ifndef STEM_CHANNELS_H
 #define STEM_CHANNELS_H
