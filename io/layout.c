@@ -738,7 +738,7 @@ int stem_layout_write(stem_output *o)
     return rc;
 }
 
-double stem_output_estimate_bytes(const stem_plan *plan, int n_points)
+double stem_layout_estimate_bytes(const stem_plan *plan, int n_points)
 {
     double per_probe = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)

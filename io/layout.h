@@ -6,7 +6,7 @@
 #define STEM_LAYOUT_H
 
 #include "h5_collective.h"
-#include "output.h"
+#include "output_types.h"
 
 #define STEM_OUTPUT_ERRORS "/standard_error" /* the standard errors mirror the datasets they belong to */
 
@@ -37,5 +37,8 @@ int stem_layout_longest_axis(const stem_plan *plan, const stem_output_series *se
  * series point by point, and last the root attribute complete = 1 (after a flush, and
  * flushed); every step ends with all ranks agreeing on its status. */
 int stem_layout_write(stem_output *o);
+
+/* Bytes the layout will take for this plan and n_points series points (stem_output_estimate_bytes). */
+double stem_layout_estimate_bytes(const stem_plan *plan, int n_points);
 
 #endif

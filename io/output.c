@@ -221,3 +221,8 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
 {
     return stem_output_write_all(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL, stored);
 }
+
+double stem_output_estimate_bytes(const stem_plan *plan, int n_points)
+{
+    return stem_layout_estimate_bytes(plan, n_points);
+}

@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 
-#include "../src/detector.h"
+#include "output_types.h"
 #include "publish.h"
 
 /* Collective over comm: every rank calls it. Ranks with writes_probes != 0
@@ -20,53 +20,6 @@
  * last, the file is closed, and rank 0 publishes it under its final name
  * after a barrier. On a failure before publishing the temporary file is
  * removed; every rank returns the same status. */
-/* What produced the numbers, stored as root attributes (rank 0's copies). */
-typedef struct {
-    const char *config_ini;   /* effective configuration */
-    const char *plan;         /* the derived plan */
-    const char *environment;  /* STEMSIM_* variables that were set ("" if none) */
-    const char *advice;       /* convergence advice from the plan, one line each ("" if none; src/advice.h) */
-} stem_output_texts;
-
-/* A series campaign's output: every per-point dataset gains leading axes (those with a
- * name, in order; lengths multiply to n_points, points numbered row-major over them),
- * their values written to /axes/<name>; load fills res (this rank's probes, and on
- * rank 0 res->pacbed) with point p's finished result before its datasets are written,
- * on every rank (ranks that write no probes get res == NULL); it returns an agreed-on
- * status, collective over comm. */
-#define STEM_OUTPUT_MAX_LEAD 6 /* the series axes (series.h) */
-typedef struct {
-    int n_points;
-    const char *lead_name[STEM_OUTPUT_MAX_LEAD];   /* NULL: no such axis */
-    const char *lead_units[STEM_OUTPUT_MAX_LEAD];
-    int lead_n[STEM_OUTPUT_MAX_LEAD];
-    const double *lead_values[STEM_OUTPUT_MAX_LEAD];
-    int (*load)(void *ctx, int point, stem_result *res);
-    void *ctx;
-} stem_output_series;
-
-/* [output] save_potential: slices fills V ([s1 - s0][ny][nx], V Angstrom) with configuration
- * c's slices [s0, s1) on any rank; the strings become attributes of /potential. */
-typedef struct {
-    int (*slices)(void *ctx, int c, int s0, int s1, float *V);
-    void *ctx;
-    const char *parametrisation, *projection;
-} stem_output_potential;
-
-/* [output] save_smatrix: beam fills S ([crop_ny][crop_nx][2] floats) with beam b of
- * configuration c's S-matrix, on any rank; /smatrix_beams lists the plan's beams. */
-typedef struct {
-    int (*beam)(void *ctx, int c, int b, float *S);
-    void *ctx;
-} stem_output_smatrix;
-
-/* What a run stores for later runs to read back; each NULL when not asked for, else the
- * same source on every rank. */
-typedef struct {
-    const stem_output_potential *potential; /* /potential */
-    const stem_output_smatrix *smatrix;     /* /smatrix, /smatrix_beams */
-} stem_output_stored;
-
 /* Bytes the output file of this plan will take, about and rather more than less (the
  * datasets of n_points series points, the stored potential and S-matrix, HDF5's own):
  * what stem_output_target_reserve holds from the start. */
