@@ -160,7 +160,7 @@ foreach(_case IN LISTS _bad_cases)
   if(_marked MATCHES "parse-only")
     add_test(NAME bad_inputs_${_name}
              COMMAND bad_input_parse ${_case} ${CMAKE_SOURCE_DIR}/data ${_it_work}/bad_inputs/${_name})
-    set_tests_properties(bad_inputs_${_name} PROPERTIES LABELS "bad_inputs" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+    set_tests_properties(bad_inputs_${_name} PROPERTIES LABELS "bad_inputs;fast" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                          TIMEOUT 60)
     continue()
   endif()
@@ -183,7 +183,7 @@ foreach(_h config xyz)
   target_link_libraries(fuzz_${_h}_replay PRIVATE stemsim_core)
   add_test(NAME fuzz_replay_${_h}
            COMMAND fuzz_${_h}_replay ${_fuzz_dir}/regressions/${_h} ${_fuzz_dir}/corpus/${_h})
-  set_tests_properties(fuzz_replay_${_h} PROPERTIES LABELS "fuzz" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+  set_tests_properties(fuzz_replay_${_h} PROPERTIES LABELS "fuzz;fast" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        TIMEOUT 120)
 endforeach()
 
