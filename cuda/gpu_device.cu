@@ -185,6 +185,43 @@ extern "C" const char *stem_gpu_unavailable_reason(void)
     }
 }
 
+int gpu_use_device(const gpu_devices *d, int g)
+{
+    CUDA_CALL(cudaSetDevice(d->ids[g]));
+    return STEM_OK;
+}
+
+void gpu_use_device_quietly(const gpu_devices *d, int g)
+{
+    if (cudaSetDevice(d->ids[g]) != cudaSuccess) cudaGetLastError();
+}
+
+int gpu_use_worker_device(const gpu_devices *d, int w) { return gpu_use_device(d, gpu_worker_slot(d, w)); }
+
+int gpu_workers_create(const gpu_devices *d, size_t size, void **workers, int (*create)(void *ctx, void *worker),
+                       void *ctx)
+{
+    char *w = (char *)stem_calloc(d->workers, size, "GPU workers");
+    *workers = w;
+    if (!w) return STEM_ERR_MEMORY;
+    int err = STEM_OK;
+    for (int i = 0; !err && i < d->workers; i++) {
+        err = gpu_use_worker_device(d, i);
+        if (!err) err = create(ctx, w + i * size);
+    }
+    return err;
+}
+
+void gpu_workers_free(const gpu_devices *d, size_t size, void *workers, void (*destroy)(void *worker))
+{
+    if (workers)
+        for (int i = 0; i < d->workers; i++) {
+            gpu_use_device_quietly(d, gpu_worker_slot(d, i));
+            destroy((char *)workers + i * size);
+        }
+    free(workers);
+}
+
 /* Direct copies between the rank's GPUs (NVLink or PCIe peer to peer) where every
  * pair allows them; without, copies between them are staged by the driver. */
 static void enable_peer_access(gpu_devices *d)

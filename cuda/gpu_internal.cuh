@@ -28,6 +28,18 @@ extern "C" void stem_gpu_warm_up(int start);
 int gpu_devices_select(const stem_plan *plan, gpu_devices *d);
 /* Worker w drives GPU slot w % n_gpus (so every GPU gets work first). */
 static inline int gpu_worker_slot(const gpu_devices *d, int w) { return w % d->n_gpus; }
+/* GPU slot g current on this thread: a failure reported (set-up), or ignored and cleared
+ * (teardown, which goes on freeing what it can). */
+int gpu_use_device(const gpu_devices *d, int g);
+void gpu_use_device_quietly(const gpu_devices *d, int g);
+/* Worker w's GPU current: a dispatcher thread's set-up (stem_work.setup). */
+int gpu_use_worker_device(const gpu_devices *d, int w);
+/* d->workers workers of size bytes each in a zeroed array (*workers), each made on its
+ * slot's GPU by create(ctx, worker); on an error the caller frees with gpu_workers_free. */
+int gpu_workers_create(const gpu_devices *d, size_t size, void **workers, int (*create)(void *ctx, void *worker),
+                       void *ctx);
+/* Each worker freed by destroy(worker) on its slot's GPU (errors ignored), then the array. */
+void gpu_workers_free(const gpu_devices *d, size_t size, void *workers, void (*destroy)(void *worker));
 /* Page-lock host memory for async copies; *pinned says whether it worked (pageable copies still work). */
 void gpu_pin(const void *p, size_t bytes, int *pinned, const char *what);
 void gpu_unpin(const void *p, int pinned);

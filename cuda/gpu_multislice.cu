@@ -25,8 +25,10 @@ typedef struct gpu_ms_ctx {
     ms_worker *w;
 } ms_ctx;
 
-static int ms_worker_create(ms_ctx *c, ms_worker *w)
+static int ms_worker_create(void *ctx, void *worker)
 {
+    ms_ctx *c = (ms_ctx *)ctx;
+    ms_worker *w = (ms_worker *)worker;
     const stem_plan *plan = c->plan;
     int B = c->pp.batch;
     size_t pix = (size_t)plan->out_nx * plan->out_ny, stride = stem_channel_record_stride(plan);
@@ -42,8 +44,9 @@ static int ms_worker_create(ms_ctx *c, ms_worker *w)
     return STEM_OK;
 }
 
-static void ms_worker_free(ms_worker *w)
+static void ms_worker_free(void *worker)
 {
+    ms_worker *w = (ms_worker *)worker;
     gpu_prop_worker_free(&w->pw);
     gpu_free(w->dres);
     gpu_free(w->dcbed);
@@ -53,12 +56,7 @@ static void ms_worker_free(ms_worker *w)
     memset(w, 0, sizeof *w);
 }
 
-static int ms_setup(void *ctx, int w)
-{
-    ms_ctx *c = (ms_ctx *)ctx;
-    CUDA_CALL(cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, w)]));
-    return STEM_OK;
-}
+static int ms_setup(void *ctx, int w) { return gpu_use_worker_device(&((ms_ctx *)ctx)->dev, w); }
 
 static int ms_work(void *ctx, int wi, long begin, long end)
 {
@@ -88,14 +86,9 @@ static int ms_work(void *ctx, int wi, long begin, long end)
 
 static void ms_release(ms_ctx *c)
 {
-    if (c->w)
-        for (int i = 0; i < c->dev.workers; i++) {
-            if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess) cudaGetLastError();
-            ms_worker_free(&c->w[i]);
-        }
-    free(c->w);
+    gpu_workers_free(&c->dev, sizeof(ms_worker), c->w, ms_worker_free);
     for (int g = 0; g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_use_device_quietly(&c->dev, g);
         gpu_prop_shared_free(&c->sh[g]);
         gpu_det_free(&c->det[g]);
     }
@@ -111,19 +104,10 @@ static int ms_create(ms_ctx *c, const stem_engine *e, const stem_plan *plan, con
     int err = gpu_prop_plan_build(plan, &c->dev, 0, 0, &c->pp);
     if (!err) err = gpu_prop_shared_create_each(plan, &c->dev, &c->pp, trans, c->sh);
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+        err = gpu_use_device(&c->dev, g);
         if (!err) err = gpu_det_create(plan, det, 1, &c->det[g]);
     }
-    if (!err) {
-        c->w = (ms_worker *)stem_calloc(c->dev.workers, sizeof(ms_worker), "GPU workers");
-        if (!c->w) err = STEM_ERR_MEMORY;
-    }
-    for (int i = 0; !err && i < c->dev.workers; i++) {
-        if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = ms_worker_create(c, &c->w[i]);
-    }
+    if (!err) err = gpu_workers_create(&c->dev, sizeof(ms_worker), (void **)&c->w, ms_worker_create, c);
     return err;
 }
 

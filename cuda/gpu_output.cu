@@ -273,7 +273,7 @@ static int out_bind_smatrix(out_ctx *c, const stem_complex *S, const float2 *con
     size_t S_bytes = sizeof(float2) * plan->n_beams * plan->crop_nx * plan->crop_ny;
     c->S = S;
     for (int g = 0; g < c->dev.n_gpus; g++) {
-        CUDA_CALL(cudaSetDevice(c->dev.ids[g]));
+        STEM_TRY(gpu_use_device(&c->dev, g));
         if (S_given || c->op.streaming) {
             if (c->S_owned[g]) gpu_free(c->S_dev[g]);
             c->S_owned[g] = 0;
@@ -311,8 +311,10 @@ static int out_shared_create(out_ctx *c, int g)
     return STEM_OK;
 }
 
-static int out_worker_create(out_ctx *c, out_worker *w)
+static int out_worker_create(void *ctx, void *worker)
 {
+    out_ctx *c = (out_ctx *)ctx;
+    out_worker *w = (out_worker *)worker;
     const stem_plan *plan = c->plan;
     const gpu_tiling *t = &c->op.tiling;
     int P = gpu_out_window_batch(plan, t), win = plan->out_nx * plan->out_ny, n[2] = {plan->out_ny, plan->out_nx};
@@ -357,8 +359,9 @@ static int out_worker_create(out_ctx *c, out_worker *w)
     return STEM_OK;
 }
 
-static void out_worker_free(out_worker *w)
+static void out_worker_free(void *worker)
 {
+    out_worker *w = (out_worker *)worker;
     if (w->has_stream) cudaStreamSynchronize(w->stream);
     if (w->has_fft) cufftDestroy(w->fft);
     if (w->has_blas) cublasDestroy(w->blas);
@@ -491,12 +494,7 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
     return STEM_OK;
 }
 
-static int out_setup(void *ctx, int w)
-{
-    out_ctx *c = (out_ctx *)ctx;
-    CUDA_CALL(cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, w)]));
-    return STEM_OK;
-}
+static int out_setup(void *ctx, int w) { return gpu_use_worker_device(&((out_ctx *)ctx)->dev, w); }
 
 static int out_work(void *ctx, int wi, long u0, long u1)
 {
@@ -531,14 +529,9 @@ static int out_work(void *ctx, int wi, long u0, long u1)
 
 static void out_release(out_ctx *c)
 {
-    if (c->w)
-        for (int i = 0; i < c->dev.workers; i++) {
-            if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess) cudaGetLastError();
-            out_worker_free(&c->w[i]);
-        }
-    free(c->w);
+    gpu_workers_free(&c->dev, sizeof(out_worker), c->w, out_worker_free);
     for (int g = 0; g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_use_device_quietly(&c->dev, g);
         if (c->S_owned[g]) gpu_free(c->S_dev[g]);
         gpu_free(c->probes[g]);
         gpu_free(c->beam_q[g]);
@@ -569,20 +562,11 @@ static int out_create(out_ctx *c, const stem_engine *e, const stem_plan *plan, c
     double S_bytes = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
     if (!err) c->keep = pp.bytes_total + c->op.bytes_total + 2 * S_bytes <= c->dev.usable_bytes;
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+        err = gpu_use_device(&c->dev, g);
         if (!err) err = out_shared_create(c, g);
         if (!err) err = gpu_det_create(plan, det, 0, &c->det[g]);
     }
-    if (!err) {
-        c->w = (out_worker *)stem_calloc(c->dev.workers, sizeof(out_worker), "GPU workers");
-        if (!c->w) err = STEM_ERR_MEMORY;
-    }
-    for (int i = 0; !err && i < c->dev.workers; i++) {
-        if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = out_worker_create(c, &c->w[i]);
-    }
+    if (!err) err = gpu_workers_create(&c->dev, sizeof(out_worker), (void **)&c->w, out_worker_create, c);
     return err;
 }
 
@@ -679,7 +663,7 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     if (err || !c->keep) gpu_output_cache_free(st);
     else if (S_given) /* the caller frees its copies: forget them */
         for (int g = 0; g < c->dev.n_gpus; g++) c->S_dev[g] = NULL;
-    if (cudaSetDevice(c->dev.ids[0]) != cudaSuccess) cudaGetLastError();
+    gpu_use_device_quietly(&c->dev, 0);
     return err;
 }
 

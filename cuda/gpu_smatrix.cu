@@ -26,8 +26,10 @@ typedef struct gpu_sm_ctx {
     sm_worker *w;
 } sm_ctx;
 
-static int sm_worker_create(sm_ctx *c, sm_worker *w)
+static int sm_worker_create(void *ctx, void *worker)
 {
+    sm_ctx *c = (sm_ctx *)ctx;
+    sm_worker *w = (sm_worker *)worker;
     const stem_plan *plan = c->plan;
     int box = plan->crop_nx * plan->crop_ny, n[2] = {plan->crop_ny, plan->crop_nx};
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &w->pw));
@@ -40,8 +42,9 @@ static int sm_worker_create(sm_ctx *c, sm_worker *w)
     return STEM_OK;
 }
 
-static void sm_worker_free(sm_worker *w)
+static void sm_worker_free(void *worker)
 {
+    sm_worker *w = (sm_worker *)worker;
     gpu_prop_worker_free(&w->pw);
     if (w->has_fft) cufftDestroy(w->fft_box);
     gpu_free(w->box);
@@ -49,12 +52,7 @@ static void sm_worker_free(sm_worker *w)
     memset(w, 0, sizeof *w);
 }
 
-static int sm_setup(void *ctx, int w)
-{
-    sm_ctx *c = (sm_ctx *)ctx;
-    CUDA_CALL(cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, w)]));
-    return STEM_OK;
-}
+static int sm_setup(void *ctx, int w) { return gpu_use_worker_device(&((sm_ctx *)ctx)->dev, w); }
 
 static int sm_work(void *ctx, int wi, long begin, long end)
 {
@@ -82,14 +80,9 @@ static int sm_work(void *ctx, int wi, long begin, long end)
 
 static void sm_release(sm_ctx *c)
 {
-    if (c->w)
-        for (int i = 0; i < c->dev.workers; i++) {
-            if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess) cudaGetLastError();
-            sm_worker_free(&c->w[i]);
-        }
-    free(c->w);
+    gpu_workers_free(&c->dev, sizeof(sm_worker), c->w, sm_worker_free);
     for (int g = 0; g < c->dev.n_gpus; g++) {
-        if (cudaSetDevice(c->dev.ids[g]) != cudaSuccess) cudaGetLastError();
+        gpu_use_device_quietly(&c->dev, g);
         gpu_prop_shared_free(&c->sh[g]);
     }
 }
@@ -101,15 +94,7 @@ static int sm_create(sm_ctx *c, const stem_engine *e, const stem_plan *plan, con
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &c->pp);
     if (!err) err = gpu_prop_shared_create_each(plan, &c->dev, &c->pp, trans, c->sh);
-    if (!err) {
-        c->w = (sm_worker *)stem_calloc(c->dev.workers, sizeof(sm_worker), "GPU workers");
-        if (!c->w) err = STEM_ERR_MEMORY;
-    }
-    for (int i = 0; !err && i < c->dev.workers; i++) {
-        if (cudaSetDevice(c->dev.ids[gpu_worker_slot(&c->dev, i)]) != cudaSuccess)
-            err = gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-        if (!err) err = sm_worker_create(c, &c->w[i]);
-    }
+    if (!err) err = gpu_workers_create(&c->dev, sizeof(sm_worker), (void **)&c->w, sm_worker_create, c);
     return err;
 }
 

@@ -130,14 +130,48 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --set simulation.algorithm=prism --ranks 3 --fault transmission:2 --expect "(rank 2)" --max-seconds 10)
 endif()
 
-# Hostile inputs (tests/bad_inputs/): every case on 1 rank and on 2 ranks.
-foreach(_np 1 2)
-  add_test(NAME bad_inputs_np${_np}
-           COMMAND bash ${_it_dir}/run_bad_inputs.sh --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} --mpi-flags "${STEMSIM_MPI_FLAGS}" --ranks ${_np}
-                   --timeout 60 --work ${_it_work}/bad_inputs)
-  set_tests_properties(bad_inputs_np${_np} PROPERTIES LABELS "bad_inputs" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       TIMEOUT 900)
+# Hostile inputs (tests/bad_inputs/): one ctest per case. A case refused while the
+# config and the model are read, before MPI matters, is marked parse-only ("; parse-only:"
+# opening the second line of an .ini, "parse-only" on the second line of its NAME.expect;
+# an .xyz case is, unless its NAME.expect says "whole-program") and is checked in-process
+# by bad_input_parse (tests/integration/bad_input_parse.c); the others run stemsim whole
+# on 1 and on 2 ranks (run_bad_inputs.sh). The glob and the cases' headers are read at
+# configure time: a new or re-marked case re-runs cmake.
+add_executable(bad_input_parse ${_it_dir}/bad_input_parse.c)
+target_link_libraries(bad_input_parse PRIVATE stemsim_core)
+file(MAKE_DIRECTORY ${_it_work}/bad_inputs)
+file(GLOB _bad_cases CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/bad_inputs/*.ini
+     ${CMAKE_CURRENT_SOURCE_DIR}/bad_inputs/*.xyz)
+foreach(_case IN LISTS _bad_cases)
+  get_filename_component(_file ${_case} NAME)
+  get_filename_component(_dir ${_case} DIRECTORY)
+  string(REGEX REPLACE "\\.[^.]*$" "" _name ${_file})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_case})
+  set(_expect ${_dir}/${_name}.expect)
+  if(EXISTS ${_expect})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_expect})
+    file(STRINGS ${_expect} _marked LIMIT_COUNT 2 REGEX "^(parse-only|whole-program)")
+  elseif(_file MATCHES "\\.ini$")
+    file(STRINGS ${_case} _marked LIMIT_COUNT 1 REGEX "^; parse-only:")
+  endif()
+  if(_file MATCHES "\\.xyz$" AND NOT _marked STREQUAL "whole-program")
+    set(_marked parse-only)
+  endif()
+  if(_marked MATCHES "parse-only")
+    add_test(NAME bad_inputs_${_name}
+             COMMAND bad_input_parse ${_case} ${CMAKE_SOURCE_DIR}/data ${_it_work}/bad_inputs/${_name})
+    set_tests_properties(bad_inputs_${_name} PROPERTIES LABELS "bad_inputs;fast" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                         TIMEOUT 60)
+    continue()
+  endif()
+  foreach(_np 1 2)
+    add_test(NAME bad_inputs_${_name}_np${_np}
+             COMMAND bash ${_it_dir}/run_bad_inputs.sh --stemsim $<TARGET_FILE:stemsim>
+                     --mpiexec ${STEMSIM_MPIEXEC} --mpi-flags "${STEMSIM_MPI_FLAGS}" --ranks ${_np}
+                     --timeout 60 --work ${_it_work}/bad_inputs ${_file})
+    set_tests_properties(bad_inputs_${_name}_np${_np} PROPERTIES LABELS "bad_inputs" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                         TIMEOUT 120)
+  endforeach()
 endforeach()
 
 # Fuzzing regressions: every input in fuzz/regressions/ and the seed corpora,
@@ -149,7 +183,7 @@ foreach(_h config xyz)
   target_link_libraries(fuzz_${_h}_replay PRIVATE stemsim_core)
   add_test(NAME fuzz_replay_${_h}
            COMMAND fuzz_${_h}_replay ${_fuzz_dir}/regressions/${_h} ${_fuzz_dir}/corpus/${_h})
-  set_tests_properties(fuzz_replay_${_h} PROPERTIES LABELS "fuzz" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+  set_tests_properties(fuzz_replay_${_h} PROPERTIES LABELS "fuzz;fast" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        TIMEOUT 120)
 endforeach()
 

@@ -25,10 +25,17 @@ set(STEMSIM_UNIT_TESTS
   pacbed          # PACBED's sum over probes exact: the same bits in any order (threads, ranks)
   advice          # convergence advice: each check tripped and passed, focal_points = auto, error-bar lines
 )
+# Seconds each, under the sanitizers too (the others take minutes there): also label
+# fast, the set .ci/run checks under AddressSanitizer (.ci/sanitize fast).
+set(STEMSIM_UNIT_FAST physics probe phonons config geometry safety coherence depths hrtem errors pacbed advice)
 foreach(t IN LISTS STEMSIM_UNIT_TESTS)
   add_executable(unit_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
   target_link_libraries(unit_${t} PRIVATE stemsim_core)
   target_compile_definitions(unit_${t} PRIVATE STEMSIM_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/data")
   add_test(NAME unit_${t} COMMAND unit_${t})
-  set_tests_properties(unit_${t} PROPERTIES ENVIRONMENT "${STEMSIM_TEST_ENV}" LABELS "unit" TIMEOUT 120)
+  set(_labels unit)
+  if(t IN_LIST STEMSIM_UNIT_FAST)
+    list(APPEND _labels fast)
+  endif()
+  set_tests_properties(unit_${t} PROPERTIES ENVIRONMENT "${STEMSIM_TEST_ENV}" LABELS "${_labels}" TIMEOUT 120)
 endforeach()

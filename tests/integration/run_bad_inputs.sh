@@ -23,6 +23,12 @@
 #             writes a small config that reads it.
 #   NAME.expect  the expectation for a case whose first line cannot hold it
 #             (empty or binary files).
+# Parse-only cases, refused while the config and the model are read (a second line
+# "; parse-only: DESCRIPTION" in an .ini, "parse-only" on the second line of its
+# NAME.expect; every .xyz case unless its NAME.expect says "whole-program"), are
+# checked in-process by ctest (tests/integration/bad_input_parse.c, no MPI); ctest
+# runs the others through this script, one case and rank count per test. Given
+# cases by name, or none (all of them), this script runs any case whole.
 # Placeholders in .ini cases: @DATA@ (repo data/), @TMP@ (the run's scratch
 # directory), @RODIR@ (a directory this user cannot write), @DIR@ (bad_inputs/).
 # CODE '*' accepts any non-zero exit.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The job scripts under a real Slurm (ctest label `slurm`): installs Debian's slurm-wlm and
-# munge when missing, starts a one-node cluster on this machine (munged, slurmctld and
+# The job scripts under a real Slurm (ctest label `slurm`): with Debian's slurm-wlm and munge
+# (installed by .ci/deps --slurm), starts a one-node cluster on this machine (munged, slurmctld and
 # slurmd as root; private state, spool and ports; task/affinity binding, no cgroup plugins;
 # MpiDefault=pmix), and
 #   1. submits jobscripts/slurm_single_node.sh (its GPU request removed) with a tiny config
@@ -10,8 +10,8 @@
 #      step with `scancel --signal=USR1` once a unit is in the checkpoint: stemsim exits 75,
 #      the script requeues the job, the requeued job resumes ("resuming: N of 4 units
 #      done") and finishes; the output equals an uninterrupted local run's.
-# Skips (77) with the reason where this cannot be done (not root, no apt, daemons that do
-# not start).
+# Skips (77) with the reason where this cannot be done (not root, Slurm or munge not
+# installed, daemons that do not start).
 #   slurm.sh STEMSIM_BIN SMALL_INI WORKDIR [PYTHON (with h5py, numpy)]
 set -uo pipefail
 stemsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -23,13 +23,8 @@ skip() { echo "SKIP $*"; exit 77; }
 fail() { echo "FAIL $*"; for f in "$work"/*.log "$work"/jobs/*.log; do [ -f "$f" ] && { echo "== $f"; tail -20 "$f"; }; done; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || skip "the test starts slurmctld and slurmd as root"
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-  command -v apt-get >/dev/null || skip "slurm-wlm and munge are missing and there is no apt-get"
-  echo "installing slurm-wlm and munge"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends slurm-wlm munge >/dev/null 2>&1; } || skip "apt-get could not install slurm-wlm and munge"
-fi
+command -v slurmctld >/dev/null && command -v munged >/dev/null ||
+  skip "slurm-wlm and munge are not installed (.ci/deps --slurm installs them, as tests/run.sh does)"
 
 rm -rf "$work" && mkdir -p "$work"/{state,spool,jobs}
 pids=()
