@@ -43,33 +43,6 @@ static int tick(const emd *e)
 /* Written with h5_collective.h's quiet helpers (stem_h5_attr_text: fixed-length strings,
  * as Prismatic writes them); a failure is reported by the step (fail). */
 
-/* A string attribute of an object (a file: its root) in the native file, fixed or variable
- * length (NULL when absent); malloc'd. */
-static char *native_text(hid_t loc, const char *name)
-{
-    if (H5Aexists(loc, name) <= 0) return NULL;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    char *text = NULL;
-    if (t >= 0 && H5Tis_variable_str(t) > 0) {
-        hid_t mem = H5Tcopy(H5T_C_S1); /* the file's character set: HDF5 does not convert between them */
-        H5Tset_size(mem, H5T_VARIABLE);
-        H5Tset_cset(mem, H5Tget_cset(t));
-        char *v = NULL;
-        if (H5Aread(a, mem, &v) >= 0 && v) text = strdup(v);
-        if (v) H5free_memory(v);
-        H5Tclose(mem);
-    } else if (t >= 0) {
-        size_t n = H5Tget_size(t);
-        if ((text = calloc(n + 1, 1)) && H5Aread(a, t, text) < 0) {
-            free(text);
-            text = NULL;
-        }
-    }
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return text;
-}
-
 /* ------------------------------------------------------------- datasets */
 
 /* A small 1D dataset of doubles (a dim vector) with its name and units. */
@@ -198,7 +171,7 @@ static int series_axes(emd *e)
     int rank = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
     if (rank >= 2 && rank <= EMD_MAX_LEAD + 2) H5Sget_simple_extent_dims(s, dims, NULL);
     if (s >= 0) H5Sclose(s);
-    char *names = rank > 2 ? native_text(d, "series_axes") : NULL;
+    char *names = rank > 2 ? stem_h5_attr_read_text(d, "series_axes") : NULL;
     H5Dclose(d);
     if (rank < 2 || rank > EMD_MAX_LEAD + 2 || (rank > 2 && !names)) {
         free(names);
@@ -492,7 +465,7 @@ static int record(const emd *e, hid_t sim)
     hid_t log = H5Gopen2(sim, "log", H5P_DEFAULT);
     int ok = log >= 0;
     for (size_t i = 0; ok && i < sizeof texts / sizeof *texts; i++) {
-        char *t = native_text(e->in, texts[i]), name[32];
+        char *t = stem_h5_attr_read_text(e->in, texts[i]), name[32];
         snprintf(name, sizeof name, "stemsim_%s", texts[i]);
         if (t) ok = !stem_h5_attr_text(log, name, t);
         if (t && !strcmp(texts[i], "build")) ok = ok && !stem_h5_attr_text(e->out, "build", t);
@@ -517,7 +490,7 @@ static int record(const emd *e, hid_t sim)
         ok = ok && H5Ocopy(e->in, from, e->out, to, H5P_DEFAULT, H5P_DEFAULT) >= 0;
     }
     /* the plan's convergence advice where the other stemsim extras live (always: "" when there is none) */
-    char *advice = native_text(e->in, "advice");
+    char *advice = stem_h5_attr_read_text(e->in, "advice");
     if (ok && keep < 0 && (keep = H5Gcreate2(e->out, "/stemsim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) ok = 0;
     ok = ok && !stem_h5_attr_text(keep, "advice", advice ? advice : "");
     free(advice);

@@ -302,3 +302,28 @@ int stem_h5_write_stack(const stem_h5_file *f, const stem_h5_stack *st)
     free(buf);
     return rc;
 }
+
+char *stem_h5_attr_read_text(hid_t loc, const char *name)
+{
+    if (loc < 0 || H5Aexists(loc, name) <= 0) return NULL;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    char *text = NULL;
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
+        hid_t mem = H5Tcopy(H5T_C_S1); /* the file's character set: HDF5 does not convert between them */
+        H5Tset_size(mem, H5T_VARIABLE);
+        H5Tset_cset(mem, H5Tget_cset(t));
+        char *v = NULL;
+        if (H5Aread(a, mem, &v) >= 0 && v) text = strdup(v);
+        if (v) H5free_memory(v);
+        H5Tclose(mem);
+    } else if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+        size_t n = H5Tget_size(t);
+        if ((text = calloc(n + 1, 1)) && H5Aread(a, t, text) < 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return text;
+}

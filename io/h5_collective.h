@@ -36,6 +36,9 @@ int stem_h5_attr_string(hid_t loc, const char *name, const char *text, int fixed
 int stem_h5_attr_int(hid_t loc, const char *name, int value);
 int stem_h5_attr_double(hid_t loc, const char *name, double value);
 int stem_h5_attr_text(hid_t loc, const char *name, const char *text);
+/* A string attribute of loc (a file: its root), fixed or variable length, malloc'd; NULL when
+ * absent, unreadable or not a string. */
+char *stem_h5_attr_read_text(hid_t loc, const char *name);
 
 /* ------------------------------------------------------- a collective file */
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../src/stem.h"
+#include "h5_collective.h"
 #include "input_file.h"
 
 int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
@@ -113,39 +114,15 @@ int stem_stored_verify(const stem_stored *s, hid_t file, hid_t dset)
     return STEM_OK;
 }
 
-/* A string attribute of loc (fixed or variable length), malloc'd; NULL when absent. */
-static char *text_attr(hid_t loc, const char *name)
-{
-    if (loc < 0 || H5Aexists(loc, name) <= 0) return NULL;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    char *text = NULL;
-    if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
-        char *v = NULL;
-        hid_t mem = H5Tget_native_type(t, H5T_DIR_ASCEND);
-        if (mem >= 0 && H5Aread(a, mem, &v) >= 0 && v) text = strdup(v);
-        if (v) H5free_memory(v);
-        if (mem >= 0) H5Tclose(mem);
-    } else if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
-        size_t n = H5Tget_size(t);
-        if ((text = calloc(n + 1, 1)) && H5Aread(a, t, text) < 0) {
-            free(text);
-            text = NULL;
-        }
-    }
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return text;
-}
-
 char *stem_stored_record(hid_t file, const char *name)
 {
-    char *text = text_attr(file, name), emd_name[64];
+    char *text = stem_h5_attr_read_text(file, name), emd_name[64];
     if (text || H5Lexists(file, "/4DSTEM_simulation", H5P_DEFAULT) <= 0 ||
         H5Lexists(file, "/4DSTEM_simulation/log", H5P_DEFAULT) <= 0)
         return text;
     hid_t log = H5Gopen2(file, "/4DSTEM_simulation/log", H5P_DEFAULT);
     snprintf(emd_name, sizeof emd_name, "stemsim_%s", name);
-    text = text_attr(log, emd_name);
+    text = stem_h5_attr_read_text(log, emd_name);
     if (log >= 0) H5Gclose(log);
     return text;
 }
