@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "atoms.h"
+#include "../io/config.h"
 #include "../io/xyz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../src/config.h"
+#include "config.h"
 #include "../src/series.h"
 #include "input_file.h"
 
@@ -724,6 +724,9 @@ static int validate_series(const stem_config *cfg, const char *source)
 static int validate(stem_config *cfg, const char *source)
 {
     STEM_TRY(merge_aliases(cfg, source));
+    cfg->x_end_given = stem_config_given(cfg, "scan", "x_end");
+    cfg->y_end_given = stem_config_given(cfg, "scan", "y_end");
+    cfg->batch_size_given = stem_config_given(cfg, "compute", "batch_size");
     if (!cfg->xyz[0]) return STEM_FAIL(STEM_ERR_CONFIG, "%s: missing required key [sample] xyz", source);
     if (cfg->scan_units == STEM_SCAN_FRACTIONAL) {
         const double v[4] = {cfg->x_start, cfg->x_end, cfg->y_start, cfg->y_end};

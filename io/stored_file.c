@@ -1,4 +1,5 @@
 /* Stored datasets read back: see stored_file.h. */
+#include "config.h"
 #include "stored_file.h"
 
 #include <ini.h>

@@ -1,4 +1,5 @@
 /* Same job on every rank: hash comparison, then the first differing key. */
+#include "../io/config.h"
 #include "consistency.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 /* Checkpointed series campaigns (series_campaign.h). */
+#include "../io/config.h"
 #include "series_campaign.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
 #ifndef STEM_CHANNELS_H
 #define STEM_CHANNELS_H
 
-#include "plan.h"
+#include "plan_types.h"
 
 /* In table order; the GPU detector record holds the gpu_record channels in
  * this order ([rings][images][total][com x, y][segments] per probe). */

@@ -5,7 +5,7 @@
 #ifndef STEM_COHERENCE_H
 #define STEM_COHERENCE_H
 
-#include "plan.h"
+#include "plan_types.h"
 
 /* Whether the scan covers the cell exactly along x (axis 0) or y (1): then the
  * blur wraps around periodically; otherwise it mirrors at the scan's edges

@@ -90,24 +90,11 @@ typedef struct {
     int node_shared;         /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
     int ranks_per_node;      /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
-    /* which keys were given explicitly (index into the key table) */
+    /* which keys were given explicitly (index into the key table; io/config.h stem_config_given) */
     unsigned char seen[160];
+    /* the few the plan asks about, set by the parser: an explicit end is kept even off the step grid,
+     * and an explicit batch size is not re-chosen */
+    int x_end_given, y_end_given, batch_size_given;
 } stem_config;
-
-/* Fill defaults, parse the file, apply "section.key=value" overrides, validate. */
-int stem_config_load(stem_config *cfg, const char *path, int n_overrides, char *const *overrides);
-/* Parse an in-memory INI text (tests, fuzzing). name labels messages. */
-int stem_config_load_string(stem_config *cfg, const char *name, const char *text);
-void stem_config_defaults(stem_config *cfg);
-/* Was section.key given by the user? */
-int stem_config_given(const stem_config *cfg, const char *section, const char *key);
-/* Effective configuration as INI text (malloc'd); stored in the output file. */
-char *stem_config_to_ini(const stem_config *cfg);
-/* One key's value as stem_config_to_ini writes it (-1: no such key). */
-int stem_config_value(const stem_config *cfg, const char *section, const char *key, char *out, size_t n);
-/* The reference of every key (for --help-config and docs/config.md). */
-void stem_config_print_reference(FILE *out);
-/* Levenshtein distance, used for "did you mean" suggestions. */
-int stem_edit_distance(const char *a, const char *b);
 
 #endif

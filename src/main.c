@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../cuda/gpu_engine.h"
+#include "../io/config.h"
 #include "../io/output.h"
 #include "../mpi/phonon_loop.h"
 #include "advice.h"

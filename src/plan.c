@@ -145,9 +145,9 @@ static int choose_scan(stem_plan *plan, const stem_config *cfg, const stem_posit
         plan->scan_ny = 1;
         return STEM_OK;
     }
-    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", stem_config_given(cfg, "scan", "x_end"),
+    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", cfg->x_end_given,
                        &plan->scan_x0, &plan->scan_nx));
-    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", stem_config_given(cfg, "scan", "y_end"),
+    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", cfg->y_end_given,
                        &plan->scan_y0, &plan->scan_ny));
     plan->scan_step = cfg->step;
     plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
@@ -455,7 +455,7 @@ static void resolve_options(stem_plan *plan, const stem_config *cfg)
     if (cfg->algorithm == STEM_ALG_CBED) plan->opt.save_4d = 1; /* the pattern is the output */
     if (cfg->cc > 0 && cfg->energy_spread > 0) /* config.c refuses them together with focal_spread */
         plan->opt.focal_spread = stem_chromatic_focal_spread(cfg->cc, cfg->energy_spread, cfg->energy_kev);
-    plan->batch_given = stem_config_given(cfg, "compute", "batch_size");
+    plan->batch_given = cfg->batch_size_given;
 }
 
 /* The probe's optics and the images as the plan keeps them (phi in rad). */

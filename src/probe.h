@@ -2,7 +2,7 @@
 #ifndef STEM_PROBE_H
 #define STEM_PROBE_H
 
-#include "plan.h"
+#include "plan_types.h"
 
 /* Aberration phase chi in rad at spatial frequency (qx, qy) in 1/Angstrom. */
 double stem_probe_chi(const stem_plan *plan, double qx, double qy);

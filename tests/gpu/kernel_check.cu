@@ -36,6 +36,7 @@
 
 #include "../../cuda/gpu_internal.cuh"
 extern "C" { /* a C header of io/ (gpu_common.cuh wraps src/'s) */
+#include "../../io/config.h"
 #include "../../io/xyz.h"
 }
 

@@ -14,6 +14,7 @@
 
 #include "../../cuda/gpu_internal.cuh"
 extern "C" { /* C headers of io/ (gpu_common.cuh wraps src/'s) */
+#include "../../io/config.h"
 #include "../../io/scattering_tables.h"
 #include "../../io/xyz.h"
 }

@@ -19,6 +19,7 @@
 
 #include "atoms.h"
 #include "config.h"
+#include "../../io/config.h"
 #include "../../io/xyz.h"
 
 typedef struct {

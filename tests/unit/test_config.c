@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "atoms.h"
+#include "../../io/config.h"
 #include "../../io/xyz.h"
 #include "check.h"
 #include "config.h"

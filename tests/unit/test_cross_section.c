@@ -18,6 +18,7 @@
 #include "fft.h"
 #include "kirkland_ref.h"
 #include "physics.h"
+#include "../../io/config.h"
 #include "../../io/scattering_tables.h"
 #include "plan.h"
 #include "potential.h"

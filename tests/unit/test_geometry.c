@@ -5,6 +5,7 @@
 #include "atoms.h"
 #include "check.h"
 #include "config.h"
+#include "../../io/config.h"
 
 /* One atom at (x, y, z) in a cell; returns the prepared model. */
 static void one_atom(stem_atoms *a, double cx, double cy, double cz, double x, double y, double z)

@@ -11,6 +11,7 @@
 #include "kirkland_ref.h"
 #include "fft.h"
 #include "physics.h"
+#include "../../io/config.h"
 #include "../../io/scattering_tables.h"
 #include "plan.h"
 #include "potential.h"

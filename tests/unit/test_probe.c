@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "../../io/config.h"
 #include "../../io/xyz.h"
 #include "fft.h"
 #include "multislice.h"
