@@ -446,6 +446,7 @@ static int stem_output_rings(const stem_output *o)
 static int stem_output_pacbed(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
+    if (!plan->opt.save_pacbed || o->errors) return STEM_OK;
     stem_output_attr attrs[] = {
         {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
         {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
@@ -464,7 +465,6 @@ static int stem_output_pacbed(const stem_output *o)
 static int stem_output_cbed(const stem_output *o)
 {
     const stem_plan *plan = o->plan;
-    if (plan->opt.save_pacbed) STEM_TRY(stem_output_pacbed(o));
     if (!o->has_4d) return STEM_OK;
     stem_output_attr attrs[] = {
         {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
@@ -703,6 +703,7 @@ static const stem_output_channel_writer stem_output_writers[STEM_N_CHANNELS] = {
     [STEM_CH_CBED] = stem_output_cbed,
     [STEM_CH_EXIT] = stem_output_exit_wave,
     [STEM_CH_HRTEM] = stem_output_hrtem,
+    [STEM_CH_PACBED] = stem_output_pacbed,
 };
 
 /* Series point p: its result loaded, its place on the leading axes. */
@@ -740,11 +741,12 @@ int stem_layout_write(stem_output *o)
 
 double stem_layout_estimate_bytes(const stem_plan *plan, int n_points)
 {
-    double per_probe = 0;
+    double per_probe = 0, per_scan = 0; /* written as float64 (an upper bound for the float channels) */
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        per_probe += 8.0 * (double)(stem_channel_width(plan, ch) + stem_channel_error_width(plan, ch));
+        *(stem_channel_per_probe(ch) ? &per_probe : &per_scan) +=
+            8.0 * (double)(stem_channel_width(plan, ch) + stem_channel_error_width(plan, ch));
     double bytes = per_probe * (double)plan->n_probes * (n_points > 0 ? n_points : 1);
-    if (plan->opt.save_pacbed) bytes += 8.0 * plan->cbed_nx * plan->cbed_ny * (n_points > 0 ? n_points : 1);
+    bytes += per_scan * (n_points > 0 ? n_points : 1);
     if (plan->opt.save_potential) bytes += 4.0 * plan->n_configs * plan->n_slices * plan->pot_ny * (double)plan->pot_nx;
     if (plan->opt.save_smatrix)
         bytes += 8.0 * plan->n_configs * plan->n_beams * plan->crop_ny * (double)plan->crop_nx + 8.0 * plan->n_beams;

@@ -90,7 +90,7 @@ int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
     if (size == 1) return STEM_OK;
     /* every channel's partial sums add up across configurations */
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (!res->data[ch]) continue;
+        if (!res->data[ch] || !stem_channel_per_probe(ch)) continue; /* scan channels: stem_mpi_sum_scan */
         int f = stem_channel_table[ch].is_float;
         STEM_TRY(sum_in_place(res->data[ch], res->n_probes * res->width[ch], f ? MPI_FLOAT : MPI_DOUBLE,
                               f ? sizeof(float) : sizeof(double), comm));
@@ -121,24 +121,36 @@ static void fixed128_sum(void *in, void *inout, int *len, MPI_Datatype *type)
     }
 }
 
-int stem_mpi_sum_pacbed(stem_result *res, int root, MPI_Comm comm)
+/* One scan channel's sums over comm (t: 16 bytes, op: fixed128_sum). */
+static int sum_scan_channel(stem_result *res, int ch, int root, int rank, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
-    int size, rank, err = STEM_OK;
+    stem_fixed128 *sum = res->scan_sum[ch];
+    int n = (int)res->width[ch];
+    void *mine = root < 0 || rank == root ? MPI_IN_PLACE : sum;
+    int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, sum, n, t, op, comm)
+                      : MPI_Reduce(mine, rank == root ? sum : NULL, n, t, op, root, comm);
+    return rc == MPI_SUCCESS ? STEM_OK : STEM_FAIL(STEM_ERR_MPI, "the sum of %s over the ranks failed",
+                                                  stem_channel_table[ch].name);
+}
+
+int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm)
+{
+    int size, rank, err = STEM_OK, any = 0;
     STEM_MPI_CALL(MPI_Comm_size(comm, &size));
     STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
-    if (size == 1 || !res->pacbed_sum) return STEM_OK;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) any |= res->scan_sum[ch] != NULL;
+    if (size == 1 || !any) return STEM_OK;
     _Static_assert(sizeof(stem_fixed128) == 16, "stem_fixed128 is 16 bytes");
     MPI_Datatype t;
     MPI_Op op;
     STEM_MPI_CALL(MPI_Type_contiguous(16, MPI_BYTE, &t));
     STEM_MPI_CALL(MPI_Type_commit(&t));
     STEM_MPI_CALL(MPI_Op_create(fixed128_sum, 1, &op));
-    void *mine = root < 0 || rank == root ? MPI_IN_PLACE : res->pacbed_sum;
-    int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, res->pacbed_sum, res->pattern_bins, t, op, comm)
-                      : MPI_Reduce(mine, rank == root ? res->pacbed_sum : NULL, res->pattern_bins, t, op, root, comm);
-    int bad = res->pacbed_bad;
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&bad, &res->pacbed_bad, 1, MPI_INT, MPI_MAX, comm);
-    if (rc != MPI_SUCCESS) err = STEM_FAIL(STEM_ERR_MPI, "the sum of PACBED over the ranks failed");
+    for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
+        if (res->scan_sum[ch]) err = sum_scan_channel(res, ch, root, rank, t, op, comm);
+    int bad = res->scan_bad;
+    if (!err && MPI_Allreduce(&bad, &res->scan_bad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "the sum of the scan channels' flags over the ranks failed");
     MPI_Op_free(&op);
     MPI_Type_free(&t);
     return err;

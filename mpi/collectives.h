@@ -21,9 +21,9 @@ int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm);
 int stem_mpi_sum_result(stem_result *res, MPI_Comm comm);
 /* In-place sum of the standard-error state (res->err) over comm. */
 int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm);
-/* The exact PACBED sums (res->pacbed_sum, 128-bit integers) added over comm, to root or
- * (root < 0) to every rank: integer sums, the same bits whatever the ranks' order or count. */
-int stem_mpi_sum_pacbed(stem_result *res, int root, MPI_Comm comm);
+/* The scan channels' exact sums (res->scan_sum, 128-bit integers) added over comm, to root or
+ * (root < 0) to every rank: the same bits on any rank count; the flag of a bad value too. */
+int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm);
 /* In place: rank r of comm holds blocks [b, e) of stem_split_range(n_blocks, size, r) at
  * their places in buf; afterwards every rank holds all of them. */
 int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm);

@@ -239,11 +239,10 @@ int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_en
     t = stem_wall_time();
     STEM_TRY(combine_groups(m, plan, res));
     stem_result_finalise(res, plan->n_configs);
-    if (res->pacbed) { /* every rank's probes of every group's configurations: the mean pattern */
-        STEM_TRY(stem_mpi_sum_pacbed(res, -1, m->world)); /* exact: the same bits on any rank count */
-        stem_result_pacbed_values(res, res->pacbed);
-        for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)plan->n_configs * plan->n_probes;
-    }
+    /* the scan channels (PACBED): every rank's probes of every group's configurations, exactly
+     * (the same bits on any rank count), then the mean */
+    STEM_TRY(stem_mpi_sum_scan(res, -1, m->world));
+    stem_result_scan_mean(res, (double)plan->n_configs * plan->n_probes);
     if (plan->opt.source_size > 0) { /* only the first group's results are written */
         err = L->group == 0 ? stem_phonon_blur(m, plan, res) : STEM_OK;
         STEM_TRY(stem_mpi_agree(err, m->world));

@@ -58,7 +58,7 @@ static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, 
 int stem_phonon_blur(const stem_mpi *m, const stem_plan *plan, stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float) continue;
+        if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float || !stem_channel_per_probe(ch)) continue;
         STEM_TRY(blur_channel(m, plan, (double *)res->data[ch], res->width[ch]));
         /* the standard error blurred alike: an upper bound of the blurred mean's (docs/accuracy.md) */
         if (res->err[ch]) STEM_TRY(blur_channel(m, plan, res->err[ch], res->width[ch]));

@@ -92,8 +92,8 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
 static void layout_build(const stem_plan *plan, unit_layout *L)
 {
     size_t at = 0;
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        L->width[ch] = stem_channel_width(plan, ch);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* per-probe channels; PACBED's row after them */
+        L->width[ch] = stem_channel_per_probe(ch) ? stem_channel_width(plan, ch) : 0;
         L->elt[ch] = stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double);
         L->offset[ch] = at;
         at += (size_t)plan->n_probes * (size_t)L->width[ch] * L->elt[ch];
@@ -286,7 +286,7 @@ static int pacbed_into_payload(campaign *cp, int d)
     const stem_result *res = &cp->res[d];
     double *v = stem_alloc(sizeof(double) * (size_t)res->pattern_bins, "PACBED");
     if (!v) return STEM_ERR_MEMORY;
-    stem_result_pacbed_values(res, v);
+    stem_result_scan_values(res, STEM_CH_PACBED, v);
     memcpy(cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset, v,
            sizeof(double) * (size_t)res->pattern_bins);
     free(v);
@@ -303,7 +303,7 @@ static int store_unit(campaign *cp, int u)
         for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
             if (cp->layout.width[ch]) err = gather_channel(cp, d, ch);
         if (!err && plan->opt.save_pacbed) {
-            err = stem_mpi_sum_pacbed(&cp->res[d], 0, m->group); /* exact: the same bits on any group size */
+            err = stem_mpi_sum_scan(&cp->res[d], 0, m->group); /* exact: the same bits on any group size */
             if (!err && leader) err = pacbed_into_payload(cp, d);
         }
     }

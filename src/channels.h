@@ -1,11 +1,15 @@
-/* Output channels: one table of what each probe produces. stem_result's
- * storage, its allocation, the MPI reduction, finalisation, the memory
- * estimate, the GPU detector record and the HDF5 writer all iterate over it,
- * so a new detector is one row here, its binning (detector.c and, when the
- * GPU bins it, gpu_detector.cu) and its writer (io/layout.c). Values are
- * stored probe-major: [local probe][width]. */
+/* Output channels: one table of what a run produces, and stem_result, the
+ * channels' storage on a rank. The allocation, the MPI reduction, finalisation,
+ * the memory estimate, the GPU detector record and the HDF5 writer all iterate
+ * over the table, so a new detector is one row here, its binning (detector.c
+ * and, when the GPU bins it, gpu_detector.cu) and its writer (io/layout.c).
+ * A channel has one of two kinds (scopes): per probe, stored probe-major
+ * [local probe][width]; or over the scan (PACBED), one row summed exactly over
+ * every probe. Standard errors over configurations: standard_errors.h. */
 #ifndef STEM_CHANNELS_H
 #define STEM_CHANNELS_H
+
+#include <stdint.h>
 
 #include "plan_types.h"
 
@@ -20,6 +24,7 @@ typedef enum {
     STEM_CH_CBED,      /* the whole diffraction pattern (4D) */
     STEM_CH_EXIT,      /* hrtem: the exit wave, [ny][nx][re, im] */
     STEM_CH_HRTEM,     /* hrtem: the image through the objective lens, [ny][nx] */
+    STEM_CH_PACBED,    /* the pattern averaged over every probe and configuration, [cbed_ny][cbed_nx] */
     STEM_N_CHANNELS
 } stem_channel_id;
 
@@ -28,20 +33,74 @@ typedef enum {
     STEM_FINAL_PER_TOTAL    /* intensity-weighted sums -> divided by STEM_CH_TOTAL's sum */
 } stem_channel_final;
 
+typedef enum {
+    STEM_SCOPE_PROBE,       /* a row per probe: [local probe][width], summed over configurations */
+    STEM_SCOPE_SCAN         /* one row for the whole scan, summed exactly over every probe (any order, any
+                               rank count: 128-bit fixed point) and over configurations */
+} stem_channel_scope;
+
 typedef struct {
     const char *name;
     int is_float;           /* float32 (large 4D patterns) or float64 */
     stem_channel_final final;
     int gpu_record;         /* binned on the GPU into the per-probe double record */
     int error;              /* a standard error over configurations is kept and written (/standard_error/...) */
+    stem_channel_scope scope;
 } stem_channel;
 
 extern const stem_channel stem_channel_table[STEM_N_CHANNELS];
 
-/* Values per probe of channel ch under this plan (0: not produced). */
+/* A scan channel's sums: signed 128-bit fixed point in units of 2^-STEM_SCAN_FRAC (8e-25),
+ * exact for every float of magnitude 2^-80..2^46 and summed as integers, so that the result
+ * does not depend on the order of the adds (worker threads, ranks, rank counts). */
+#define STEM_SCAN_FRAC 80
+typedef __int128 stem_fixed128;
+
+/* Per-rank accumulated output for the probes [probe_begin, probe_end): one
+ * array per output channel, with named views of them. */
+typedef struct {
+    long n_probes;         /* local probes */
+    int n_bins, n_images, out_nx, out_ny;
+    int has_4d, has_dpc;
+    void *data[STEM_N_CHANNELS];  /* [probe][width[ch]] (scan channels: [width[ch]]), double or float */
+    long width[STEM_N_CHANNELS];
+    double *rings;         /* [probe][bin] */
+    double *images;        /* [probe][image] */
+    double *com;           /* [probe][2]: centre of mass x, y in mrad (sums until finalised) */
+    double *total;         /* [probe]: total detected intensity (used for DPC and checks) */
+    double *segments;      /* [probe][ring][segment] (NULL: no segmented detector) */
+    int n_segments;        /* values per probe in segments */
+    float *cbed;           /* [probe][cbed_ny][cbed_nx], centred (fftshifted), cropped and binned */
+    double *pacbed;        /* [cbed_ny][cbed_nx]: the mean pattern once reduced (stem_result_scan_mean) */
+    /* scan channels: exact sums over this rank's probes (stem_result_scan_values), NULL for the others */
+    stem_fixed128 *scan_sum[STEM_N_CHANNELS];
+    int scan_bad;          /* an intensity was not finite or beyond 2^46: the sums read NaN */
+    void *scan_lock;       /* pthread mutex: every worker thread adds its probes' patterns to scan_sum */
+    int pattern_bins;      /* cbed_nx * cbed_ny */
+    /* Standard errors over configurations (stem_result_alloc_errors; all NULL without):
+     * per channel with stem_channel_error_width > 0, per probe, Welford's sum of squared
+     * deviations from the mean (M2) of each value, for STEM_FINAL_PER_TOTAL followed by
+     * its co-moments with the total (err_width[ch] doubles per probe); stem_result_finalise
+     * turns them into the standard errors, [probe][width[ch]] from the start of err[ch]. */
+    double *err[STEM_N_CHANNELS];
+    long err_width[STEM_N_CHANNELS];
+    double *before[STEM_N_CHANNELS]; /* the sums before the current configuration (then: group means) */
+    int n_samples;         /* configurations in the sums (set by stem_result_errors_add) */
+    int n_configs;         /* of the run: config_images' rows */
+    double *config_images; /* [configuration][image]: each configuration's images summed over this rank's probes */
+    double image_se2[STEM_MAX_IMAGES]; /* each named image's squared standard errors summed over the scan
+                                          (stem_result_errors_scan, then summed over the ranks) */
+} stem_result;
+
+
+/* Values per row of channel ch under this plan (0: not produced): per probe, or of the
+ * scan's one row. */
 long stem_channel_width(const stem_plan *plan, int ch);
-/* Bytes per probe of every produced channel (the memory estimate). */
+static inline int stem_channel_per_probe(int ch) { return stem_channel_table[ch].scope == STEM_SCOPE_PROBE; }
+/* Bytes per probe of every produced per-probe channel (the memory estimate). */
 double stem_channel_bytes_per_probe(const stem_plan *plan);
+/* Bytes of every produced scan channel's row (the output estimate). */
+double stem_channel_bytes_per_scan(const stem_plan *plan);
 /* Doubles per probe of channel ch's standard-error state (0: none): with two or more
  * configurations, for the channels that have one and are written (rings with save_3d,
  * DPC with save_dpc) unless [output] standard_errors = false; twice the width for STEM_FINAL_PER_TOTAL (the co-moments with
@@ -53,5 +112,32 @@ double stem_channel_error_bytes_per_probe(const stem_plan *plan);
 /* Doubles per probe in the GPU detector record, and where channel ch starts in it. */
 int stem_channel_record_stride(const stem_plan *plan);
 int stem_channel_record_offset(const stem_plan *plan, int ch);
+
+/* Rows of channel ch on this rank: its local probes, or 1 for a scan channel. */
+static inline long stem_result_rows(const stem_result *res, int ch)
+{
+    return stem_channel_per_probe(ch) ? res->n_probes : 1;
+}
+
+int stem_result_alloc(const stem_plan *plan, stem_result *res);
+void stem_result_free(stem_result *res);
+/* One probe's pattern (n_pixels intensities; bin[k]: the written pattern's bin of pixel k,
+ * -1 cropped away) added to the 4D slot of local probe p and to PACBED, whichever are kept.
+ * Thread safe: PACBED, shared by a rank's worker threads, is added under its lock, exactly
+ * (scan_sum), so the order in which the workers come does not change a bit. */
+void stem_result_add_pattern(stem_result *res, long p, const int *bin, const float *intensity, int n_pixels);
+/* Scan channel ch's exact sums as doubles (each rounded once): out[width[ch]]. */
+void stem_result_scan_values(const stem_result *res, int ch, double *out);
+/* Every scan channel's row set from its exact sums divided by count (probes x configurations:
+ * the mean), once the sums hold every rank's probes (mpi/collectives.h stem_mpi_sum_scan). */
+void stem_result_scan_mean(stem_result *res, double count);
+/* The per-probe channels' sums into values: intensity-weighted sums divided by the total,
+ * then every sum divided by the number of configurations (standard_errors.h
+ * stem_result_finalise takes the standard errors from the sums first). */
+void stem_result_means(stem_result *res, int n_configs);
+/* Every channel's sums set to zero. */
+void stem_result_zero(stem_result *res);
+/* res += weight * part, channel by channel (the same plan's results). */
+void stem_result_add_scaled(stem_result *res, const stem_result *part, double weight);
 
 #endif

@@ -393,7 +393,7 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
         plan->mem_results += 8.0 * plan->n_images * local_probes;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-            if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float)
+            if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float && stem_channel_per_probe(ch))
                 plan->mem_results += 8.0 * stem_channel_width(plan, ch) * plan->n_probes;
     plan->mem_detector = 16.0 * plan->out_nx * plan->out_ny; /* bin, mask, two angles per pixel */
     /* each worker's waves (twice: FFTW's scratch) and pattern; the propagators (multislice.c) */

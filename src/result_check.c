@@ -28,11 +28,13 @@ static void test_poison(const stem_plan *plan, stem_result *res)
 
 static int check_channel(const stem_plan *plan, const stem_result *res, int ch, const char *where)
 {
-    long w = res->width[ch], i = res->data[ch] && w > 0
-                                     ? first_not_finite(res->data[ch], res->n_probes * w, stem_channel_table[ch].is_float)
-                                     : -1;
+    long w = res->width[ch], rows = stem_result_rows(res, ch);
+    long i = res->data[ch] && w > 0 ? first_not_finite(res->data[ch], rows * w, stem_channel_table[ch].is_float) : -1;
     if (i < 0) return STEM_OK;
     double v = stem_channel_table[ch].is_float ? ((const float *)res->data[ch])[i] : ((const double *)res->data[ch])[i];
+    if (!stem_channel_per_probe(ch))
+        return STEM_FAIL(STEM_ERR_INTERNAL, "result check%s: %s bin %ld is %g, not a finite number; nothing is "
+                         "published (please report, with the config)", where, stem_channel_table[ch].name, i, v);
     return STEM_FAIL(STEM_ERR_INTERNAL, "result check%s: %s of probe %ld (value %ld) is %g, not a finite number: a "
                      "numerical failure or damaged input; nothing is published (please report, with the config)",
                      where, stem_channel_table[ch].name, plan->probe_begin + i / w, i % w, v);
@@ -43,10 +45,11 @@ double stem_result_total_max(const stem_plan *plan)
     return STEM_RESULT_TOTAL_MAX * (plan->algorithm == STEM_ALG_PRISM ? (double)plan->fx * plan->fy : 1.0);
 }
 
-int stem_result_check(const stem_plan *plan, stem_result *res, int with_pacbed, const char *where)
+int stem_result_check(const stem_plan *plan, stem_result *res, int with_scan, const char *where)
 {
     test_poison(plan, res);
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) STEM_TRY(check_channel(plan, res, ch, where));
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) /* scan channels hold every rank's probes only with_scan */
+        if (stem_channel_per_probe(ch) || with_scan) STEM_TRY(check_channel(plan, res, ch, where));
     double most = stem_result_total_max(plan);
     for (long p = 0; res->total && p < res->n_probes; p++)
         if (!(res->total[p] > 0 && res->total[p] <= most))
@@ -54,9 +57,5 @@ int stem_result_check(const stem_plan *plan, stem_result *res, int with_pacbed, 
                              "%g]: the beam %s; nothing is published (please report, with the config)", where,
                              plan->probe_begin + p, res->total[p], most,
                              res->total[p] > 0 ? "gained intensity" : "lost all its intensity (or a number is not finite)");
-    long bad = with_pacbed && res->pacbed ? first_not_finite(res->pacbed, res->pattern_bins, 0) : -1;
-    if (bad >= 0)
-        return STEM_FAIL(STEM_ERR_INTERNAL, "result check%s: PACBED bin %ld is %g, not a finite number; nothing is "
-                         "published (please report, with the config)", where, bad, res->pacbed[bad]);
     return STEM_OK;
 }

@@ -18,11 +18,12 @@
 double stem_result_total_max(const stem_plan *plan);
 
 /* Every value of every channel res holds finite; every probe's total intensity (inside
- * the band limit) in (0, stem_result_total_max]; with_pacbed: the PACBED pattern finite.
+ * the band limit) in (0, stem_result_total_max]; with_scan: the scan channels (PACBED)
+ * finite too (where their sums over the ranks were reduced).
  * A failure is STEM_ERR_INTERNAL naming the channel, probe and value; `where` ("" or
  * " (series point 3)") is added to the message. Finalised results of the ranks that
  * write; no communication. The test hook STEMSIM_TEST_POISON_RESULT = nan | zero | gain
  * first spoils the first local probe's total intensity (tests/integration/faults.py). */
-int stem_result_check(const stem_plan *plan, stem_result *res, int with_pacbed, const char *where);
+int stem_result_check(const stem_plan *plan, stem_result *res, int with_scan, const char *where);
 
 #endif

@@ -1,4 +1,4 @@
-/* PACBED's sum over probes (src/detector.c): exact, so that the order in which worker
+/* PACBED's sum over probes (a scan channel, src/channels.c): exact, so that the order in which worker
  * threads and ranks add their probes' patterns cannot change a bit.
  *  - a large value and 256 small ones whose sum a double accumulator keeps or loses
  *    depending on the order (2^40 + 256 x 2^-20 = 2^40 + 2^-12): both orders give the
@@ -17,11 +17,12 @@ static void pacbed_init(stem_result *r, int bins)
 {
     memset(r, 0, sizeof *r);
     r->pattern_bins = bins;
-    r->pacbed = calloc((size_t)bins, sizeof(double));
-    r->pacbed_sum = calloc((size_t)bins, sizeof(stem_fixed128));
-    r->pacbed_lock = malloc(sizeof(pthread_mutex_t));
-    REQUIRE(r->pacbed && r->pacbed_sum && r->pacbed_lock);
-    pthread_mutex_init(r->pacbed_lock, NULL);
+    r->width[STEM_CH_PACBED] = bins;
+    r->pacbed = r->data[STEM_CH_PACBED] = calloc((size_t)bins, sizeof(double));
+    r->scan_sum[STEM_CH_PACBED] = calloc((size_t)bins, sizeof(stem_fixed128));
+    r->scan_lock = malloc(sizeof(pthread_mutex_t));
+    REQUIRE(r->pacbed && r->scan_sum[STEM_CH_PACBED] && r->scan_lock);
+    pthread_mutex_init(r->scan_lock, NULL);
 }
 
 static void test_order_of_a_large_and_small_values(void)
@@ -36,8 +37,8 @@ static void test_order_of_a_large_and_small_values(void)
     for (int i = 0; i < 256; i++) stem_result_add_pattern(&b, 0, &bin, &small, 1);
     stem_result_add_pattern(&b, 0, &bin, &big, 1);
     double va, vb;
-    stem_result_pacbed_values(&a, &va);
-    stem_result_pacbed_values(&b, &vb);
+    stem_result_scan_values(&a, STEM_CH_PACBED, &va);
+    stem_result_scan_values(&b, STEM_CH_PACBED, &vb);
     CHECK_MSG(va == 0x1p40 + 0x1p-12 && vb == va, "large first %.17g, small first %.17g, exact %.17g", va, vb,
               0x1p40 + 0x1p-12);
     stem_result_free(&a);
@@ -70,11 +71,11 @@ static void test_shuffled_patterns(void)
         stem_result_add_pattern(&shuf, order[p], bin, pat[order[p]], N);
         stem_result_add_pattern(p < 77 ? &half1 : &half2, p, bin, pat[p], N);
     }
-    for (int i = 0; i < N / 2; i++) half1.pacbed_sum[i] += half2.pacbed_sum[i]; /* what stem_mpi_sum_pacbed does */
+    for (int i = 0; i < N / 2; i++) half1.scan_sum[STEM_CH_PACBED][i] += half2.scan_sum[STEM_CH_PACBED][i]; /* stem_mpi_sum_scan */
     double vf[N / 2], vs[N / 2], vh[N / 2], worst = 0;
-    stem_result_pacbed_values(&fwd, vf);
-    stem_result_pacbed_values(&shuf, vs);
-    stem_result_pacbed_values(&half1, vh);
+    stem_result_scan_values(&fwd, STEM_CH_PACBED, vf);
+    stem_result_scan_values(&shuf, STEM_CH_PACBED, vs);
+    stem_result_scan_values(&half1, STEM_CH_PACBED, vh);
     CHECK_MSG(!memcmp(vf, vs, sizeof vf) && !memcmp(vf, vh, sizeof vf), "the sum depends on the order of the patterns");
     for (int i = 0; i < N / 2; i++) {
         long double ref = 0;
@@ -102,12 +103,12 @@ static void test_weights_and_bad_values(void)
     stem_result_add_scaled(&res, &part, 0.5);
     stem_result_add_scaled(&res, &part, 0.25);
     double out;
-    stem_result_pacbed_values(&res, &out);
+    stem_result_scan_values(&res, STEM_CH_PACBED, &out);
     CHECK_MSG(out == 0.5625, "0.75 x (0.5 + 0.25) = %.17g", out);
     float nan = NAN;
     stem_result_add_pattern(&part, 0, &bin, &nan, 1);
     stem_result_add_scaled(&res, &part, 1.0);
-    stem_result_pacbed_values(&res, &out);
+    stem_result_scan_values(&res, STEM_CH_PACBED, &out);
     CHECK_MSG(isnan(out), "a NaN intensity must give a NaN PACBED, got %g", out);
     stem_result_free(&res);
     stem_result_free(&part);

@@ -1,0 +1,214 @@
+/* Standard errors over configurations (standard_errors.h). */
+#include "standard_errors.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advice.h"
+
+/* Standard error of a ratio of sums R = X / T (the centre of mass: intensity-weighted
+ * angles over the intensity), to first order (the delta method): the sample variance of
+ * x_c - R t_c over the configurations, M2_x - 2 R C_xt + R^2 M2_t over n - 1, divided by n
+ * and by the mean of t squared. In place: [p][M2 x w][C_xt x w] -> [p][se x w] (err_width
+ * stays the state's size). */
+static void errors_finalise_ratio(stem_result *res, int ch)
+{
+    long w = res->width[ch];
+    int n = res->n_samples;
+    const double *X = res->data[ch], *T = res->total, *M2t = res->err[STEM_CH_TOTAL];
+    double *e = res->err[ch];
+    for (long p = 0; p < res->n_probes; p++)
+        for (long k = 0; k < w; k++) {
+            const double *s = e + p * 2 * w;
+            double se = NAN;
+            if (n > 1 && T[p] > 0) {
+                double R = X[p * w + k] / T[p], var = (s[k] - 2 * R * s[w + k] + R * R * M2t[p]) / (n - 1);
+                se = sqrt((var > 0 ? var : 0) / n) / (T[p] / n);
+            } else if (n > 1) {
+                se = 0; /* no intensity: the centre of mass is set to 0 */
+            }
+            e[p * w + k] = se; /* p * w + k <= p * 2 w + k: read before written */
+        }
+}
+
+/* M2 -> the standard error of the mean, sqrt(M2 / (n - 1) / n). */
+static void errors_finalise_mean(stem_result *res, int ch)
+{
+    long count = res->n_probes * res->width[ch];
+    int n = res->n_samples;
+    double *e = res->err[ch];
+    for (long i = 0; i < count; i++) e[i] = n > 1 ? sqrt(e[i] / ((double)(n - 1) * n)) : NAN;
+}
+
+static void errors_finalise(stem_result *res)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) /* the ratios first: they need the total's M2 */
+        if (res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL) errors_finalise_ratio(res, ch);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_MEAN) errors_finalise_mean(res, ch);
+}
+
+void stem_result_finalise(stem_result *res, int n_configs)
+{
+    errors_finalise(res); /* from the sums, before they become means */
+    stem_result_means(res, n_configs);
+}
+
+int stem_result_alloc_errors(const stem_plan *plan, stem_result *res)
+{
+    res->n_configs = plan->n_configs;
+    res->n_samples = 0;
+    if (plan->n_images > 0)
+        STEM_ALLOC(res->config_images, (size_t)plan->n_configs * plan->n_images, "images of each configuration");
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        long e = stem_channel_error_width(plan, ch);
+        if (!e || !res->data[ch]) continue;
+        res->err_width[ch] = e;
+        STEM_ALLOC(res->err[ch], (size_t)(res->n_probes * e), "standard error state");
+        STEM_ALLOC(res->before[ch], (size_t)(res->n_probes * res->width[ch]), "sums before a configuration");
+    }
+    /* the scan means' errors in the log need each configuration's images even without the maps' */
+    if (plan->n_configs > 1 && plan->n_images > 0 && !res->before[STEM_CH_IMAGES])
+        STEM_ALLOC(res->before[STEM_CH_IMAGES], (size_t)(res->n_probes * res->width[STEM_CH_IMAGES]), "images before a configuration");
+    return STEM_OK;
+}
+
+void stem_result_errors_begin(stem_result *res)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (res->before[ch]) memcpy(res->before[ch], res->data[ch], sizeof(double) * (size_t)(res->n_probes * res->width[ch]));
+}
+
+/* Welford's update of M2 from the sums before (b) and after (a) the k-th sample x = a - b:
+ * M2 += (x - b / (k - 1)) (x - a / k); the co-moment of x with y likewise, y's mean after. */
+static void welford_mean(stem_result *res, int ch, int k)
+{
+    const double *a = res->data[ch], *b = res->before[ch];
+    double *m2 = res->err[ch];
+    long count = res->n_probes * res->width[ch];
+    for (long i = 0; i < count; i++) {
+        double x = a[i] - b[i];
+        m2[i] += (x - b[i] / (k - 1)) * (x - a[i] / k);
+    }
+}
+
+static void welford_ratio(stem_result *res, int ch, int k)
+{
+    long w = res->width[ch];
+    const double *a = res->data[ch], *b = res->before[ch];
+    const double *ta = res->total, *tb = res->before[STEM_CH_TOTAL];
+    for (long p = 0; p < res->n_probes; p++) {
+        double *m2 = res->err[ch] + p * 2 * w, t = ta[p] - tb[p];
+        for (long j = 0; j < w; j++) {
+            double x = a[p * w + j] - b[p * w + j], dx = x - b[p * w + j] / (k - 1);
+            m2[j] += dx * (x - a[p * w + j] / k);
+            m2[w + j] += dx * (t - ta[p] / k);
+        }
+    }
+}
+
+void stem_result_errors_add(stem_result *res, int config)
+{
+    int k = ++res->n_samples;
+    if (res->config_images && config >= 0 && config < res->n_configs) { /* this configuration's images over the scan */
+        const double *b = res->before[STEM_CH_IMAGES]; /* NULL with one configuration: the sums were zero before */
+        double *row = res->config_images + (size_t)config * res->n_images;
+        for (int i = 0; i < res->n_images; i++) row[i] = 0;
+        for (long p = 0; p < res->n_probes; p++)
+            for (int i = 0; i < res->n_images; i++)
+                row[i] += res->images[p * res->n_images + i] - (b ? b[p * res->n_images + i] : 0);
+    }
+    if (k < 2) return; /* M2 of one sample is 0 */
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!res->err[ch]) continue;
+        if (stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL) welford_ratio(res, ch, k);
+        else welford_mean(res, ch, k);
+    }
+}
+
+void stem_result_errors_merge_begin(stem_result *res)
+{
+    int n = res->n_samples;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!res->before[ch]) continue;
+        long count = res->n_probes * res->width[ch];
+        const double *s = res->data[ch];
+        for (long i = 0; i < count; i++) res->before[ch][i] = n ? s[i] / n : 0;
+    }
+}
+
+void stem_result_errors_merge_end(stem_result *res, int n_total)
+{
+    double ng = res->n_samples;
+    const double *tg = res->before[STEM_CH_TOTAL], *T = res->total;
+    for (int ch = 0; ch < STEM_N_CHANNELS && n_total > 0; ch++) {
+        if (!res->err[ch]) continue;
+        long w = res->width[ch];
+        const double *mg = res->before[ch], *S = res->data[ch];
+        int ratio = stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL;
+        long stride = ratio ? 2 * w : w;
+        for (long p = 0; p < res->n_probes; p++) {
+            double *m2 = res->err[ch] + p * stride, dt = tg[p] - T[p] / n_total;
+            for (long j = 0; j < w; j++) {
+                double d = mg[p * w + j] - S[p * w + j] / n_total;
+                m2[j] += ng * d * d;
+                if (ratio) m2[w + j] += ng * d * dt;
+            }
+        }
+    }
+    res->n_samples = n_total;
+}
+
+void stem_result_errors_scan(stem_result *res)
+{
+    for (int i = 0; i < res->n_images && i < STEM_MAX_IMAGES; i++) {
+        res->image_se2[i] = 0;
+        for (long p = 0; res->err[STEM_CH_IMAGES] && p < res->n_probes; p++) {
+            double se = res->err[STEM_CH_IMAGES][p * res->n_images + i];
+            res->image_se2[i] += se * se;
+        }
+    }
+}
+
+int stem_result_image_errors(const stem_plan *plan, const stem_result *res, stem_image_error *out)
+{
+    int n = res->n_configs, ni = plan->n_images;
+    double probes = (double)plan->n_probes;
+    for (int i = 0; i < ni; i++) {
+        stem_image_error *e = &out[i];
+        e->name = plan->images[i].name;
+        e->inner_mrad = plan->images[i].inner_mrad;
+        e->outer_mrad = plan->images[i].outer_mrad;
+        e->n_configs = n;
+        e->mean = e->se = e->pixel_se = NAN;
+        if (!res->config_images || n < 1) continue;
+        double sum = 0, m2 = 0; /* two passes in configuration order: the same bits however the work was spread */
+        for (int c = 0; c < n; c++) sum += res->config_images[(size_t)c * ni + i] / probes;
+        e->mean = sum / n;
+        for (int c = 0; c < n; c++) {
+            double d = res->config_images[(size_t)c * ni + i] / probes - e->mean;
+            m2 += d * d;
+        }
+        if (n > 1) e->se = sqrt(m2 / (n - 1) / n);
+        if (n > 1 && res->err[STEM_CH_IMAGES]) e->pixel_se = sqrt(res->image_se2[i] / probes);
+    }
+    return ni;
+}
+
+void stem_result_log_errors(const stem_plan *plan, const stem_result *res, const char *where)
+{
+    stem_image_error e[STEM_MAX_IMAGES];
+    int ni = stem_result_image_errors(plan, res, e);
+    for (int i = 0; i < ni; i++) {
+        char line[384];
+        if (isnan(e[i].mean)) continue;
+        /* "HAADF 70-200 mrad: 0.0335 +- 0.0004 (1.2%) over 8 configurations; 32 would bring it to 0.6%" */
+        stem_advice_error_line(e[i].name, e[i].inner_mrad, e[i].outer_mrad, e[i].mean, e[i].se, e[i].n_configs, line,
+                               sizeof line);
+        if (e[i].n_configs < 2 || isnan(e[i].pixel_se)) /* [output] standard_errors = false: no per-probe errors */
+            stem_info("%s%s", where, line);
+        else
+            stem_info("%s%s; per probe position +- %.2g rms", where, line, e[i].pixel_se);
+    }
+}
