@@ -68,8 +68,8 @@ FEATURES = (
     ("smatrix", "`save_smatrix` / `smatrix_file`", 0.0),
     ("focal_spread", "focal spread", 1e-9),
     ("source_size", "source size", 1e-9),
-    ("series_potential", "defocus series from a stored potential", 0.0),
-    ("series_smatrix", "defocus series from a stored S-matrix", 0.0),
+    ("series_potential", "tilt and defocus series from a stored potential", 0.0),
+    ("series_smatrix", "tilt and defocus series from a stored S-matrix", 0.0),
     ("series_distributed_fft", "tilt series on the distributed FFT", 1e-5),
 )
 
@@ -355,25 +355,35 @@ def check_distributed_fft(case, tol):
     return case.compare(case.h5("slabs"), case.h5("serial"), "distributed over 3 ranks", tol)
 
 
-def check_emd(case, tol):
-    """Every dataset of the EMD tree (DPC aside: in 1/Angstrom) is a native one, scan axes x first;
-    the main native results all appear in it."""
+def squeezed(v):
+    """An array without its length-1 axes, a complex one as its (real, imaginary) pairs."""
     import numpy as np
+    v = np.asarray(v)
+    if np.iscomplexobj(v):
+        v = np.stack([v.real, v.imag], axis=-1)
+    return np.squeeze(v)
+
+
+def same_up_to_axis_order(e, n):
+    """e equals n with its axes in some order (the EMD tree puts x before y)."""
+    import itertools
+    import numpy as np
+    return any(n.transpose(p).shape == e.shape and np.array_equal(n.transpose(p), e)
+               for p in itertools.permutations(range(n.ndim)))
+
+
+def check_emd(case, tol):
+    """Every dataset of the EMD tree (DPC aside: in 1/Angstrom) is a native one, up to the order of
+    its axes and axes of length 1; the main native results all appear in it."""
     case.run("native")
     case.run("emd", ["output.layout=emd"])
-    native, emd = case.h5("native"), case.h5("emd")
-    views = {}
-    for k, v in native.items():
-        if k.startswith("axes/"):
-            continue
-        v = np.asarray(v)
-        views[k] = [v.T if v.ndim == 2 else v.transpose(1, 0, 2) if v.ndim == 3 else
-                    v.transpose(1, 0, 3, 2) if v.ndim == 4 else v, v]
+    native = {k: squeezed(v) for k, v in case.h5("native").items() if not k.startswith("axes/")}
     problems, found = [], set()
-    for k, v in emd.items():
+    for k, v in case.h5("emd").items():
         if not k.startswith("4DSTEM_simulation/data/") or not k.endswith("/data") or "DPC" in k:
             continue
-        match = [n for n, vs in views.items() if any(w.shape == v.shape and np.array_equal(w, v) for w in vs)]
+        v = squeezed(v)
+        match = [n for n, w in native.items() if same_up_to_axis_order(v, w)]
         if not match:
             problems.append("EMD %s equals no native dataset" % k)
         found.update(match)
@@ -466,18 +476,22 @@ def check_source_size(case, tol):
     return problems
 
 
+def stored_series_check(case, tol, save_key, read_key):
+    """A tilt x defocus series that reads what the same series stored (save_key) = the stored series."""
+    ini = case.config("series", drop=("defocus = 0",), append="\n[series]\ntilt_x = 0 3\ndefocus = -30 30\n")
+    case.run("computed", ["output.%s=true" % save_key], ini=ini)
+    case.run("loaded", ["simulation.%s=computed.h5" % read_key], ini=ini)
+    computed, loaded = ({k: v for k, v in case.h5(n).items() if not k.startswith(("potential", "smatrix"))}
+                        for n in ("computed", "loaded"))
+    return case.compare(loaded, computed, "series read from %s" % read_key, tol) + distinct(loaded, "the tilts")
+
+
 def check_series_potential(case, tol):
-    """A defocus series reading the potential a single run stored = the points computed from the atoms."""
-    case.run("stored", ["output.save_potential=true"])
-    return series_check(case, tol, "defocus", [-30.0, 30.0], "probe.defocus", "defocus", drop=("defocus = 0",),
-                        series_sets=["simulation.potential_file=stored.h5"])
+    return stored_series_check(case, tol, "save_potential", "potential_file")
 
 
 def check_series_smatrix(case, tol):
-    """A defocus series reading the S-matrix a single run stored = the points computed from the atoms."""
-    case.run("stored", ["output.save_smatrix=true"])
-    return series_check(case, tol, "defocus", [-30.0, 30.0], "probe.defocus", "defocus", drop=("defocus = 0",),
-                        series_sets=["simulation.smatrix_file=stored.h5"])
+    return stored_series_check(case, tol, "save_smatrix", "smatrix_file")
 
 
 def check_series_distributed_fft(case, tol):
@@ -497,8 +511,8 @@ def refusal_sets(feature):
             "distributed_fft": ["compute.distributed_fft=on"], "emd": ["output.layout=emd"],
             "potential": ["output.save_potential=true"], "smatrix": ["output.save_smatrix=true"],
             "focal_spread": ["probe.focal_spread=40"], "source_size": ["probe.source_size=1.2"],
-            "series_potential": ["series.defocus=-30 30", "simulation.potential_file=stored.h5"],
-            "series_smatrix": ["series.defocus=-30 30", "simulation.smatrix_file=stored.h5"],
+            "series_potential": ["series.tilt_x=0 3", "simulation.potential_file=stored.h5"],
+            "series_smatrix": ["series.tilt_x=0 3", "simulation.smatrix_file=stored.h5"],
             "series_distributed_fft": ["series.tilt_x=0 3", "compute.distributed_fft=on"]}.get(feature, [])
 
 
