@@ -402,3 +402,24 @@ if(STEMSIM_PYTHON)
   set_tests_properties(prismatic_side_by_side PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
+
+# The composition matrix (tests/composition/matrix.py, LABELS composition): every algorithm with
+# every feature, one ctest per feature; a cell that runs equals the same points computed singly
+# (bit for bit on the CPU unless its feature names a tolerance), a refused one exits 3 with its
+# reason. The README's "What combines with what" table is generated from the same cells.
+set(_composition ${CMAKE_CURRENT_SOURCE_DIR}/composition/matrix.py)
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  foreach(_f tilt_series defocus_series depths resume ranks distributed_fft emd positions potential smatrix
+             focal_spread source_size series_potential series_smatrix series_distributed_fft)
+    add_test(NAME composition_${_f}
+             COMMAND ${STEMSIM_PYTHON} ${_composition} run ${_f} --stemsim $<TARGET_FILE:stemsim>
+                     --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+    set_tests_properties(composition_${_f} PROPERTIES LABELS "composition" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                         SKIP_RETURN_CODE 77 TIMEOUT 240)
+  endforeach()
+endif()
+if(STEMSIM_PYTHON)
+  add_test(NAME composition_selftest COMMAND ${STEMSIM_PYTHON} ${_composition} --self-test)
+  add_test(NAME composition_readme COMMAND ${STEMSIM_PYTHON} ${_composition} --check-readme ${CMAKE_SOURCE_DIR}/README.md)
+  set_tests_properties(composition_selftest composition_readme PROPERTIES LABELS "composition;docs" TIMEOUT 30)
+endif()
