@@ -310,6 +310,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(stored_smatrix PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
+  # Stored potentials and S-matrices in a [series] campaign: one per tilt, read back bit for
+  # bit, kill and resume, files of other tilts refused
+  add_test(NAME stored_campaign
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stored_campaign.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(stored_campaign PROPERTIES LABELS "campaign;physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400)
 endif()
 
 # cmake --install: the tree under a prefix, moved, finds its tables and runs the example.
