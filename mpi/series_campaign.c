@@ -17,6 +17,8 @@
 #include "../io/potential_file.h"
 #include "../io/smatrix_file.h"
 #include "consistency.h"
+#include "dist_hrtem.h"
+#include "../src/slabs.h"
 
 /* Where each channel of one point sits in a unit's payload (whole scan,
  * probe-major as in stem_result), then its PACBED; a unit holds its tilt's
@@ -51,6 +53,7 @@ typedef struct {
     stem_atoms tilted;
     char *payload;          /* group leader: one unit */
     stem_smatrix_io smatrix_io; /* PRISM's S-matrix read from smatrix_file, or kept in the unit */
+    stem_dist_unit *dist;       /* a distributed FFT's state (plan->dist) */
     double start, busy;     /* campaign start; this rank's time in its units */
     int finished_at_start;
     /* the final read-back */
@@ -96,11 +99,20 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
     return stem_series_resolve_depths(s, cfg, thinnest);
 }
 
+/* Channel ch's values of one probe in a unit: a distributed FFT's whole images (the
+ * group's rows gathered), else what each probe records. */
+static long unit_width(const stem_plan *plan, int ch)
+{
+    if (!plan->dist) return stem_channel_width(plan, ch);
+    long per_row = stem_channel_width(plan, ch) / (plan->dist_rows > 0 ? plan->dist_rows : 1);
+    return ch == STEM_CH_TOTAL ? stem_channel_width(plan, ch) : per_row * plan->ny;
+}
+
 static void layout_build(const stem_plan *plan, int per_tilt, unit_layout *L)
 {
     size_t at = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        L->width[ch] = stem_channel_width(plan, ch);
+        L->width[ch] = unit_width(plan, ch);
         L->elt[ch] = stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double);
         L->offset[ch] = at;
         at += (size_t)plan->n_probes * (size_t)L->width[ch] * L->elt[ch];
@@ -255,6 +267,11 @@ static int compute_unit(campaign *cp, int u)
     int t = u / cp->n_configs, c = u % cp->n_configs;
     int err = stem_mpi_agree(tilt_model(cp, t), job->m->group);
     const stem_plan *plans = &cp->plans[t * cp->n_optics];
+    if (cp->dist) { /* the wave in slabs: its own slices, propagation and record */
+        for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
+        if (!err) err = stem_dist_unit_run(cp->dist, job->m, plans, cp->n_optics, &cp->tilted, c, cp->res);
+        return stem_mpi_agree(err, job->m->group);
+    }
     int loaded = cp->smatrix_io.load != NULL; /* the S-matrix read back: no transmission functions needed */
     if (!err && !loaded)
         err = stem_phonon_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
@@ -296,6 +313,40 @@ static int gather_channel(campaign *cp, int d, int ch)
     return err;
 }
 
+/* A distributed FFT's channel ch of point d: every rank's rows of the image into the
+ * leader's payload (the total, summed over the group on every rank: the leader's). */
+static int gather_rows(campaign *cp, int d, int ch)
+{
+    const stem_mpi *m = cp->job->m;
+    const stem_plan *plan = cp->job->plan;
+    char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
+    if (ch == STEM_CH_TOTAL) {
+        if (into) memcpy(into, cp->res[d].data[ch], cp->layout.elt[ch]);
+        return STEM_OK;
+    }
+    int size = m->layout.group_size, err = STEM_OK;
+    MPI_Datatype row; /* one image row: what the slabs are counted in */
+    STEM_MPI_CALL(MPI_Type_contiguous((int)(cp->layout.width[ch] / plan->ny), MPI_FLOAT, &row));
+    STEM_MPI_CALL(MPI_Type_commit(&row));
+    int *counts = stem_calloc((size_t)size, sizeof(int), "gather counts");
+    int *displs = stem_calloc((size_t)size, sizeof(int), "gather counts");
+    if (!counts || !displs) err = STEM_ERR_MEMORY;
+    for (int r = 0; r < size && !err; r++) {
+        long rows, row0, cols, col0;
+        stem_dist_fft_slabs(plan->nx, plan->ny, size, r, &rows, &row0, &cols, &col0); /* as the plan cut them */
+        counts[r] = (int)rows;
+        displs[r] = (int)row0;
+    }
+    err = stem_mpi_agree(err, m->group);
+    if (!err && MPI_Gatherv(cp->res[d].data[ch], counts[m->layout.group_rank], row, into, counts, displs, row, 0,
+                            m->group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit's image rows to its group leader failed");
+    MPI_Type_free(&row);
+    free(counts);
+    free(displs);
+    return err;
+}
+
 /* The leader's exact PACBED sum of point d, as doubles, into the unit's payload. */
 static int pacbed_into_payload(campaign *cp, int d)
 {
@@ -317,7 +368,7 @@ static int store_unit(campaign *cp, int u)
     int err = STEM_OK, leader = m->layout.group_rank == 0;
     for (int d = 0; d < cp->per_tilt && !err; d++) {
         for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
-            if (cp->layout.width[ch]) err = gather_channel(cp, d, ch);
+            if (cp->layout.width[ch]) err = plan->dist ? gather_rows(cp, d, ch) : gather_channel(cp, d, ch);
         if (!err && plan->opt.save_pacbed) {
             err = stem_mpi_sum_pacbed(&cp->res[d], 0, m->group); /* exact: the same bits on any group size */
             if (!err && leader) err = pacbed_into_payload(cp, d);
@@ -430,6 +481,8 @@ static int group_state(campaign *cp)
         !(cp->payload = stem_alloc(cp->ck.unit_bytes ? cp->ck.unit_bytes : 1, "one unit's result (checkpoint)")))
         err = STEM_ERR_MEMORY;
     err = stem_mpi_agree(err, m->group);
+    if (plan->dist) /* no rank holds a whole slice: the slabs' own state */
+        return err ? err : stem_dist_unit_create(m, plan, job->atoms, job->potentials, &cp->dist);
     if (!err)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
@@ -442,6 +495,8 @@ static int group_state(campaign *cp)
 
 static void group_state_free(campaign *cp)
 {
+    stem_dist_unit_free(cp->dist);
+    cp->dist = NULL;
     stem_algorithm_buffers_free(&cp->buffers);
     stem_potential_table_free(&cp->table);
     stem_node_buffer_free(&cp->trans_node, cp->trans);
@@ -458,14 +513,28 @@ static void group_state_free(campaign *cp)
 
 /* ------------------------------------------------------------ the output */
 
+/* Which of a unit's values of channel ch this rank holds (as it writes them): its probes,
+ * or a distributed FFT's rows of the image (the total: the one value). */
+static void rank_part(const stem_plan *plan, const unit_layout *L, int ch, size_t *first, size_t *n)
+{
+    if (!plan->dist) {
+        *first = (size_t)plan->probe_begin * L->width[ch];
+        *n = (size_t)(plan->probe_end - plan->probe_begin) * L->width[ch];
+        return;
+    }
+    *n = (size_t)stem_channel_width(plan, ch);
+    *first = ch == STEM_CH_TOTAL || !plan->dist_rows ? 0 : (size_t)plan->dist_row0 * (*n / (size_t)plan->dist_rows);
+}
+
 /* Channel ch of point p, this rank's probes: configuration c's values added to the sums. */
 static int add_channel(campaign *cp, int p, int ch, int c, stem_result *res)
 {
     const stem_plan *plan = cp->job->plan;
     const unit_layout *L = &cp->layout;
     int t = p / cp->per_tilt, d = p % cp->per_tilt;
-    size_t n = (size_t)res->n_probes * (size_t)L->width[ch];
-    size_t at = (size_t)d * L->point_bytes + L->offset[ch] + (size_t)plan->probe_begin * L->width[ch] * L->elt[ch];
+    size_t first, n;
+    rank_part(plan, L, ch, &first, &n);
+    size_t at = (size_t)d * L->point_bytes + L->offset[ch] + first * L->elt[ch];
     STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, cp->scratch, n * L->elt[ch]));
     if (stem_channel_table[ch].is_float) {
         float *v = res->data[ch];
@@ -605,8 +674,9 @@ static int write_output(campaign *cp)
     int writes = m->layout.group == 0, err = STEM_OK;
     size_t scratch = sizeof(double) * (size_t)(plan->opt.save_pacbed ? plan->cbed_nx * plan->cbed_ny : 1);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        size_t b = (size_t)(plan->probe_end - plan->probe_begin) * cp->layout.width[ch] * cp->layout.elt[ch];
-        if (b > scratch) scratch = b;
+        size_t first, n;
+        rank_part(plan, &cp->layout, ch, &first, &n);
+        if (n * cp->layout.elt[ch] > scratch) scratch = n * cp->layout.elt[ch];
     }
     const stem_plan **tilt_plans = NULL;
     double *tilt_deg = NULL;

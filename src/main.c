@@ -330,11 +330,6 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
-    if (!err && plan->dist && series->n_points) /* a unit's stored results are whole waves: not slabs (yet) */
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: a distributed FFT (each rank holds rows of the wave) does "
-                                       "not run as a [series] or checkpointed campaign yet: set [compute] "
-                                       "distributed_fft = off, or run the points as separate jobs", cfg->config_path),
-                             world);
     const stem_options *opt = &cfg->opt;
     const char *stored = opt->save_potential ? "[output] save_potential" : opt->potential_file[0] ? "[simulation] potential_file"
                        : opt->save_smatrix ? "[output] save_smatrix" : opt->smatrix_file[0] ? "[simulation] smatrix_file" : NULL;
