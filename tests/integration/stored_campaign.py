@@ -12,7 +12,8 @@
 - prism: the same with save_smatrix and smatrix_file (no transmission functions built);
   /smatrix_tilts/tilt_1 is the single run's /smatrix at that tilt bit for bit; a campaign
   with save_smatrix killed after 1 unit (SIGKILL) and run again resumes and writes the
-  same file, S-matrices included, bit for bit.
+  same file, S-matrices included, bit for bit; written in the EMD layout, the file keeps
+  /smatrix_tilts and a campaign reading it equals the one computed bit for bit.
 - Refused (exit 4): the file read by a campaign over other tilts (0, 6 degrees: the
   angle named), over three tilts (the count), a single run's file in a campaign, a
   campaign's file in a single run; nothing is left under the output's name.
@@ -111,6 +112,10 @@ def main():
     if "transmission" in log.split("time per phase")[-1]:
         raise SystemExit("FAIL smatrix_file in a campaign: it still built transmission functions")
     kill_resume()
+    emd = ["--set", "simulation.algorithm=prism"] + CAMPAIGN
+    run(2, emd + ["--set", "output.save_smatrix=true", "--set", "output.layout=emd"], "prism_emd")
+    run(2, emd + ["--set", "simulation.smatrix_file=" + os.path.join(A.workdir, "prism_emd.h5")], "prism_emd_loaded")
+    same(datasets("prism_plain"), datasets("prism_emd_loaded"), "prism campaign reading an EMD file's /smatrix_tilts")
 
     for key, src, alg, single in (("potential_file", pot, "multislice", "multislice_single4"),
                                   ("smatrix_file", smat, "prism", "prism_single4")):
