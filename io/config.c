@@ -169,7 +169,8 @@ static const key_spec key_table[] = {
      "(refused otherwise, exit 4), configuration c uses its slices c (it needs at least frozen_phonons of them); "
      "the energy may differ (the potential does not depend on it), the tilts, rotation, parametrisation, projection, "
      "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3); a damaged or "
-     "unfinished file is refused (exit 4); not with [series] or a distributed FFT"},
+     "unfinished file is refused (exit 4); a [series] or checkpointed campaign reads each tilt's slices from "
+     "/potential_tilts/tilt_<t> of a campaign over the same tilts (others refused, exit 4); not with a distributed FFT"},
     {"simulation", "smatrix_file", K_STRING, OFF(opt.smatrix_file), "", 0, 0, NULL, "path",
      "prism: read each configuration's compact S-matrix from /smatrix of a stemsim output written with [output] "
      "save_smatrix, instead of building the potential and propagating the beams (Prismatic's -ism; relative to the "
@@ -177,7 +178,8 @@ static const key_spec key_table[] = {
      "otherwise, exit 4); configuration c uses its S-matrix c; only the probes (aberrations, defocus, positions, "
      "detectors) may change: the tilts, rotation, parametrisation, projection, potential_radius, transmission "
      "oversampling, thermal and (thermal) seed are compared with the writer's (exit 3); a damaged or unfinished file "
-     "is refused (exit 4); not with [series] or potential_file"},
+     "is refused (exit 4); a [series] or checkpointed campaign reads each tilt's from /smatrix_tilts/tilt_<t> of a "
+     "campaign over the same tilts (others refused, exit 4); not with potential_file"},
     {"simulation", "interpolation_x", K_INT, OFF(interpolation_x), "4", 1, 256, NULL, "-",
      "PRISM interpolation factor fx"},
     {"simulation", "interpolation_y", K_INT, OFF(interpolation_y), "4", 1, 256, NULL, "-",
@@ -246,12 +248,15 @@ static const key_spec key_table[] = {
     {"output", "save_potential", K_BOOL, OFF(opt.save_potential), "false", 0, 0, NULL, "-",
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
      "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the projected potential), to reuse with "
-     "[simulation] potential_file (Prismatic's -sp / -ips); not with [series] or a distributed FFT"},
+     "[simulation] potential_file (Prismatic's -sp / -ips); a [series] or checkpointed campaign writes one dataset "
+     "per sample tilt, /potential_tilts/tilt_<t> (docs/campaigns.md); not with a distributed FFT"},
     {"output", "save_smatrix", K_BOOL, OFF(opt.save_smatrix), "false", 0, 0, NULL, "-",
      "prism: write /smatrix, every configuration's compact S-matrix (float32 [configuration][beam][cy][cx][2]: "
      "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the beams' Fourier indices "
      "/smatrix_beams (int32 [beam][2]: kx, ky), to reuse with [simulation] smatrix_file (Prismatic's -sm / -ism); "
-     "each configuration's is kept in a temporary file beside the output until the end; not with [series]"},
+     "each configuration's is kept in a temporary file beside the output until the end; a [series] or "
+     "checkpointed campaign writes one dataset per sample tilt, /smatrix_tilts/tilt_<t>, keeping each unit's in "
+     "its checkpoint (docs/campaigns.md)"},
     {"output", "layout", K_ENUM, OFF(opt.layout_emd), "stemsim", 0, 0, "stemsim|emd", "-",
      "stemsim: this program's layout (see Output file); emd: Prismatic 2.0's EMD tree, which py4DSTEM "
      "(py4DSTEM.read) and scripts written for Prismatic open unchanged: /4DSTEM_simulation/data/realslices/"

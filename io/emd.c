@@ -475,7 +475,8 @@ static int record(const emd *e, hid_t sim)
     ok = ok && !stem_h5_attr_text(e->out, "program", "stemsim") &&
          !stem_h5_attr_text(e->out, "version", STEM_VERSION) &&
          !stem_h5_attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
-    static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams"};
+    static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams", "/potential_tilts",
+                                         "/smatrix_tilts"}; /* the last two: a campaign's, one per tilt */
     for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
         if (exists(e->in, stored[i])) ok = H5Ocopy(e->in, stored[i], e->out, stored[i], H5P_DEFAULT, H5P_DEFAULT) >= 0;
     /* what Prismatic's tree has no place for is kept as stemsim wrote it, under /stemsim */

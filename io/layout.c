@@ -591,6 +591,7 @@ typedef struct {
     const char *name;
     const stem_output_attr *attrs;
     int n_attrs;
+    int tilt; /* a campaign's sample tilt (0 in a run) */
 } stem_output_stacking;
 
 static int stem_output_stack_attrs(void *ctx, hid_t dset)
@@ -599,28 +600,64 @@ static int stem_output_stack_attrs(void *ctx, hid_t dset)
     return stem_output_attrs(s->o, dset, s->name, s->attrs, s->n_attrs);
 }
 
-static int stem_output_write_stack(const stem_output *o, stem_h5_stack st, const stem_output_attr *attrs, int n_attrs)
+static int stem_output_write_stack(const stem_output *o, stem_h5_stack st, const stem_output_attr *attrs, int n_attrs,
+                                   int tilt)
 {
-    stem_output_stacking s = {o, st.name, attrs, n_attrs};
+    stem_output_stacking s = {o, st.name, attrs, n_attrs, tilt};
     st.attrs = stem_output_stack_attrs;
     st.ctx = &s;
     return stem_h5_write_stack(&o->h5, &st);
 }
 
-static int potential_plane(void *ctx, int c, int s, float *V)
+/* Where a stored stack goes: a run's one dataset, or a campaign's tilt t's in its group
+ * (created, with the number of tilts, before the first). */
+static int stem_output_stack_place(const stem_output *o, const char *single, const char *group, int t, char *name,
+                                   size_t n)
 {
-    const stem_output *o = ((const stem_output_stacking *)ctx)->o;
-    return o->stored->potential->slices(o->stored->potential->ctx, c, s, s + 1, V);
+    snprintf(name, n, "%s", single);
+    if (!o->stored->n_tilts) return STEM_OK;
+    stem_stored_tilt_dataset(group, t, name, n);
+    if (t) return STEM_OK;
+    STEM_TRY(stem_h5_group(&o->h5, group));
+    hid_t g = H5Gopen2(o->h5.file, group, H5P_DEFAULT);
+    int rc = stem_h5_agree(o->h5.comm, g >= 0 ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "output %s: cannot open group %s",
+                                                                   o->h5.path, group));
+    if (!rc) rc = stem_h5_put_int(&o->h5, g, group, "tilts", o->stored->n_tilts);
+    if (g >= 0) H5Gclose(g);
+    return rc;
 }
 
-static int stem_output_potential_slices(const stem_output *o)
+/* The plan of a stored stack: a run's, or a campaign's tilt t's (its slices). */
+static const stem_plan *stem_output_stack_plan(const stem_output *o, int t)
 {
-    if (!o->stored || !o->stored->potential) return STEM_OK;
-    const stem_plan *plan = o->plan;
-    stem_h5_stack st = {.name = STEM_POTENTIAL_DATASET, .rank = 4,
+    return o->stored->n_tilts ? o->stored->tilt_plans[t] : o->plan;
+}
+
+/* A campaign's tilt angles close each stored stack's attributes (none in a run). */
+static int stem_output_stack_n_attrs(const stem_output *o, int n_attrs)
+{
+    return o->stored->n_tilts ? n_attrs : n_attrs - 2;
+}
+
+static int potential_plane(void *ctx, int c, int s, float *V)
+{
+    const stem_output_stacking *st = ctx;
+    const stem_output *o = st->o;
+    return o->stored->potential->slices(o->stored->potential->ctx, st->tilt, c, s, s + 1, V);
+}
+
+static int stem_output_potential_tilt(const stem_output *o, int t)
+{
+    const stem_plan *plan = stem_output_stack_plan(o, t);
+    char name[64];
+    int rc = stem_h5_agree(o->h5.comm, stem_output_stack_place(o, STEM_POTENTIAL_DATASET, STEM_POTENTIAL_TILTS_GROUP,
+                                                               t, name, sizeof name));
+    if (rc) return rc;
+    stem_h5_stack st = {.name = name, .rank = 4,
                         .dims = {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->pot_ny,
                                  (hsize_t)plan->pot_nx},
                         .plane = potential_plane};
+    const double *deg = o->stored->n_tilts ? &o->stored->tilt_deg[2 * t] : NULL;
     const stem_output_attr attrs[] = {
         {"units", "V Angstrom", 0},
         {"axes", "configuration, slice, y, x", 0},
@@ -633,20 +670,30 @@ static int stem_output_potential_slices(const stem_output *o)
         {"transmission_oversampling", NULL, plan->opt.oversampling},
         {"cell_x_angstrom", NULL, plan->cell[0]},
         {"cell_y_angstrom", NULL, plan->cell[1]},
+        {"tilt_x_deg", NULL, deg ? deg[0] : 0},
+        {"tilt_y_deg", NULL, deg ? deg[1] : 0},
     };
-    return stem_output_write_stack(o, st, attrs, (int)(sizeof attrs / sizeof *attrs));
+    return stem_output_write_stack(o, st, attrs, stem_output_stack_n_attrs(o, (int)(sizeof attrs / sizeof *attrs)), t);
+}
+
+static int stem_output_potential_slices(const stem_output *o)
+{
+    if (!o->stored || !o->stored->potential) return STEM_OK;
+    int rc = STEM_OK;
+    for (int t = 0; t < (o->stored->n_tilts ? o->stored->n_tilts : 1) && !rc; t++) rc = stem_output_potential_tilt(o, t);
+    return rc;
 }
 
 static int smatrix_plane(void *ctx, int c, int b, float *S)
 {
-    const stem_output *o = ((const stem_output_stacking *)ctx)->o;
-    return o->stored->smatrix->beam(o->stored->smatrix->ctx, c, b, S);
+    const stem_output_stacking *st = ctx;
+    const stem_output *o = st->o;
+    return o->stored->smatrix->beam(o->stored->smatrix->ctx, st->tilt, c, b, S);
 }
 
-/* /smatrix and the beams it holds, /smatrix_beams [beam][kx, ky] (rank 0 writes it whole). */
-static int stem_output_smatrix_stack(const stem_output *o)
+/* /smatrix_beams [beam][kx, ky] (rank 0 writes it whole). */
+static int stem_output_smatrix_beams(const stem_output *o)
 {
-    if (!o->stored || !o->stored->smatrix) return STEM_OK;
     const stem_plan *plan = o->plan;
     int *k = stem_calloc((size_t)plan->n_beams * 2, sizeof(int), "beam list");
     int rc = stem_h5_agree(o->h5.comm, k ? STEM_OK : STEM_ERR_MEMORY);
@@ -658,10 +705,21 @@ static int stem_output_smatrix_stack(const stem_output *o)
                              .data = k, .attrs = beam_attrs, .n_attrs = 2, .fixed = 1};
     if (!rc) rc = stem_h5_agree(o->h5.comm, stem_output_write_dataset(o, &d));
     free(k);
-    stem_h5_stack st = {.name = STEM_SMATRIX_DATASET, .rank = 5,
+    return rc;
+}
+
+static int stem_output_smatrix_tilt(const stem_output *o, int t)
+{
+    const stem_plan *plan = stem_output_stack_plan(o, t);
+    char name[64];
+    int rc = stem_h5_agree(o->h5.comm, stem_output_stack_place(o, STEM_SMATRIX_DATASET, STEM_SMATRIX_TILTS_GROUP, t,
+                                                               name, sizeof name));
+    if (rc) return rc;
+    stem_h5_stack st = {.name = name, .rank = 5,
                         .dims = {(hsize_t)plan->n_configs, (hsize_t)plan->n_beams, (hsize_t)plan->crop_ny,
                                  (hsize_t)plan->crop_nx, 2},
                         .plane = smatrix_plane};
+    const double *deg = o->stored->n_tilts ? &o->stored->tilt_deg[2 * t] : NULL;
     const stem_output_attr attrs[] = {
         {"axes", "configuration, beam, y, x, (real, imaginary)", 0},
         {"content", "PRISM's compact S-matrix: each beam's plane wave (/smatrix_beams) through the sample, cut to "
@@ -677,8 +735,18 @@ static int stem_output_smatrix_stack(const stem_output *o)
         {"slices", NULL, plan->n_slices},
         {"interpolation_x", NULL, plan->fx},
         {"interpolation_y", NULL, plan->fy},
+        {"tilt_x_deg", NULL, deg ? deg[0] : 0},
+        {"tilt_y_deg", NULL, deg ? deg[1] : 0},
     };
-    if (!rc) rc = stem_output_write_stack(o, st, attrs, (int)(sizeof attrs / sizeof *attrs));
+    return stem_output_write_stack(o, st, attrs, stem_output_stack_n_attrs(o, (int)(sizeof attrs / sizeof *attrs)), t);
+}
+
+/* /smatrix (a campaign's /smatrix_tilts) and the beams it holds, /smatrix_beams. */
+static int stem_output_smatrix_stack(const stem_output *o)
+{
+    if (!o->stored || !o->stored->smatrix) return STEM_OK;
+    int rc = stem_output_smatrix_beams(o);
+    for (int t = 0; t < (o->stored->n_tilts ? o->stored->n_tilts : 1) && !rc; t++) rc = stem_output_smatrix_tilt(o, t);
     return rc;
 }
 
@@ -739,17 +807,18 @@ int stem_layout_write(stem_output *o)
     return rc;
 }
 
-double stem_layout_estimate_bytes(const stem_plan *plan, int n_points)
+double stem_layout_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts)
 {
-    double per_probe = 0, per_scan = 0; /* written as float64 (an upper bound for the float channels) */
+    double tilts = n_tilts > 0 ? n_tilts : 1; /* each its stored potential and S-matrix, none thicker than plan's */
+    double per_probe = 0, per_scan = 0;       /* written as float64 (an upper bound for the float channels) */
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
         *(stem_channel_per_probe(ch) ? &per_probe : &per_scan) +=
             8.0 * (double)(stem_channel_width(plan, ch) + stem_channel_error_width(plan, ch));
     double bytes = per_probe * (double)plan->n_probes * (n_points > 0 ? n_points : 1);
     bytes += per_scan * (n_points > 0 ? n_points : 1);
-    if (plan->opt.save_potential) bytes += 4.0 * plan->n_configs * plan->n_slices * plan->pot_ny * (double)plan->pot_nx;
+    if (plan->opt.save_potential) bytes += tilts * 4.0 * plan->n_configs * plan->n_slices * plan->pot_ny * (double)plan->pot_nx;
     if (plan->opt.save_smatrix)
-        bytes += 8.0 * plan->n_configs * plan->n_beams * plan->crop_ny * (double)plan->crop_nx + 8.0 * plan->n_beams;
+        bytes += tilts * 8.0 * plan->n_configs * plan->n_beams * plan->crop_ny * (double)plan->crop_nx + 8.0 * plan->n_beams;
     /* HDF5's headers, attributes (the config and plan texts) and axes */
     return bytes * 1.01 + 256.0 * 1024;
 }

@@ -38,7 +38,8 @@ int stem_layout_longest_axis(const stem_plan *plan, const stem_output_series *se
  * flushed); every step ends with all ranks agreeing on its status. */
 int stem_layout_write(stem_output *o);
 
-/* Bytes the layout will take for this plan and n_points series points (stem_output_estimate_bytes). */
-double stem_layout_estimate_bytes(const stem_plan *plan, int n_points);
+/* Bytes the layout will take for this plan, n_points series points and n_tilts sample tilts
+ * (stem_output_estimate_bytes). */
+double stem_layout_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts);
 
 #endif

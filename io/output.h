@@ -21,15 +21,17 @@
  * after a barrier. On a failure before publishing the temporary file is
  * removed; every rank returns the same status. */
 /* Bytes the output file of this plan will take, about and rather more than less (the
- * datasets of n_points series points, the stored potential and S-matrix, HDF5's own):
- * what stem_output_target_reserve holds from the start. */
-double stem_output_estimate_bytes(const stem_plan *plan, int n_points);
+ * datasets of n_points series points, the stored potential and S-matrix of each of n_tilts
+ * sample tilts, HDF5's own): what stem_output_target_reserve holds from the start. */
+double stem_output_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts);
 
 /* stored: NULL, or what else to write (/potential, /smatrix). */
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
                       int writes_probes, const stem_output_texts *texts, const stem_output_stored *stored);
-/* The same for a series: res is the buffer series->load fills point by point. */
+/* The same for a series: res is the buffer series->load fills point by point; stored (NULL:
+ * none) holds one potential and S-matrix per sample tilt (stored->n_tilts). */
 int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
-                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series);
+                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
+                             const stem_output_stored *stored);
 
 #endif

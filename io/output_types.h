@@ -31,17 +31,19 @@ typedef struct {
 } stem_output_series;
 
 /* [output] save_potential: slices fills V ([s1 - s0][ny][nx], V Angstrom) with configuration
- * c's slices [s0, s1) on any rank; the strings become attributes of /potential. */
+ * c's slices [s0, s1) (of tilt t in a campaign, else t = 0) on any rank; the strings become
+ * attributes of /potential. */
 typedef struct {
-    int (*slices)(void *ctx, int c, int s0, int s1, float *V);
+    int (*slices)(void *ctx, int t, int c, int s0, int s1, float *V);
     void *ctx;
     const char *parametrisation, *projection;
 } stem_output_potential;
 
 /* [output] save_smatrix: beam fills S ([crop_ny][crop_nx][2] floats) with beam b of
- * configuration c's S-matrix, on any rank; /smatrix_beams lists the plan's beams. */
+ * configuration c's S-matrix (of tilt t in a campaign, else t = 0), on any rank;
+ * /smatrix_beams lists the plan's beams. */
 typedef struct {
-    int (*beam)(void *ctx, int c, int b, float *S);
+    int (*beam)(void *ctx, int t, int c, int b, float *S);
     void *ctx;
 } stem_output_smatrix;
 
@@ -50,6 +52,11 @@ typedef struct {
 typedef struct {
     const stem_output_potential *potential; /* /potential */
     const stem_output_smatrix *smatrix;     /* /smatrix, /smatrix_beams */
+    /* a campaign's: one dataset per sample tilt t under /potential_tilts and /smatrix_tilts
+     * (docs/output.md), with the tilt's plan (its slices) and angles (degrees); 0: a run's */
+    int n_tilts;
+    const stem_plan *const *tilt_plans; /* [n_tilts] */
+    const double *tilt_deg;             /* [n_tilts][2]: tilt_x, tilt_y */
 } stem_output_stored;
 
 #endif

@@ -2,6 +2,7 @@
 #include "potential_file.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../src/stem.h"
@@ -13,16 +14,18 @@
 
 /* What a stored potential was made with that this run cannot change (docs/physics.md, Potentials: "What a
  * stored file was made with"). */
-static const stem_stored_key potential_keys[] = {
+static const stem_stored_key potential_keys[] = { /* [sample] tilt_x, tilt_y first: STEM_STORED_TILT_KEYS */
     {"sample", "tilt_x", 0},           {"sample", "tilt_y", 0},           {"sample", "rotation_z", 0},
     {"simulation", "parametrisation", 0}, {"simulation", "projection", 0}, {"simulation", "potential_radius", 0},
     {"simulation", "thermal", 0},      {"simulation", "seed", 1},
 };
 
-static stem_stored potential_dataset(const stem_plan *plan)
+/* A run's /potential, or a campaign's dataset of the plan's tilt (name: its buffer). */
+static stem_stored potential_dataset(const stem_plan *plan, char *name, size_t n)
 {
-    return (stem_stored){"[simulation] potential_file", plan->opt.potential_file, STEM_POTENTIAL_DATASET,
-                         "[output] save_potential"};
+    snprintf(name, n, "%s", STEM_POTENTIAL_DATASET);
+    if (plan->campaign_tilt) stem_stored_tilt_dataset(STEM_POTENTIAL_TILTS_GROUP, plan->campaign_tilt - 1, name, n);
+    return (stem_stored){"[simulation] potential_file", plan->opt.potential_file, name, "[output] save_potential"};
 }
 
 static int check_open(const stem_plan *plan, const stem_stored *s, hid_t dset)
@@ -70,16 +73,20 @@ static int check_content(const stem_plan *plan, const stem_stored *s)
     return err;
 }
 
-int stem_potential_file_check(const stem_plan *plan, const stem_config *cfg)
+int stem_potential_file_check(const stem_plan *plan, const stem_config *cfg, const stem_stored_tilt *tilt)
 {
-    stem_stored s = potential_dataset(plan);
+    char name[64];
+    stem_stored s = potential_dataset(plan, name, sizeof name);
     hid_t file, dset;
     int err = stem_stored_open(&s, &file, &dset);
     if (!err) err = stem_stored_verify(&s, file, dset);
+    if (!err && tilt) err = stem_stored_check_tilt(&s, file, dset, STEM_POTENTIAL_TILTS_GROUP, tilt);
     if (!err) err = check_open(plan, &s, dset);
     if (!err) err = check_content(plan, &s);
+    int skip = tilt ? STEM_STORED_TILT_KEYS : 0; /* a campaign's tilts: compared angle by angle above */
     if (!err)
-        err = stem_stored_check_keys(&s, file, cfg, potential_keys, (int)(sizeof potential_keys / sizeof *potential_keys),
+        err = stem_stored_check_keys(&s, file, cfg, potential_keys + skip,
+                                     (int)(sizeof potential_keys / sizeof *potential_keys) - skip,
                                      "the stored slices hold the sample as it was oriented, parametrised, projected "
                                      "and displaced then");
     stem_stored_close(file, dset);
@@ -99,7 +106,8 @@ static int check_plausible(const stem_stored *s, int c, int s0, int s1, long pla
 
 int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float *V)
 {
-    stem_stored s = potential_dataset(plan);
+    char name[64];
+    stem_stored s = potential_dataset(plan, name, sizeof name);
     hsize_t start[4] = {(hsize_t)c, (hsize_t)s0, 0, 0};
     hsize_t count[4] = {1, (hsize_t)(s1 - s0), (hsize_t)plan->pot_ny, (hsize_t)plan->pot_nx};
     STEM_TRY(stem_stored_read(&s, 4, start, count, H5T_NATIVE_FLOAT, V));

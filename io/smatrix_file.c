@@ -13,13 +13,21 @@ static stem_stored smatrix_dataset(const stem_plan *plan, const char *dataset)
     return (stem_stored){"[simulation] smatrix_file", plan->opt.smatrix_file, dataset, "[output] save_smatrix"};
 }
 
+/* A run's /smatrix, or a campaign's dataset of the plan's tilt (name: its buffer). */
+static stem_stored smatrix_stack(const stem_plan *plan, char *name, size_t n)
+{
+    snprintf(name, n, "%s", STEM_SMATRIX_DATASET);
+    if (plan->campaign_tilt) stem_stored_tilt_dataset(STEM_SMATRIX_TILTS_GROUP, plan->campaign_tilt - 1, name, n);
+    return smatrix_dataset(plan, name);
+}
+
 /* A beam carries at most the unit plane wave's intensity (mean |S|^2 = 1 in vacuum; the
  * sample and the band limit only take some away); float rounding stays far below this. */
 #define BEAM_MAX_INTENSITY 1.0001
 
 /* What a stored S-matrix was made with besides what its attributes and beams say
  * (docs/physics.md, Potentials: "What a stored file was made with"). */
-static const stem_stored_key smatrix_keys[] = {
+static const stem_stored_key smatrix_keys[] = { /* [sample] tilt_x, tilt_y first: STEM_STORED_TILT_KEYS */
     {"sample", "tilt_x", 0},
     {"sample", "tilt_y", 0},
     {"sample", "rotation_z", 0},
@@ -89,9 +97,10 @@ static int check_oversampling(const stem_plan *plan, const stem_stored *s, hid_t
                      plan->opt.oversampling, s->key, s->path, m, m, s->key);
 }
 
-int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg)
+int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg, const stem_stored_tilt *tilt)
 {
-    stem_stored s = smatrix_dataset(plan, STEM_SMATRIX_DATASET);
+    char name[64];
+    stem_stored s = smatrix_stack(plan, name, sizeof name);
     hid_t file, dset;
     hsize_t dims[5] = {0};
     int err = stem_stored_open(&s, &file, &dset);
@@ -105,8 +114,11 @@ int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg)
                         (unsigned long long)dims[0], plan->n_configs);
     if (!err) err = check_attrs(plan, &s, dset);
     if (!err) err = stem_stored_verify(&s, file, dset);
+    if (!err && tilt) err = stem_stored_check_tilt(&s, file, dset, STEM_SMATRIX_TILTS_GROUP, tilt);
+    int skip = tilt ? STEM_STORED_TILT_KEYS : 0; /* a campaign's tilts: compared angle by angle above */
     if (!err)
-        err = stem_stored_check_keys(&s, file, cfg, smatrix_keys, (int)(sizeof smatrix_keys / sizeof *smatrix_keys),
+        err = stem_stored_check_keys(&s, file, cfg, smatrix_keys + skip,
+                                     (int)(sizeof smatrix_keys / sizeof *smatrix_keys) - skip,
                                      "the stored S-matrix holds the sample as it was oriented, parametrised, "
                                      "projected and displaced then");
     if (!err) err = check_oversampling(plan, &s, file, cfg);
@@ -138,7 +150,8 @@ static int check_beams_read(const stem_plan *plan, const stem_stored *s, int c, 
 
 int stem_smatrix_file_read(const stem_plan *plan, int c, int b0, int b1, stem_complex *S)
 {
-    stem_stored s = smatrix_dataset(plan, STEM_SMATRIX_DATASET);
+    char name[64];
+    stem_stored s = smatrix_stack(plan, name, sizeof name);
     hsize_t start[5] = {(hsize_t)c, (hsize_t)b0, 0, 0, 0};
     hsize_t count[5] = {1, (hsize_t)(b1 - b0), (hsize_t)plan->crop_ny, (hsize_t)plan->crop_nx, 2};
     if (b1 <= b0) return STEM_OK;

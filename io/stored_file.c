@@ -23,8 +23,9 @@ int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
     if (*file < 0) return STEM_FAIL(STEM_ERR_INPUT, "%s %s: cannot open it as an HDF5 file", s->key, s->path);
     *dset = H5Dopen2(*file, s->dataset, H5P_DEFAULT);
     if (*dset < 0)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: no dataset %s (write it with %s = true)", s->key, s->path, s->dataset,
-                         s->writer);
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: no dataset %s (write it with %s = true%s)", s->key, s->path, s->dataset,
+                         s->writer, strstr(s->dataset, "_tilts/") ? " in a campaign over the same tilts: a campaign "
+                         "reads one dataset per tilt, not a single run's" : "");
     return STEM_OK;
 }
 
@@ -184,4 +185,32 @@ int stem_stored_check_keys(const stem_stored *s, hid_t file, const stem_config *
     free(defaults);
     free(text);
     return err;
+}
+
+void stem_stored_tilt_dataset(const char *group, int index, char *out, size_t n)
+{
+    snprintf(out, n, "%s/tilt_%d", group, index);
+}
+
+int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const char *group, const stem_stored_tilt *tilt)
+{
+    int count = -1;
+    hid_t g = H5Oopen(file, group, H5P_DEFAULT);
+    hid_t a = g >= 0 && H5Aexists(g, "tilts") > 0 ? H5Aopen(g, "tilts", H5P_DEFAULT) : H5I_INVALID_HID;
+    if (a >= 0 && H5Aread(a, H5T_NATIVE_INT, &count) < 0) count = -1;
+    if (a >= 0) H5Aclose(a);
+    if (g >= 0) H5Oclose(g);
+    if (count != tilt->count)
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s stores %d sample tilts, this campaign has %d (its [series] "
+                         "tilts must be the ones it was written with)", s->key, s->path, group, count, tilt->count);
+    static const char *axis[2] = {"tilt_x_deg", "tilt_y_deg"};
+    for (int k = 0; k < 2; k++) {
+        double got;
+        STEM_TRY(stem_stored_attr(s, dset, axis[k], &got));
+        if (fabs(got - tilt->deg[k]) > 1e-9 * fmax(fabs(got), fabs(tilt->deg[k])))
+            return STEM_FAIL(STEM_ERR_INPUT, "%s %s: tilt %d of the campaign has %s %.9g, the file's %s %.9g (its "
+                             "[series] tilts must be the ones it was written with)", s->key, s->path, tilt->index,
+                             axis[k], tilt->deg[k], s->dataset, got);
+    }
+    return STEM_OK;
 }

@@ -53,4 +53,20 @@ typedef struct {
 int stem_stored_check_keys(const stem_stored *s, hid_t file, const stem_config *cfg, const stem_stored_key *keys,
                            int n_keys, const char *why);
 
+/* Key lists begin with [sample] tilt_x, tilt_y: this many, which a campaign compares by
+ * its tilts' angles instead. */
+#define STEM_STORED_TILT_KEYS 2
+
+/* A campaign's sample tilt as stored (save_potential, save_smatrix in a campaign): the
+ * dataset <group>/tilt_<index> of each tilt, with attributes tilt_x_deg, tilt_y_deg, and
+ * the group's attribute tilts (how many). */
+typedef struct {
+    int index, count;
+    double deg[2]; /* tilt_x, tilt_y */
+} stem_stored_tilt;
+void stem_stored_tilt_dataset(const char *group, int index, char *out, size_t n);
+/* The file stores as many tilts as the campaign has, and the dataset this tilt's angles
+ * (to 1e-9 relative); else STEM_ERR_INPUT naming both. */
+int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const char *group, const stem_stored_tilt *tilt);
+
 #endif

@@ -78,7 +78,8 @@ static void propagate(const stem_plan *plan, dist_state *st)
         const stem_complex *t = st->trans + (size_t)s * slab;
         stem_multiply_grid(st->wave, t, slab);
         stem_dist_fft_forward(d, st->wave);
-        int thin = s == plan->n_slices - 1 && st->prop_last; /* the last slice is thinner (plan.h) */
+        /* the last slice is thinner (plan.h); a campaign's state may hold another tilt's propagator */
+        int thin = s == plan->n_slices - 1 && st->prop_last && stem_plan_thin_last(plan);
         stem_multiply_grid(st->wave, thin ? st->prop_last : st->prop, (size_t)d->cols * plan->ny);
         if (s + 1 < plan->n_slices) stem_dist_fft_inverse(d, st->wave);
     }
@@ -196,4 +197,65 @@ int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_ato
     stem_result_finalise(res, plan->n_configs);
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     return STEM_OK;
+}
+
+/* ------------------------------------------------------------ a campaign's units */
+
+struct stem_dist_unit {
+    dist_state st;
+    double last_dz; /* the thickness prop_last was built for (0: none) */
+};
+
+int stem_dist_unit_create(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                          const stem_atom_potential *potentials, stem_dist_unit **out)
+{
+    stem_dist_unit *u = stem_calloc(1, sizeof *u, "distributed FFT state");
+    int err = u ? state_create(m, plan, &u->st) : STEM_ERR_MEMORY;
+    if (u && u->st.prop_last) u->last_dz = plan->dz_last;
+    err = stem_mpi_agree(err, m->group);
+    double t = stem_wall_time();
+    if (u) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &u->st.table);
+    stem_phase_add(STEM_PHASE_TABLE, t);
+    *out = u;
+    return err;
+}
+
+/* The tilt's thinner last slice's propagator, rebuilt when another tilt left another one. */
+static int last_propagator(stem_dist_unit *u, const stem_plan *plan)
+{
+    if (!stem_plan_thin_last(plan) || (u->st.prop_last && u->last_dz == plan->dz_last)) return STEM_OK;
+    if (!u->st.prop_last && !(u->st.prop_last = stem_dist_fft_alloc(&u->st.fft, "last slice's propagator")))
+        return STEM_ERR_MEMORY;
+    build_propagator(plan, &u->st.fft, plan->dz_last, u->st.prop_last);
+    u->last_dz = plan->dz_last;
+    return STEM_OK;
+}
+
+int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *plans, int n, const stem_atoms *tilted,
+                       int c, stem_result *res)
+{
+    dist_state *st = &u->st;
+    const stem_plan *plan = &plans[0];
+    stem_atoms displaced = {0};
+    double t = stem_wall_time();
+    int err = last_propagator(u, plan);
+    if (!err) err = stem_atoms_displace(tilted, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    for (int s = 0; s < plan->n_slices && !err; s++) err = build_slice(plan, st, &displaced, s);
+    stem_atoms_free(&displaced);
+    t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
+    STEM_TRY(stem_mpi_agree(err, m->group)); /* the transforms are collective */
+    for (int i = 0; i < n && !err; i++) {
+        int same_tilt = i > 0 && !memcmp(plans[i].plane_k, plans[i - 1].plane_k, sizeof plans[i].plane_k);
+        if (!same_tilt) propagate(&plans[i], st);
+        err = record(&plans[i], st, m->group, &res[i]);
+    }
+    stem_phase_add(STEM_PHASE_PROBES, t);
+    return stem_mpi_agree(err, m->group);
+}
+
+void stem_dist_unit_free(stem_dist_unit *u)
+{
+    if (!u) return;
+    state_free(&u->st);
+    free(u);
 }

@@ -16,4 +16,16 @@
 int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
                         stem_result *res);
 
+/* A campaign's units on the distributed FFT (series_campaign.c), collective over m->group:
+ * the state (plans, slabs, lookup table) made once from the thickest tilt's plan and
+ * the tiled model; then configuration c of a tilt's model through its n point plans
+ * (beam tilts and lenses sharing its slices), res[i] receiving plans[i]'s rows as
+ * stem_dist_hrtem_run's configurations do. */
+typedef struct stem_dist_unit stem_dist_unit;
+int stem_dist_unit_create(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                          const stem_atom_potential *potentials, stem_dist_unit **out);
+int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *plans, int n, const stem_atoms *tilted,
+                       int c, stem_result *res);
+void stem_dist_unit_free(stem_dist_unit *u);
+
 #endif

@@ -261,8 +261,9 @@ void stem_potential_source_init(stem_potential_source *src, const stem_plan *pla
     src->displaced_config = -1;
 }
 
-int stem_potential_source_slices(void *ctx, int c, int s0, int s1, float *V)
+int stem_potential_source_slices(void *ctx, int t, int c, int s0, int s1, float *V)
 {
+    (void)t; /* one run: one tilt */
     stem_potential_source *src = ctx;
     const stem_plan *plan = src->plan;
     if (plan->opt.potential_file[0]) return stem_potential_file_read(plan, c, s0, s1, V);

@@ -36,8 +36,8 @@ typedef struct {
 
 void stem_potential_source_init(stem_potential_source *src, const stem_plan *plan, const stem_atoms *atoms,
                                 const stem_atom_potential *potentials);
-/* stem_output_potential's callback: configuration c's slices [s0, s1) into V. */
-int stem_potential_source_slices(void *src, int c, int s0, int s1, float *V);
+/* stem_output_potential's callback: configuration c's slices [s0, s1) into V (t: 0). */
+int stem_potential_source_slices(void *src, int t, int c, int s0, int s1, float *V);
 void stem_potential_source_free(stem_potential_source *src);
 
 #endif

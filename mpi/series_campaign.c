@@ -15,15 +15,22 @@
 #include "../src/signals.h"
 #include "phonon_loop.h"
 #include "checkpoint.h"
+#include "../io/potential_file.h"
+#include "../io/smatrix_file.h"
 #include "consistency.h"
+#include "dist_hrtem.h"
+#include "../src/slabs.h"
 
 /* Where each channel of one point sits in a unit's payload (whole scan,
  * probe-major as in stem_result), then its PACBED; a unit holds its tilt's
- * points in series order (beam tilt, defocus, then depth fastest). */
+ * points in series order (beam tilt, defocus, then depth fastest), then, with
+ * [output] save_smatrix, its S-matrix by beam ([beam][crop_ny][crop_nx], the
+ * thickest tilt's plan's size: every tilt has the same beams and window). */
 typedef struct {
     long width[STEM_N_CHANNELS];
     size_t elt[STEM_N_CHANNELS], offset[STEM_N_CHANNELS];
     size_t pacbed_offset, point_bytes;
+    size_t smatrix_offset, smatrix_bytes, unit_bytes;
 } unit_layout;
 
 typedef struct {
@@ -46,11 +53,15 @@ typedef struct {
     int tilt;               /* the tilt whose rotated model `tilted` is (-1: none) */
     stem_atoms tilted;
     char *payload;          /* group leader: one unit */
+    stem_smatrix_io smatrix_io; /* PRISM's S-matrix read from smatrix_file, or kept in the unit */
+    stem_dist_unit *dist;       /* a distributed FFT's state (plan->dist) */
     double start, busy;     /* campaign start; this rank's time in its units */
     int finished_at_start;
     /* the final read-back */
     stem_result out;
     void *scratch;
+    stem_potential_source potential; /* save_potential: the slices of tilt potential_tilt (-1: none) */
+    int potential_tilt;
 } campaign;
 
 int stem_series_campaign_wanted(const stem_config *cfg)
@@ -89,11 +100,20 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
     return stem_series_resolve_depths(s, cfg, thinnest);
 }
 
-static void layout_build(const stem_plan *plan, unit_layout *L)
+/* Channel ch's values of one probe in a unit: a distributed FFT's whole images (the
+ * group's rows gathered), else what each probe records. */
+static long unit_width(const stem_plan *plan, int ch)
+{
+    if (!plan->dist) return stem_channel_width(plan, ch);
+    long per_row = stem_channel_width(plan, ch) / (plan->dist_rows > 0 ? plan->dist_rows : 1);
+    return ch == STEM_CH_TOTAL ? stem_channel_width(plan, ch) : per_row * plan->ny;
+}
+
+static void layout_build(const stem_plan *plan, int per_tilt, unit_layout *L)
 {
     size_t at = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* per-probe channels; PACBED's row after them */
-        L->width[ch] = stem_channel_per_probe(ch) ? stem_channel_width(plan, ch) : 0;
+        L->width[ch] = stem_channel_per_probe(ch) ? unit_width(plan, ch) : 0;
         L->elt[ch] = stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double);
         L->offset[ch] = at;
         at += (size_t)plan->n_probes * (size_t)L->width[ch] * L->elt[ch];
@@ -101,6 +121,11 @@ static void layout_build(const stem_plan *plan, unit_layout *L)
     L->pacbed_offset = at;
     if (plan->opt.save_pacbed) at += sizeof(double) * (size_t)plan->cbed_nx * plan->cbed_ny;
     L->point_bytes = at;
+    L->smatrix_offset = (size_t)per_tilt * L->point_bytes;
+    L->smatrix_bytes = plan->opt.save_smatrix
+                           ? sizeof(stem_complex) * (size_t)plan->n_beams * plan->crop_ny * (size_t)plan->crop_nx
+                           : 0;
+    L->unit_bytes = L->smatrix_offset + L->smatrix_bytes;
 }
 
 /* Every point's plan: the base plan at its tilt's thickness, with its beam tilt (hrtem's
@@ -124,6 +149,7 @@ static int point_plans(campaign *cp)
             int point = t * cp->per_tilt + d * cp->n_planes;
             *p = *job->plan; /* shares its tables: read only */
             stem_plan_set_thickness(p, a.cell[2]);
+            p->campaign_tilt = t + 1;
             stem_series_values(s, point, &tx, &ty, &df);
             p->aberr.c[STEM_C10] = df;
             stem_series_beam_values(s, point, &beam[0], &beam[1]);
@@ -164,6 +190,7 @@ static char *identity_text(const stem_series_job *job)
     for (int k = 0; job->series->depth_slice && k < job->series->n[STEM_SERIES_DEPTH]; k++)
         fprintf(f, " %d", job->series->depth_slice[k]);
     fprintf(f, "%s\n", job->series->depth_slice ? "" : " exit");
+    if (job->plan->opt.save_smatrix) fprintf(f, "S-matrix kept in each unit = yes ([output] save_smatrix)\n");
     int skip = 0;
     for (char *line = strtok(ini, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '[') skip = !strcmp(line, "[output]");
@@ -241,9 +268,16 @@ static int compute_unit(campaign *cp, int u)
     int t = u / cp->n_configs, c = u % cp->n_configs;
     int err = stem_mpi_agree(tilt_model(cp, t), job->m->group);
     const stem_plan *plans = &cp->plans[t * cp->n_optics];
-    if (!err)
+    if (cp->dist) { /* the wave in slabs: its own slices, propagation and record */
+        for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
+        if (!err) err = stem_dist_unit_run(cp->dist, job->m, plans, cp->n_optics, &cp->tilted, c, cp->res);
+        return stem_mpi_agree(err, job->m->group);
+    }
+    int loaded = cp->smatrix_io.load != NULL; /* the S-matrix read back: no transmission functions needed */
+    if (!err && !loaded)
         err = stem_phonon_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
                                          &cp->trans_node);
+    cp->buffers.config = c;
     for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
     if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, cp->res,
                                               &cp->buffers);
@@ -280,6 +314,40 @@ static int gather_channel(campaign *cp, int d, int ch)
     return err;
 }
 
+/* A distributed FFT's channel ch of point d: every rank's rows of the image into the
+ * leader's payload (the total, summed over the group on every rank: the leader's). */
+static int gather_rows(campaign *cp, int d, int ch)
+{
+    const stem_mpi *m = cp->job->m;
+    const stem_plan *plan = cp->job->plan;
+    char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
+    if (ch == STEM_CH_TOTAL) {
+        if (into) memcpy(into, cp->res[d].data[ch], cp->layout.elt[ch]);
+        return STEM_OK;
+    }
+    int size = m->layout.group_size, err = STEM_OK;
+    MPI_Datatype row; /* one image row: what the slabs are counted in */
+    STEM_MPI_CALL(MPI_Type_contiguous((int)(cp->layout.width[ch] / plan->ny), MPI_FLOAT, &row));
+    STEM_MPI_CALL(MPI_Type_commit(&row));
+    int *counts = stem_calloc((size_t)size, sizeof(int), "gather counts");
+    int *displs = stem_calloc((size_t)size, sizeof(int), "gather counts");
+    if (!counts || !displs) err = STEM_ERR_MEMORY;
+    for (int r = 0; r < size && !err; r++) {
+        long rows, row0, cols, col0;
+        stem_dist_fft_slabs(plan->nx, plan->ny, size, r, &rows, &row0, &cols, &col0); /* as the plan cut them */
+        counts[r] = (int)rows;
+        displs[r] = (int)row0;
+    }
+    err = stem_mpi_agree(err, m->group);
+    if (!err && MPI_Gatherv(cp->res[d].data[ch], counts[m->layout.group_rank], row, into, counts, displs, row, 0,
+                            m->group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit's image rows to its group leader failed");
+    MPI_Type_free(&row);
+    free(counts);
+    free(displs);
+    return err;
+}
+
 /* The leader's exact PACBED sum of point d, as doubles, into the unit's payload. */
 static int pacbed_into_payload(campaign *cp, int d)
 {
@@ -301,7 +369,7 @@ static int store_unit(campaign *cp, int u)
     int err = STEM_OK, leader = m->layout.group_rank == 0;
     for (int d = 0; d < cp->per_tilt && !err; d++) {
         for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
-            if (cp->layout.width[ch]) err = gather_channel(cp, d, ch);
+            if (cp->layout.width[ch]) err = plan->dist ? gather_rows(cp, d, ch) : gather_channel(cp, d, ch);
         if (!err && plan->opt.save_pacbed) {
             err = stem_mpi_sum_scan(&cp->res[d], 0, m->group); /* exact: the same bits on any group size */
             if (!err && leader) err = pacbed_into_payload(cp, d);
@@ -375,6 +443,30 @@ static int run_units(campaign *cp, const int *todo, int n_todo)
 
 /* ------------------------------------------------------------ set-up and tear-down */
 
+/* [simulation] smatrix_file: this rank's beams of the unit's tilt (its plan names it). */
+static int load_smatrix(void *ctx, const stem_plan *plan, int c, int b0, int b1, stem_complex *S)
+{
+    (void)ctx;
+    return stem_smatrix_file_read(plan, c, b0, b1, S);
+}
+
+/* [output] save_smatrix: the group leader's whole S-matrix into the unit's payload. */
+static int keep_smatrix(void *ctx, const stem_plan *plan, int c, const stem_complex *S)
+{
+    campaign *cp = ctx;
+    (void)plan, (void)c;
+    memcpy(cp->payload + cp->layout.smatrix_offset, S, cp->layout.smatrix_bytes);
+    return STEM_OK;
+}
+
+static void smatrix_io_setup(campaign *cp)
+{
+    const stem_options *opt = &cp->job->plan->opt;
+    cp->smatrix_io = (stem_smatrix_io){opt->smatrix_file[0] ? load_smatrix : NULL,
+                                       opt->save_smatrix ? keep_smatrix : NULL, cp};
+    if (cp->smatrix_io.load || cp->smatrix_io.store) cp->buffers.smatrix_io = &cp->smatrix_io;
+}
+
 static int group_state(campaign *cp)
 {
     const stem_series_job *job = cp->job;
@@ -382,6 +474,7 @@ static int group_state(campaign *cp)
     const stem_plan *plan = job->plan;
     cp->tilt = -1;
     cp->trans_node.win = MPI_WIN_NULL;
+    smatrix_io_setup(cp);
     int err = stem_detector_build(plan, &cp->det);
     if (!err && !(cp->res = stem_calloc((size_t)cp->per_tilt, sizeof(stem_result), "unit results"))) err = STEM_ERR_MEMORY;
     for (int j = 0; j < cp->per_tilt && !err; j++) err = stem_result_alloc(plan, &cp->res[j]);
@@ -389,6 +482,8 @@ static int group_state(campaign *cp)
         !(cp->payload = stem_alloc(cp->ck.unit_bytes ? cp->ck.unit_bytes : 1, "one unit's result (checkpoint)")))
         err = STEM_ERR_MEMORY;
     err = stem_mpi_agree(err, m->group);
+    if (plan->dist) /* no rank holds a whole slice: the slabs' own state */
+        return err ? err : stem_dist_unit_create(m, plan, job->atoms, job->potentials, &cp->dist);
     if (!err)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
@@ -401,6 +496,8 @@ static int group_state(campaign *cp)
 
 static void group_state_free(campaign *cp)
 {
+    stem_dist_unit_free(cp->dist);
+    cp->dist = NULL;
     stem_algorithm_buffers_free(&cp->buffers);
     stem_potential_table_free(&cp->table);
     stem_node_buffer_free(&cp->trans_node, cp->trans);
@@ -410,11 +507,25 @@ static void group_state_free(campaign *cp)
     cp->res = NULL;
     stem_detector_free(&cp->det);
     stem_atoms_free(&cp->tilted);
+    cp->tilt = -1;
     free(cp->payload);
     cp->payload = NULL;
 }
 
 /* ------------------------------------------------------------ the output */
+
+/* Which of a unit's values of channel ch this rank holds (as it writes them): its probes,
+ * or a distributed FFT's rows of the image (the total: the one value). */
+static void rank_part(const stem_plan *plan, const unit_layout *L, int ch, size_t *first, size_t *n)
+{
+    if (!plan->dist) {
+        *first = (size_t)plan->probe_begin * L->width[ch];
+        *n = (size_t)(plan->probe_end - plan->probe_begin) * L->width[ch];
+        return;
+    }
+    *n = (size_t)stem_channel_width(plan, ch);
+    *first = ch == STEM_CH_TOTAL || !plan->dist_rows ? 0 : (size_t)plan->dist_row0 * (*n / (size_t)plan->dist_rows);
+}
 
 /* Channel ch of point p, this rank's probes: configuration c's values added to the sums. */
 static int add_channel(campaign *cp, int p, int ch, int c, stem_result *res)
@@ -422,8 +533,9 @@ static int add_channel(campaign *cp, int p, int ch, int c, stem_result *res)
     const stem_plan *plan = cp->job->plan;
     const unit_layout *L = &cp->layout;
     int t = p / cp->per_tilt, d = p % cp->per_tilt;
-    size_t n = (size_t)res->n_probes * (size_t)L->width[ch];
-    size_t at = (size_t)d * L->point_bytes + L->offset[ch] + (size_t)plan->probe_begin * L->width[ch] * L->elt[ch];
+    size_t first, n;
+    rank_part(plan, L, ch, &first, &n);
+    size_t at = (size_t)d * L->point_bytes + L->offset[ch] + first * L->elt[ch];
     STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, cp->scratch, n * L->elt[ch]));
     if (stem_channel_table[ch].is_float) {
         float *v = res->data[ch];
@@ -513,6 +625,47 @@ static int load_point(void *ctx, int p, stem_result *res)
     return err;
 }
 
+/* [output] save_potential: tilt t's slices of configuration c, built from its rotated
+ * model as its units built them (or read back from potential_file), on any rank. */
+static int campaign_potential(void *ctx, int t, int c, int s0, int s1, float *V)
+{
+    campaign *cp = ctx;
+    if (cp->potential_tilt != t) {
+        stem_potential_source_free(&cp->potential);
+        cp->potential_tilt = -1;
+        STEM_TRY(tilt_model(cp, t));
+        stem_potential_source_init(&cp->potential, &cp->plans[t * cp->n_optics], &cp->tilted, cp->job->potentials);
+        cp->potential_tilt = t;
+    }
+    return stem_potential_source_slices(&cp->potential, 0, c, s0, s1, V);
+}
+
+/* [output] save_smatrix: beam b of unit (t, c)'s S-matrix, from the checkpoint. */
+static int campaign_smatrix_beam(void *ctx, int t, int c, int b, float *S)
+{
+    campaign *cp = ctx;
+    size_t beam = cp->layout.smatrix_bytes / (size_t)cp->job->plan->n_beams;
+    return stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, cp->layout.smatrix_offset + (size_t)b * beam, S, beam);
+}
+
+/* What the output stores for later campaigns (stem_output_stored: one dataset per tilt);
+ * tilt_plans and tilt_deg are malloc'd here, the caller frees them. */
+static int stored_outputs(campaign *cp, stem_output_stored *stored, const stem_plan ***tilt_plans, double **tilt_deg)
+{
+    const stem_series *s = cp->job->series;
+    *tilt_plans = stem_calloc((size_t)s->n_tilts, sizeof **tilt_plans, "each tilt's plan");
+    *tilt_deg = stem_calloc((size_t)s->n_tilts * 2, sizeof **tilt_deg, "each tilt's angles");
+    if (!*tilt_plans || !*tilt_deg) return STEM_ERR_MEMORY;
+    for (int t = 0; t < s->n_tilts; t++) {
+        (*tilt_plans)[t] = &cp->plans[t * cp->n_optics];
+        stem_series_tilt_values(s, t, &(*tilt_deg)[2 * t], &(*tilt_deg)[2 * t + 1]);
+    }
+    stored->n_tilts = s->n_tilts;
+    stored->tilt_plans = *tilt_plans;
+    stored->tilt_deg = *tilt_deg;
+    return STEM_OK;
+}
+
 static int write_output(campaign *cp)
 {
     const stem_series_job *job = cp->job;
@@ -522,10 +675,20 @@ static int write_output(campaign *cp)
     int writes = m->layout.group == 0, err = STEM_OK;
     size_t scratch = sizeof(double) * (size_t)(plan->opt.save_pacbed ? plan->cbed_nx * plan->cbed_ny : 1);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        size_t b = (size_t)(plan->probe_end - plan->probe_begin) * cp->layout.width[ch] * cp->layout.elt[ch];
-        if (b > scratch) scratch = b;
+        size_t first, n;
+        rank_part(plan, &cp->layout, ch, &first, &n);
+        if (n * cp->layout.elt[ch] > scratch) scratch = n * cp->layout.elt[ch];
     }
-    if (writes) err = stem_result_alloc(plan, &cp->out);
+    const stem_plan **tilt_plans = NULL;
+    double *tilt_deg = NULL;
+    stem_output_potential potential = {campaign_potential, cp,
+                                       plan->opt.parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
+                                       plan->opt.finite_projection ? "finite" : "infinite"};
+    stem_output_smatrix smatrix = {campaign_smatrix_beam, cp};
+    stem_output_stored stored = {plan->opt.save_potential ? &potential : NULL, plan->opt.save_smatrix ? &smatrix : NULL,
+                                 0, NULL, NULL};
+    if (stored.potential || stored.smatrix) err = stored_outputs(cp, &stored, &tilt_plans, &tilt_deg);
+    if (writes && !err) err = stem_result_alloc(plan, &cp->out);
     if (writes && !err) err = stem_result_alloc_errors(plan, &cp->out);
     if (!err && !(cp->scratch = stem_alloc(scratch, "checkpoint read buffer"))) err = STEM_ERR_MEMORY;
     STEM_TRY(stem_mpi_agree(err, m->world));
@@ -538,8 +701,13 @@ static int write_output(campaign *cp)
         desc.lead_values[a] = s->v[a];
     }
     double t = stem_wall_time();
-    err = stem_output_write_series(m->world, job->target, plan, writes ? &cp->out : NULL, writes, job->texts, &desc);
+    err = stem_output_write_series(m->world, job->target, plan, writes ? &cp->out : NULL, writes, job->texts, &desc,
+                                   &stored);
     stem_phase_add(STEM_PHASE_WRITE, t);
+    stem_potential_source_free(&cp->potential);
+    stem_atoms_free(&cp->tilted);
+    free(tilt_plans);
+    free(tilt_deg);
     return err;
 }
 
@@ -592,12 +760,38 @@ static void campaign_shape(campaign *cp, const stem_series_job *job)
 {
     cp->job = job;
     cp->win = MPI_WIN_NULL;
+    cp->tilt = cp->potential_tilt = -1;
     cp->n_configs = job->plan->n_configs;
     cp->n_optics = stem_series_per_tilt(job->series) / job->series->n[STEM_SERIES_DEPTH];
     cp->n_planes = job->series->n[STEM_SERIES_DEPTH];
     cp->per_tilt = stem_series_per_tilt(job->series);
     cp->n_units = job->series->n_tilts * cp->n_configs;
-    layout_build(job->plan, &cp->layout);
+    layout_build(job->plan, cp->per_tilt, &cp->layout);
+}
+
+/* [simulation] potential_file, smatrix_file: each tilt's stored dataset fits its point
+ * plan and angles (rank 0 reads, the world agrees). */
+static int check_stored_tilts(const campaign *cp)
+{
+    const stem_series_job *job = cp->job;
+    const stem_options *opt = &job->plan->opt;
+    int err = STEM_OK;
+    for (int t = 0; job->m->layout.world_rank == 0 && t < job->series->n_tilts && !err; t++) {
+        stem_stored_tilt tilt = {t, job->series->n_tilts, {0, 0}};
+        stem_series_tilt_values(job->series, t, &tilt.deg[0], &tilt.deg[1]);
+        const stem_plan *plan = &cp->plans[t * cp->n_optics];
+        if (opt->potential_file[0]) err = stem_potential_file_check(plan, job->cfg, &tilt);
+        if (!err && opt->smatrix_file[0]) err = stem_smatrix_file_check(plan, job->cfg, &tilt);
+    }
+    return stem_mpi_agree(err, job->m->world);
+}
+
+/* The point plans, and the stored inputs checked against them. */
+static int campaign_plans(campaign *cp)
+{
+    const stem_options *opt = &cp->job->plan->opt;
+    STEM_TRY(stem_mpi_agree(point_plans(cp), cp->job->m->world));
+    return opt->potential_file[0] || opt->smatrix_file[0] ? check_stored_tilts(cp) : STEM_OK;
 }
 
 int stem_series_campaign_survey(const stem_series_job *job)
@@ -609,10 +803,13 @@ int stem_series_campaign_survey(const stem_series_job *job)
     char *identity = identity_text(job);
     int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              job->m->world);
+    const stem_options *opt = &job->plan->opt;
+    if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
     if (!err)
-        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, (size_t)cp.per_tilt * cp.layout.point_bytes,
+        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.layout.unit_bytes,
                                      job->restart);
     free(identity);
+    free(cp.plans);
     return err;
 }
 
@@ -624,11 +821,12 @@ int stem_series_campaign_run(const stem_series_job *job)
     char dir[STEM_PATH_MAX];
     stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
     char *identity = identity_text(job);
-    int err = stem_mpi_agree(identity ? point_plans(&cp) : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
+    int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              m->world);
+    if (!err) err = campaign_plans(&cp); /* before the checkpoint: a refused input leaves none */
     if (!err)
         err = stem_checkpoint_open(&cp.ck, m->world, dir, identity, cp.n_units,
-                                   (size_t)cp.per_tilt * cp.layout.point_bytes, job->restart);
+                                   cp.layout.unit_bytes, job->restart);
     free(identity);
     if (!err) announce(&cp, dir);
     if (!err) err = stem_mpi_agree(counters_create(&cp, m->world, m->layout.world_rank), m->world);

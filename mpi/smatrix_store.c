@@ -85,8 +85,9 @@ int stem_smatrix_store_finish(stem_smatrix_store *st, const stem_mpi *m)
     return stem_mpi_agree(err, m->world);
 }
 
-int stem_smatrix_store_beam(void *ctx, int c, int b, float *S)
+int stem_smatrix_store_beam(void *ctx, int t, int c, int b, float *S)
 {
+    (void)t; /* one run: one tilt */
     stem_smatrix_store *st = ctx;
     char path[STEM_OUTPUT_NAME_MAX + 32];
     group_path(st, c % st->n_groups, path, sizeof path);

@@ -28,8 +28,8 @@ int stem_smatrix_store_open(stem_smatrix_store *st, const stem_mpi *m, const ste
                             const stem_output_target *target);
 /* Collective: the leaders close their temporaries, so that every rank reads them whole. */
 int stem_smatrix_store_finish(stem_smatrix_store *st, const stem_mpi *m);
-/* stem_output_smatrix's callback: beam b of configuration c ([crop_ny][crop_nx][2] floats). */
-int stem_smatrix_store_beam(void *st, int c, int b, float *S);
+/* stem_output_smatrix's callback: beam b of configuration c ([crop_ny][crop_nx][2] floats; t: 0). */
+int stem_smatrix_store_beam(void *st, int t, int c, int b, float *S);
 /* Close and remove this rank's temporary, if any (every path; the leaders own them). */
 void stem_smatrix_store_remove(stem_smatrix_store *st);
 

@@ -168,8 +168,9 @@ static int load_positions(const stem_config *cfg, const stem_atoms *model, MPI_C
  * refusals, before its memory is planned. */
 static int check_stored_inputs(const stem_plan *plan, const stem_config *cfg)
 {
-    if (cfg->opt.potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg));
-    if (cfg->opt.smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg));
+    if (stem_series_campaign_wanted(cfg)) return STEM_OK; /* each tilt's, by the campaign (series_campaign.h) */
+    if (cfg->opt.potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg, NULL));
+    if (cfg->opt.smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg, NULL));
     return STEM_OK;
 }
 
@@ -330,20 +331,12 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
-    if (!err && plan->dist && series->n_points) /* a unit's stored results are whole waves: not slabs (yet) */
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: a distributed FFT (each rank holds rows of the wave) does "
-                                       "not run as a [series] or checkpointed campaign yet: set [compute] "
-                                       "distributed_fft = off, or run the points as separate jobs", cfg->config_path),
-                             world);
     const stem_options *opt = &cfg->opt;
     const char *stored = opt->save_potential ? "[output] save_potential" : opt->potential_file[0] ? "[simulation] potential_file"
                        : opt->save_smatrix ? "[output] save_smatrix" : opt->smatrix_file[0] ? "[simulation] smatrix_file" : NULL;
-    if (!err && stored && (plan->dist || stem_series_campaign_wanted(cfg)))
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: %s is not available %s: run without it", cfg->config_path,
-                                       stored,
-                                       plan->dist ? "with a distributed FFT (each rank builds rows of the slices)"
-                                                  : "in a [series] or checkpointed campaign (each tilt has its own "
-                                                    "potential and S-matrix)"),
+    if (!err && stored && plan->dist)
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: %s is not available with a distributed FFT (each rank "
+                                       "builds rows of the slices): run without it", cfg->config_path, stored),
                              world);
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
@@ -364,7 +357,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     if (!err) { /* the file's disk space, held from now on (a full disk is refused before computing; a dry run looks) */
-        double bytes = stem_output_estimate_bytes(plan, series->n_points ? series->n_points : 1);
+        double bytes = stem_output_estimate_bytes(plan, series->n_points ? series->n_points : 1, series->n_tilts);
         err = o->dry_run ? stem_output_target_room(world, target, bytes, plan->opt.layout_emd ? bytes : 0)
                          : stem_output_target_reserve(world, target, bytes, plan->opt.layout_emd ? bytes : 0);
     }
@@ -465,7 +458,7 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
                                            cfg->opt.finite_projection ? "finite" : "infinite"};
         stem_output_smatrix smatrix = {stem_smatrix_store_beam, &store};
         stem_output_stored stored = {plan->opt.save_potential ? &potential : NULL,
-                                     plan->opt.save_smatrix ? &smatrix : NULL};
+                                     plan->opt.save_smatrix ? &smatrix : NULL, 0, NULL, NULL};
         if (!err)
             err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts, &stored);
         else stem_output_target_discard(target);

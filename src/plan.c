@@ -643,7 +643,12 @@ void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
 {
     double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
     double more = (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
-    if (plan->layout.group_rank == 0) more += points_per_unit * per_probe * plan->n_probes; /* the stored unit */
+    double stored = per_probe; /* one point's values in the stored unit */
+    if (plan->dist && plan->dist_rows > 0) /* whole images (the group's rows gathered) and the total */
+        stored = (per_probe - 8.0) * plan->ny / (double)plan->dist_rows + 8.0;
+    if (plan->layout.group_rank == 0) more += points_per_unit * stored * plan->n_probes; /* the stored unit */
+    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix) /* and the S-matrix it keeps */
+        more += 8.0 * plan->n_beams * plan->crop_ny * (double)plan->crop_nx;
     plan->mem_results += more;
     plan->mem_total += more;
 }

@@ -67,7 +67,8 @@ int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms
                        const stem_positions *positions, const stem_layout *layout);
 int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms);
 /* A campaign unit holds points_per_unit results (its defoci x depths) on each rank
- * and the whole unit on its group leader (mpi/series_campaign.c): counted in mem_results. */
+ * and the whole unit on its group leader (mpi/series_campaign.c: a distributed FFT's
+ * whole images, save_smatrix's S-matrix): counted in mem_results. */
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit);
 /* Refuse plans that exceed the memory allowed, naming the figure needed,
  * what set the limit and advice for the largest part. */

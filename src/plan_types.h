@@ -63,6 +63,9 @@ typedef struct {
      * n_depths 0: at the exit surface only. The waves stop at the deepest plane. */
     int n_depths;
     int depth_slice[STEM_MAX_DEPTHS];
+    /* a campaign's point plans: 1 + their sample tilt's index, which names the tilt's stored
+     * potential and S-matrix in potential_file and smatrix_file (0: a run's /potential, /smatrix) */
+    int campaign_tilt;
     double q_limit;  /* anti-aliasing band limit, 1/Angstrom (2/3 of Nyquist) */
     /* PRISM interpolation factors (1 for multislice) */
     int fx, fy;

@@ -287,6 +287,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(mpi_distributed_fft PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # [series] and checkpointed campaigns on the distributed FFT: equal the serial campaign to
+  # 1e-5 (2 ranks, 2 groups of 2, thinner last slices, a checkpointed plain run); kill and resume
+  add_test(NAME dist_campaign
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/dist_campaign.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(dist_campaign PROPERTIES LABELS "campaign;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400)
 endif()
 
 # Potentials: finite projection against a closed form, save_potential / potential_file
@@ -309,6 +316,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
            COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stored_smatrix.py --stemsim $<TARGET_FILE:stemsim>
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(stored_smatrix PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  # Stored potentials and S-matrices in a [series] campaign: one per tilt, read back bit for
+  # bit, kill and resume, files of other tilts refused
+  add_test(NAME stored_campaign
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stored_campaign.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(stored_campaign PROPERTIES LABELS "campaign;physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
 endif()
 

@@ -15,8 +15,9 @@ save_potential and [simulation] potential_file.
 - save_potential on 1 and 3 ranks writes the same /potential; a run that reads it back
   (potential_file) gives the same images bit for bit; 2 thermal configurations differ.
 - potential_file refused (exit 4) for another grid, too few configurations, a file without
-  /potential, a configuration holding NaN or zeros; with a [series] campaign, another tilt,
-  projection or seed than the writer's (exit 3).
+  /potential, a configuration holding NaN or zeros, a single run's file read by a [series]
+  campaign (which reads one dataset per tilt: tests/integration/stored_campaign.py); another
+  tilt, projection or seed than the writer's (exit 3).
 - Lobato: images within 3% of Kirkland's and not equal; its /potential says "lobato"; 2 ranks
   equal 1 rank.
 Exit: 0 pass, 1 fail, 77 skip.
@@ -140,8 +141,8 @@ def main():
     run(1, thin + ["--set", "simulation.potential_file=" + os.path.join(A.workdir, "inf.h5")], "ok_configs")  # 1 of 1
     run(1, ["--set", "output.save_potential=false"], "nopot")
     run(1, ["--set", "simulation.potential_file=" + os.path.join(A.workdir, "nopot.h5")], "bad_file", 4)
-    run(1, ["--set", "simulation.potential_file=" + src, "--set", "series.defocus=0,10"], "bad_series", 3)
-    print("potential_file refused for another grid, too few configurations, no /potential, a series")
+    run(1, ["--set", "simulation.potential_file=" + src, "--set", "series.defocus=0,10"], "bad_series", 4)
+    print("potential_file refused for another grid, too few configurations, no /potential, a single run's in a series")
     # what the slices were made with cannot change (exit 3), and damaged copies are refused (exit 4)
     for key, value in (("sample.tilt_x", "3"), ("simulation.projection", "finite"), ("simulation.seed", "12")):
         run(1, phon + ["--set", "simulation.potential_file=" + src, "--set", "%s=%s" % (key, value)], "bad_key", 3)

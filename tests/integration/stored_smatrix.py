@@ -14,8 +14,9 @@
   another defocus and detector it equals a fresh computation with them (1e-6), builds no
   potential (no transmission phase in its log).
 - Refused (exit 4): another energy, grid, semiangle (other beams), slice thickness, too few
-  configurations, a file without /smatrix, a beam of zeros; (exit 3): multislice, a series,
-  with potential_file, another tilt or parametrisation than the writer's.
+  configurations, a file without /smatrix, a beam of zeros, a single run's file read by a
+  series (tests/integration/stored_campaign.py); (exit 3): multislice, with potential_file,
+  another tilt or parametrisation than the writer's.
 - No temporary (*.smatrix-g*.incomplete) is left, after success or after a failure.
 Exit: 0 pass, 1 fail, 77 skip.
 """
@@ -138,10 +139,10 @@ def main():
     run(1, load + ["--set", "simulation.frozen_phonons=4"], "bad_configs", 4)
     run(1, ["--set", "simulation.smatrix_file=" + os.path.join(A.workdir, "l1.h5")], "no_smatrix", 4)
     run(1, load + ["--set", "simulation.algorithm=multislice"], "bad_algorithm", 3)
-    run(1, load + ["--set", "series.defocus=0,10"], "bad_series", 3)
+    run(1, load + ["--set", "series.defocus=0,10"], "bad_series", 4)
     run(1, load + ["--set", "simulation.potential_file=" + src], "bad_both", 3)
     print("smatrix_file refused for another energy, grid, beams, slicing, too few configurations, no /smatrix "
-          "(exit 4); multislice, a series, potential_file too (exit 3)")
+          "(exit 4), a single run's in a series; multislice, potential_file too (exit 3)")
     run(1, load + ["--set", "sample.tilt_x=2"], "bad_tilt", 3)
     run(1, load + ["--set", "simulation.parametrisation=lobato"], "bad_parametrisation", 3)
     import h5py
