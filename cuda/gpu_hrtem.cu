@@ -226,6 +226,22 @@ static __global__ void k_add_intensity(float *__restrict__ image, const float2 *
     image[k] += (float)(weight * (v.x * v.x + v.y * v.y));
 }
 
+int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out, cudaStream_t s)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    k_lens<<<gpu_blocks(grid, 256), 256, 0, s>>>(out, wave, chi, plan->nx, plan->ny, plan->cell[0], plan->cell[1],
+                                               plan->lambda, c10, plan->tilt_q[0], plan->tilt_q[1]);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
+int gpu_hrtem_add_intensity(float *image, const float2 *w, double weight, size_t grid, cudaStream_t s)
+{
+    k_add_intensity<<<gpu_blocks(grid, 256), 256, 0, s>>>(image, w, weight, grid);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
 /* ---- steps ---------------------------------------------------------------------- */
 
 /* The lens's phase table for plan's aberrations, made on the host once per lens. */
@@ -283,13 +299,9 @@ static int hr_lens_image(hr_ctx *c, const stem_plan *plan, stem_result *res)
     STEM_TRY(hr_lens_table(c, plan));
     CUDA_CALL(cudaMemsetAsync(c->image, 0, grid * sizeof(float), s));
     for (int k = 0; k < n; k++) {
-        k_lens<<<gpu_blocks(grid, 256), 256, 0, s>>>(c->scratch, c->w.waves, c->chi, plan->nx, plan->ny, plan->cell[0],
-                                                   plan->cell[1], plan->lambda, plan->aberr.c[STEM_C10] + offset[k],
-                                                   plan->tilt_q[0], plan->tilt_q[1]);
-        CUDA_LAUNCH();
+        STEM_TRY(gpu_hrtem_lens(plan, c->w.waves, c->chi, plan->aberr.c[STEM_C10] + offset[k], c->scratch, s));
         CUFFT_CALL(cufftExecC2C(c->w.fft, c->scratch, c->scratch, CUFFT_INVERSE));
-        k_add_intensity<<<gpu_blocks(grid, 256), 256, 0, s>>>(c->image, c->scratch, weight[k], grid);
-        CUDA_LAUNCH();
+        STEM_TRY(gpu_hrtem_add_intensity(c->image, c->scratch, weight[k], grid, s));
     }
     CUDA_CALL(cudaMemcpyAsync(c->host_image, c->image, grid * sizeof(float), cudaMemcpyDeviceToHost, s));
     CUDA_CALL(cudaStreamSynchronize(s));

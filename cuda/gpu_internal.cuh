@@ -315,6 +315,11 @@ void gpu_hrtem_cache_free(gpu_engine_state *st);
 int gpu_hrtem_points(const stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
                      const stem_detector *det, stem_result *res);
 int gpu_hrtem_estimate(const stem_plan *plan, const gpu_devices *d);
+/* Its kernels, launched on stream s; separate so that tests/gpu/kernel_check.cu checks each
+ * against src/hrtem.c: out = wave A(q) exp(-i chi(q)) with the defocus c10 (chi: the table of
+ * stem_hrtem_chi_without_defocus), and image += weight |w|^2. */
+int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out, cudaStream_t s);
+int gpu_hrtem_add_intensity(float *image, const float2 *w, double weight, size_t grid, cudaStream_t s);
 /* gpu_potential.cu: the engine's transmission step (src/potential.c's on the first GPU). */
 int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_potential_table *table,
                      const stem_atoms *atoms, stem_complex *trans);
