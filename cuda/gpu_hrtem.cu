@@ -31,12 +31,12 @@ typedef struct {
 typedef struct gpu_hr_ctx {
     hr_geometry geom;
     gpu_devices dev;
-    gpu_prop_plan pp;        /* batch 1: one plane wave */
-    gpu_prop_shared sh;      /* propagators, transmission functions (single-transfer), beam_k */
-    gpu_prop_worker w;       /* stream, cuFFT plans, the wave */
-    float2 *scratch;         /* the wave through the lens, or the exit wave in real space */
-    float *image;            /* the image summed over the focal points */
-    double *chi;             /* the lens's phase without defocus, NaN where the aperture stops */
+    gpu_prop_plan pp;   /* batch 1: one plane wave */
+    gpu_prop_shared sh; /* propagators, transmission functions (single-transfer), beam_k */
+    gpu_prop_worker w;  /* stream, cuFFT plans, the wave */
+    float2 *scratch;    /* the wave through the lens, or the exit wave in real space */
+    float *image;       /* the image summed over the focal points */
+    double *chi;        /* the lens's phase without defocus, NaN where the aperture stops */
     int has_lens;
     hr_lens_key lens;        /* valid when has_lens */
     stem_complex *host_wave; /* pinned: the Fourier-space exit wave, or the real-space one */
@@ -114,8 +114,9 @@ static int hr_plan_build(const stem_plan *plan, const gpu_devices *d, int verbos
         stem_info("GPU memory estimate for hrtem on one GPU: single-transfer %.3f GiB, streaming %.3f GiB; usable %.2f "
                   "of %.2f GiB free -> %s",
                   single / GPU_GIB, stream / GPU_GIB, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB,
-                  !*fits ? "the CPU engine (the wave does not fit even when streaming)"
-                         : pp->streaming ? "streaming slice by slice" : "single-transfer");
+                  !*fits              ? "the CPU engine (the wave does not fit even when streaming)"
+                      : pp->streaming ? "streaming slice by slice"
+                                      : "single-transfer");
     return STEM_OK;
 }
 
@@ -151,7 +152,8 @@ static int hr_create(hr_ctx *c, const stem_engine *e, const stem_plan *plan, int
     STEM_TRY(hr_plan_build(plan, &c->dev, 0, &c->pp, fits));
     if (!*fits) return STEM_OK;
     STEM_TRY(gpu_prop_upload_propagators(plan, &c->sh));
-    if (!c->pp.streaming) GPU_ALLOC(c->sh.trans, grid * plan->n_slices * sizeof(float2), "transmission functions (hrtem)");
+    if (!c->pp.streaming)
+        GPU_ALLOC(c->sh.trans, grid * plan->n_slices * sizeof(float2), "transmission functions (hrtem)");
     GPU_ALLOC(c->sh.beam_k, 2 * sizeof(int), "beam tilt");
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &c->w));
     GPU_ALLOC(c->scratch, grid * sizeof(float2), "hrtem lens wave");
@@ -199,9 +201,9 @@ static int hr_context(const stem_engine *e, const stem_plan *plan, hr_ctx **out,
 /* out = wave A(q) exp(-i chi(q)): chi the table's phase plus the defocus c10's term of
  * stem_probe_chi, 2 pi / lambda * C10 theta^2 / 2 about the beam (tq); A = 0 where the table
  * is NaN (the objective aperture), as stem_hrtem_lens_at. */
-static __global__ void k_lens(float2 *__restrict__ out, const float2 *__restrict__ wave, const double *__restrict__ chi0,
-                              int nx, int ny, double cell_x, double cell_y, double lambda, double c10, double tqx,
-                              double tqy)
+static __global__ void k_lens(float2 *__restrict__ out, const float2 *__restrict__ wave,
+                              const double *__restrict__ chi0, int nx, int ny, double cell_x, double cell_y,
+                              double lambda, double c10, double tqx, double tqy)
 {
     size_t grid = (size_t)nx * ny, k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= grid) return;
@@ -218,7 +220,8 @@ static __global__ void k_lens(float2 *__restrict__ out, const float2 *__restrict
 }
 
 /* image += weight |w|^2, as src/hrtem.c's lens_image sums its focal points. */
-static __global__ void k_add_intensity(float *__restrict__ image, const float2 *__restrict__ w, double weight, size_t grid)
+static __global__ void k_add_intensity(float *__restrict__ image, const float2 *__restrict__ w, double weight,
+                                       size_t grid)
 {
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= grid) return;
@@ -226,11 +229,12 @@ static __global__ void k_add_intensity(float *__restrict__ image, const float2 *
     image[k] += (float)(weight * (v.x * v.x + v.y * v.y));
 }
 
-int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out, cudaStream_t s)
+int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out,
+                   cudaStream_t s)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     k_lens<<<gpu_blocks(grid, 256), 256, 0, s>>>(out, wave, chi, plan->nx, plan->ny, plan->cell[0], plan->cell[1],
-                                               plan->lambda, c10, plan->tilt_q[0], plan->tilt_q[1]);
+                                                 plan->lambda, c10, plan->tilt_q[0], plan->tilt_q[1]);
     CUDA_LAUNCH();
     return STEM_OK;
 }
@@ -350,7 +354,8 @@ int gpu_hrtem_points(const stem_engine *e, const stem_plan *plans, int n, const 
     if (c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     else err = gpu_prop_shared_upload_trans(&plans[0], &c->pp, trans, &c->sh);
     if (!err && cudaDeviceSynchronize() != cudaSuccess) /* the pageable upload complete before the stream reads it */
-        err = gpu_fail_cuda(cudaGetLastError(), "cudaDeviceSynchronize(transmission upload)", __FILE__, __LINE__, __func__);
+        err = gpu_fail_cuda(cudaGetLastError(), "cudaDeviceSynchronize(transmission upload)", __FILE__, __LINE__,
+                            __func__);
     double t1 = stem_wall_time();
     if (!err) err = hr_points(c, plans, n, trans, det, res);
     gpu_unpin(trans, pinned);
