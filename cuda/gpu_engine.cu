@@ -14,7 +14,9 @@ static void gpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
     const gpu_devices *d = gpu_engine_devices(e);
     fprintf(out, "engine: gpu, %d x %s, %d stream(s) per GPU, %.1f GiB usable per GPU for this rank%s (%s)\n", d->n_gpus,
             d->name, d->streams, d->usable_bytes / GPU_GIB, d->sharing > 1 ? ", shared with other ranks" : "",
-            plan->algorithm == STEM_ALG_PRISM ? "S-matrix and output step as printed above" : "multislice as printed above");
+            plan->algorithm == STEM_ALG_PRISM   ? "S-matrix and output step as printed above"
+            : plan->algorithm == STEM_ALG_HRTEM ? "hrtem on the first GPU as printed above"
+                                                : "multislice as printed above");
 }
 
 static void gpu_destroy(stem_engine *e)
@@ -24,6 +26,7 @@ static void gpu_destroy(stem_engine *e)
         gpu_smatrix_cache_free(gpu_engine_state_of(e));
         gpu_transmission_cache_free(gpu_engine_state_of(e));
         gpu_output_cache_free(gpu_engine_state_of(e));
+        gpu_hrtem_cache_free(gpu_engine_state_of(e));
     }
     free(e->state);
     e->state = NULL;
@@ -50,6 +53,7 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     engine->prism_smatrix = gpu_prism_smatrix;
     engine->prism_output = gpu_prism_output;
     engine->prism_resident = gpu_prism_resident;
+    engine->hrtem = gpu_hrtem_points;
     engine->destroy = gpu_destroy;
     char ids[256] = "";
     for (int i = 0, len = 0; i < d->n_gpus && len < (int)sizeof ids - 8; i++)
@@ -64,6 +68,8 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
         err = gpu_prop_plan_build(plan, d, 1, 1, &pp);
         if (!err) err = gpu_out_plan_build(plan, d, 1, &op);
         if (!err) gpu_out_plan_free(&op);
+    } else if (plan->algorithm == STEM_ALG_HRTEM) {
+        err = gpu_hrtem_estimate(plan, d);
     } else {
         err = gpu_prop_plan_build(plan, d, 0, 1, &pp);
     }

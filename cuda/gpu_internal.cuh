@@ -87,6 +87,8 @@ typedef struct {
 } gpu_prop_worker;
 
 int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh);
+/* Its first step alone: the propagators (sh->prop, sh->prop_last), built on the host and uploaded. */
+int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh);
 /* Single-transfer mode: copy this configuration's transmission functions into sh->trans. */
 int gpu_prop_shared_upload_trans(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans,
                                  gpu_prop_shared *sh);
@@ -286,6 +288,7 @@ struct gpu_ms_ctx;
 struct gpu_sm_ctx;
 struct gpu_tr_ctx;
 struct gpu_out_ctx;
+struct gpu_hr_ctx;
 typedef struct {
     gpu_devices dev;
     struct gpu_ms_ctx *ms;
@@ -293,6 +296,7 @@ typedef struct {
     struct gpu_tr_ctx *tr; /* the transmission step's: the lookup kernels on the first GPU */
     const stem_plan *tr_declined; /* the transmission step declined this plan (too little memory) */
     struct gpu_out_ctx *out; /* the PRISM output step's, kept when it fits beside the S-matrix step's */
+    struct gpu_hr_ctx *hr; /* the hrtem step's (gpu_hrtem.cu), kept while the geometry stays */
     const stem_plan *resident_plan; /* whether the S-matrix stays on the GPUs, decided once per plan */
     int resident_fits;
     const stem_plan *gathered_plan; /* whether a gathered S-matrix is arranged on the GPU, once per plan */
@@ -305,6 +309,17 @@ void gpu_multislice_cache_free(gpu_engine_state *st);
 void gpu_smatrix_cache_free(gpu_engine_state *st);
 void gpu_transmission_cache_free(gpu_engine_state *st);
 void gpu_output_cache_free(gpu_engine_state *st);
+void gpu_hrtem_cache_free(gpu_engine_state *st);
+/* gpu_hrtem.cu: the engine's hrtem step (src/hrtem.c's exit waves and images on the first GPU),
+ * and the memory estimate it prints at the engine's creation. */
+int gpu_hrtem_points(const stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
+                     const stem_detector *det, stem_result *res);
+int gpu_hrtem_estimate(const stem_plan *plan, const gpu_devices *d);
+/* Its kernels, launched on stream s; separate so that tests/gpu/kernel_check.cu checks each
+ * against src/hrtem.c: out = wave A(q) exp(-i chi(q)) with the defocus c10 (chi: the table of
+ * stem_hrtem_chi_without_defocus), and image += weight |w|^2. */
+int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out, cudaStream_t s);
+int gpu_hrtem_add_intensity(float *image, const float2 *w, double weight, size_t grid, cudaStream_t s);
 /* gpu_potential.cu: the engine's transmission step (src/potential.c's on the first GPU). */
 int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_potential_table *table,
                      const stem_atoms *atoms, stem_complex *trans);

@@ -152,11 +152,9 @@ static __global__ void k_crop(float2 *__restrict__ box, const float2 *__restrict
 
 /* ---- per-GPU data and per-stream workspace ----------------------------------- */
 
-int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh)
+int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh)
 {
-    memset(sh, 0, sizeof *sh);
-    int nx = plan->nx, ny = plan->ny;
-    size_t grid = (size_t)nx * ny;
+    size_t grid = (size_t)plan->nx * plan->ny;
     int n_prop = stem_propagator_count(plan); /* 2: the thinner last slice's after the others' */
     stem_complex *prop = (stem_complex *)stem_alloc(n_prop * grid * sizeof(stem_complex), "propagator");
     if (!prop) return STEM_ERR_MEMORY;
@@ -166,7 +164,15 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(propagator)", __FILE__, __LINE__, __func__);
     if (!err && n_prop == 2) sh->prop_last = sh->prop + grid; /* freed with prop */
     free(prop);
-    if (err) return err;
+    return err;
+}
+
+int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    int nx = plan->nx, ny = plan->ny, err = STEM_OK;
+    size_t grid = (size_t)nx * ny;
+    STEM_TRY(gpu_prop_upload_propagators(plan, sh));
     if (!pp->streaming) {
         GPU_ALLOC(sh->trans, grid * plan->n_slices * sizeof(float2), "transmission functions (single-transfer mode)");
         STEM_TRY(gpu_prop_shared_upload_trans(plan, pp, trans, sh));

@@ -215,11 +215,18 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
 /* hrtem: one exit wave for each beam tilt among the points (consecutive points with the
  * same tilt differ only in the lens), on the rank that holds the plane wave (probe 0); the
  * lens's focal spread is summed inside the record. */
-static int hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
-                        stem_result *res)
+static int hrtem_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_complex *trans,
+                        const stem_detector *det, stem_result *res)
 {
     if (plans[0].probe_end <= plans[0].probe_begin) return STEM_OK;
     double t = stem_wall_time();
+    if (engine->hrtem) { /* the GPU's; declined (the wave does not fit), the CPU's below */
+        int err = engine->hrtem(engine, plans, n, trans, det, res);
+        if (err != STEM_NOT_APPLICABLE) {
+            stem_phase_add(STEM_PHASE_PROBES, t);
+            return err;
+        }
+    }
     stem_complex *wave = stem_fft_alloc((size_t)plans[0].nx * plans[0].ny, "exit wave");
     int err = wave ? STEM_OK : STEM_ERR_MEMORY;
     for (int i = 0; i < n && !err; i++) {
@@ -236,7 +243,7 @@ int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans,
                               const stem_complex *trans, const stem_detector *det, stem_result *res,
                               stem_algorithm_buffers *buffers)
 {
-    if (plans[0].algorithm == STEM_ALG_HRTEM) return hrtem_points(plans, n, trans, det, res);
+    if (plans[0].algorithm == STEM_ALG_HRTEM) return hrtem_points(engine, plans, n, trans, det, res);
     int focal = plans[0].opt.focal_spread > 0 && plans[0].opt.focal_points > 1;
     if (n == 1 && plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident &&
         !focal && !buffers->smatrix_io) {

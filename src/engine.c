@@ -59,9 +59,10 @@ int stem_engine_create(const stem_plan *plan, const stem_gpu_provider *gpu, stem
     int device = plan->opt.device;
     memset(engine, 0, sizeof *engine);
     if (device == STEM_DEVICE_CPU) return cpu_engine(engine);
-    if (plan->algorithm == STEM_ALG_HRTEM) { /* one wave: its propagation and lens run on the CPU (src/hrtem.c) */
+    if (plan->dist) { /* the wave in slabs over the group's ranks: FFTW-MPI (mpi/dist_hrtem.c) */
         if (device == STEM_DEVICE_GPU && plan->layout.world_rank == 0)
-            stem_warn("algorithm = hrtem runs on the CPU engine ([compute] device = gpu applies to STEM scans)");
+            stem_warn("hrtem on a distributed FFT runs on the CPU engine: its wave is cut in slabs over the ranks "
+                      "with FFTW-MPI ([compute] device = gpu applies to waves that fit one GPU)");
         return cpu_engine(engine);
     }
     int gpus = gpu ? gpu->count() : 0;

@@ -44,6 +44,12 @@ typedef struct stem_engine {
      * little memory): the algorithm then runs the three steps. */
     int (*prism_resident)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                           const stem_detector *det, stem_result *res);
+    /* Optional (NULL on the CPU: src/hrtem.c point by point, mpi/algorithm.c): algorithm = hrtem's
+     * points of one configuration (plans[0 .. n), consecutive points of one beam tilt sharing
+     * its exit wave), each point's detector channels, exit wave and image into res[i].
+     * STEM_NOT_APPLICABLE when it cannot (the wave does not fit the GPU): the CPU's runs. */
+    int (*hrtem)(const struct stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
+                 const stem_detector *det, stem_result *res);
     void (*destroy)(struct stem_engine *e);
 } stem_engine;
 

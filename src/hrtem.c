@@ -37,12 +37,31 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
     return err;
 }
 
-stem_complex stem_hrtem_lens_at(const stem_plan *lens, double qx, double qy)
+/* Whether the objective aperture ([hrtem] objective_aperture, 0: none) stops (qx, qy). */
+static int lens_stops(const stem_plan *lens, double qx, double qy)
 {
     double q_ap = stem_options_objective_aperture(&lens->opt) / lens->lambda;
-    if (q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap) return 0;
+    return q_ap > 0 && qx * qx + qy * qy > q_ap * q_ap;
+}
+
+stem_complex stem_hrtem_lens_at(const stem_plan *lens, double qx, double qy)
+{
+    if (lens_stops(lens, qx, qy)) return 0;
     double chi = stem_probe_chi(lens, qx, qy);
     return (stem_complex)(cos(chi) - I * sin(chi));
+}
+
+void stem_hrtem_chi_without_defocus(const stem_plan *plan, double *chi)
+{
+    stem_plan lens = *plan; /* read only: the aberrations without defocus */
+    lens.aberr.c[STEM_C10] = 0;
+    for (int j = 0; j < plan->ny; j++) {
+        double qy = stem_fft_index(j, plan->ny) / plan->cell[1];
+        for (int i = 0; i < plan->nx; i++) {
+            double qx = stem_fft_index(i, plan->nx) / plan->cell[0];
+            chi[(size_t)j * plan->nx + i] = lens_stops(&lens, qx, qy) ? NAN : stem_probe_chi(&lens, qx, qy);
+        }
+    }
 }
 
 /* The lens's transfer at each pixel for one defocus offset. */
@@ -101,7 +120,7 @@ static int exit_in_real_space(const stem_plan *plan, const stem_complex *wave, f
     return err;
 }
 
-int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res)
+int stem_hrtem_record_pattern(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res)
 {
     if (res->n_probes == 0) return STEM_OK;
     float *pattern = stem_alloc(sizeof(float) * (size_t)plan->out_nx * plan->out_ny, "diffraction pattern");
@@ -109,6 +128,13 @@ int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const ste
     stem_multislice_intensity(plan, wave, pattern);
     stem_detect(det, pattern, res, 0);
     free(pattern);
+    return STEM_OK;
+}
+
+int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res)
+{
+    if (res->n_probes == 0) return STEM_OK;
+    STEM_TRY(stem_hrtem_record_pattern(plan, wave, det, res));
     if (res->data[STEM_CH_EXIT]) STEM_TRY(exit_in_real_space(plan, wave, res->data[STEM_CH_EXIT]));
     return lens_image(plan, wave, res->data[STEM_CH_HRTEM]);
 }

@@ -17,6 +17,13 @@ int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_
  * averaged over the focal spread's defoci (coherence.h) as intensities. A rank whose
  * result holds no probe records nothing. */
 int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);
+/* Its first part alone: the detector channels of the diffraction pattern (the GPU engine
+ * makes the exit wave and the image on the device, cuda/gpu_hrtem.cu). */
+int stem_hrtem_record_pattern(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);
+/* The lens's phase without its defocus: chi of lens's aberrations with C10 = 0 at each
+ * pixel (FFT order), or NaN where the objective aperture stops the frequency; the GPU adds
+ * pi C10 lambda q^2 per focal point. */
+void stem_hrtem_chi_without_defocus(const stem_plan *lens, double *chi);
 /* Pieces the distributed path (mpi/dist_hrtem.c) shares: rows [row0, row0 + rows) of the
  * plane wave, and the lens's transfer A(q) exp(-i chi(q)) at one frequency (lens: the
  * plan with the defocus of one focal point). */

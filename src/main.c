@@ -313,8 +313,10 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) resolve_model_path(cfg);
     int world_size = 1;
     MPI_Comm_size(world, &world_size);
-    /* one rank: its first GPU is GPU 0, so its context can be made while the model is read */
-    if (!err && world_size == 1 && cfg->opt.device != STEM_DEVICE_CPU && cfg->algorithm != STEM_ALG_HRTEM)
+    /* one rank: its first GPU is GPU 0, so its context can be made while the model is read (not for
+     * hrtem on a distributed FFT, which runs on the CPU) */
+    int dist_hrtem = cfg->algorithm == STEM_ALG_HRTEM && cfg->distributed_fft == STEM_DIST_ON;
+    if (!err && world_size == 1 && cfg->opt.device != STEM_DEVICE_CPU && !dist_hrtem)
         stem_gpu_engine_provider()->warm_up(1);
     err = stem_mpi_agree(err, world);
     if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);

@@ -10,7 +10,10 @@
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
 # GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU; probe
 # positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU;
-# a thinner last slice (its own propagator) on the GPU = on the CPU;
+# a thinner last slice (its own propagator) on the GPU = on the CPU; hrtem on the GPU
+# (cuda/gpu_hrtem.cu: plain with an objective aperture, a beam-tilt x defocus series, a focal
+# spread with 2 configurations; image and exit wave within 1e-5, in gpu_vs_cpu.sh); cbed
+# with a tilted beam and a focal spread on the GPU's multislice = on the CPU (1e-5);
 # and benchmarks/gpu/device_reproducibility.sh --no-timing (the same bits run after run, resumed,
 # on 1-3 ranks).
 set -uo pipefail
@@ -91,6 +94,15 @@ cb=(benchmarks/cases/gpu_check_si.ini -q --set output.overwrite=true --set simul
 "$STEMSIM" "${cb[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cbg.h5 || status=1
 echo "cbed defocus series: $(python3 tests/check_h5.py compare /tmp/dgc/cbg.h5 /tmp/dgc/cbc.h5 --tol 1e-4 | tail -1)"
 python3 tests/check_h5.py compare /tmp/dgc/cbg.h5 /tmp/dgc/cbc.h5 --tol 1e-4 | grep -q PASS || status=1
+# algorithm = cbed with a tilted beam and a focal spread: the GPU's multislice (one probe, each
+# defocus) = the CPU's, within 1e-5 from the same transmission functions
+cbt=(benchmarks/cases/gpu_check_si.ini -q --set output.overwrite=true --set simulation.algorithm=cbed
+     --set probe.beam_tilt_x=4 --set probe.beam_tilt_y=-2 --set probe.focal_spread=30 --set probe.focal_points=5
+     --set debug.gpu_transmission=off)
+"$STEMSIM" "${cbt[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/cbtc.h5 || status=1
+"$STEMSIM" "${cbt[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cbtg.h5 || status=1
+echo "cbed beam tilt + focal spread: $(python3 tests/check_h5.py compare /tmp/dgc/cbtg.h5 /tmp/dgc/cbtc.h5 --tol 1e-5 | tail -1)"
+python3 tests/check_h5.py compare /tmp/dgc/cbtg.h5 /tmp/dgc/cbtc.h5 --tol 1e-5 | grep -q PASS || status=1
 # bit for bit ([compute] gpu_deterministic): two runs, kill and resume, 1-3 ranks sharing the GPU
 # (STEMSIM_SKIP_REPRODUCIBILITY=1 leaves it out, for a lease that runs it on its own with timings)
 if [ "${STEMSIM_SKIP_REPRODUCIBILITY:-0}" != 1 ]; then

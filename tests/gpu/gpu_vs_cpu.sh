@@ -2,8 +2,13 @@
 # GPU engine against the CPU engine on the same inputs (relative RMS < 1e-4 on
 # 2D, 3D, 4D and DPC outputs), multislice and PRISM f = 2, single-transfer and
 # streaming, and multislice with detection planes inside the sample ([output]
-# depth_every = 1: every dataset at every depth, both modes). Skips (exit 77)
-# with a message when no usable GPU exists.
+# depth_every = 1: every dataset at every depth, both modes); hrtem (the image
+# and the exit wave within 1e-5 from the same transmission functions, every
+# dataset within 1e-4 with the GPU's own) for a plain run with an objective
+# aperture, a beam-tilt x defocus series and a focal spread with 2 configurations,
+# single-transfer, streaming and the multiplies in cuFFT's loads; a GPU image of
+# another defocus must fail the comparison. Skips (exit 77) with a message when
+# no usable GPU exists.
 #   gpu_vs_cpu.sh STEMSIM CHECK_H5_PY PYTHON CONFIG WORKDIR
 set -uo pipefail
 exe=$1 check=$2 py=$3 cfg=$4 work=$5
@@ -39,4 +44,37 @@ for mode in single streaming; do
   "$py" "$check" compare "$work/gpu_depths_$mode.h5" "$work/cpu_depths.h5" --tol 1e-4 \
       --datasets images,rings,cbed,dpc_com_x,dpc_com_y || fail=1
 done
+# hrtem: the exit waves and lens images on the GPU (cuda/gpu_hrtem.cu) = src/hrtem.c
+hrtem=(--set output.overwrite=true --set scan.step=0.8 --set simulation.algorithm=hrtem --set output.save_exit_wave=true)
+# hrtem_case NAME KEYS...: the CPU's file, then the GPU's in each mode compared with it
+hrtem_case() {
+  local name=$1 tag=${1// /_} mode tol sets opts
+  shift
+  "$exe" -q "${hrtem[@]}" "$@" --set compute.device=cpu --set output.file="$work/cpu_hrtem_$tag.h5" "$cfg" || return 1
+  for mode in "single debug.gpu_transmission=off" "streaming debug.gpu_transmission=off" \
+              "single debug.gpu_transmission=off compute.fft_callbacks=on" "single"; do
+    read -r -a opts <<< "compute.memory_mode=$mode"
+    opts=("${opts[@]/#/--set=}")
+    tol=1e-5 sets=hrtem,exit_wave
+    [[ $mode == *gpu_transmission* ]] || { tol=1e-4; sets=; } # the GPU's own transmission functions: within 1e-4
+    "$exe" "${hrtem[@]}" "$@" "${opts[@]}" --set compute.device=gpu --set output.file="$work/gpu_hrtem_$tag.h5" "$cfg" \
+        > "$work/gpu_hrtem_$tag.log" 2>&1 || { cat "$work/gpu_hrtem_$tag.log"; return 1; }
+    echo "== hrtem $name, $mode"
+    grep -q "gpu hrtem:" "$work/gpu_hrtem_$tag.log" || { echo "FAIL: the GPU engine did not make the image"; return 1; }
+    "$py" "$check" compare "$work/gpu_hrtem_$tag.h5" "$work/cpu_hrtem_$tag.h5" --tol $tol ${sets:+--datasets $sets} ||
+      return 1
+  done
+}
+hrtem_case plain --set hrtem.objective_aperture=15 || fail=1
+hrtem_case "beam tilts" --set "series.beam_tilt_x=0 5" --set "series.beam_tilt_y=0 3" --set "series.defocus=-20 20" \
+    --set probe.defocus=0 || fail=1
+hrtem_case "focal spread" --set probe.focal_spread=30 --set probe.focal_points=5 --set simulation.thermal=true \
+    --set simulation.frozen_phonons=2 || fail=1
+# negative control: another defocus's GPU image fails the 1e-5 comparison
+"$exe" -q "${hrtem[@]}" --set hrtem.objective_aperture=15 --set probe.defocus=-41 --set compute.device=gpu \
+    --set debug.gpu_transmission=off --set output.file="$work/gpu_hrtem_other.h5" "$cfg" || exit 1
+echo "== hrtem negative control (defocus -41 against -40: must FAIL)"
+if "$py" "$check" compare "$work/gpu_hrtem_other.h5" "$work/cpu_hrtem_plain.h5" --tol 1e-5 --datasets hrtem; then
+  echo "FAIL: a 1 Angstrom defocus change passed the comparison"; fail=1
+fi
 exit $fail

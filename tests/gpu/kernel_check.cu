@@ -17,6 +17,8 @@
 // | k_gather (gpu_gather_windows)     | prism.c gather_window, from the tile product's layout   |
 // | k_direct (gpu_direct_windows)     | prism.c gather_window: sum over beams in double         |
 // | k_arrange (gpu_prism_arrange)     | stem_prism_arrange                                      |
+// | k_lens (gpu_hrtem_lens)           | hrtem.c lens_image: wave stem_hrtem_lens_at, a defocus |
+// | k_add_intensity (gpu_hrtem_add_intensity) | hrtem.c lens_image: image += weight |w|^2     |
 // | gpu_propagate with fft_callbacks  | gpu_propagate with separate k_mul_bcast kernels (above), |
 // |   (multiplies in cuFFT's loads)   |   whole, split at a slice, streaming; timed per slice   |
 // |                                   |   against a bare forward + inverse cuFFT pair           |
@@ -35,9 +37,10 @@
 #include <vector>
 
 #include "../../cuda/gpu_internal.cuh"
-extern "C" { /* a C header of io/ (gpu_common.cuh wraps src/'s) */
+extern "C" { /* C headers of io/ and src/hrtem.h (gpu_common.cuh wraps the others of src/) */
 #include "../../io/config.h"
 #include "../../io/xyz.h"
+#include "../../src/hrtem.h"
 }
 
 static int failures = 0;
@@ -265,6 +268,72 @@ static int check_crop(const stem_plan *plan, int n, int reps, cudaStream_t s)
     gpu_free(dw);
     gpu_free(dbox);
     gpu_free(sh.prop);
+    return STEM_OK;
+}
+
+// The HRTEM lens at a defocus offset from the plan's (a focal point) and the intensity sum.
+static int check_hrtem_lens(const stem_plan *plan, int reps, cudaStream_t s)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    std::mt19937 rng(17);
+    std::normal_distribution<float> gauss(0.0f, 1.0f);
+    std::vector<float2> w(grid), out(grid), ref(grid);
+    std::vector<float> image(grid), image_ref(grid);
+    std::vector<double> chi(grid);
+    for (auto &v : w) v = make_float2(gauss(rng), gauss(rng));
+    for (auto &v : image) v = std::fabs(gauss(rng));
+    stem_hrtem_chi_without_defocus(plan, chi.data());
+    double c10 = plan->aberr.c[STEM_C10] + 7.5, weight = 0.3;
+    stem_plan lens = *plan;
+    lens.aberr.c[STEM_C10] = c10;
+    size_t stopped = 0;
+    for (int j = 0; j < plan->ny; j++) // reference: src/hrtem.c's transfer times the wave, then its intensity sum
+        for (int i = 0; i < plan->nx; i++) {
+            size_t k = (size_t)j * plan->nx + i;
+            stem_complex h = stem_hrtem_lens_at(&lens, stem_fft_index(i, plan->nx) / plan->cell[0],
+                                                stem_fft_index(j, plan->ny) / plan->cell[1]);
+            std::complex<float> r = std::complex<float>(w[k].x, w[k].y) * std::complex<float>(h.re, h.im);
+            ref[k] = make_float2(r.real(), r.imag());
+            stopped += h.re == 0 && h.im == 0;
+            image_ref[k] = image[k] + (float)(weight * (r.real() * r.real() + r.imag() * r.imag()));
+        }
+    float2 *dw, *dout;
+    float *dimage;
+    double *dchi;
+    GPU_ALLOC(dw, sizeof(float2) * grid, "wave");
+    GPU_ALLOC(dout, sizeof(float2) * grid, "lens wave");
+    GPU_ALLOC(dimage, sizeof(float) * grid, "image");
+    GPU_ALLOC(dchi, sizeof(double) * grid, "lens phase");
+    CUDA_CALL(cudaMemcpy(dw, w.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
+    CUDA_CALL(cudaMemcpy(dchi, chi.data(), sizeof(double) * grid, cudaMemcpyHostToDevice));
+    CUDA_CALL(cudaMemcpy(dimage, image.data(), sizeof(float) * grid, cudaMemcpyHostToDevice));
+    CUDA_CALL(cudaMemset(dout, 0xff, sizeof(float2) * grid));
+    STEM_TRY(gpu_hrtem_lens(plan, dw, dchi, c10, dout, s));
+    CUDA_CALL(cudaMemcpy(out.data(), dout, sizeof(float2) * grid, cudaMemcpyDeviceToHost));
+    timer t;
+    t.start(s);
+    for (int r = 0; r < reps; r++) STEM_TRY(gpu_hrtem_lens(plan, dw, dchi, c10, dout, s));
+    float us = t.stop_us(s, reps);
+    char size[64];
+    std::snprintf(size, sizeof size, "%dx%d, %zu stopped by the aperture", plan->nx, plan->ny, stopped);
+    compare("k_lens", size, (const float *)out.data(), (const float *)ref.data(), 2 * grid, 2, 1e-6, us);
+    CUDA_CALL(cudaMemcpy(dout, ref.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
+    STEM_TRY(gpu_hrtem_add_intensity(dimage, dout, weight, grid, s));
+    CUDA_CALL(cudaMemcpy(image.data(), dimage, sizeof(float) * grid, cudaMemcpyDeviceToHost));
+    t.start(s);
+    for (int r = 0; r < reps; r++) STEM_TRY(gpu_hrtem_add_intensity(dimage, dout, 0.0, grid, s));
+    us = t.stop_us(s, reps);
+    std::snprintf(size, sizeof size, "%dx%d", plan->nx, plan->ny);
+    compare("k_add_int", size, image.data(), image_ref.data(), grid, 1, 1e-6, us);
+    if (stopped == 0 || stopped == grid) {
+        failures++;
+        std::printf("| k_lens       | the objective aperture stops %zu of %zu pixels: the check cannot see it | FAIL |\n",
+                    stopped, grid);
+    }
+    gpu_free(dw);
+    gpu_free(dout);
+    gpu_free(dimage);
+    gpu_free(dchi);
     return STEM_OK;
 }
 
@@ -732,12 +801,16 @@ int main(int argc, char **argv)
     // a window of at most 2048 pixels: the fixed-order detector's one-tile path
     const char *ini_one = "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.15\nalgorithm = prism\n"
                           "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 2\n";
-    stem_config cfg, cfg_ms, cfg_one;
-    stem_atoms atoms, atoms_ms, atoms_one;
-    stem_plan plan, plan_ms, plan_one;
+    // the HRTEM lens: aberrations and a 30 mrad objective aperture inside the band limit
+    const char *ini_hr = "[sample]\nxyz = inline\n[probe]\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
+                         "[simulation]\npixel_size = 0.05\nalgorithm = hrtem\n[hrtem]\nobjective_aperture = 30\n";
+    stem_config cfg, cfg_ms, cfg_one, cfg_hr;
+    stem_atoms atoms, atoms_ms, atoms_one, atoms_hr;
+    stem_plan plan, plan_ms, plan_one, plan_hr;
     int err = make_plan(ini, &cfg, &atoms, &plan);
     if (!err) err = make_plan(ini_ms, &cfg_ms, &atoms_ms, &plan_ms);
     if (!err) err = make_plan(ini_one, &cfg_one, &atoms_one, &plan_one);
+    if (!err) err = make_plan(ini_hr, &cfg_hr, &atoms_hr, &plan_hr);
     if (!err) err = check_detect(&plan, 64, reps, s, prop.multiProcessorCount, 1);
     if (!err) err = check_detect(&plan, 64, reps, s, prop.multiProcessorCount, 0);
     if (!err) err = check_detect(&plan_one, 16, reps, s, prop.multiProcessorCount, 1); // one tile per probe
@@ -748,6 +821,7 @@ int main(int argc, char **argv)
     if (!err) err = check_mul_bcast(&plan_ms, 16, reps, s);
     if (!err) err = check_output(&plan, 8, reps, s);
     if (!err) err = check_arrange(&plan, reps);
+    if (!err) err = check_hrtem_lens(&plan_hr, reps, s);
     if (!err) err = check_fft_callbacks(&plan_ms, 256, 192, 4, 6, reps);
     // the benchmarks' sizes: amorphous carbon's 1000^2 (the GPU engine's batch of 8) and SrTiO3's 1024^2
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1000, 1000, 8, 20, reps);
