@@ -537,6 +537,12 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     plan->probe_begin = 0; /* every rank of the group works on the one wave */
     plan->probe_end = 1;
     /* no rank holds the whole diffraction pattern: the detector channels are off (the total stays) */
+    int asked = plan->n_images || plan->seg_n || plan->opt.save_3d || plan->opt.save_4d || plan->opt.save_dpc ||
+                plan->opt.save_pacbed;
+    if (asked && L->world_rank == 0)
+        stem_warn("the distributed FFT holds the wave in slabs, so no rank has the whole diffraction pattern: the "
+                  "exit wave's rings, images, segments, 4D patterns, PACBED and DPC are not written; the HRTEM image, "
+                  "the exit wave and the total intensity are");
     plan->n_images = plan->n_bins = plan->seg_n = plan->seg_rings = 0;
     plan->opt.save_3d = plan->opt.save_4d = plan->opt.save_dpc = plan->opt.save_pacbed = 0;
     double slab = (double)plan->dist_rows * plan->nx, fourier = (double)plan->dist_cols * plan->ny;
