@@ -34,6 +34,7 @@ typedef struct gpu_hr_ctx {
     gpu_prop_plan pp;   /* batch 1: one plane wave */
     gpu_prop_shared sh; /* propagators, transmission functions (single-transfer), beam_k */
     gpu_prop_worker w;  /* stream, cuFFT plans, the wave */
+    float2 *plane;      /* the Fourier-space wave at a detection plane (its last propagator applied) */
     float2 *scratch;    /* the wave through the lens, or the exit wave in real space */
     float *image;       /* the image summed over the focal points */
     double *chi;        /* the lens's phase without defocus, NaN where the aperture stops */
@@ -76,11 +77,12 @@ static hr_lens_key lens_key_of(const stem_plan *plan)
 /* ---- memory ----------------------------------------------------------------- */
 
 /* Bytes on the GPU: propagators, the worker (wave, cuFFT work area, streaming's two slice
- * buffers), the lens (scratch wave, image, phase table) and, single-transfer, every slice. */
+ * buffers), the wave at a detection plane, the lens (scratch wave, image, phase table) and,
+ * single-transfer, every slice. */
 static double hr_bytes(const stem_plan *plan, int streaming)
 {
     double grid = (double)plan->nx * plan->ny, wave = 8.0 * grid;
-    double b = wave * stem_propagator_count(plan) + 2.0 * wave + wave + 4.0 * grid + 8.0 * grid;
+    double b = wave * stem_propagator_count(plan) + 2.0 * wave + 2.0 * wave + 4.0 * grid + 8.0 * grid;
     b += streaming ? 2.0 * wave : wave * plan->n_slices;
     return b + 4.0 * 1048576.0; /* stream, events, plan objects */
 }
@@ -134,6 +136,7 @@ static void hr_release(hr_ctx *c)
     gpu_use_device_quietly(&c->dev, 0);
     gpu_prop_worker_free(&c->w);
     gpu_prop_shared_free(&c->sh);
+    gpu_free(c->plane);
     gpu_free(c->scratch);
     gpu_free(c->image);
     gpu_free(c->chi);
@@ -156,6 +159,7 @@ static int hr_create(hr_ctx *c, const stem_engine *e, const stem_plan *plan, int
         GPU_ALLOC(c->sh.trans, grid * plan->n_slices * sizeof(float2), "transmission functions (hrtem)");
     GPU_ALLOC(c->sh.beam_k, 2 * sizeof(int), "beam tilt");
     STEM_TRY(gpu_prop_worker_create(plan, &c->pp, &c->w));
+    GPU_ALLOC(c->plane, grid * sizeof(float2), "hrtem wave at a detection plane");
     GPU_ALLOC(c->scratch, grid * sizeof(float2), "hrtem lens wave");
     GPU_ALLOC(c->image, grid * sizeof(float), "hrtem image");
     GPU_ALLOC(c->chi, grid * sizeof(double), "hrtem lens phase");
@@ -266,14 +270,22 @@ static int hr_lens_table(hr_ctx *c, const stem_plan *plan)
     return STEM_OK;
 }
 
-/* The Fourier-space exit wave of plan's beam tilt in c->w.waves (src/hrtem.c stem_hrtem_exit_wave). */
-static int hr_exit_wave(hr_ctx *c, const stem_plan *plan, const stem_complex *trans)
+/* Plan's plane wave (its beam tilt) in c->w.waves, in real space above the first slice. */
+static int hr_plane_wave(hr_ctx *c, const stem_plan *plan)
+{
+    CUDA_CALL(cudaMemcpyAsync(c->sh.beam_k, plan->plane_k, 2 * sizeof(int), cudaMemcpyHostToDevice, c->w.stream));
+    return gpu_plane_waves_build(plan, &c->pp, &c->sh, &c->w, 0, 1);
+}
+
+/* The wave in c->w.waves from below `above` slices to below `below` (gpu_propagate), and its
+ * copy at that detection plane in c->plane with the last propagator applied (the Fourier-space
+ * wave that src/hrtem.c records); c->w.waves goes on from there to the next plane. */
+static int hr_to_plane(hr_ctx *c, const stem_plan *plan, const stem_complex *trans, int above, int below)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
-    CUDA_CALL(cudaMemcpyAsync(c->sh.beam_k, plan->plane_k, 2 * sizeof(int), cudaMemcpyHostToDevice, c->w.stream));
-    STEM_TRY(gpu_plane_waves_build(plan, &c->pp, &c->sh, &c->w, 0, 1));
-    STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh, trans, &c->w, 0, plan->n_slices));
-    return gpu_mul_bcast(c->w.waves, gpu_prop_after(plan, &c->sh, plan->n_slices), grid, 1, c->w.stream);
+    STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh, trans, &c->w, above, below));
+    CUDA_CALL(cudaMemcpyAsync(c->plane, c->w.waves, grid * sizeof(float2), cudaMemcpyDeviceToDevice, c->w.stream));
+    return gpu_mul_bcast(c->plane, gpu_prop_after(plan, &c->sh, below), grid, 1, c->w.stream);
 }
 
 /* The real-space exit wave added to res's exit channel (src/hrtem.c exit_in_real_space). */
@@ -281,7 +293,7 @@ static int hr_exit_real_space(hr_ctx *c, const stem_plan *plan, stem_result *res
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     cudaStream_t s = c->w.stream;
-    CUDA_CALL(cudaMemcpyAsync(c->scratch, c->w.waves, grid * sizeof(float2), cudaMemcpyDeviceToDevice, s));
+    CUDA_CALL(cudaMemcpyAsync(c->scratch, c->plane, grid * sizeof(float2), cudaMemcpyDeviceToDevice, s));
     CUFFT_CALL(cufftExecC2C(c->w.fft, c->scratch, c->scratch, CUFFT_INVERSE));
     CUDA_CALL(cudaMemcpyAsync(c->host_wave, c->scratch, grid * sizeof(float2), cudaMemcpyDeviceToHost, s));
     CUDA_CALL(cudaStreamSynchronize(s));
@@ -303,7 +315,7 @@ static int hr_lens_image(hr_ctx *c, const stem_plan *plan, stem_result *res)
     STEM_TRY(hr_lens_table(c, plan));
     CUDA_CALL(cudaMemsetAsync(c->image, 0, grid * sizeof(float), s));
     for (int k = 0; k < n; k++) {
-        STEM_TRY(gpu_hrtem_lens(plan, c->w.waves, c->chi, plan->aberr.c[STEM_C10] + offset[k], c->scratch, s));
+        STEM_TRY(gpu_hrtem_lens(plan, c->plane, c->chi, plan->aberr.c[STEM_C10] + offset[k], c->scratch, s));
         CUFFT_CALL(cufftExecC2C(c->w.fft, c->scratch, c->scratch, CUFFT_INVERSE));
         STEM_TRY(gpu_hrtem_add_intensity(c->image, c->scratch, weight[k], grid, s));
     }
@@ -320,20 +332,36 @@ static int hr_record(hr_ctx *c, const stem_plan *plan, const stem_detector *det,
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     if (res->n_probes == 0) return STEM_OK;
-    CUDA_CALL(cudaMemcpyAsync(c->host_wave, c->w.waves, grid * sizeof(float2), cudaMemcpyDeviceToHost, c->w.stream));
+    CUDA_CALL(cudaMemcpyAsync(c->host_wave, c->plane, grid * sizeof(float2), cudaMemcpyDeviceToHost, c->w.stream));
     CUDA_CALL(cudaStreamSynchronize(c->w.stream));
     STEM_TRY(stem_hrtem_record_pattern(plan, c->host_wave, det, res));
     if (res->data[STEM_CH_EXIT]) STEM_TRY(hr_exit_real_space(c, plan, res));
     return hr_lens_image(c, plan, res);
 }
 
+/* Points [i, n) with point i's beam tilt: the consecutive ones (they differ only in the lens). */
+static int hr_same_tilt_end(const stem_plan *plans, int i, int n)
+{
+    int j = i + 1;
+    while (j < n && !memcmp(plans[j].plane_k, plans[i].plane_k, sizeof plans[i].plane_k)) j++;
+    return j;
+}
+
+/* Each beam tilt's plane wave through the slices once, every point with that tilt recorded at
+ * each detection plane (res[point * planes + plane]), as src/hrtem.c stem_hrtem_points. */
 static int hr_points(hr_ctx *c, const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
                      stem_result *res)
 {
-    for (int i = 0; i < n; i++) {
-        int same_tilt = i > 0 && !memcmp(plans[i].plane_k, plans[i - 1].plane_k, sizeof plans[i].plane_k);
-        if (!same_tilt) STEM_TRY(hr_exit_wave(c, &plans[i], trans));
-        STEM_TRY(hr_record(c, &plans[i], det, &res[i]));
+    int planes = stem_plan_n_planes(&plans[0]);
+    for (int i = 0, j; i < n; i = j) {
+        j = hr_same_tilt_end(plans, i, n);
+        STEM_TRY(hr_plane_wave(c, &plans[i]));
+        for (int k = 0, above = 0; k < planes; k++) {
+            int below = stem_plan_plane_slices(&plans[i], k);
+            STEM_TRY(hr_to_plane(c, &plans[i], trans, above, below));
+            for (int q = i; q < j; q++) STEM_TRY(hr_record(c, &plans[q], det, &res[(size_t)q * planes + k]));
+            above = below;
+        }
     }
     return STEM_OK;
 }

@@ -716,9 +716,6 @@ static int validate_series(const stem_config *cfg, const char *source)
                          "hrtem (a STEM probe's tilt is [probe] beam_tilt_x/_y, one per run)", source);
     if (cfg->depths[0] && cfg->depth_every > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every both choose the depths: give one", source);
-    if ((cfg->depths[0] || cfg->depth_every > 0) && cfg->algorithm != STEM_ALG_MULTISLICE)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every need algorithm = multislice (PRISM would "
-                         "hold one S-matrix per depth)", source);
     stem_series s;
     STEM_TRY(stem_series_build(cfg, &s));
     stem_series_free(&s);

@@ -213,8 +213,8 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
 }
 
 /* hrtem: one exit wave for each beam tilt among the points (consecutive points with the
- * same tilt differ only in the lens), on the rank that holds the plane wave (probe 0); the
- * lens's focal spread is summed inside the record. */
+ * same tilt differ only in the lens), recorded at each detection plane, on the rank that holds
+ * the plane wave (probe 0); the lens's focal spread is summed inside the record. */
 static int hrtem_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_complex *trans,
                         const stem_detector *det, stem_result *res)
 {
@@ -227,15 +227,8 @@ static int hrtem_points(const stem_engine *engine, const stem_plan *plans, int n
             return err;
         }
     }
-    stem_complex *wave = stem_fft_alloc((size_t)plans[0].nx * plans[0].ny, "exit wave");
-    int err = wave ? STEM_OK : STEM_ERR_MEMORY;
-    for (int i = 0; i < n && !err; i++) {
-        int same_tilt = i > 0 && !memcmp(plans[i].plane_k, plans[i - 1].plane_k, sizeof plans[i].plane_k);
-        if (!same_tilt) err = stem_hrtem_exit_wave(&plans[i], trans, wave);
-        if (!err) err = stem_hrtem_record(&plans[i], wave, det, &res[i]);
-    }
+    int err = stem_hrtem_points(plans, n, trans, det, res);
     stem_phase_add(STEM_PHASE_PROBES, t); /* the wave and the lens: the "probe" step of a plane wave */
-    stem_fft_free(wave);
     return err;
 }
 

@@ -10,6 +10,15 @@
  * the grid) through every slice; wave (nx x ny) ends in Fourier space, band-limited,
  * normalised so that a unit plane wave in vacuum is 1 at its own frequency. */
 int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_complex *wave);
+/* The same wave through slices [from, to) only: from 0 starts the plane wave; otherwise wave
+ * holds the Fourier-space wave below `from` slices (a detection plane of a thickness series). */
+int stem_hrtem_propagate(const stem_plan *plan, const stem_complex *trans, stem_complex *wave, int from, int to);
+/* n points of one configuration (points in series order; each beam tilt's consecutive points
+ * differ only in the lens): each tilt's plane wave through the slices once, every point with
+ * that tilt recorded at each detection plane into res[point * planes + plane] (planes:
+ * stem_plan_n_planes; the exit surface only without [output] depths). */
+int stem_hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
+                      stem_result *res);
 /* Record probe 0 of res from the Fourier-space exit wave: the detector channels of its
  * diffraction pattern, the real-space exit wave (if asked for) and the image through
  * the lens: |IFFT[wave(q) A(q) exp(-i chi(q))]|^2, chi the [probe] aberrations about
