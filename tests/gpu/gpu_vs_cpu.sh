@@ -72,6 +72,8 @@ hrtem_case "beam tilts" --set "series.beam_tilt_x=0 5" --set "series.beam_tilt_y
     --set probe.defocus=0 || fail=1
 hrtem_case "focal spread" --set probe.focal_spread=30 --set probe.focal_points=5 --set simulation.thermal=true \
     --set simulation.frozen_phonons=2 || fail=1
+# a thickness series: the wave's copy at each plane (cuda/gpu_hrtem.cu hr_to_plane), two beam tilts
+hrtem_case depths --set output.depth_every=2 --set "series.beam_tilt_x=0 5" --set hrtem.objective_aperture=15 || fail=1
 # negative control: another defocus's GPU image fails the 1e-5 comparison
 "$exe" -q "${hrtem[@]}" --set hrtem.objective_aperture=15 --set probe.defocus=-41 --set compute.device=gpu \
     --set debug.gpu_transmission=off --set output.file="$work/gpu_hrtem_other.h5" "$cfg" || exit 1
