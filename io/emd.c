@@ -63,21 +63,26 @@ static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t
     return ok ? STEM_OK : fail(e, dname);
 }
 
-/* dim3 of the DPC group: the two labels, as variable-length strings (py4DSTEM's legacy
- * reader fails on fixed-length ones with h5py 3: it opens them with astype as a context). */
-static int dim_labels(const emd *e, hid_t group)
+/* A dim3 of n labels, as variable-length strings (py4DSTEM's legacy reader fails on
+ * fixed-length ones with h5py 3: it opens them with astype as a context). */
+static int dim_labels(const emd *e, hid_t group, const char *const *labels, hsize_t n, const char *name, const char *units)
 {
-    const char *labels[2] = {"DPC_CoM_x", "DPC_CoM_y"};
-    hsize_t n = 2;
     hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate_simple(1, &n, NULL), d = H5I_INVALID_HID;
     int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
     if (ok) d = H5Dcreate2(group, "dim3", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 &&
-         !stem_h5_attr_text(d, "name", "X/Y") && !stem_h5_attr_text(d, "units", "[none]");
+         !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (t >= 0) H5Tclose(t);
-    return ok ? STEM_OK : fail(e, "DPC dim3");
+    return ok ? STEM_OK : fail(e, "a dim3 of labels");
+}
+
+/* dim3 of the DPC group: its two components. */
+static int dpc_labels(const emd *e, hid_t group)
+{
+    static const char *const labels[2] = {"DPC_CoM_x", "DPC_CoM_y"};
+    return dim_labels(e, group, labels, 2, "X/Y", "[none]");
 }
 
 /* A data group with its attributes (dims are the caller's). */
@@ -256,7 +261,7 @@ static void point_name(const emd *e, int p, char *suffix, size_t n, double *dept
 
 /* A [ny][nx](x k) native dataset of point p as realslice `name`; dim3 for k > 1. */
 static int realslice(const emd *e, int p, const char *native, const char *name, int k, double scale,
-                     const double *dim3, const char *dim3_name, const char *dim3_units, int dpc_labels)
+                     const double *dim3, const char *dim3_name, const char *dim3_units, int dpc)
 {
     const stem_plan *plan = e->plan;
     char suffix[96], group[160];
@@ -268,7 +273,7 @@ static int realslice(const emd *e, int p, const char *native, const char *name, 
     double *buf = stem_alloc(sizeof(double) * count, "EMD realslice");
     if (!buf) return STEM_ERR_MEMORY;
     int err = STEM_OK;
-    if (dpc_labels) { /* two native maps into one [..][2] block */
+    if (dpc) { /* two native maps into one [..][2] block */
         double *one = stem_alloc(sizeof(double) * count / 2, "EMD DPC map");
         hsize_t core[3];
         int rank = scan_core(e, 1, core);
@@ -286,7 +291,7 @@ static int realslice(const emd *e, int p, const char *native, const char *name, 
     if (!err && g < 0) err = fail(e, group);
     if (!err) err = write_scan_data(e, g, buf, k, scale);
     if (!err && dim3) err = dim_vector(e, g, 3, dim3, (hsize_t)k, dim3_name, dim3_units);
-    if (!err && dpc_labels) err = dim_labels(e, g);
+    if (!err && dpc) err = dpc_labels(e, g);
     if (g >= 0) H5Gclose(g);
     free(buf);
     return err;
@@ -417,12 +422,18 @@ static hsize_t stack_index(const emd *e, int p, hsize_t *n_tilts)
     return t;
 }
 
-/* Prismatic's dim3 "Tilts" of an HRTEM stack: [n_tilts][2] (x, y) in mrad, from the beam tilt
- * axes, else the run's one tilt. */
+/* An HRTEM stack's tilts: Prismatic's [n_tilts][2] (x, y) in mrad as the dataset tilts, and
+ * as dim3 one label per image ("0, 4.62 mrad"): py4DSTEM reads dim3 as the slices' labels
+ * and fails on Prismatic's 2D dim3. From the beam tilt axes, else the run's one tilt. */
 static int tilts_dim(const emd *e, hid_t g, hsize_t n_tilts)
 {
     double *v = stem_alloc(sizeof(double) * 2 * n_tilts, "EMD tilts");
-    if (!v) return STEM_ERR_MEMORY;
+    char *text = stem_alloc(64 * n_tilts, "EMD tilt labels");
+    const char **labels = stem_alloc(sizeof(char *) * n_tilts, "EMD tilt labels");
+    if (!v || !text || !labels) {
+        free(v), free(text), free(labels);
+        return STEM_ERR_MEMORY;
+    }
     for (hsize_t t = 0; t < n_tilts; t++) {
         hsize_t rest = t;
         for (int a = 0; a < 2; a++) v[2 * t + a] = plane_tilt_mrad(e->plan, a);
@@ -431,17 +442,20 @@ static int tilts_dim(const emd *e, hid_t g, hsize_t n_tilts)
                 v[2 * t + (e->lead_name[k][10] == 'y')] = e->lead_values[k][rest % e->lead[k]];
                 rest /= e->lead[k];
             }
+        snprintf(text + 64 * t, 64, "%.6g, %.6g mrad", v[2 * t], v[2 * t + 1]);
+        labels[t] = text + 64 * t;
     }
     hsize_t dims[2] = {n_tilts, 2};
     hid_t space = H5Screate_simple(2, dims, NULL);
-    hid_t d = space >= 0 ? H5Dcreate2(g, "dim3", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+    hid_t d = space >= 0 ? H5Dcreate2(g, "tilts", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                          : H5I_INVALID_HID;
     int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
              !stem_h5_attr_text(d, "name", "Tilts") && !stem_h5_attr_text(d, "units", "[mrad]");
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
-    free(v);
-    return ok ? STEM_OK : fail(e, "the HRTEM tilts");
+    int err = ok ? dim_labels(e, g, labels, n_tilts, "Tilts", "[mrad]") : fail(e, "the HRTEM tilts");
+    free(v), free(text), free(labels);
+    return err;
 }
 
 /* Prismatic's complex type for waves (h5py's default: members r, i). */
