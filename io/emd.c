@@ -65,7 +65,8 @@ static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t
 
 /* A dim3 of n labels, as variable-length strings (py4DSTEM's legacy reader fails on
  * fixed-length ones with h5py 3: it opens them with astype as a context). */
-static int dim_labels(const emd *e, hid_t group, const char *const *labels, hsize_t n, const char *name, const char *units)
+static int dim_labels(const emd *e, hid_t group, const char *const *labels, hsize_t n, const char *name,
+                      const char *units)
 {
     hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate_simple(1, &n, NULL), d = H5I_INVALID_HID;
     int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
@@ -471,7 +472,7 @@ static hid_t complex_type(hid_t member)
 
 /* The HRTEM stack of point p's series point: realslices/<base> (no series but beam tilts) or
  * <base>_<suffix>, [Nx][Ny][n_tilts] float32 ({r, i} when complex) with the image's pixels as
- * dim1, dim2 and the tilts as dim3; opened, or created by the stack's first point. */
+ * dim1, dim2 and the tilts as dim3; its data opened, or created by the stack's first point. */
 static hid_t hrtem_stack(const emd *e, int p, const char *base, int complex_wave, const hsize_t *image, hsize_t n_tilts)
 {
     char suffix[96], group[160];
@@ -482,9 +483,13 @@ static hid_t hrtem_stack(const emd *e, int p, const char *base, int complex_wave
     point_name_of(e, p, 1, suffix, sizeof suffix, &depth, &defocus);
     if (others) snprintf(group, sizeof group, "%s_%s", base, suffix);
     else snprintf(group, sizeof group, "%s", base);
-    if (exists(e->realslices, group)) return H5Dopen2(e->realslices, strcat(group, "/data"), H5P_DEFAULT);
-    hid_t g = bare_group(e->realslices, group, depth, defocus);
-    if (g < 0) return g;
+    hid_t g = exists(e->realslices, group) ? H5Gopen2(e->realslices, group, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (g >= 0) {
+        hid_t d = H5Dopen2(g, "data", H5P_DEFAULT);
+        H5Gclose(g);
+        return d;
+    }
+    if ((g = bare_group(e->realslices, group, depth, defocus)) < 0) return g;
     double *x = NULL, *y = NULL;
     int err = read_axis(e, "x", image[1], &x);
     if (!err) err = read_axis(e, "y", image[0], &y);
@@ -504,37 +509,54 @@ static hid_t hrtem_stack(const emd *e, int p, const char *base, int complex_wave
     return d;
 }
 
-/* hrtem's image (/hrtem) or mean exit wave (/exit_wave: complex) of point p, [ny][nx] after its
- * leading axes and probe axis of 1, transposed into its slice of the HRTEM stack. */
-static int hrtem_slice(const emd *e, int p, const char *native, const char *base, int complex_wave)
+/* The image size [ny][nx] of native dataset `name` ([lead][1][ny][nx], then [2] when complex). */
+static int image_shape(const emd *e, const char *name, int complex_wave, hsize_t *image)
 {
-    if (!exists(e->in, native)) return STEM_OK;
-    hsize_t dims[EMD_MAX_LEAD + 4], n_tilts, t = stack_index(e, p, &n_tilts);
-    hid_t in = H5Dopen2(e->in, native, H5P_DEFAULT), s = in >= 0 ? H5Dget_space(in) : H5I_INVALID_HID;
+    hsize_t dims[EMD_MAX_LEAD + 4];
+    hid_t d = H5Dopen2(e->in, name, H5P_DEFAULT), s = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
     int rank = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1, want = e->n_lead + 3 + complex_wave;
     if (rank == want) H5Sget_simple_extent_dims(s, dims, NULL);
     if (s >= 0) H5Sclose(s);
-    if (in >= 0) H5Dclose(in);
-    if (rank != want) return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read the shape of %s in %s", native, e->native);
-    hsize_t image[2] = {dims[e->n_lead + 1], dims[e->n_lead + 2]}, core[4] = {1, image[0], image[1], 2};
+    if (d >= 0) H5Dclose(d);
+    if (rank != want)
+        return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read the shape of %s in %s", name, e->native);
+    image[0] = dims[e->n_lead + 1], image[1] = dims[e->n_lead + 2];
+    return STEM_OK;
+}
+
+/* Slice t of an HRTEM stack: out, [Nx][Ny] (x c floats), written as [Nx][Ny][1] at t. */
+static int write_stack_slice(const emd *e, hid_t d, hsize_t t, const hsize_t *image, int complex_wave,
+                             const float *out)
+{
+    hsize_t start[3] = {0, 0, t}, count[3] = {image[1], image[0], 1};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(3, count, NULL);
+    hid_t type = complex_wave ? complex_type(H5T_NATIVE_FLOAT) : H5Tcopy(H5T_NATIVE_FLOAT);
+    int ok = fs >= 0 && ms >= 0 && type >= 0 &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Dwrite(d, type, ms, fs, H5P_DEFAULT, out) >= 0;
+    if (type >= 0) H5Tclose(type);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return ok ? STEM_OK : fail(e, "an HRTEM stack");
+}
+
+/* hrtem's image (/hrtem) or mean exit wave (/exit_wave: complex) of point p, transposed into its
+ * slice of the HRTEM stack (realslices/HRTEM..., exit_wave...). */
+static int hrtem_slice(const emd *e, int p, const char *native, const char *base, int complex_wave)
+{
+    if (!exists(e->in, native)) return STEM_OK;
+    hsize_t image[2] = {0, 0}, n_tilts, t = stack_index(e, p, &n_tilts);
+    STEM_TRY(image_shape(e, native, complex_wave, image));
+    hsize_t core[4] = {1, image[0], image[1], 2}; /* the probe axis of 1, y, x, re/im */
     size_t px = (size_t)(image[0] * image[1]), c = complex_wave ? 2 : 1;
-    float *buf = stem_alloc(sizeof(float) * px * c, "EMD HRTEM image"), *out = stem_alloc(sizeof(float) * px * c, "EMD HRTEM image");
+    float *buf = stem_alloc(sizeof(float) * px * c, "EMD HRTEM image");
+    float *out = stem_alloc(sizeof(float) * px * c, "EMD HRTEM image");
     int err = buf && out ? read_point(e, native, p, 3 + complex_wave, core, H5T_NATIVE_FLOAT, buf) : STEM_ERR_MEMORY;
     for (size_t y = 0; !err && y < image[0]; y++)
         for (size_t x = 0; x < image[1]; x++)
             for (size_t k = 0; k < c; k++) out[(x * image[0] + y) * c + k] = buf[(y * image[1] + x) * c + k];
     hid_t d = err ? H5I_INVALID_HID : hrtem_stack(e, p, base, complex_wave, image, n_tilts);
-    if (!err && d < 0) err = fail(e, base);
-    hid_t fs = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID, type = H5I_INVALID_HID;
-    hsize_t start[3] = {0, 0, t}, count[3] = {image[1], image[0], 1};
-    hid_t ms = H5Screate_simple(3, count, NULL);
-    if (!err) type = complex_wave ? complex_type(H5T_NATIVE_FLOAT) : H5Tcopy(H5T_NATIVE_FLOAT);
-    if (!err && (fs < 0 || ms < 0 || type < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-                 H5Dwrite(d, type, ms, fs, H5P_DEFAULT, out) < 0))
-        err = fail(e, base);
-    if (type >= 0) H5Tclose(type);
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
+    if (!err) err = d < 0 ? fail(e, base) : write_stack_slice(e, d, t, image, complex_wave, out);
     if (d >= 0) H5Dclose(d);
     free(buf);
     free(out);
@@ -668,9 +690,10 @@ static int parameters(const emd *e, hid_t sim)
                             : !stem_h5_attr_double(g, keys[i].name, keys[i].value);
     ok = ok && !stem_h5_attr_text(g, "program", "stemsim");
     /* [scan] positions: the probes where Prismatic keeps its arbitrary probes (-p file) */
+    hsize_t n = (hsize_t)plan->n_probes;
     if (plan->positions)
-        ok = ok && !stem_h5_attr(g, "probes_x", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_x, (hsize_t)plan->n_probes, NULL, NULL) &&
-             !stem_h5_attr(g, "probes_y", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_y, (hsize_t)plan->n_probes, NULL, NULL);
+        ok = ok && !stem_h5_attr(g, "probes_x", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_x, n, NULL, NULL) &&
+             !stem_h5_attr(g, "probes_y", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_y, n, NULL, NULL);
     /* Prismatic's cell (x, y, z) and tiles: the sample, already tiled, is one cell here (readers
      * such as rosettasciio need both to stack a thickness series) */
     double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""[output] layout = emd for hrtem, cbed and [scan] positions (ctest label `io`).
+"""[output] layout = emd for hrtem, cbed and [scan] positions (ctest mpi_emd_layouts, label `mpi`).
 
   emd_layouts.py --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --config small.ini --workdir DIR
 
 Each case runs twice, in stemsim's layout and in Prismatic's EMD tree, and every dataset of
 the tree must equal the native one it comes from (h5py): hrtem with a beam tilt x defocus
 series and the exit wave (realslices/HRTEM_..., exit_wave_... [Nx][Ny][tilts] stacked over
-the beam tilts, dim3 the tilts in mrad), cbed with a defocus series (its pattern as a
-[1][1][Qx][Qy] datacube) and a positions file on 2 ranks (one probe axis as [n_probes][1],
-dim1 the probe index, the positions in simulation_parameters probes_x, probes_y and
-/stemsim/axes). Negative control: a copy of an EMD file with one HRTEM pixel changed and one
-with a pattern changed must fail the same comparison. Exit: 0 pass, 1 fail, 77 skip.
+the beam tilts, their tilts in mrad), cbed with a defocus series (its pattern as a
+[1][1][Qx][Qy] datacube) and a positions file on 2 ranks with a defocus x depth series (one
+probe axis as [n_probes][1], dim1 the probe index, the positions in simulation_parameters
+probes_x, probes_y and /stemsim/axes). Negative controls: copies of the EMD files with one
+value changed (an HRTEM pixel, the exit wave, a pattern, a positions image) must fail the same
+comparison. Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
 import shutil
@@ -27,10 +28,14 @@ def run(ranks, extra, name, ini=None):
     return os.path.join(A.workdir, name + ".h5")
 
 
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def axis_names(n):
     """The native file's series axes, in order."""
     names = n["total_intensity"].attrs.get("series_axes", "")
-    return [a.strip() for a in (names.decode() if isinstance(names, bytes) else names).split(",") if a.strip()]
+    return [a.strip() for a in text(names).split(",") if a.strip()]
 
 
 def series_points(n):
@@ -116,10 +121,9 @@ def compare(native, emd):
                 for k, a in enumerate(("beam_tilt_x", "beam_tilt_y")):
                     if a in point:
                         same(g["tilts"][t, k], n["axes/" + a][point[a]], g.name + " tilts " + a, exact=False)
-        expect_a = {"hrtem": "t", "prism": "p"}.get(n.attrs["algorithm"].decode() if isinstance(n.attrs["algorithm"], bytes)
-                                                   else n.attrs["algorithm"], "m")
+        expect_a = {"hrtem": "t", "prism": "p"}.get(text(n.attrs["algorithm"]), "m")
         a = params["a"]
-        if (a.decode() if isinstance(a, bytes) else a) != expect_a:
+        if text(a) != expect_a:
             bad.append("simulation_parameters a = %s" % a)
         if int(e.attrs["complete"]) != 1:
             bad.append("complete")
@@ -161,11 +165,13 @@ def main():
              "--set", "output.save_exit_wave=true"]
     cbed = ["--set", "simulation.algorithm=cbed", "--set", "series.defocus=-20,20"]
     pos = positions_ini()
+    series = ["--set", "series.defocus=-20,20", "--set", "output.depths=5.43,10.86"]
+    emd = ["--set", "output.layout=emd"]
     cases = {
-        "hrtem": (run(1, hrtem, "hrtem_native"), run(1, hrtem + ["--set", "output.layout=emd"], "hrtem_emd")),
-        "hrtem plain": (run(1, hrtem[:2], "hrtem1_native"), run(1, hrtem[:2] + ["--set", "output.layout=emd"], "hrtem1_emd")),
-        "cbed": (run(1, cbed, "cbed_native"), run(1, cbed + ["--set", "output.layout=emd"], "cbed_emd")),
-        "positions": (run(2, [], "pos_native", ini=pos), run(2, ["--set", "output.layout=emd"], "pos_emd", ini=pos)),
+        "hrtem": (run(1, hrtem, "hrtem_native"), run(1, hrtem + emd, "hrtem_emd")),
+        "hrtem plain": (run(1, hrtem[:2], "hrtem1_native"), run(1, hrtem[:2] + emd, "hrtem1_emd")),
+        "cbed": (run(1, cbed, "cbed_native"), run(1, cbed + emd, "cbed_emd")),
+        "positions": (run(2, series, "pos_native", ini=pos), run(2, series + emd, "pos_emd", ini=pos)),
     }
     failed = 0
     for name, (native, emd) in cases.items():
@@ -180,7 +186,7 @@ def main():
     controls = (("hrtem", "control_hrtem", "4DSTEM_simulation/data/realslices/HRTEM_depth0000_df0001/data"),
                 ("hrtem", "control_wave", "4DSTEM_simulation/data/realslices/exit_wave_depth0000_df0000/data"),
                 ("cbed", "control_cbed", "4DSTEM_simulation/data/datacubes/CBED_array_depth0000_df0001/data"),
-                ("positions", "control_pos", "4DSTEM_simulation/data/realslices/total_intensity_depth0000/data"))
+                ("positions", "control_pos", "4DSTEM_simulation/data/realslices/total_intensity_depth0001_df0000/data"))
     for case, name, path in controls:
         native, emd = cases[case]
         if not compare(native, tampered(emd, name, path)):
