@@ -264,7 +264,8 @@ static const key_spec key_table[] = {
      "..._<name>), virtual_detector_depthNNNN (rings), DPC_CoM_depthNNNN, datacubes/CBED_array_depthNNNN, x before "
      "y, series points as _dfNNNN (and _txNNNN, _tyNNNN, _bxNNNN, _byNNNN), depths as depthNNNN; converted from "
      "the finished native file on rank 0 before the output is published (PACBED, segments, standard errors and /axes kept under "
-     "/stemsim); multislice and prism scans only"},
+     "/stemsim); hrtem as realslices/HRTEM ([Nx][Ny][tilts], Prismatic's), cbed and [scan] positions with one "
+     "probe axis as Prismatic's arbitrary probes ([n_probes][1]; see Output file)"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
      "store each finished unit of work (tilt point x configuration) durably in checkpoint_dir, so that the same "
      "command, run again after a kill, time limit or preemption, continues where it stopped (auto: on for [series] "
@@ -778,10 +779,6 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->opt.smatrix_file[0] && cfg->opt.potential_file[0])
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] smatrix_file and potential_file: a stored S-matrix needs "
                          "no potential: give one", source);
-    if (cfg->opt.layout_emd && (plane || single || cfg->positions[0]))
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] layout = emd writes Prismatic's scan tree: multislice and prism "
-                         "scans on a grid only (not %s)", source, cfg->positions[0] ? "[scan] positions"
-                                                                  : plane ? "algorithm = hrtem" : "algorithm = cbed");
     if (cfg->opt.save_exit_wave && !plane)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
     if (cfg->positions[0]) {

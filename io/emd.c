@@ -21,7 +21,10 @@ typedef struct {
     hsize_t lead[EMD_MAX_LEAD];
     char lead_name[EMD_MAX_LEAD][32];
     double *lead_values[EMD_MAX_LEAD];
-    double *scan_x, *scan_y;                   /* /axes/scan_x, scan_y (Angstrom) */
+    int grid_rank;                             /* 2: [scan_ny][scan_nx]; 1: one probe axis [n_probes] */
+    double *scan_x, *scan_y;                   /* dim1, dim2 of every scan group (see scan_dims) */
+    const char *scan_x_name, *scan_y_name, *scan_units;
+    double *probe_x, *probe_y;                 /* one probe axis: /axes/probe_x, probe_y (Angstrom) */
     const stem_emd_hooks *hooks;
 } emd;
 
@@ -60,34 +63,52 @@ static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t
     return ok ? STEM_OK : fail(e, dname);
 }
 
-/* dim3 of the DPC group: the two labels, as variable-length strings (py4DSTEM's legacy
- * reader fails on fixed-length ones with h5py 3: it opens them with astype as a context). */
-static int dim_labels(const emd *e, hid_t group)
+/* A dim3 of n labels, as variable-length strings (py4DSTEM's legacy reader fails on
+ * fixed-length ones with h5py 3: it opens them with astype as a context). */
+static int dim_labels(const emd *e, hid_t group, const char *const *labels, hsize_t n, const char *name,
+                      const char *units)
 {
-    const char *labels[2] = {"DPC_CoM_x", "DPC_CoM_y"};
-    hsize_t n = 2;
     hid_t t = H5Tcopy(H5T_C_S1), space = H5Screate_simple(1, &n, NULL), d = H5I_INVALID_HID;
     int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
     if (ok) d = H5Dcreate2(group, "dim3", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 &&
-         !stem_h5_attr_text(d, "name", "X/Y") && !stem_h5_attr_text(d, "units", "[none]");
+         !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (t >= 0) H5Tclose(t);
-    return ok ? STEM_OK : fail(e, "DPC dim3");
+    return ok ? STEM_OK : fail(e, "a dim3 of labels");
 }
 
-/* A data group: its attributes and the scan's dim1 (R_x), dim2 (R_y). */
-static hid_t data_group(const emd *e, hid_t parent, const char *name, double depth, const double *defocus)
+/* dim3 of the DPC group: its two components. */
+static int dpc_labels(const emd *e, hid_t group)
+{
+    static const char *const labels[2] = {"DPC_CoM_x", "DPC_CoM_y"};
+    return dim_labels(e, group, labels, 2, "X/Y", "[none]");
+}
+
+/* A data group with its attributes (dims are the caller's). */
+static hid_t bare_group(hid_t parent, const char *name, double depth, const double *defocus)
 {
     hid_t g = H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return g;
-    const stem_plan *plan = e->plan;
     int ok = !stem_h5_attr_int(g, "emd_group_type", 1) && !stem_h5_attr_int(g, "metadata", 0) &&
              !stem_h5_attr_double(g, "output_depth", depth) &&
-             (!defocus || !stem_h5_attr_double(g, "output_defocus", *defocus)) &&
-             !dim_vector(e, g, 1, e->scan_x, (hsize_t)plan->scan_nx, "R_x", "[\xc3\x85]") &&
-             !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, "R_y", "[\xc3\x85]");
+             (!defocus || !stem_h5_attr_double(g, "output_defocus", *defocus));
+    if (!ok) {
+        H5Gclose(g);
+        return H5I_INVALID_HID;
+    }
+    return g;
+}
+
+/* A data group: its attributes and the scan's dim1, dim2 (R_x, R_y on a grid). */
+static hid_t data_group(const emd *e, hid_t parent, const char *name, double depth, const double *defocus)
+{
+    hid_t g = bare_group(parent, name, depth, defocus);
+    if (g < 0) return g;
+    const stem_plan *plan = e->plan;
+    int ok = !dim_vector(e, g, 1, e->scan_x, (hsize_t)plan->scan_nx, e->scan_x_name, e->scan_units) &&
+             !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, e->scan_y_name, e->scan_units);
     if (!ok) {
         H5Gclose(g);
         return H5I_INVALID_HID;
@@ -122,6 +143,17 @@ static int read_point(const emd *e, const char *name, int p, int core_rank, cons
     if (d >= 0) H5Dclose(d);
     return ok ? STEM_OK
               : STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read %s (point %d) from %s", name, p, e->native);
+}
+
+/* A scan dataset's core dims after the leading axes: the grid [ny][nx] or the one probe
+ * axis [n_probes], then k when k > 1; returns their number. */
+static int scan_core(const emd *e, int k, hsize_t *core)
+{
+    int r = 0;
+    if (e->grid_rank == 2) core[r++] = (hsize_t)e->plan->scan_ny;
+    core[r++] = (hsize_t)e->plan->scan_nx;
+    if (k > 1) core[r++] = (hsize_t)k;
+    return r;
 }
 
 /* data = [ny][nx][k] transposed to [nx][ny][k], scaled, as float64. */
@@ -164,20 +196,21 @@ static int read_axis(const emd *e, const char *name, hsize_t n, double **v)
 static int series_axes(emd *e)
 {
     e->depth_axis = -1;
+    int g = e->grid_rank; /* total_intensity's dims after the series axes */
     hid_t d = H5Dopen2(e->in, "/total_intensity", H5P_DEFAULT);
     if (d < 0) return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: %s has no /total_intensity", e->native);
     hid_t s = H5Dget_space(d);
     hsize_t dims[EMD_MAX_LEAD + 2];
     int rank = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
-    if (rank >= 2 && rank <= EMD_MAX_LEAD + 2) H5Sget_simple_extent_dims(s, dims, NULL);
+    if (rank >= g && rank <= EMD_MAX_LEAD + g) H5Sget_simple_extent_dims(s, dims, NULL);
     if (s >= 0) H5Sclose(s);
-    char *names = rank > 2 ? stem_h5_attr_read_text(d, "series_axes") : NULL;
+    char *names = rank > g ? stem_h5_attr_read_text(d, "series_axes") : NULL;
     H5Dclose(d);
-    if (rank < 2 || rank > EMD_MAX_LEAD + 2 || (rank > 2 && !names)) {
+    if (rank < g || rank > EMD_MAX_LEAD + g || (rank > g && !names)) {
         free(names);
         return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read the series axes of %s", e->native);
     }
-    e->n_lead = rank - 2;
+    e->n_lead = rank - g;
     char *save = NULL, *tok = names ? strtok_r(names, ", ", &save) : NULL;
     int err = STEM_OK;
     for (int k = 0; k < e->n_lead && !err; k++, tok = strtok_r(NULL, ", ", &save)) {
@@ -193,8 +226,12 @@ static int series_axes(emd *e)
     return err;
 }
 
-/* Point p's name suffix: depthNNNN then the other axes' tags; its depth and defocus. */
-static void point_name(const emd *e, int p, char *suffix, size_t n, double *depth, const double **defocus)
+static int is_beam_tilt(const char *axis) { return !strncmp(axis, "beam_tilt_", 10); }
+
+/* Point p's name suffix: depthNNNN then the other axes' tags (but the beam tilts' where
+ * stacked instead: HRTEM); its depth and defocus. */
+static void point_name_of(const emd *e, int p, int stacked_tilts, char *suffix, size_t n, double *depth,
+                          const double **defocus)
 {
     static const struct { const char *axis, *tag; } tags[] = {
         {"tilt_x", "_tx"}, {"tilt_y", "_ty"}, {"beam_tilt_x", "_bx"}, {"beam_tilt_y", "_by"}, {"defocus", "_df"}};
@@ -210,17 +247,22 @@ static void point_name(const emd *e, int p, char *suffix, size_t n, double *dept
     snprintf(suffix, n, "depth%04d", d);
     for (size_t t = 0; t < sizeof tags / sizeof *tags; t++)
         for (int k = 0; k < e->n_lead; k++)
-            if (!strcmp(e->lead_name[k], tags[t].axis)) {
+            if (!strcmp(e->lead_name[k], tags[t].axis) && !(stacked_tilts && is_beam_tilt(tags[t].axis))) {
                 snprintf(suffix + strlen(suffix), n - strlen(suffix), "%s%04d", tags[t].tag, (int)at[k]);
                 if (!strcmp(tags[t].axis, "defocus")) *defocus = &e->lead_values[k][at[k]];
             }
+}
+
+static void point_name(const emd *e, int p, char *suffix, size_t n, double *depth, const double **defocus)
+{
+    point_name_of(e, p, 0, suffix, n, depth, defocus);
 }
 
 /* ---------------------------------------------------------- the outputs */
 
 /* A [ny][nx](x k) native dataset of point p as realslice `name`; dim3 for k > 1. */
 static int realslice(const emd *e, int p, const char *native, const char *name, int k, double scale,
-                     const double *dim3, const char *dim3_name, const char *dim3_units, int dpc_labels)
+                     const double *dim3, const char *dim3_name, const char *dim3_units, int dpc)
 {
     const stem_plan *plan = e->plan;
     char suffix[96], group[160];
@@ -232,24 +274,25 @@ static int realslice(const emd *e, int p, const char *native, const char *name, 
     double *buf = stem_alloc(sizeof(double) * count, "EMD realslice");
     if (!buf) return STEM_ERR_MEMORY;
     int err = STEM_OK;
-    if (dpc_labels) { /* two native maps into one [..][2] block */
+    if (dpc) { /* two native maps into one [..][2] block */
         double *one = stem_alloc(sizeof(double) * count / 2, "EMD DPC map");
-        hsize_t core[2] = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx};
+        hsize_t core[3];
+        int rank = scan_core(e, 1, core);
         for (int c = 0; c < 2 && one && !err; c++) {
-            err = read_point(e, c ? "/dpc_com_y" : "/dpc_com_x", p, 2, core, H5T_NATIVE_DOUBLE, one);
+            err = read_point(e, c ? "/dpc_com_y" : "/dpc_com_x", p, rank, core, H5T_NATIVE_DOUBLE, one);
             for (size_t i = 0; !err && i < count / 2; i++) buf[2 * i + c] = one[i];
         }
         if (!one) err = STEM_ERR_MEMORY;
         free(one);
     } else {
-        hsize_t core[3] = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)k};
-        err = read_point(e, native, p, k > 1 ? 3 : 2, core, H5T_NATIVE_DOUBLE, buf);
+        hsize_t core[3];
+        err = read_point(e, native, p, scan_core(e, k, core), core, H5T_NATIVE_DOUBLE, buf);
     }
     hid_t g = err ? H5I_INVALID_HID : data_group(e, e->realslices, group, depth, defocus);
     if (!err && g < 0) err = fail(e, group);
     if (!err) err = write_scan_data(e, g, buf, k, scale);
     if (!err && dim3) err = dim_vector(e, g, 3, dim3, (hsize_t)k, dim3_name, dim3_units);
-    if (!err && dpc_labels) err = dim_labels(e, g);
+    if (!err && dpc) err = dpc_labels(e, g);
     if (g >= 0) H5Gclose(g);
     free(buf);
     return err;
@@ -258,6 +301,7 @@ static int realslice(const emd *e, int p, const char *native, const char *name, 
 static int images(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
+    if (!exists(e->in, "/images")) return STEM_OK; /* hrtem */
     int plain = 0; /* the image Prismatic's scripts find under the plain name */
     for (int i = 0; i < plan->n_images; i++)
         if (!strcmp(plan->images[i].name, "HAADF")) plain = i;
@@ -283,10 +327,12 @@ static int rings(const emd *e, int p)
     return err;
 }
 
-/* The 4D patterns, one scan row at a time: [nx][qy][qx] read, [nx][1][qx][qy] written. */
+/* The 4D patterns (/cbed, or cbed's one /cbed_pattern), one scan row at a time: [nx][qy][qx]
+ * read, [nx][1][qx][qy] written (one probe axis: the single row). */
 static int datacube(const emd *e, int p)
 {
-    if (!exists(e->in, "/cbed")) return STEM_OK;
+    const char *native = exists(e->in, "/cbed") ? "/cbed" : exists(e->in, "/cbed_pattern") ? "/cbed_pattern" : NULL;
+    if (!native) return STEM_OK;
     const stem_plan *plan = e->plan;
     size_t nx = (size_t)plan->scan_nx, ny = (size_t)plan->scan_ny, qx = (size_t)plan->cbed_nx, qy = (size_t)plan->cbed_ny;
     char suffix[96], group[160];
@@ -304,21 +350,22 @@ static int datacube(const emd *e, int p)
     if (!err && (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 4, chunk) < 0 ||
                  (d = H5Dcreate2(g, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0))
         err = fail(e, group);
-    hid_t in = err ? H5I_INVALID_HID : H5Dopen2(e->in, "/cbed", H5P_DEFAULT);
-    if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open /cbed in %s", e->native);
+    hid_t in = err ? H5I_INVALID_HID : H5Dopen2(e->in, native, H5P_DEFAULT);
+    if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open %s in %s", native, e->native);
     for (size_t y = 0; y < ny && !err && !(err = tick(e)); y++) {
         hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
         point_index(e, p, start);
         for (int k = 0; k < e->n_lead; k++) count[k] = 1;
-        int L = e->n_lead;
-        start[L] = y, count[L] = 1, count[L + 1] = nx, count[L + 2] = qy, count[L + 3] = qx;
-        hid_t fs = H5Dget_space(in), ms = H5Screate_simple(L + 4, count, NULL);
+        int r = e->n_lead;
+        if (e->grid_rank == 2) start[r] = y, count[r++] = 1;
+        count[r++] = nx, count[r++] = qy, count[r++] = qx;
+        hid_t fs = H5Dget_space(in), ms = H5Screate_simple(r, count, NULL);
         int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
                  H5Dread(in, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, row) >= 0;
         if (ms >= 0) H5Sclose(ms);
         if (fs >= 0) H5Sclose(fs);
         if (!ok) {
-            err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read /cbed row %zu from %s", y, e->native);
+            err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read %s row %zu from %s", native, y, e->native);
             break;
         }
         for (size_t x = 0; x < nx; x++)
@@ -354,6 +401,168 @@ static int datacube(const emd *e, int p)
     return err;
 }
 
+/* ------------------------------------------------------------- HRTEM */
+
+/* hrtem's plane-wave tilt along axis a (mrad), as rounded to the cell's plane waves. */
+static double plane_tilt_mrad(const stem_plan *plan, int a)
+{
+    return plan->plane_k[a] / plan->cell[a] * plan->lambda * 1e3;
+}
+
+/* Point p's index in its HRTEM stack (row-major over the beam tilt axes); n_tilts: the stack's size. */
+static hsize_t stack_index(const emd *e, int p, hsize_t *n_tilts)
+{
+    hsize_t at[EMD_MAX_LEAD], t = 0;
+    point_index(e, p, at);
+    *n_tilts = 1;
+    for (int k = 0; k < e->n_lead; k++)
+        if (is_beam_tilt(e->lead_name[k])) {
+            t = t * e->lead[k] + at[k];
+            *n_tilts *= e->lead[k];
+        }
+    return t;
+}
+
+/* An HRTEM stack's tilts: Prismatic's [n_tilts][2] (x, y) in mrad as the dataset tilts, and
+ * as dim3 one label per image ("0, 4.62 mrad"): py4DSTEM reads dim3 as the slices' labels
+ * and fails on Prismatic's 2D dim3. From the beam tilt axes, else the run's one tilt. */
+static int tilts_dim(const emd *e, hid_t g, hsize_t n_tilts)
+{
+    double *v = stem_alloc(sizeof(double) * 2 * n_tilts, "EMD tilts");
+    char *text = stem_alloc(64 * n_tilts, "EMD tilt labels");
+    const char **labels = stem_alloc(sizeof(char *) * n_tilts, "EMD tilt labels");
+    if (!v || !text || !labels) {
+        free(v), free(text), free(labels);
+        return STEM_ERR_MEMORY;
+    }
+    for (hsize_t t = 0; t < n_tilts; t++) {
+        hsize_t rest = t;
+        for (int a = 0; a < 2; a++) v[2 * t + a] = plane_tilt_mrad(e->plan, a);
+        for (int k = e->n_lead - 1; k >= 0; k--)
+            if (is_beam_tilt(e->lead_name[k])) {
+                v[2 * t + (e->lead_name[k][10] == 'y')] = e->lead_values[k][rest % e->lead[k]];
+                rest /= e->lead[k];
+            }
+        snprintf(text + 64 * t, 64, "%.6g, %.6g mrad", v[2 * t], v[2 * t + 1]);
+        labels[t] = text + 64 * t;
+    }
+    hsize_t dims[2] = {n_tilts, 2};
+    hid_t space = H5Screate_simple(2, dims, NULL);
+    hid_t d = space >= 0 ? H5Dcreate2(g, "tilts", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                         : H5I_INVALID_HID;
+    int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
+             !stem_h5_attr_text(d, "name", "Tilts") && !stem_h5_attr_text(d, "units", "[mrad]");
+    if (d >= 0) H5Dclose(d);
+    if (space >= 0) H5Sclose(space);
+    int err = ok ? dim_labels(e, g, labels, n_tilts, "Tilts", "[mrad]") : fail(e, "the HRTEM tilts");
+    free(v), free(text), free(labels);
+    return err;
+}
+
+/* Prismatic's complex type for waves (h5py's default: members r, i). */
+static hid_t complex_type(hid_t member)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, 2 * sizeof(float));
+    if (t >= 0 && (H5Tinsert(t, "r", 0, member) < 0 || H5Tinsert(t, "i", sizeof(float), member) < 0)) {
+        H5Tclose(t);
+        return H5I_INVALID_HID;
+    }
+    return t;
+}
+
+/* The HRTEM stack of point p's series point: realslices/<base> (no series but beam tilts) or
+ * <base>_<suffix>, [Nx][Ny][n_tilts] float32 ({r, i} when complex) with the image's pixels as
+ * dim1, dim2 and the tilts as dim3; its data opened, or created by the stack's first point. */
+static hid_t hrtem_stack(const emd *e, int p, const char *base, int complex_wave, const hsize_t *image, hsize_t n_tilts)
+{
+    char suffix[96], group[160];
+    double depth;
+    const double *defocus;
+    int others = 0;
+    for (int k = 0; k < e->n_lead; k++) others += !is_beam_tilt(e->lead_name[k]);
+    point_name_of(e, p, 1, suffix, sizeof suffix, &depth, &defocus);
+    if (others) snprintf(group, sizeof group, "%s_%s", base, suffix);
+    else snprintf(group, sizeof group, "%s", base);
+    hid_t g = exists(e->realslices, group) ? H5Gopen2(e->realslices, group, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (g >= 0) {
+        hid_t d = H5Dopen2(g, "data", H5P_DEFAULT);
+        H5Gclose(g);
+        return d;
+    }
+    if ((g = bare_group(e->realslices, group, depth, defocus)) < 0) return g;
+    double *x = NULL, *y = NULL;
+    int err = read_axis(e, "x", image[1], &x);
+    if (!err) err = read_axis(e, "y", image[0], &y);
+    if (!err) err = dim_vector(e, g, 1, x, image[1], "R_x", "[\xc3\x85]");
+    if (!err) err = dim_vector(e, g, 2, y, image[0], "R_y", "[\xc3\x85]");
+    if (!err) err = tilts_dim(e, g, n_tilts);
+    free(x);
+    free(y);
+    hsize_t dims[3] = {image[1], image[0], n_tilts};
+    hid_t type = complex_wave ? complex_type(H5T_IEEE_F32LE) : H5Tcopy(H5T_IEEE_F32LE);
+    hid_t space = H5Screate_simple(3, dims, NULL), d = H5I_INVALID_HID;
+    if (!err && type >= 0 && space >= 0)
+        d = H5Dcreate2(g, "data", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (space >= 0) H5Sclose(space);
+    if (type >= 0) H5Tclose(type);
+    H5Gclose(g);
+    return d;
+}
+
+/* The image size [ny][nx] of native dataset `name` ([lead][1][ny][nx], then [2] when complex). */
+static int image_shape(const emd *e, const char *name, int complex_wave, hsize_t *image)
+{
+    hsize_t dims[EMD_MAX_LEAD + 4];
+    hid_t d = H5Dopen2(e->in, name, H5P_DEFAULT), s = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
+    int rank = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1, want = e->n_lead + 3 + complex_wave;
+    if (rank == want) H5Sget_simple_extent_dims(s, dims, NULL);
+    if (s >= 0) H5Sclose(s);
+    if (d >= 0) H5Dclose(d);
+    if (rank != want)
+        return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read the shape of %s in %s", name, e->native);
+    image[0] = dims[e->n_lead + 1], image[1] = dims[e->n_lead + 2];
+    return STEM_OK;
+}
+
+/* Slice t of an HRTEM stack: out, [Nx][Ny] (x c floats), written as [Nx][Ny][1] at t. */
+static int write_stack_slice(const emd *e, hid_t d, hsize_t t, const hsize_t *image, int complex_wave,
+                             const float *out)
+{
+    hsize_t start[3] = {0, 0, t}, count[3] = {image[1], image[0], 1};
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(3, count, NULL);
+    hid_t type = complex_wave ? complex_type(H5T_NATIVE_FLOAT) : H5Tcopy(H5T_NATIVE_FLOAT);
+    int ok = fs >= 0 && ms >= 0 && type >= 0 &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Dwrite(d, type, ms, fs, H5P_DEFAULT, out) >= 0;
+    if (type >= 0) H5Tclose(type);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return ok ? STEM_OK : fail(e, "an HRTEM stack");
+}
+
+/* hrtem's image (/hrtem) or mean exit wave (/exit_wave: complex) of point p, transposed into its
+ * slice of the HRTEM stack (realslices/HRTEM..., exit_wave...). */
+static int hrtem_slice(const emd *e, int p, const char *native, const char *base, int complex_wave)
+{
+    if (!exists(e->in, native)) return STEM_OK;
+    hsize_t image[2] = {0, 0}, n_tilts, t = stack_index(e, p, &n_tilts);
+    STEM_TRY(image_shape(e, native, complex_wave, image));
+    hsize_t core[4] = {1, image[0], image[1], 2}; /* the probe axis of 1, y, x, re/im */
+    size_t px = (size_t)(image[0] * image[1]), c = complex_wave ? 2 : 1;
+    float *buf = stem_alloc(sizeof(float) * px * c, "EMD HRTEM image");
+    float *out = stem_alloc(sizeof(float) * px * c, "EMD HRTEM image");
+    int err = buf && out ? read_point(e, native, p, 3 + complex_wave, core, H5T_NATIVE_FLOAT, buf) : STEM_ERR_MEMORY;
+    for (size_t y = 0; !err && y < image[0]; y++)
+        for (size_t x = 0; x < image[1]; x++)
+            for (size_t k = 0; k < c; k++) out[(x * image[0] + y) * c + k] = buf[(y * image[1] + x) * c + k];
+    hid_t d = err ? H5I_INVALID_HID : hrtem_stack(e, p, base, complex_wave, image, n_tilts);
+    if (!err) err = d < 0 ? fail(e, base) : write_stack_slice(e, d, t, image, complex_wave, out);
+    if (d >= 0) H5Dclose(d);
+    free(buf);
+    free(out);
+    return err;
+}
+
 static int point(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
@@ -364,7 +573,9 @@ static int point(const emd *e, int p)
     STEM_TRY(rings(e, p));
     if (exists(e->in, "/dpc_com_x"))
         STEM_TRY(realslice(e, p, NULL, "DPC_CoM_%s", 2, 1e-3 / plan->lambda, NULL, NULL, NULL, 1));
-    return datacube(e, p);
+    STEM_TRY(datacube(e, p));
+    STEM_TRY(hrtem_slice(e, p, "/hrtem", "HRTEM", 0));
+    return hrtem_slice(e, p, "/exit_wave", "exit_wave", 1);
 }
 
 /* ------------------------------------------------------------- the tree */
@@ -408,6 +619,35 @@ static int tree(emd *e, hid_t *sim)
     return STEM_OK;
 }
 
+/* dim1, dim2 of the scan groups: on a grid the probe positions R_x, R_y; with one probe axis
+ * ([scan] positions, hrtem, cbed: the data [n_probes][1], as Prismatic shapes arbitrary probes)
+ * one probe's position as R_x, R_y, or for several the probe index (their positions are not
+ * a grid: a reader's axis from dim1 would be wrong; they are in simulation_parameters'
+ * probes_x, probes_y and /stemsim/axes/probe_x, probe_y). */
+static int scan_dims(emd *e)
+{
+    const stem_plan *plan = e->plan;
+    hsize_t n = (hsize_t)plan->n_probes;
+    e->grid_rank = plan->positions || stem_plan_single_wave(plan) ? 1 : 2;
+    e->scan_x_name = "R_x", e->scan_y_name = "R_y", e->scan_units = "[\xc3\x85]";
+    if (e->grid_rank == 2) {
+        STEM_TRY(read_axis(e, "scan_x", (hsize_t)plan->scan_nx, &e->scan_x));
+        return read_axis(e, "scan_y", (hsize_t)plan->scan_ny, &e->scan_y);
+    }
+    STEM_TRY(read_axis(e, "probe_x", n, &e->probe_x));
+    STEM_TRY(read_axis(e, "probe_y", n, &e->probe_y));
+    if (n == 1) {
+        STEM_TRY(read_axis(e, "probe_x", n, &e->scan_x));
+        return read_axis(e, "probe_y", n, &e->scan_y);
+    }
+    e->scan_x = stem_calloc(n, sizeof(double), "EMD probe index");
+    e->scan_y = stem_calloc(1, sizeof(double), "EMD probe index");
+    if (!e->scan_x || !e->scan_y) return STEM_ERR_MEMORY;
+    for (hsize_t i = 0; i < n; i++) e->scan_x[i] = (double)i;
+    e->scan_x_name = "probe", e->scan_y_name = "none", e->scan_units = "[index]";
+    return STEM_OK;
+}
+
 /* Prismatic's numSlices (-ns): slices between the outputs of a thickness series whose depths
  * are evenly spaced from the entrance (d_k = (k + 1) d_0), else 0 (outputs at the exit only, or
  * depths Prismatic could not have asked for). rosettasciio builds its depth axis from it. */
@@ -425,6 +665,7 @@ static int slices_between_outputs(const emd *e)
 static int parameters(const emd *e, hid_t sim)
 {
     const stem_plan *plan = e->plan;
+    int hrtem = plan->algorithm == STEM_ALG_HRTEM;
     hid_t g = H5Gcreate2(sim, "metadata/metadata_0/original/simulation_parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return fail(e, "simulation_parameters");
     const struct {
@@ -437,16 +678,22 @@ static int parameters(const emd *e, hid_t sim)
         {"ns", 1, slices_between_outputs(e)}, {"zs", 0, 0}, {"P", 0, plan->opt.potential_radius},
         {"rx", 0, plan->scan_step}, {"ry", 0, plan->scan_step}, {"df", 0, plan->aberr.c[STEM_C10]},
         {"C3", 0, plan->aberr.c[STEM_C30]}, {"C5", 0, plan->aberr.c[STEM_C50]},
-        {"tx", 0, plan->tilt_q[0] * plan->lambda * 1e3}, {"ty", 0, plan->tilt_q[1] * plan->lambda * 1e3},
+        {"tx", 0, hrtem ? plane_tilt_mrad(plan, 0) : plan->tilt_q[0] * plan->lambda * 1e3},
+        {"ty", 0, hrtem ? plane_tilt_mrad(plan, 1) : plan->tilt_q[1] * plan->lambda * 1e3},
         {"d", 0, plan->ring_width}, {"te", 1, plan->opt.thermal}, {"rs", 1, (int)plan->opt.seed},
         {"3D", 1, plan->n_bins > 0}, {"4D", 1, plan->opt.save_4d}, {"DPC", 1, plan->opt.save_dpc},
         {"ps", 1, plan->opt.save_potential}, {"sm", 1, plan->opt.save_smatrix}, {"lambda", 0, plan->lambda},
     };
-    int ok = !stem_h5_attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : "m");
+    int ok = !stem_h5_attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : hrtem ? "t" : "m");
     for (size_t i = 0; ok && i < sizeof keys / sizeof *keys; i++)
         ok = keys[i].is_int ? !stem_h5_attr_int(g, keys[i].name, (int)keys[i].value)
                             : !stem_h5_attr_double(g, keys[i].name, keys[i].value);
     ok = ok && !stem_h5_attr_text(g, "program", "stemsim");
+    /* [scan] positions: the probes where Prismatic keeps its arbitrary probes (-p file) */
+    hsize_t n = (hsize_t)plan->n_probes;
+    if (plan->positions)
+        ok = ok && !stem_h5_attr(g, "probes_x", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_x, n, NULL, NULL) &&
+             !stem_h5_attr(g, "probes_y", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_y, n, NULL, NULL);
     /* Prismatic's cell (x, y, z) and tiles: the sample, already tiled, is one cell here (readers
      * such as rosettasciio need both to stack a thickness series) */
     double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};
@@ -508,8 +755,7 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     e.in = H5Fopen(native, H5F_ACC_RDONLY, H5P_DEFAULT);
     int err = e.in < 0 ? STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot reopen %s", native) : STEM_OK;
     if (!err && (e.out = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) < 0) err = fail(&e, "H5Fcreate");
-    if (!err) err = read_axis(&e, "scan_x", (hsize_t)plan->scan_nx, &e.scan_x);
-    if (!err) err = read_axis(&e, "scan_y", (hsize_t)plan->scan_ny, &e.scan_y);
+    if (!err) err = scan_dims(&e);
     if (!err) err = series_axes(&e);
     if (!err) err = tree(&e, &sim);
     int points = 1;
@@ -531,5 +777,7 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     for (int k = 0; k < e.n_lead; k++) free(e.lead_values[k]);
     free(e.scan_x);
     free(e.scan_y);
+    free(e.probe_x);
+    free(e.probe_y);
     return err;
 }

@@ -12,11 +12,17 @@
  *     data/realslices/DPC_CoM_depthNNNN[tag]             [Nx][Ny][2] in 1/Angstrom
  *     data/realslices/total_intensity_depthNNNN[tag]     [Nx][Ny] (stemsim's own)
  *     data/datacubes/CBED_array_depthNNNN[tag]           [Nx][Ny][Qx][Qy], chunked by pattern
+ *                                 (cbed: its /cbed_pattern, [1][1][Qx][Qy])
+ *     data/realslices/HRTEM[_depthNNNN[tag]]             hrtem: [Nx][Ny][beam tilts] float32,
+ *                                 Prismatic's stack (dim3 the tilts as labels, tilts [n][2] mrad);
+ *                                 exit_wave[...] the same of the mean exit wave, complex {r, i}
  *     log                         stemsim's config, plan, environment, advice and build as attributes
  *     metadata/metadata_0/original/simulation_parameters Prismatic's short keys
  *
  * Every data group has emd_group_type 1, metadata 0, output_depth (Angstrom) and the
- * datasets data and dim1..dimN (name and units attributes). Axes run x first, as
+ * datasets data and dim1..dimN (name and units attributes). One probe axis ([scan] positions,
+ * hrtem, cbed) is Prismatic's arbitrary probes' [n_probes][1] (dim1 the probe index when
+ * n_probes > 1; the positions in simulation_parameters probes_x, probes_y). Axes run x first, as
  * Prismatic writes them (stemsim's own layout is y first). A depth series numbers the
  * depths (NNNN); the other series axes add [tag] = _dfNNNN (defocus), _txNNNN, _tyNNNN
  * (sample tilts), _bxNNNN, _byNNNN (beam tilts), in that order. /potential, /smatrix and

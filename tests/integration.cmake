@@ -256,6 +256,17 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   endforeach()
 endif()
 
+# [output] layout = emd for hrtem (a beam tilt x defocus series, the exit wave), cbed and
+# [scan] positions on 2 ranks: every EMD dataset equals the native one (h5py); negative controls.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  add_test(NAME mpi_emd_layouts
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/emd_layouts.py
+                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                   --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(mpi_emd_layouts PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 240)
+endif()
+
 # Standard errors over frozen-phonon configurations (tests/integration/errors.py): against
 # the per-configuration values of runs with 1..4 configurations, 1 rank = 3 ranks bit for
 # bit, unequal groups combined, the EMD layout, PRISM with a focal spread.

@@ -17,7 +17,11 @@ a virtual environment made by .ci/deps): py4DSTEM.read loads the 2D, 3D (rings),
 the test exits 77 (skipped) after the h5py checks, saying so. With hyperspy in the same
 environment: hs.load opens the run's and the series' files (named .emd) and its signals hold
 the files' data (total intensity, rings, the series stacked by depth) with the scan axes in
-Angstrom (this needs Prismatic's tiles attribute t, which rosettasciio reads).
+Angstrom (this needs Prismatic's tiles attribute t, which rosettasciio reads). hrtem (a beam
+tilt series), cbed (a defocus series) and a positions file are written in the EMD layout too:
+py4DSTEM.read loads the HRTEM stack, cbed's pattern, the positions' images, rings and 4D
+output, hs.load the HRTEM stack and the positions' total intensity, equal to the native data
+(the h5py comparison of every dataset of those trees is ctest mpi_emd_layouts).
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
@@ -127,6 +131,96 @@ def check_py4dstem(native, emd):
         raise SystemExit("FAIL py4DSTEM could not read the EMD file as expected")
 
 
+def check_py4dstem_others(files):
+    """hrtem, cbed and [scan] positions trees through py4DSTEM.read: the HRTEM stack (a RealSlice,
+    one image per beam tilt), cbed's pattern and the positions' 4D output (DataCubes [n][1][Qx][Qy]),
+    the positions' image and rings (RealSlices [n][1]) equal the native data."""
+    script = textwrap.dedent("""
+        import sys, h5py, numpy as np, py4DSTEM
+        f = dict(zip(("hrtem", "hrtem_native", "cbed", "cbed_native", "pos", "pos_native"), sys.argv[1:7]))
+        h, c, p = (h5py.File(f[k + "_native"], "r") for k in ("hrtem", "cbed", "pos"))
+        checks = [
+            ("hrtem", "HRTEM", "RealSlice", h["hrtem"][:, 0].transpose(2, 1, 0)),
+            ("hrtem", "CBED_array_depth0000_bx0001", "DataCube", h["cbed"][1].transpose(0, 2, 1)[:, None]),
+            ("cbed", "CBED_array_depth0000_df0001", "DataCube", c["cbed_pattern"][1].transpose(0, 2, 1)[:, None]),
+            ("cbed", "annular_detector_depth0000_df0000", "RealSlice", c["images/HAADF"][0][:, None]),
+            ("pos", "annular_detector_depth0000", "RealSlice", p["images/HAADF"][()][:, None]),
+            ("pos", "virtual_detector_depth0000", "RealSlice", p["rings"][()][:, None]),
+            ("pos", "CBED_array_depth0000", "DataCube", p["cbed"][()].transpose(0, 2, 1)[:, None]),
+        ]
+        bad = 0
+        for file, name, kind, want in checks:
+            d = py4DSTEM.read(f[file], data_id=name, verbose=False)
+            got = np.asarray(d.data)
+            ok = type(d).__name__ == kind and got.shape == want.shape and np.array_equal(got, want)
+            print("py4DSTEM: %s %s %s %s" % (file, name, type(d).__name__, "ok" if ok else "FAIL %s" % (got.shape,)))
+            bad += not ok
+        sys.exit(1 if bad else 0)
+    """)
+    p = subprocess.run([A.py4dstem_python, "-c", script] + files, capture_output=True, text=True, timeout=600)
+    print(p.stdout.strip())
+    if p.returncode != 0:
+        print(p.stderr[-3000:])
+        raise SystemExit("FAIL py4DSTEM could not read the hrtem, cbed or positions EMD files as expected")
+
+
+def check_hyperspy_others(files):
+    """hs.load opens the hrtem and positions trees: the HRTEM stack (its title cut to "H" by
+    rosettasciio, which drops a Prismatic group name's last four characters) as [tilt][y][x] with
+    the pixels in Angstrom, the positions' total intensity along the probe index."""
+    script = textwrap.dedent("""
+        import os, sys, h5py, numpy as np, hyperspy.api as hs
+        hrtem, hrtem_native, pos, pos_native, work = sys.argv[1:6]
+        def load(path, name):
+            link = os.path.join(work, name + ".emd")
+            if os.path.lexists(link):
+                os.remove(link)
+            os.symlink(path, link)
+            s = hs.load(link)
+            return {x.metadata.General.title: x for x in (s if isinstance(s, list) else [s])}
+        h, p = h5py.File(hrtem_native, "r"), h5py.File(pos_native, "r")
+        bad = []
+        s = load(hrtem, "hrtem").get("H")
+        if s is None or not np.array_equal(s.data, h["hrtem"][:, 0]):
+            bad.append("HRTEM stack")
+        elif not np.isclose(s.axes_manager["R_x"].scale, h["axes/x"][1] - h["axes/x"][0]):
+            bad.append("HRTEM pixel axis %s" % s.axes_manager["R_x"].scale)
+        t = load(pos, "positions").get("total_intensity")
+        if t is None or not np.array_equal(t.data, p["total_intensity"][()][None, :]):
+            bad.append("positions' total intensity")
+        print("hyperspy: hrtem and positions trees %s" % (bad or "ok"))
+        sys.exit(1 if bad else 0)
+    """)
+    p = subprocess.run([A.py4dstem_python, "-c", script] + files + [A.workdir], capture_output=True, text=True,
+                       timeout=600)
+    print(p.stdout.strip())
+    if p.returncode != 0:
+        print(p.stderr[-3000:])
+        raise SystemExit("FAIL hyperspy could not read the hrtem or positions EMD files as expected")
+
+
+def other_trees():
+    """hrtem (a beam tilt series), cbed (a defocus series) and a positions file, in the EMD layout
+    and natively (the h5py comparison of every dataset is ctest mpi_emd_layouts)."""
+    hrtem = ["--set", "simulation.algorithm=hrtem", "--set", "series.beam_tilt_x=0,5"]
+    cbed = ["--set", "simulation.algorithm=cbed", "--set", "series.defocus=-20,20"]
+    probes = os.path.join(A.workdir, "probes.txt")
+    with open(probes, "w") as f:
+        f.write("2.0 2.0\n3.1 2.4\n0.5 5.2\n")
+    text = open(A.ini).read()
+    lines = [l for l in text.split("\n") if not l.split("=")[0].strip() in ("units", "x_start", "x_end", "y_start",
+                                                                            "y_end", "step")]
+    pos_ini = os.path.join(A.workdir, "positions.ini")
+    open(pos_ini, "w").write("\n".join(lines).replace("[scan]", "[scan]\npositions = probes.txt"))
+    emd = ["--set", "output.layout=emd"]
+    files = []
+    for extra, name, ini in ((hrtem, "hrtem", None), (cbed, "cbed", None), ([], "pos", pos_ini)):
+        itest.run(A, 1, extra + emd, name + "_emd", 0, ini=ini)
+        itest.run(A, 1, extra, name + "_native", 0, ini=ini)
+        files += [os.path.join(A.workdir, name + s + ".h5") for s in ("_emd", "_native")]
+    return files
+
+
 def check_hyperspy(native, emd, series):
     """In the same environment: hyperspy's hs.load (rosettasciio's EMD reader) opens a run's and a
     series' EMD files by name (.emd), with the data the files hold and the scan axes in Angstrom."""
@@ -215,18 +309,20 @@ def main():
         expect(np.array_equal(a["4DSTEM_simulation/data/realslices/annular_detector_depth0000/data"][()],
                               b["images/HAADF"][()].T), "smatrix_file from an EMD file changed the image")
     print("PRISM: /smatrix kept in the EMD file and read back by smatrix_file")
-    run(1, ["--set", "output.layout=emd", "--set", "simulation.algorithm=hrtem"], "refused", expect=3)
+    others = other_trees()
 
     if not py4dstem_available():
         print("SKIP py4DSTEM is not installed (.ci/deps makes build-venv/ with it when pip can reach PyPI): "
               "the h5py checks above passed")
         return 77
     check_py4dstem(native, emd)
+    check_py4dstem_others(others)
     if not hyperspy_available():
         print("SKIP hyperspy is not installed in %s (.ci/deps installs it beside py4DSTEM): py4DSTEM's "
               "checks passed" % A.py4dstem_python)
         return 77
     check_hyperspy(native, emd, series)
+    check_hyperspy_others([others[0], others[1], others[4], others[5]])
     print("PASS")
     return 0
 
