@@ -227,14 +227,17 @@ static int prism_plane(const stem_engine *engine, const stem_plan *plan, const s
 }
 
 /* PRISM's output step for the n points on each detection plane's S-matrix in turn (each
- * plane arranged once for all points): res[i * planes + k]. */
+ * plane arranged once for all points): res[i * planes + k]. Before the next plane the group
+ * agrees: no rank of a node still reads the shared arrangement that the next replaces, and a
+ * rank that failed leaves no other waiting in the next arrangement's node exchange. */
 static int prism_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_mpi *m,
                         const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf)
 {
     int planes = stem_plan_n_planes(&plans[0]), err = STEM_OK;
-    for (int k = 0; k < planes && !err; k++) {
+    for (int k = 0; k < planes; k++) {
+        if (k > 0 && (err = stem_mpi_agree(err, m->group))) break;
         const stem_complex *S;
-        STEM_TRY(prism_plane(engine, &plans[0], m, buf, k, &S));
+        err = prism_plane(engine, &plans[0], m, buf, k, &S);
         double t = stem_wall_time();
         for (int i = 0; i < n && !err; i++)
             err = over_focal_points(prism_output_step, 1, engine, &plans[i], S, det, &res[(size_t)i * planes + k], buf, i);

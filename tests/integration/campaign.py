@@ -29,7 +29,8 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
                  (multislice) or bit for bit (PRISM: its S-matrix recorded at each
                  depth); with tilts and configurations, a run killed after 1 unit
                  resumes and equals the uninterrupted one bit for bit. PRISM also: 1
-                 and 3 ranks equal 2 ranks bit for bit; f = 1 equals multislice at
+                 and 3 ranks, and 4 as 2 nodes of 2, equal 2 ranks bit for bit; f = 1
+                 equals multislice at
                  every depth to 1e-4; the plan counts an S-matrix per depth (dry-run
                  estimates) and a max_memory between them refuses the depths (exit 5)
   usable         the same campaign through another path to its config resumes; --dry-run says
@@ -425,10 +426,13 @@ def scenario_depths():
 
 def prism_depths_ranks(cfg, at_depths, ref):
     """PRISM depths on 1 and 3 ranks (beams and probes split otherwise, the S-matrix of every
-    plane gathered over 3 ranks) give the 2-rank file bit for bit."""
+    plane gathered over 3 ranks) give the 2-rank file bit for bit; so do 4 ranks as 2 nodes of 2
+    ([debug] ranks_per_node: node-shared S-matrices exchanged between nodes, each node's ranks
+    arranging each plane into one shared copy that no rank may replace while another reads it)."""
     bad = 0
-    for ranks in (1, 3):
-        rc, out = run(ranks, cfg, at_depths + ["--set", "output.file=depths_np%d.h5" % ranks])
+    nodes = ["--set", "debug.ranks_per_node=2", "--set", "compute.fp_groups=1"]
+    for ranks, extra in ((1, []), (3, []), (4, nodes)):
+        rc, out = run(ranks, cfg, at_depths + extra + ["--set", "output.file=depths_np%d.h5" % ranks])
         if rc != 0:
             log(out)
             return 1
