@@ -124,8 +124,10 @@ int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop
 int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n, cudaStream_t s);
 /* waves[b][k] *= t[k] for b < batch (transmission function or propagator). */
 int gpu_mul_bcast(float2 *waves, const float2 *t, size_t grid, int batch, cudaStream_t s);
-/* S-matrix: cut the Fourier box (times the last propagator) out of n waves. */
-int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, cudaStream_t s);
+/* S-matrix: cut the Fourier box (times the propagator after slice below - 1, gpu_prop_after)
+ * out of n waves that gpu_propagate took through `below` slices (a detection plane). */
+int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, int below,
+                 cudaStream_t s);
 
 /* ---- detectors (gpu_detector.cu) ---------------------------------------- */
 

@@ -85,6 +85,14 @@ static void free_on_every_gpu(const gpu_devices *d, float2 *S[])
     if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
 }
 
+/* One plane's S-matrix by beam (beams `stride` apart on the host) to contiguous beams on the GPU. */
+static cudaError_t upload_plane(float2 *by_beam, const stem_complex *host, size_t box, size_t stride, size_t nb)
+{
+    if (stride == box) return cudaMemcpy(by_beam, host, sizeof(float2) * box * nb, cudaMemcpyHostToDevice);
+    return cudaMemcpy2D(by_beam, sizeof(float2) * box, host, sizeof(float2) * stride, sizeof(float2) * box, nb,
+                        cudaMemcpyHostToDevice);
+}
+
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res)
 {
@@ -93,6 +101,7 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
     size_t S_bytes = sizeof(float2) * box * nb;
     gpu_engine_state *st = gpu_engine_state_of(e);
     if (!plan->opt.gpu_prism_resident) return STEM_NOT_APPLICABLE; /* [debug] gpu_prism_resident = off */
+    if (stem_plan_n_planes(plan) > 1) return STEM_NOT_APPLICABLE; /* a thickness series: an S-matrix per depth, on the host */
     if (st->resident_plan != plan) { /* the same answer for every configuration */
         STEM_TRY(resident_fits(plan, d, (double)S_bytes, &st->resident_fits));
         st->resident_plan = plan;
@@ -122,8 +131,9 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
 }
 
 /* The general path's output step (the S-matrix gathered over a rank group, on the host by
- * beam): uploaded once, arranged on the first GPU and copied to the rank's other GPUs when
- * it fits twice over; otherwise arranged on the host for the streaming output step. */
+ * beam; of a thickness series one detection plane's, beams stem_prism_beam_stride apart):
+ * uploaded once, arranged on the first GPU and copied to the rank's other GPUs when it fits
+ * twice over; otherwise arranged on the host for the streaming output step. */
 int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam, const stem_detector *det,
                      stem_result *res)
 {
@@ -149,7 +159,7 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     double t0 = stem_wall_time();
     float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
     int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
-    if (!err && cudaMemcpy(by_beam, S_by_beam, S_bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    if (!err && upload_plane(by_beam, S_by_beam, box, stem_prism_beam_stride(plan), nb) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(S-matrix)", __FILE__, __LINE__, __func__);
     if (!err) err = gpu_prism_arrange(by_pixel[0], by_beam, box, nb);
     gpu_free(by_beam);

@@ -524,11 +524,12 @@ int gpu_mul_bcast(float2 *waves, const float2 *t, size_t grid, int batch, cudaSt
     return STEM_OK;
 }
 
-int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, cudaStream_t s)
+int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 *waves, float2 *box, int n, int below,
+                 cudaStream_t s)
 {
     if (n <= 0) return STEM_OK;
     dim3 blocks(gpu_blocks((size_t)plan->crop_nx * plan->crop_ny, 256), n);
-    k_crop<<<blocks, 256, 0, s>>>(box, waves, gpu_prop_after(plan, sh, plan->n_slices), plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);
+    k_crop<<<blocks, 256, 0, s>>>(box, waves, gpu_prop_after(plan, sh, below), plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);
     CUDA_LAUNCH();
     return STEM_OK;
 }

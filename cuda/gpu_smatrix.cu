@@ -1,6 +1,7 @@
 /* PRISM compact S-matrix on GPUs: batches of plane waves propagated like
- * multislice probes, cut to the Fourier box, returned to real space with a
- * batched cuFFT plan and copied into S_local[beam - beam_begin][crop_ny][crop_nx]. */
+ * multislice probes, cut to the Fourier box at each detection plane (the exit
+ * surface without a thickness series), returned to real space with a batched
+ * cuFFT plan and copied into S_local[beam - beam_begin][plane][crop_ny][crop_nx]. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,39 @@ static void sm_worker_free(void *worker)
 
 static int sm_setup(void *ctx, int w) { return gpu_use_worker_device(&((sm_ctx *)ctx)->dev, w); }
 
+/* n boxes, contiguous at src, to n beams `stride` complex numbers apart at dst (one plane of each). */
+static cudaError_t copy_boxes(void *dst, size_t stride, const float2 *src, size_t box, int n, cudaMemcpyKind kind,
+                              cudaStream_t s)
+{
+    if (stride == box) return cudaMemcpyAsync(dst, src, sizeof(float2) * box * n, kind, s);
+    return cudaMemcpy2DAsync(dst, sizeof(float2) * stride, src, sizeof(float2) * box, sizeof(float2) * box, n, kind, s);
+}
+
+/* The batch's boxes of detection plane k to their beams: S_dev, S_local or through the staging buffer. */
+static int store_plane(sm_ctx *c, sm_worker *w, long begin, int n, int k)
+{
+    const stem_plan *plan = c->plan;
+    cudaStream_t s = w->pw.stream;
+    size_t box = (size_t)plan->crop_nx * plan->crop_ny, stride = stem_prism_beam_stride(plan);
+    size_t at = (size_t)begin * stride + (size_t)k * box;
+    if (c->S_dev) { /* device to device (peer to peer from the rank's other GPUs): the output step reads it there */
+        CUDA_CALL(copy_boxes(c->S_dev + at, stride, w->box, box, n, cudaMemcpyDefault, s));
+        CUDA_CALL(cudaStreamSynchronize(s));
+        return STEM_OK;
+    }
+    if (c->S_pinned) {
+        CUDA_CALL(copy_boxes(c->S_local + at, stride, w->box, box, n, cudaMemcpyDeviceToHost, s));
+        CUDA_CALL(cudaStreamSynchronize(s));
+        return STEM_OK;
+    }
+    CUDA_CALL(cudaMemcpyAsync(w->staging, w->box, sizeof(float2) * box * n, cudaMemcpyDeviceToHost, s));
+    CUDA_CALL(cudaStreamSynchronize(s));
+    if (stride == box) memcpy(c->S_local + at, w->staging, sizeof(float2) * box * n);
+    else
+        for (int b = 0; b < n; b++) memcpy(c->S_local + at + b * stride, w->staging + b * box, sizeof(float2) * box);
+    return STEM_OK;
+}
+
 static int sm_work(void *ctx, int wi, long begin, long end)
 {
     sm_ctx *c = (sm_ctx *)ctx;
@@ -61,20 +95,15 @@ static int sm_work(void *ctx, int wi, long begin, long end)
     int slot = gpu_worker_slot(&c->dev, wi), n = (int)(end - begin);
     sm_worker *w = &c->w[wi];
     cudaStream_t s = w->pw.stream;
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
     STEM_TRY(gpu_plane_waves_build(plan, &c->pp, &c->sh[slot], &w->pw, plan->beam_begin + (int)begin, n));
-    STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, 0, plan->n_slices));
-    STEM_TRY(gpu_crop_box(plan, &c->sh[slot], w->pw.waves, w->box, n, s));
-    CUFFT_CALL(cufftExecC2C(w->fft_box, w->box, w->box, CUFFT_INVERSE));
-    if (c->S_dev) { /* device to device (peer to peer from the rank's other GPUs): the output step reads it there */
-        CUDA_CALL(cudaMemcpyAsync(c->S_dev + (size_t)begin * box, w->box, sizeof(float2) * box * n, cudaMemcpyDefault, s));
-        CUDA_CALL(cudaStreamSynchronize(s));
-        return STEM_OK;
+    for (int k = 0, above = 0; k < stem_plan_n_planes(plan); k++) { /* each detection plane, deepest last */
+        int below = stem_plan_plane_slices(plan, k);
+        STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, above, below));
+        STEM_TRY(gpu_crop_box(plan, &c->sh[slot], w->pw.waves, w->box, n, below, s));
+        CUFFT_CALL(cufftExecC2C(w->fft_box, w->box, w->box, CUFFT_INVERSE));
+        STEM_TRY(store_plane(c, w, begin, n, k));
+        above = below;
     }
-    stem_complex *dst = c->S_pinned ? c->S_local + (size_t)begin * box : w->staging;
-    CUDA_CALL(cudaMemcpyAsync(dst, w->box, sizeof(float2) * box * n, cudaMemcpyDeviceToHost, s));
-    CUDA_CALL(cudaStreamSynchronize(s));
-    if (!c->S_pinned) memcpy(c->S_local + (size_t)begin * box, w->staging, sizeof(float2) * box * n);
     return STEM_OK;
 }
 
@@ -136,7 +165,7 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     /* Page-locking S_local costs about what first touching it costs anyway, and lets every
      * batch's download run at full speed without a host copy. */
-    size_t S_bytes = sizeof(stem_complex) * plan->crop_nx * plan->crop_ny * (size_t)(plan->beam_end - plan->beam_begin);
+    size_t S_bytes = sizeof(stem_complex) * stem_prism_beam_stride(plan) * (size_t)(plan->beam_end - plan->beam_begin);
     double tp = stem_wall_time();
     if (!err && S_local) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
     tp = stem_wall_time() - tp;

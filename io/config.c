@@ -274,9 +274,11 @@ static const key_spec key_table[] = {
      "the checkpoint directory (default <file>.checkpoint); on the same shared file system as the output: every "
      "rank writing probes reads it back at the end; removed once the output is published"},
     {"output", "depths", K_STRING, OFF(depths), "", 0, 0, NULL, "Angstrom",
-     "thickness series (multislice): every output channel recorded at each of these depths below the entrance surface "
-     "(a list 'a b c' or a range start:step:stop, increasing), each rounded to the nearest slice boundary (reported); "
-     "the output gains a depth axis after the [series] axes; the waves stop at the deepest one; runs as a campaign"},
+     "thickness series (every algorithm): every output channel recorded at each of these depths below the entrance "
+     "surface (a list 'a b c' or a range start:step:stop, increasing), each rounded to the nearest slice boundary "
+     "(reported); the output gains a depth axis after the [series] axes; the waves stop at the deepest one; runs as a "
+     "campaign; prism keeps an S-matrix per depth (memory: depths x the S-matrix) and runs its output step on each; "
+     "hrtem records its exit wave and image at each (not with a distributed FFT yet)"},
     {"output", "depth_every", K_INT, OFF(depth_every), "0", 0, 100000, NULL, "slices",
      "thickness series every this many slices (and at the exit surface), instead of depths; 0: off"},
     {"series", "tilt_x", K_STRING, OFF(series_tilt_x), "", 0, 0, NULL, "deg",
@@ -717,6 +719,11 @@ static int validate_series(const stem_config *cfg, const char *source)
                          "hrtem (a STEM probe's tilt is [probe] beam_tilt_x/_y, one per run)", source);
     if (cfg->depths[0] && cfg->depth_every > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every both choose the depths: give one", source);
+    int depths = cfg->depths[0] || cfg->depth_every > 0;
+    if (depths && (cfg->opt.save_smatrix || cfg->opt.smatrix_file[0]))
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and %s: a stored S-matrix is the exit surface's, and a "
+                         "thickness series needs the S-matrix at each depth: run without it", source,
+                         cfg->opt.save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
     stem_series s;
     STEM_TRY(stem_series_build(cfg, &s));
     stem_series_free(&s);

@@ -22,18 +22,21 @@ void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Every buffer this configuration needs; agreed over the group (node-shared ones are collective). */
+/* Every buffer this configuration needs; agreed over the group (node-shared ones are collective).
+ * A thickness series keeps the S-matrix of every detection plane (stem_prism_beam_stride); the
+ * beam-fastest copy holds one plane at a time. */
 static int prism_buffers(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
 {
-    size_t count = (size_t)plan->crop_nx * plan->crop_ny * plan->n_beams;
+    size_t stride = stem_prism_beam_stride(plan), count = stride * plan->n_beams;
+    size_t one_plane = (size_t)plan->crop_nx * plan->crop_ny * plan->n_beams;
     /* kept from one configuration to the next: allocated once (collectively when shared) */
     int err = buf->S ? STEM_OK : stem_node_buffer_alloc(&m->share, m->share.active, count, "S-matrix", &buf->S_node, &buf->S);
     if (!err && engine->output_beam_fastest && !buf->by_pixel)
-        err = stem_node_buffer_alloc(&m->share, m->share.active, count, "S-matrix (beam fastest)", &buf->by_pixel_node,
+        err = stem_node_buffer_alloc(&m->share, m->share.active, one_plane, "S-matrix (beam fastest)", &buf->by_pixel_node,
                                      &buf->by_pixel);
     size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
     if (!err && plan->layout.group_size > 1 && !m->share.active && !buf->local &&
-        !(buf->local = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny * local_beams, "local S-matrix")))
+        !(buf->local = stem_fft_alloc(stride * local_beams, "local S-matrix")))
         err = STEM_ERR_MEMORY;
     return stem_mpi_agree(err, m->group);
 }
@@ -43,7 +46,7 @@ static int prism_buffers(const stem_engine *engine, const stem_plan *plan, const
 static stem_complex *beams_destination(const stem_plan *plan, const stem_mpi *m, const stem_algorithm_buffers *buf)
 {
     if (plan->layout.group_size == 1) return buf->S;
-    if (m->share.active) return buf->S + (size_t)plan->beam_begin * plan->crop_nx * plan->crop_ny;
+    if (m->share.active) return buf->S + (size_t)plan->beam_begin * stem_prism_beam_stride(plan);
     return buf->local;
 }
 
@@ -70,9 +73,10 @@ static int smatrix_node_queue(const stem_engine *engine, const stem_plan *plan, 
 
 static int smatrix_exchange(const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
 {
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
+    size_t stride = stem_prism_beam_stride(plan); /* a beam's waves at every detection plane */
     if (plan->layout.group_size == 1) return STEM_OK;
-    if (m->share.active) return stem_shared_allgather_blocks(&m->share, &buf->S_node, sizeof(stem_complex) * box, plan->n_beams);
+    if (m->share.active)
+        return stem_shared_allgather_blocks(&m->share, &buf->S_node, sizeof(stem_complex) * stride, plan->n_beams);
     return stem_mpi_gather_smatrix(plan, buf->local, buf->S, m->group);
 }
 
@@ -94,15 +98,16 @@ static int arrange_work(void *ctx, int worker, long begin, long end)
     return STEM_OK;
 }
 
-/* Beam-fastest arrangement, threaded; with node sharing each rank of the node a share of the pixels. */
-static int arrange_smatrix(const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
+/* Beam-fastest arrangement of detection plane k's S-matrix, threaded; with node sharing each
+ * rank of the node a share of the pixels. */
+static int arrange_smatrix(const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf, int k)
 {
     size_t box = (size_t)plan->crop_nx * plan->crop_ny;
     long b = 0, e = (long)box;
     if (m->share.active) stem_split_range((long)box, m->share.node_size, m->share.node_rank, &b, &e);
     b -= b % ARRANGE_TILE; /* ranks' shares in whole tiles, so they meet exactly */
     if (e != (long)box) e -= e % ARRANGE_TILE;
-    arrange_job job = {plan, buf->S, buf->by_pixel, (size_t)b, (size_t)e};
+    arrange_job job = {plan, buf->S + (size_t)k * box, buf->by_pixel, (size_t)b, (size_t)e};
     stem_work work = {&job, NULL, arrange_work, NULL};
     long tiles = (e - b + ARRANGE_TILE - 1) / ARRANGE_TILE; /* the last may be short */
     int err = tiles > 0 ? stem_dispatch(&work, tiles, 16, plan->threads, "S-matrix arrangement") : STEM_OK;
@@ -147,18 +152,18 @@ static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf, int s
 }
 
 /* The probe step (step: multislice, or PRISM's output on S) once per defocus,
- * weighted into res (one per detection plane); a single call without a focal spread. */
+ * weighted into res (the `planes` results the step makes: multislice's every detection
+ * plane, PRISM's output step the one of its S-matrix); a single call without a focal spread. */
 typedef int (*probe_step)(const stem_engine *engine, const stem_plan *plan, const stem_complex *input,
                           const stem_detector *det, stem_result *res);
 
-static int over_focal_points(probe_step step, const stem_engine *engine, const stem_plan *plan,
+static int over_focal_points(probe_step step, int planes, const stem_engine *engine, const stem_plan *plan,
                              const stem_complex *input, const stem_detector *det, stem_result *res,
                              stem_algorithm_buffers *buf, int slot)
 {
     stem_focal_set *set;
     STEM_TRY(focal_setup(plan, buf, slot, &set));
     if (set->n == 1) return step(engine, plan, input, det, res);
-    int planes = stem_plan_n_planes(plan);
     for (int i = 0; i < set->n; i++) {
         for (int k = 0; k < planes; k++) stem_result_zero(&buf->focal_part[k]);
         STEM_TRY(step(engine, &set->plans[i], input, det, buf->focal_part));
@@ -179,10 +184,9 @@ static int prism_output_step(const stem_engine *engine, const stem_plan *plan, c
     return engine->prism_output(engine, plan, S, det, res);
 }
 
-/* The S-matrix of this configuration, whole on every rank of the group, in the
- * layout the engine's output step reads. */
+/* The S-matrix of this configuration (every detection plane's), whole on every rank of the group, by beam. */
 static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
-                         stem_algorithm_buffers *buf, const stem_complex **S)
+                         stem_algorithm_buffers *buf)
 {
     double t = stem_wall_time();
     const stem_smatrix_io *io = buf->smatrix_io;
@@ -201,14 +205,44 @@ static int prism_smatrix(const stem_engine *engine, const stem_plan *plan, const
     if (!err && io && io->store) { /* whole on every rank of the group now: its leader keeps it */
         if (m->layout.group_rank == 0) err = io->store(io->ctx, plan, buf->config, buf->S);
         err = stem_mpi_agree(err, m->group);
-        t = stem_phase_add(STEM_PHASE_WRITE, t);
+        stem_phase_add(STEM_PHASE_WRITE, t);
     }
-    *S = buf->S;
-    if (!err && engine->output_beam_fastest) {
-        err = arrange_smatrix(plan, m, buf);
+    return err;
+}
+
+/* Detection plane k's S-matrix in the layout the engine's output step reads: arranged beam
+ * fastest (the CPU), or as gathered (plane k of each beam, beams stem_prism_beam_stride apart). */
+static int prism_plane(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf,
+                       int k, const stem_complex **S)
+{
+    double t = stem_wall_time();
+    *S = buf->S + (size_t)k * plan->crop_nx * plan->crop_ny;
+    int err = STEM_OK;
+    if (engine->output_beam_fastest) {
+        err = arrange_smatrix(plan, m, buf, k);
         *S = buf->by_pixel;
     }
     stem_phase_add(STEM_PHASE_ARRANGE, t);
+    return err;
+}
+
+/* PRISM's output step for the n points on each detection plane's S-matrix in turn (each
+ * plane arranged once for all points): res[i * planes + k]. Before the next plane the group
+ * agrees: no rank of a node still reads the shared arrangement that the next replaces, and a
+ * rank that failed leaves no other waiting in the next arrangement's node exchange. */
+static int prism_points(const stem_engine *engine, const stem_plan *plans, int n, const stem_mpi *m,
+                        const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf)
+{
+    int planes = stem_plan_n_planes(&plans[0]), err = STEM_OK;
+    for (int k = 0; k < planes; k++) {
+        if (k > 0 && (err = stem_mpi_agree(err, m->group))) break;
+        const stem_complex *S;
+        err = prism_plane(engine, &plans[0], m, buf, k, &S);
+        double t = stem_wall_time();
+        for (int i = 0; i < n && !err; i++)
+            err = over_focal_points(prism_output_step, 1, engine, &plans[i], S, det, &res[(size_t)i * planes + k], buf, i);
+        stem_phase_add(STEM_PHASE_PROBES, t);
+    }
     return err;
 }
 
@@ -238,23 +272,21 @@ int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans,
 {
     if (plans[0].algorithm == STEM_ALG_HRTEM) return hrtem_points(engine, plans, n, trans, det, res);
     int focal = plans[0].opt.focal_spread > 0 && plans[0].opt.focal_points > 1;
+    int planes = stem_plan_n_planes(&plans[0]);
     if (n == 1 && plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident &&
-        !focal && !buffers->smatrix_io) {
+        !focal && !buffers->smatrix_io && planes == 1) {
         /* nothing to gather: the engine may keep the S-matrix where it made it (one output step only) */
         int err = engine->prism_resident(engine, &plans[0], trans, det, &res[0]);
         if (err != STEM_NOT_APPLICABLE) return err;
     }
-    const stem_complex *input = trans;
-    probe_step step = multislice_step;
     if (plans[0].algorithm == STEM_ALG_PRISM) {
-        STEM_TRY(prism_smatrix(engine, &plans[0], m, trans, buffers, &input)); /* the same for every defocus */
-        step = prism_output_step;
+        STEM_TRY(prism_smatrix(engine, &plans[0], m, trans, buffers)); /* the same for every defocus */
+        return prism_points(engine, plans, n, m, det, res, buffers);
     }
     double t = stem_wall_time();
     int err = STEM_OK;
-    int planes = stem_plan_n_planes(&plans[0]);
     for (int i = 0; i < n && !err; i++)
-        err = over_focal_points(step, engine, &plans[i], input, det, &res[(size_t)i * planes], buffers, i);
+        err = over_focal_points(multislice_step, planes, engine, &plans[i], trans, det, &res[(size_t)i * planes], buffers, i);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../src/prism.h"
+
 /* MPI_Allreduce that waits asleep: a rank that arrives early (it finished its share)
  * would otherwise spin at full power in MPI's progress loop until the slowest
  * arrives, and keep the whole processor at its all-core clock while the others
@@ -201,7 +203,7 @@ int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_
 
 int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm)
 {
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
-    memcpy(all + (size_t)plan->beam_begin * box, local, sizeof(stem_complex) * box * (plan->beam_end - plan->beam_begin));
-    return stem_mpi_allgather_blocks(all, sizeof(stem_complex) * box, plan->n_beams, comm);
+    size_t stride = stem_prism_beam_stride(plan); /* a beam's waves at every detection plane */
+    memcpy(all + (size_t)plan->beam_begin * stride, local, sizeof(stem_complex) * stride * (plan->beam_end - plan->beam_begin));
+    return stem_mpi_allgather_blocks(all, sizeof(stem_complex) * stride, plan->n_beams, comm);
 }

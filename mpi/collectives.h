@@ -29,7 +29,7 @@ int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm);
 int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm);
 /* The same with rank r of comm holding blocks [first[r], first[r + 1]) (first: size + 1 entries). */
 int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm);
-/* Gather every rank's beams of the S-matrix ([beam][box]) on every rank of comm. */
+/* Gather every rank's beams of the S-matrix ([beam][plane][box], src/prism.h) on every rank of comm. */
 int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm);
 
 #define STEM_MPI_CALL(call)                                                                    \

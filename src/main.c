@@ -347,6 +347,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
+    if (!err && series->depth_slice) stem_plan_count_depths(plan, series->n[STEM_SERIES_DEPTH]); /* PRISM: an S-matrix each */
     stem_atoms_free(&thickest);
     if (!err && o->dry_run && !o->variant && rank == 0) {
         stem_plan_print(plan, stdout);

@@ -348,6 +348,19 @@ static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
  * with HDF5's caches and the I/O components it loads). */
 #define STEM_WRITE_BUFFER_BYTES (64.0 * 1048576)
 
+/* PRISM's host S-matrices per rank (mpi/algorithm.c): the gathered one, by beam, at each of the
+ * `planes` detection planes; its beam-fastest copy of one plane; and, in a group of several ranks
+ * without node sharing, this rank's beams at each plane. A thickness series of n depths so holds
+ * (n + 1) S-matrices of 8 n_beams crop_nx crop_ny bytes each (plus n shares of this rank's beams)
+ * where a single run holds 2: the S-matrix part grows linearly with the depths. Node-shared: the
+ * node's copies, each rank counting its share. */
+static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
+{
+    double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    if (shared > 1) return (planes + 1) * S / shared; /* each rank computes its beams in place */
+    return (planes + 1) * S + (plan->layout.group_size > 1 ? planes * S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
+}
+
 /* Every large buffer of a run, per rank (mpi/phonon_loop.c, detector.c, engines), and the process
  * itself: its libraries and MPI's start-up peak (measured when planning) and the write's buffers. */
 static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gib)
@@ -369,14 +382,7 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
         plan->mem_potential += 8.0 * grid * plan->n_slices;
     /* every rank holds the lookup table: the ranks of a group build its slices together */
     plan->mem_table = stem_plan_table_bytes(plan, n_species);
-    plan->mem_smatrix = 0;
-    if (plan->algorithm == STEM_ALG_PRISM) { /* gathered copy plus the beam-fastest copy, and this rank's beams */
-        double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
-        if (shared > 1) /* the node's two copies; each rank computes its beams in place */
-            plan->mem_smatrix = 2 * S / shared;
-        else
-            plan->mem_smatrix = 2 * S + (plan->layout.group_size > 1 ? S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
-    }
+    plan->mem_smatrix = plan->algorithm == STEM_ALG_PRISM ? smatrix_bytes(plan, stem_plan_n_planes(plan), shared) : 0;
     /* what the group's node-shared windows take on this node: every engine but the
      * GPU may leave the transmission functions to the campaign (counted for the room check) */
     plan->mem_node_shared = 0;
@@ -659,6 +665,16 @@ void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
     plan->mem_total += more;
 }
 
+void stem_plan_count_depths(stem_plan *plan, int planes)
+{
+    if (plan->algorithm != STEM_ALG_PRISM || planes <= stem_plan_n_planes(plan)) return;
+    double shared = plan->layout.shared_ranks > 1 ? plan->layout.shared_ranks : 1;
+    double more = smatrix_bytes(plan, planes, shared) - plan->mem_smatrix;
+    plan->mem_smatrix += more;
+    plan->mem_total += more;
+    if (shared > 1) plan->mem_node_shared += more * shared;
+}
+
 /* What helps when one part of the estimate is too large. */
 static const char *memory_advice(const stem_plan *plan)
 {
@@ -669,8 +685,8 @@ static const char *memory_advice(const stem_plan *plan)
         "grid [simulation] transmission_oversampling times finer, so more ranks do not help: use thicker slices, a "
         "coarser pixel_size, a lower transmission_oversampling, fewer [compute] threads or a smaller cell",
         "the potential's profile table is large: lower [simulation] potential_radius (more ranks do not help)",
-        "every rank holds the whole S-matrix, so more ranks do not help: raise [simulation] interpolation_x/y or use a "
-        "coarser pixel_size",
+        "every rank holds the whole S-matrix (one per depth of a thickness series), so more ranks do not help: raise "
+        "[simulation] interpolation_x/y, use a coarser pixel_size or fewer [output] depths",
         "results are split over the ranks of a group: use more ranks (or nodes), fewer scan positions, or save_4d = false",
         "the detector is large: use a coarser [simulation] pixel_size",
         "each worker thread has its own workspace: use fewer [compute] threads or a smaller batch_size"};

@@ -80,10 +80,15 @@ static int smatrix_work(void *ctx, int w, long begin, long end)
             memset(waves + b * grid, 0, grid * sizeof(stem_complex));
         }
     }
-    stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch, 0, plan->n_slices);
-    for (int b = 0; b < n; b++) {
-        crop_to_box(plan, waves + b * grid, job->box[w], &job->fft_box[w]);
-        memcpy(job->S_local + (begin + b) * box, job->box[w], box * sizeof(stem_complex));
+    size_t stride = stem_prism_beam_stride(plan);
+    for (int k = 0, above = 0; k < stem_plan_n_planes(plan); k++) { /* each detection plane, deepest last */
+        int below = stem_plan_plane_slices(plan, k);
+        stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch, above, below);
+        for (int b = 0; b < n; b++) {
+            crop_to_box(plan, waves + b * grid, job->box[w], &job->fft_box[w]);
+            memcpy(job->S_local + (begin + b) * stride + k * box, job->box[w], box * sizeof(stem_complex));
+        }
+        above = below;
     }
     return STEM_OK;
 }
@@ -119,19 +124,19 @@ int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, s
 
 int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue)
 {
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny;
-    return smatrix_beams(plan, trans, queue->first, queue->count, queue->S + (size_t)queue->first * box, queue->next);
+    return smatrix_beams(plan, trans, queue->first, queue->count, queue->S + (size_t)queue->first * stem_prism_beam_stride(plan),
+                         queue->next);
 }
 
 void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,
                                size_t end)
 {
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
+    size_t stride = stem_prism_beam_stride(plan), nb = (size_t)plan->n_beams;
     const size_t tile = 64; /* cache-blocked transpose */
     for (size_t p0 = begin; p0 < end; p0 += tile)
         for (size_t b0 = 0; b0 < nb; b0 += tile)
             for (size_t b = b0; b < b0 + tile && b < nb; b++)
-                for (size_t p = p0; p < p0 + tile && p < end; p++) by_pixel[p * nb + b] = by_beam[b * box + p];
+                for (size_t p = p0; p < p0 + tile && p < end; p++) by_pixel[p * nb + b] = by_beam[b * stride + p];
 }
 
 void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel)

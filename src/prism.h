@@ -4,8 +4,18 @@
 
 #include "detector.h"
 
-/* Propagate this rank's beams [beam_begin, beam_end) and store each exit wave
- * cut to the Fourier box and transformed back: S_local[beam - beam_begin][crop_ny][crop_nx]. */
+/* The S-matrix's layout: each beam's waves at every detection plane (stem_plan_n_planes: a
+ * thickness series records the S-matrix at each depth, else the exit surface only), the
+ * plane after the beam: S[beam][plane][crop_ny][crop_nx]. Complex numbers from one beam to
+ * the next; plane k of an S-matrix starts k * crop_nx * crop_ny after it. */
+static inline size_t stem_prism_beam_stride(const stem_plan *plan)
+{
+    return (size_t)stem_plan_n_planes(plan) * plan->crop_nx * plan->crop_ny;
+}
+
+/* Propagate this rank's beams [beam_begin, beam_end) and store each exit wave (and the
+ * waves at the detection planes above it) cut to the Fourier box and transformed back:
+ * S_local[beam - beam_begin][plane][crop_ny][crop_nx]. */
 int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
 
 /* Beams [first, first + count) of the S-matrix, shared by the ranks of a node (node-shared
@@ -15,11 +25,12 @@ int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, s
 typedef struct {
     long *next;
     int first, count;
-    stem_complex *S; /* the whole S-matrix, [beam][crop_ny][crop_nx] */
+    stem_complex *S; /* the whole S-matrix, [beam][plane][crop_ny][crop_nx] */
 } stem_beam_queue;
 int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue);
-/* Reorder all beams [beam][pixel] into the beam-fastest layout [pixel][beam]
- * that the output step reads contiguously. */
+/* Reorder all beams of one plane's S-matrix (by_beam: the plane's first pixel of beam 0,
+ * beams stem_prism_beam_stride apart) into the beam-fastest layout [pixel][beam] that the
+ * output step reads contiguously. */
 void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel);
 /* The same for pixels [begin, end) of the box only (a share of the work). */
 void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,

@@ -17,7 +17,7 @@ set(STEMSIM_UNIT_TESTS
   geometry        # tiling and tilt-series rotations against hand-written rotation matrices
   safety          # config syntax, non-blocking inputs, bad tables, duplicate atoms, memory estimate, cgroups, PRISM window
   coherence       # source-size blur against a direct 2D convolution, periodic and mirrored edges
-  depths          # detection planes inside the sample vs separately built thinner samples
+  depths          # detection planes inside the sample vs separately built thinner samples (multislice, PRISM)
   hrtem           # plane-wave exit wave and HRTEM image against closed forms (vacuum, perfect lens)
   cross_section   # single atoms' detector cross-sections vs the thin phase object and first Born, on and off pixel
   slices          # slices that fit the cell, a thinner last slice against Fresnel propagation in closed form

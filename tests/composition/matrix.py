@@ -91,7 +91,7 @@ CELLS = {
     ("defocus_series", "hrtem"): runs(),
     ("defocus_series", "cbed"): runs(),
     ("depths", "multislice"): runs(),
-    ("depths", "prism"): not_yet("need algorithm = multislice (PRISM would"),
+    ("depths", "prism"): runs(),
     ("depths", "hrtem"): runs(),
     ("depths", "cbed"): runs(),
     ("resume", "multislice"): runs(),

@@ -248,7 +248,7 @@ static int check_crop(const stem_plan *plan, int n, int reps, cudaStream_t s)
     CUDA_CALL(cudaMemcpy(dw, w.data(), sizeof(float2) * w.size(), cudaMemcpyHostToDevice));
     CUDA_CALL(cudaMemcpy(sh.prop, prop.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
     CUDA_CALL(cudaMemset(dbox, 0xff, sizeof(float2) * box.size()));
-    STEM_TRY(gpu_crop_box(plan, &sh, dw, dbox, n, s));
+    STEM_TRY(gpu_crop_box(plan, &sh, dw, dbox, n, plan->n_slices, s));
     CUDA_CALL(cudaMemcpy(box.data(), dbox, sizeof(float2) * box.size(), cudaMemcpyDeviceToHost));
     for (int b = 0; b < n; b++) // reference: the CPU crop (src/prism.c) with the last propagator applied
         for (int j = 0; j < plan->crop_ny; j++)
@@ -260,7 +260,7 @@ static int check_crop(const stem_plan *plan, int n, int reps, cudaStream_t s)
             }
     timer t;
     t.start(s);
-    for (int r = 0; r < reps; r++) STEM_TRY(gpu_crop_box(plan, &sh, dw, dbox, n, s));
+    for (int r = 0; r < reps; r++) STEM_TRY(gpu_crop_box(plan, &sh, dw, dbox, n, plan->n_slices, s));
     float us = t.stop_us(s, reps);
     char size[64];
     std::snprintf(size, sizeof size, "%d waves, %dx%d -> %dx%d", n, plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);

@@ -24,10 +24,15 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
   changed_key    a key changed between runs is refused naming it (exit 3);
                  --restart starts over and completes
   ranks          1 rank and 3 ranks give the 2-rank result to 1e-6
-  depths         (multislice) [output] depths with a defocus series: the point at each
-                 depth equals a single run of a sample cut at that depth (tile_z = 1, 2)
-                 to 1e-6; with tilts and configurations, a run killed after 1 unit
-                 resumes and equals the uninterrupted one bit for bit
+  depths         [output] depths with a defocus series: the point at each depth equals a
+                 single run of a sample cut at that depth (tile_z = 1, 2) to 1e-6
+                 (multislice) or bit for bit (PRISM: its S-matrix recorded at each
+                 depth); with tilts and configurations, a run killed after 1 unit
+                 resumes and equals the uninterrupted one bit for bit. PRISM also: 1
+                 and 3 ranks, and 4 as 2 nodes of 2, equal 2 ranks bit for bit; f = 1
+                 equals multislice at
+                 every depth to 1e-4; the plan counts an S-matrix per depth (dry-run
+                 estimates) and a max_memory between them refuses the depths (exit 5)
   usable         the same campaign through another path to its config resumes; --dry-run says
                  what a rerun does (resume k of n, --restart, a changed key, a held lock) with
                  the real run's exit code and changes nothing
@@ -355,23 +360,17 @@ def scenario_ranks():
 
 def scenario_depths():
     import numpy as np
-    if A.algorithm != "multislice":
-        log("depths need multislice: PRISM is refused with exit 3")
-        name = "depths_prism"
-        fresh(name)
-        rc, out = run(1, write_config(name), ["--set", "output.depths=2.715"])
-        if rc != 3 or "multislice" not in out:
-            log(out)
-            log("FAIL PRISM with depths: exit %d, expected 3 naming multislice" % rc)
-            return 1
-        return 0
     bad = 0
+    prism = A.algorithm == "prism"
+    # a PRISM plane is the S-matrix after the same slices as the cut sample's exit: the same bits
+    tol = 0.0 if prism else 1e-6
     depths = [5.43, 10.86, 16.29]  # 2, 4 and 6 slices of 2.715: one, two and three unit cells
     name = "depths"
     fresh(name)
     cfg = write_config(name, series=False, extra="\n[series]\ndefocus = %s\n" % " ".join("%g" % d for d in DEFOCI))
     cold = ["--set", "simulation.thermal=false", "--set", "simulation.frozen_phonons=1"]
-    rc, out = run(2, cfg, cold + ["--set", "sample.tile_z=3", "--set", "output.depths=%s" % " ".join(map(str, depths))])
+    at_depths = cold + ["--set", "sample.tile_z=3", "--set", "output.depths=%s" % " ".join(map(str, depths))]
+    rc, out = run(2, cfg, at_depths)
     if rc != 0:
         log(out)
         return 1
@@ -392,10 +391,14 @@ def scenario_depths():
             point = {key: (v[j, k] if not key.startswith("axes/") and key != "@complete" else v)
                      for key, v in ref.items() if key not in ("axes/defocus", "axes/depth")}
             bad += compare(point, datasets(os.path.join(A.workdir, single + ".h5")),
-                           "depth %g (defocus %g) vs a %d-cell sample" % (depths[k], df, k + 1), tol=1e-6)
+                           "depth %g (defocus %g) vs a %d-cell sample" % (depths[k], df, k + 1), tol=tol)
     if np.array_equal(ref["images/HAADF"][0, 0], ref["images/HAADF"][0, 2]):
         log("FAIL the first and last depths gave the same HAADF image")
         bad += 1
+    if prism:
+        bad += prism_depths_ranks(cfg, at_depths, ref)
+        bad += prism_depths_f1(cfg, at_depths)
+        bad += prism_depths_memory(cfg, cold)
     # with tilts and configurations: kill after 1 of 6 units, resume, compare with the uninterrupted run
     hot = ["--set", "sample.tile_z=3", "--set", "output.depth_every=1"]
     full, killed = "depths_full", "depths_killed"
@@ -419,6 +422,76 @@ def scenario_depths():
     bad += compare(a, b, "depths resumed")
     log("depth_every = 1 with 3 tilts: depths %s, HAADF %s" % (b["axes/depth"], b["images/HAADF"].shape))
     return 1 if bad else 0
+
+
+def prism_depths_ranks(cfg, at_depths, ref):
+    """PRISM depths on 1 and 3 ranks (beams and probes split otherwise, the S-matrix of every
+    plane gathered over 3 ranks) give the 2-rank file bit for bit; so do 4 ranks as 2 nodes of 2
+    ([debug] ranks_per_node: node-shared S-matrices exchanged between nodes, each node's ranks
+    arranging each plane into one shared copy that no rank may replace while another reads it)."""
+    bad = 0
+    nodes = ["--set", "debug.ranks_per_node=2", "--set", "compute.fp_groups=1"]
+    for ranks, extra in ((1, []), (3, []), (4, nodes)):
+        rc, out = run(ranks, cfg, at_depths + extra + ["--set", "output.file=depths_np%d.h5" % ranks])
+        if rc != 0:
+            log(out)
+            return 1
+        bad += compare(datasets(os.path.join(A.workdir, "depths_np%d.h5" % ranks)), ref, "depths on %d ranks" % ranks)
+    return bad
+
+
+def prism_depths_f1(cfg, at_depths):
+    """PRISM with f = 1 keeps every plane wave and a window of the whole cell: at every depth
+    the same linear map as multislice, equal to float rounding (1e-4 of each dataset's largest value)."""
+    f1 = at_depths + ["--set", "simulation.interpolation_x=1", "--set", "simulation.interpolation_y=1"]
+    got = {}
+    for alg in ("prism", "multislice"):
+        rc, out = run(2, cfg, f1 + ["--set", "simulation.algorithm=" + alg, "--set", "output.file=depths_f1_%s.h5" % alg])
+        if rc != 0:
+            log(out)
+            return 1
+        got[alg] = datasets(os.path.join(A.workdir, "depths_f1_%s.h5" % alg))
+    WORST[0] = 0.0
+    bad = compare(got["prism"], got["multislice"], "PRISM f = 1 vs multislice at 3 depths", tol=1e-4)
+    log("PRISM f = 1 vs multislice at every depth: largest relative difference %.2e (tolerance 1e-4)" % WORST[0])
+    return bad
+
+
+def prism_depths_memory(cfg, cold):
+    """The plan counts one S-matrix per depth ((n + 1) S-matrices where a single run holds 2): a
+    max_memory between the two estimates runs the exit surface alone and refuses the depths
+    (exit 5, naming the S-matrix) before anything is allocated."""
+    import re
+    base = cold + ["--set", "sample.tile_z=3", "--set", "simulation.interpolation_x=1",
+                   "--set", "simulation.interpolation_y=1", "--dry-run"]
+    every = ["--set", "output.depth_every=1"]  # 6 depths: 7 S-matrices
+    est = {}
+    for tag, extra in (("exit", ["--set", "output.checkpoint=true"]), ("depths", every)):
+        rc, out = run(1, cfg, base + extra)
+        m = re.search(r"memory per rank\s+([\d.]+) GiB .*S-matrix ([\d.]+)", out)
+        if rc != 0 or not m:
+            log(out)
+            log("FAIL dry run (%s) exited %d without the memory estimate" % (tag, rc))
+            return 1
+        est[tag] = (float(m.group(1)), float(m.group(2)))
+    log("plan per rank: exit surface %.3f GiB (S-matrix %.3f), 6 depths %.3f GiB (S-matrix %.3f)" %
+        (est["exit"] + est["depths"]))
+    bad = 0
+    if not abs(est["depths"][1] - 3.5 * est["exit"][1]) <= 0.003:  # GiB printed to 3 decimals
+        log("FAIL the S-matrix estimate with 6 depths is not 7/2 of the single one")
+        bad += 1
+    limit = ["--set", "compute.max_memory=%.6f" % ((est["exit"][0] + est["depths"][0]) / 2)]
+    rc, out = run(1, cfg, base + ["--set", "output.checkpoint=true"] + limit)
+    if rc != 0:
+        log(out)
+        log("FAIL the exit-surface plan under the limit exited %d" % rc)
+        bad += 1
+    rc, out = run(1, cfg, base + every + limit)
+    if rc != 5 or "S-matrix" not in out or "depths" not in out:
+        log(out)
+        log("FAIL the depths plan over the limit: exit %d, expected 5 naming the S-matrix and the depths" % rc)
+        bad += 1
+    return bad
 
 
 def wavelength(kev):
