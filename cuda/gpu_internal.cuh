@@ -281,8 +281,8 @@ int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, co
  * not static so that tests/gpu/kernel_check.cu can check it. */
 int gpu_prism_arrange(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb);
 /* gpu_prism.cu: the engine's prism_resident step. */
-int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
-                       stem_result *res);
+int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
+                       const stem_detector *det, stem_result *res);
 /* What the GPU engine keeps from its creation to its destruction: the devices it
  * chose, and the multislice and S-matrix contexts (uploaded tables, detector,
  * cuFFT plans, workers), which do not depend on the frozen-phonon configuration. */

@@ -93,9 +93,10 @@ static cudaError_t upload_plane(float2 *by_beam, const stem_complex *host, size_
                         cudaMemcpyHostToDevice);
 }
 
-int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
-                       stem_result *res)
+int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
+                       const stem_detector *det, stem_result *res)
 {
+    const stem_plan *plan = &plans[0]; /* the S-matrix's: the points differ only in the probe's lens */
     const gpu_devices *d = gpu_engine_devices(e);
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
     size_t S_bytes = sizeof(float2) * box * nb;
@@ -124,7 +125,7 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plan, const stem_c
                   "S-matrix step and arrangement %.3f s",
                   S_bytes / GPU_GIB, d->n_gpus > 1 ? (d->peer ? ", copied peer to peer to the rank's other GPUs" : ", copied to the rank's other GPUs") : "",
                   t1 - t0);
-    if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
+    for (int i = 0; i < n && !err; i++) err = gpu_prism_output_from_device(e, &plans[i], by_pixel, det, &res[i]);
     free_on_every_gpu(d, by_pixel);
     stem_phase_add(STEM_PHASE_PROBES, t1);
     return err;

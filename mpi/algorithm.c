@@ -273,10 +273,10 @@ int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans,
     if (plans[0].algorithm == STEM_ALG_HRTEM) return hrtem_points(engine, plans, n, trans, det, res);
     int focal = plans[0].opt.focal_spread > 0 && plans[0].opt.focal_points > 1;
     int planes = stem_plan_n_planes(&plans[0]);
-    if (n == 1 && plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident &&
-        !focal && !buffers->smatrix_io && planes == 1) {
-        /* nothing to gather: the engine may keep the S-matrix where it made it (one output step only) */
-        int err = engine->prism_resident(engine, &plans[0], trans, det, &res[0]);
+    if (plans[0].algorithm == STEM_ALG_PRISM && plans[0].layout.group_size == 1 && engine->prism_resident && !focal &&
+        !buffers->smatrix_io && planes == 1) {
+        /* nothing to gather: the engine may keep the S-matrix where it made it, for every point's output step */
+        int err = engine->prism_resident(engine, plans, n, trans, det, res);
         if (err != STEM_NOT_APPLICABLE) return err;
     }
     if (plans[0].algorithm == STEM_ALG_PRISM) {

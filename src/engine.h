@@ -40,9 +40,10 @@ typedef struct stem_engine {
                         const stem_detector *det, stem_result *res);
     /* Optional (NULL on the CPU): a whole PRISM configuration of a one-rank group with
      * the S-matrix kept where the engine computes it (the GPU: in device memory, no
-     * round trip through the host). Returns STEM_NOT_APPLICABLE when it cannot (too
-     * little memory): the algorithm then runs the three steps. */
-    int (*prism_resident)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+     * round trip through the host), and the output step of each of its n points (plans[i]
+     * into res[i]: a defocus series shares the S-matrix). Returns STEM_NOT_APPLICABLE when
+     * it cannot (too little memory, a thickness series): the algorithm then runs the three steps. */
+    int (*prism_resident)(const struct stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
                           const stem_detector *det, stem_result *res);
     /* Optional (NULL on the CPU: src/hrtem.c point by point, mpi/algorithm.c): algorithm = hrtem's
      * points of one configuration (plans[0 .. n), consecutive points of one beam tilt sharing
