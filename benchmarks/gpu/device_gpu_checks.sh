@@ -8,7 +8,7 @@
 # inside cuFFT's loads (compute.fft_callbacks = on) = CPU engine, these
 # with a segmented detector (binned on the GPU) and 3 configurations; and a focal
 # spread (5 defoci), a soft aperture, cropped and binned 4D patterns and PACBED on the
-# GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU; probe
+# GPU = on the CPU; a tilt x defocus x depth campaign on the GPU = on the CPU (multislice, PRISM); probe
 # positions from a file with a tilted beam and a displaced aperture on the GPU = on the CPU;
 # a thinner last slice (its own propagator) on the GPU = on the CPU; hrtem on the GPU
 # (cuda/gpu_hrtem.cu: plain with an objective aperture, a beam-tilt x defocus series, a focal
@@ -46,11 +46,11 @@ for alg in multislice prism; do
   python3 tests/check_h5.py compare /tmp/dgc/fg.h5 /tmp/dgc/fc.h5 --tol 1e-4 | grep -q PASS || status=1
 done
 # a campaign on the GPU (2 tilts x 2 defoci x 2 depths x 2 configurations, multislice and
-# PRISM without depths) = the same campaign on the CPU
+# PRISM) = the same campaign on the CPU
 for alg in multislice prism; do
   camp=(--set simulation.algorithm=$alg --set series.tilt_x="0 6" --set series.defocus="-30 30" --set probe.defocus=0
         --set simulation.frozen_phonons=2 --set detector.segments=0)
-  [ $alg = multislice ] && camp+=(--set output.depths="2.715 5.43")
+  camp+=(--set output.depths="2.715 5.43")
   "$STEMSIM" "${si[@]}" "${camp[@]}" --set compute.device=cpu --set output.file=/tmp/dgc/cc.h5 || status=1
   "$STEMSIM" "${si[@]}" "${camp[@]}" --set compute.device=gpu --set output.file=/tmp/dgc/cg.h5 || status=1
   echo "$alg campaign: $(python3 tests/check_h5.py compare /tmp/dgc/cg.h5 /tmp/dgc/cc.h5 --tol 1e-4 | tail -1)"
