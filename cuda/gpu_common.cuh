@@ -24,20 +24,20 @@ int gpu_fail_cuda(cudaError_t e, const char *call, const char *file, int line, c
 int gpu_fail_cufft(cufftResult r, const char *call, const char *file, int line, const char *func);
 int gpu_fail_cublas(cublasStatus_t s, const char *call, const char *file, int line, const char *func);
 
-#define CUDA_CALL(call)                                                                  \
-    do {                                                                                 \
-        cudaError_t gpu_e_ = (call);                                                     \
-        if (gpu_e_ != cudaSuccess) return gpu_fail_cuda(gpu_e_, #call, __FILE__, __LINE__, __func__); \
+#define CUDA_CALL(call)                                                                                                \
+    do {                                                                                                               \
+        cudaError_t gpu_e_ = (call);                                                                                   \
+        if (gpu_e_ != cudaSuccess) return gpu_fail_cuda(gpu_e_, #call, __FILE__, __LINE__, __func__);                  \
     } while (0)
-#define CUFFT_CALL(call)                                                                 \
-    do {                                                                                 \
-        cufftResult gpu_r_ = (call);                                                     \
-        if (gpu_r_ != CUFFT_SUCCESS) return gpu_fail_cufft(gpu_r_, #call, __FILE__, __LINE__, __func__); \
+#define CUFFT_CALL(call)                                                                                               \
+    do {                                                                                                               \
+        cufftResult gpu_r_ = (call);                                                                                   \
+        if (gpu_r_ != CUFFT_SUCCESS) return gpu_fail_cufft(gpu_r_, #call, __FILE__, __LINE__, __func__);               \
     } while (0)
-#define CUBLAS_CALL(call)                                                                \
-    do {                                                                                 \
-        cublasStatus_t gpu_s_ = (call);                                                  \
-        if (gpu_s_ != CUBLAS_STATUS_SUCCESS) return gpu_fail_cublas(gpu_s_, #call, __FILE__, __LINE__, __func__); \
+#define CUBLAS_CALL(call)                                                                                              \
+    do {                                                                                                               \
+        cublasStatus_t gpu_s_ = (call);                                                                                \
+        if (gpu_s_ != CUBLAS_STATUS_SUCCESS) return gpu_fail_cublas(gpu_s_, #call, __FILE__, __LINE__, __func__);      \
     } while (0)
 /* After every <<<...>>>: launch configuration errors surface here, faults at the next sync. */
 #define CUDA_LAUNCH() CUDA_CALL(cudaGetLastError())
@@ -46,7 +46,8 @@ int gpu_fail_cublas(cublasStatus_t s, const char *call, const char *file, int li
 int gpu_alloc_(void **ptr, size_t bytes, const char *what, const char *file, int line, const char *func);
 #define GPU_ALLOC(ptr, bytes, what) STEM_TRY(gpu_alloc_((void **)&(ptr), (bytes), (what), __FILE__, __LINE__, __func__))
 int gpu_alloc_host_(void **ptr, size_t bytes, const char *what, const char *file, int line, const char *func);
-#define GPU_ALLOC_HOST(ptr, bytes, what) STEM_TRY(gpu_alloc_host_((void **)&(ptr), (bytes), (what), __FILE__, __LINE__, __func__))
+#define GPU_ALLOC_HOST(ptr, bytes, what)                                                                               \
+    STEM_TRY(gpu_alloc_host_((void **)&(ptr), (bytes), (what), __FILE__, __LINE__, __func__))
 /* Release helpers for cleanup paths: ignore errors (the first error was already reported). */
 void gpu_free(void *p);
 void gpu_free_host(void *p);

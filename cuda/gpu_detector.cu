@@ -12,8 +12,8 @@
 #include "gpu_internal.cuh"
 
 #define DET_THREADS 256
-#define DET_TILE 2048         /* pixels per block of the fixed order: a constant, never a launch choice */
-#define DET_SMEM (48 * 1024)  /* static shared memory limit per block */
+#define DET_TILE 2048        /* pixels per block of the fixed order: a constant, never a launch choice */
+#define DET_SMEM (48 * 1024) /* static shared memory limit per block */
 
 /* Fixed order: warps per block such that each warp's private bins fit the shared memory
  * (8 for up to ~1500 rings and segments; fewer for finer rings); 0 when even one does not. */
@@ -36,8 +36,9 @@ size_t gpu_det_work_bytes(const stem_plan *plan, int n)
 size_t gpu_det_bytes(const stem_plan *plan, int gather_full_grid)
 {
     size_t n = (size_t)plan->out_nx * plan->out_ny;
-    return n * (sizeof(int) + sizeof(uint32_t) + 2 * sizeof(float) + (gather_full_grid ? sizeof(int) : 0) +
-                (plan->seg_n ? sizeof(int) : 0));
+    return n *
+        (sizeof(int) + sizeof(uint32_t) + 2 * sizeof(float) + (gather_full_grid ? sizeof(int) : 0) +
+         (plan->seg_n ? sizeof(int) : 0));
 }
 
 size_t gpu_det_result_bytes(const stem_plan *plan, int n)
@@ -81,19 +82,25 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     if (!err && src) /* detector pixel (FFT order) -> pixel of the full simulation grid (f = 1) */
         for (int j = 0; j < g->oy; j++) {
             int gy = stem_box_to_grid(j, g->oy, plan->ny);
-            for (int i = 0; i < g->ox; i++) src[(size_t)j * g->ox + i] = gy * plan->nx + stem_box_to_grid(i, g->ox, plan->nx);
+            for (int i = 0; i < g->ox; i++)
+                src[(size_t)j * g->ox + i] = gy * plan->nx + stem_box_to_grid(i, g->ox, plan->nx);
         }
     if (!err) err = gpu_alloc_((void **)&g->bin, sizeof(int) * n, "detector bins", __FILE__, __LINE__, __func__);
     if (!err) err = gpu_alloc_((void **)&g->mask, sizeof(uint32_t) * n, "detector masks", __FILE__, __LINE__, __func__);
-    if (!err) err = gpu_alloc_((void **)&g->theta, sizeof(float) * 2 * n, "detector angles", __FILE__, __LINE__, __func__);
-    if (!err && src) err = gpu_alloc_((void **)&g->src, sizeof(int) * n, "detector gather table", __FILE__, __LINE__, __func__);
-    if (!err && g->n_seg) err = gpu_alloc_((void **)&g->seg, sizeof(int) * n, "detector segments", __FILE__, __LINE__, __func__);
+    if (!err)
+        err = gpu_alloc_((void **)&g->theta, sizeof(float) * 2 * n, "detector angles", __FILE__, __LINE__, __func__);
+    if (!err && src)
+        err = gpu_alloc_((void **)&g->src, sizeof(int) * n, "detector gather table", __FILE__, __LINE__, __func__);
+    if (!err && g->n_seg)
+        err = gpu_alloc_((void **)&g->seg, sizeof(int) * n, "detector segments", __FILE__, __LINE__, __func__);
     cudaError_t e = cudaSuccess;
     if (!err) e = cudaMemcpy(g->bin, det->bin, sizeof(int) * n, cudaMemcpyHostToDevice);
-    if (!err && e == cudaSuccess) e = cudaMemcpy(g->mask, det->image_mask, sizeof(uint32_t) * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess)
+        e = cudaMemcpy(g->mask, det->image_mask, sizeof(uint32_t) * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess) e = cudaMemcpy(g->theta, theta, sizeof(float) * 2 * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess && src) e = cudaMemcpy(g->src, src, sizeof(int) * n, cudaMemcpyHostToDevice);
-    if (!err && e == cudaSuccess && g->n_seg) e = cudaMemcpy(g->seg, det->segment, sizeof(int) * n, cudaMemcpyHostToDevice);
+    if (!err && e == cudaSuccess && g->n_seg)
+        e = cudaMemcpy(g->seg, det->segment, sizeof(int) * n, cudaMemcpyHostToDevice);
     if (!err && e == cudaSuccess) e = cudaDeviceSynchronize();
     if (!err && e != cudaSuccess) err = gpu_fail_cuda(e, "cudaMemcpy(detector tables)", __FILE__, __LINE__, __func__);
     free(theta);
@@ -153,11 +160,11 @@ static __device__ __forceinline__ void warp_bin_add(float *bins, float *scratch,
  * order. The tile's record goes to dres (one tile) or to work[probe][tile], which
  * k_detect_tiles adds in tile order. Nothing depends on the launch but the plan. */
 static __global__ void __launch_bounds__(DET_THREADS)
-k_detect_fixed(const float2 *__restrict__ waves, size_t wave_stride, const int *__restrict__ src,
-               const float2 *__restrict__ prop, float scale, const int *__restrict__ bin,
-               const uint32_t *__restrict__ mask, const float2 *__restrict__ theta, const int *__restrict__ seg, int n_seg,
-               int n_pix, int n_bins, int n_images, int ox, int oy, double *__restrict__ dres, float *__restrict__ work,
-               float *__restrict__ cbed)
+    k_detect_fixed(const float2 *__restrict__ waves, size_t wave_stride, const int *__restrict__ src,
+                   const float2 *__restrict__ prop, float scale, const int *__restrict__ bin,
+                   const uint32_t *__restrict__ mask, const float2 *__restrict__ theta, const int *__restrict__ seg,
+                   int n_seg, int n_pix, int n_bins, int n_images, int ox, int oy, double *__restrict__ dres,
+                   float *__restrict__ work, float *__restrict__ cbed)
 {
     extern __shared__ float sh[]; /* [warps][n_bins + n_seg] bins, [warps][n_images + 3] sums, [warps][32] scratch */
     int p = blockIdx.y, tile = blockIdx.x, warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -217,13 +224,16 @@ k_detect_fixed(const float2 *__restrict__ waves, size_t wave_stride, const int *
         int step = i < n_bins || i >= n_bins + n_sums ? n_bs : n_sums;
         float v = 0.0f;
         for (int q = 0; q < warps; q++) v += from[(size_t)q * step];
-        if (gridDim.x == 1) dres[(size_t)p * n_vals + i] = (double)v;
-        else work[((size_t)p * gridDim.x + tile) * n_vals + i] = v;
+        if (gridDim.x == 1)
+            dres[(size_t)p * n_vals + i] = (double)v;
+        else
+            work[((size_t)p * gridDim.x + tile) * n_vals + i] = v;
     }
 }
 
 /* The tiles' partial records of each probe added in tile order, in double. */
-static __global__ void k_detect_tiles(const float *__restrict__ work, int tiles, int n_vals, int n, double *__restrict__ dres)
+static __global__ void k_detect_tiles(const float *__restrict__ work, int tiles, int n_vals, int n,
+                                      double *__restrict__ dres)
 {
     size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= (size_t)n * n_vals) return;
@@ -237,10 +247,11 @@ static __global__ void k_detect_tiles(const float *__restrict__ work, int tiles,
  * shared-memory atomics, the few other sums through registers and warp shuffles;
  * each block adds its partial sums to the probe's doubles in global memory. */
 static __global__ void __launch_bounds__(DET_THREADS)
-k_detect_atomic(const float2 *__restrict__ waves, size_t wave_stride, const int *__restrict__ src,
-         const float2 *__restrict__ prop, float scale, const int *__restrict__ bin, const uint32_t *__restrict__ mask,
-         const float2 *__restrict__ theta, const int *__restrict__ seg, int n_seg, int n_pix, int n_bins, int n_images,
-         int ox, int oy, double *__restrict__ dres, float *__restrict__ cbed)
+    k_detect_atomic(const float2 *__restrict__ waves, size_t wave_stride, const int *__restrict__ src,
+                    const float2 *__restrict__ prop, float scale, const int *__restrict__ bin,
+                    const uint32_t *__restrict__ mask, const float2 *__restrict__ theta, const int *__restrict__ seg,
+                    int n_seg, int n_pix, int n_bins, int n_images, int ox, int oy, double *__restrict__ dres,
+                    float *__restrict__ cbed)
 {
     extern __shared__ float sh[]; /* [n_bins][n_images][total, cx, cy][segments] */
     int p = blockIdx.y, n_vals = n_bins + n_images + 3 + n_seg;
@@ -297,15 +308,15 @@ static int det_run_fixed(const gpu_det *g, const float2 *waves, size_t wave_stri
                          int n, double *dres, float *dcbed, float *dwork, cudaStream_t s)
 {
     if (g->warps < 1)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%d detector rings and %d segments exceed the GPU detector's limit (%d); use a "
-                         "wider [detector] ring_width", g->n_bins, g->n_seg,
-                         (int)(DET_SMEM / sizeof(float)) - g->n_images - 3 - 32);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%d detector rings and %d segments exceed the GPU detector's limit (%d); use a "
+                         "wider [detector] ring_width",
+                         g->n_bins, g->n_seg, (int)(DET_SMEM / sizeof(float)) - g->n_images - 3 - 32);
     if (g->tiles > 1 && !dwork) return STEM_FAIL(STEM_ERR_INTERNAL, "the fixed-order detector needs its work area");
     size_t smem = sizeof(float) * (size_t)g->warps * (g->n_bins + g->n_seg + g->n_images + 3 + 32);
-    k_detect_fixed<<<dim3(g->tiles, n), 32 * g->warps, smem, s>>>(waves, wave_stride, g->src, prop, scale, g->bin, g->mask,
-                                                                  (const float2 *)g->theta, g->seg, g->n_seg, g->n_pix,
-                                                                  g->n_bins, g->n_images, g->ox, g->oy, dres, dwork,
-                                                                  g->has_4d ? dcbed : NULL);
+    k_detect_fixed<<<dim3(g->tiles, n), 32 * g->warps, smem, s>>>(
+        waves, wave_stride, g->src, prop, scale, g->bin, g->mask, (const float2 *)g->theta, g->seg, g->n_seg, g->n_pix,
+        g->n_bins, g->n_images, g->ox, g->oy, dres, dwork, g->has_4d ? dcbed : NULL);
     CUDA_LAUNCH();
     if (g->tiles > 1) {
         k_detect_tiles<<<gpu_blocks((size_t)n * g->stride, 256), 256, 0, s>>>(dwork, g->tiles, g->stride, n, dres);
@@ -328,8 +339,10 @@ int gpu_det_run(const gpu_det *g, const float2 *waves, size_t wave_stride, const
     if (chunks < 1) chunks = 1;
     size_t smem = sizeof(float) * g->stride;
     if (smem > DET_SMEM)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%d detector rings exceed the GPU detector's limit (%d); use a wider "
-                         "[detector] ring_width", g->n_bins, (int)(DET_SMEM / sizeof(float)) - g->n_images - 3 - g->n_seg);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%d detector rings exceed the GPU detector's limit (%d); use a wider "
+                         "[detector] ring_width",
+                         g->n_bins, (int)(DET_SMEM / sizeof(float)) - g->n_images - 3 - g->n_seg);
     dim3 blocks(chunks, n);
     k_detect_atomic<<<blocks, DET_THREADS, smem, s>>>(waves, wave_stride, g->src, prop, scale, g->bin, g->mask,
                                                       (const float2 *)g->theta, g->seg, g->n_seg, g->n_pix, g->n_bins,

@@ -86,8 +86,9 @@ int gpu_alloc_(void **ptr, size_t bytes, const char *what, const char *file, int
     if (e == cudaErrorMemoryAllocation) {
         char mem[128];
         free_memory_line(mem, sizeof mem);
-        return stem_fail(STEM_ERR_MEMORY, file, line, func, "GPU out of memory: cannot allocate %.1f MiB for %s (%s); %s",
-                         bytes / 1048576.0, what, mem, oom_advice);
+        return stem_fail(STEM_ERR_MEMORY, file, line, func,
+                         "GPU out of memory: cannot allocate %.1f MiB for %s (%s); %s", bytes / 1048576.0, what, mem,
+                         oom_advice);
     }
     return stem_fail(STEM_ERR_GPU, file, line, func, "cudaMalloc of %.1f MiB for %s failed: %s (%s)", bytes / 1048576.0,
                      what, cudaGetErrorName(e), cudaGetErrorString(e));
@@ -180,7 +181,8 @@ extern "C" const char *stem_gpu_unavailable_reason(void)
     case cudaSuccess: return n > 0 ? "a GPU is available" : "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES)";
     case cudaErrorNoDevice: return "no CUDA GPU is visible (cudaErrorNoDevice; check CUDA_VISIBLE_DEVICES)";
     case cudaErrorInsufficientDriver:
-        return "the NVIDIA driver is missing or older than the CUDA runtime stemsim was built with (cudaErrorInsufficientDriver)";
+        return "the NVIDIA driver is missing or older than the CUDA runtime stemsim was built with "
+               "(cudaErrorInsufficientDriver)";
     default: return "the CUDA runtime could not enumerate GPUs (see the driver's installation)";
     }
 }

@@ -12,11 +12,12 @@
 static void gpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
 {
     const gpu_devices *d = gpu_engine_devices(e);
-    fprintf(out, "engine: gpu, %d x %s, %d stream(s) per GPU, %.1f GiB usable per GPU for this rank%s (%s)\n", d->n_gpus,
-            d->name, d->streams, d->usable_bytes / GPU_GIB, d->sharing > 1 ? ", shared with other ranks" : "",
-            plan->algorithm == STEM_ALG_PRISM   ? "S-matrix and output step as printed above"
-            : plan->algorithm == STEM_ALG_HRTEM ? "hrtem on the first GPU as printed above"
-                                                : "multislice as printed above");
+    fprintf(out, "engine: gpu, %d x %s, %d stream(s) per GPU, %.1f GiB usable per GPU for this rank%s (%s)\n",
+            d->n_gpus, d->name, d->streams, d->usable_bytes / GPU_GIB,
+            d->sharing > 1 ? ", shared with other ranks" : "",
+            plan->algorithm == STEM_ALG_PRISM       ? "S-matrix and output step as printed above"
+                : plan->algorithm == STEM_ALG_HRTEM ? "hrtem on the first GPU as printed above"
+                                                    : "multislice as printed above");
 }
 
 static void gpu_destroy(stem_engine *e)
@@ -61,7 +62,9 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     stem_info("GPU engine: %d x %s (%d SMs, %.1f of %.1f GiB free), GPU(s) %s on this rank, %d stream(s) per GPU%s%s",
               d->n_gpus, d->name, d->sm_count, d->free_bytes / GPU_GIB, d->total_bytes / GPU_GIB, ids, d->streams,
               d->sharing > 1 ? " (GPU shared with other ranks of the node)" : "",
-              d->n_gpus > 1 ? (d->peer ? ", peer-to-peer copies between them" : ", no peer access: copies between them staged by the driver") : "");
+              d->n_gpus > 1 ? (d->peer ? ", peer-to-peer copies between them"
+                                       : ", no peer access: copies between them staged by the driver")
+                            : "");
     gpu_prop_plan pp;
     if (plan->algorithm == STEM_ALG_PRISM) {
         gpu_out_plan op;
@@ -79,6 +82,7 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
 
 extern "C" const stem_gpu_provider *stem_gpu_engine_provider(void)
 {
-    static const stem_gpu_provider gpu = {stem_gpu_count, stem_gpu_unavailable_reason, gpu_engine_create, stem_gpu_warm_up};
+    static const stem_gpu_provider gpu = {stem_gpu_count, stem_gpu_unavailable_reason, gpu_engine_create,
+                                          stem_gpu_warm_up};
     return &gpu;
 }

@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 
 typedef struct {
-    const float2 *factor;     /* grid values multiplied into every wave of the batch as it is loaded */
-    unsigned long long grid;  /* values per wave (the batch's distance between waves) */
+    const float2 *factor;    /* grid values multiplied into every wave of the batch as it is loaded */
+    unsigned long long grid; /* values per wave (the batch's distance between waves) */
     /* offset / grid as a multiply-high and shifts (Granlund & Montgomery) for offsets below
      * 2^32: a 64-bit division per loaded value would cost more than the multiply saves */
     unsigned magic, shift;
@@ -33,7 +33,10 @@ static inline __host__ __device__ unsigned gpu_fft_divide(unsigned n, unsigned m
 
 /* The callback's symbols in the LTO fatbin (one callback for both plans: only the factor
  * differs): C linkage, then C++ linkage by plain and by mangled name. */
-#define GPU_FFT_LOAD_NAMES {"stem_fft_load_multiply", "stem_fft_load_multiply_cxx", "_Z26stem_fft_load_multiply_cxxPvyS_S_"}
+#define GPU_FFT_LOAD_NAMES                                                                                             \
+    {                                                                                                                  \
+        "stem_fft_load_multiply", "stem_fft_load_multiply_cxx", "_Z26stem_fft_load_multiply_cxxPvyS_S_"                \
+    }
 #define GPU_FFT_LOAD_N_NAMES 3
 
 #endif

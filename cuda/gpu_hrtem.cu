@@ -379,8 +379,10 @@ int gpu_hrtem_points(const stem_engine *e, const stem_plan *plans, int n, const 
     if (!fits) return STEM_NOT_APPLICABLE;
     int pinned = 0, err = STEM_OK;
     size_t trans_bytes = sizeof(stem_complex) * plans[0].nx * plans[0].ny * plans[0].n_slices;
-    if (c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
-    else err = gpu_prop_shared_upload_trans(&plans[0], &c->pp, trans, &c->sh);
+    if (c->pp.streaming)
+        gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
+    else
+        err = gpu_prop_shared_upload_trans(&plans[0], &c->pp, trans, &c->sh);
     if (!err && cudaDeviceSynchronize() != cudaSuccess) /* the pageable upload complete before the stream reads it */
         err = gpu_fail_cuda(cudaGetLastError(), "cudaDeviceSynchronize(transmission upload)", __FILE__, __LINE__,
                             __func__);

@@ -12,10 +12,10 @@
 typedef struct {
     int n_gpus, streams, workers; /* workers = n_gpus * streams: one host thread per stream */
     int ids[GPU_MAX_DEVICES];
-    int sharing;                  /* ranks of this node that share each GPU */
-    int peer;                     /* every pair of this rank's GPUs has direct peer access */
+    int sharing;                    /* ranks of this node that share each GPU */
+    int peer;                       /* every pair of this rank's GPUs has direct peer access */
     double free_bytes, total_bytes; /* smallest over this rank's GPUs */
-    double usable_bytes;          /* what one rank may plan to use on each GPU */
+    double usable_bytes;            /* what one rank may plan to use on each GPU */
     int sm_count;
     char name[256];
 } gpu_devices;
@@ -47,10 +47,10 @@ void gpu_unpin(const void *p, int pinned);
 /* ---- propagation through the slices (gpu_propagate.cu) ------------------ */
 
 typedef struct {
-    int smatrix;    /* plane waves of the S-matrix (1) or multislice probes (0) */
-    int batch;      /* waves per worker batch */
-    int streaming;  /* transmission functions streamed slice by slice */
-    long n_items;   /* this rank's probes or plane waves */
+    int smatrix;                                    /* plane waves of the S-matrix (1) or multislice probes (0) */
+    int batch;                                      /* waves per worker batch */
+    int streaming;                                  /* transmission functions streamed slice by slice */
+    long n_items;                                   /* this rank's probes or plane waves */
     double bytes_shared, bytes_worker, bytes_total; /* per GPU */
 } gpu_prop_plan;
 
@@ -59,34 +59,35 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
 
 /* Read-only data on one GPU. */
 typedef struct {
-    float2 *trans;                  /* single-transfer: every slice */
-    float2 *prop;                   /* propagator, 1/N folded in */
-    float2 *prop_last;              /* the thinner last slice's (plan.h; NULL: prop) */
-    int n_ap;                       /* probe aperture pixels (multislice) */
+    float2 *trans;     /* single-transfer: every slice */
+    float2 *prop;      /* propagator, 1/N folded in */
+    float2 *prop_last; /* the thinner last slice's (plan.h; NULL: prop) */
+    int n_ap;          /* probe aperture pixels (multislice) */
     int *ap_index;
-    double *ap_q;                   /* [n_ap][4]: qx, qy, chi, aperture weight / root of the sum of their squares */
-    double *probe_xy;               /* [scan] positions: [n_probes][2] (NULL: the scan grid) */
-    int *beam_k;                    /* [n_beams][2]: kx, ky (S-matrix) */
+    double *ap_q;     /* [n_ap][4]: qx, qy, chi, aperture weight / root of the sum of their squares */
+    double *probe_xy; /* [scan] positions: [n_probes][2] (NULL: the scan grid) */
+    int *beam_k;      /* [n_beams][2]: kx, ky (S-matrix) */
 } gpu_prop_shared;
 
 /* One stream's workspace. */
 typedef struct {
     cudaStream_t stream, copy;
     cudaEvent_t ready[2], freed[2];
-    float2 *slice[2];               /* streaming: double-buffered slices */
-    float2 *waves;                  /* batch x ny x nx */
-    cufftHandle fft;                /* plain batched C2C, both directions */
+    float2 *slice[2]; /* streaming: double-buffered slices */
+    float2 *waves;    /* batch x ny x nx */
+    cufftHandle fft;  /* plain batched C2C, both directions */
     /* [compute] fft_callbacks: a forward plan multiplying by the slice's transmission
      * function and an inverse plan multiplying by the propagator as cuFFT loads the waves */
     cufftHandle fft_t, fft_p;
-    int fused;                      /* fft_t and fft_p exist and gpu_propagate uses them */
-    gpu_fft_load_factor *factors;   /* device [2]: the two plans' callback data */
-    void *fft_work;                 /* the plans' shared work area (they run on one stream) */
-    char fft_note[200];             /* how the multiplies are done, for the log */
+    int fused;                    /* fft_t and fft_p exist and gpu_propagate uses them */
+    gpu_fft_load_factor *factors; /* device [2]: the two plans' callback data */
+    void *fft_work;               /* the plans' shared work area (they run on one stream) */
+    char fft_note[200];           /* how the multiplies are done, for the log */
     int has_fft, has_streams;
 } gpu_prop_worker;
 
-int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh);
+int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans,
+                           gpu_prop_shared *sh);
 /* Its first step alone: the propagators (sh->prop, sh->prop_last), built on the host and uploaded. */
 int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh);
 /* Single-transfer mode: copy this configuration's transmission functions into sh->trans. */
@@ -115,13 +116,14 @@ static inline const float2 *gpu_prop_after(const stem_plan *plan, const gpu_prop
 /* Slices [from, to): transmission, FFT, propagator, inverse FFT. On return the batch is in
  * Fourier space after slice to - 1's forward FFT; the last propagator is applied by the
  * consumer. from > 0 continues from where a call ending at `from` left the batch. */
-int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
-                  gpu_prop_worker *w, int from, int to);
+int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh,
+                  const stem_complex *host_trans, gpu_prop_worker *w, int from, int to);
 /* The single kernels of the steps above, launched on stream s; separate so that
  * tests/gpu/kernel_check.cu checks each against its plain-C reference.
  * gpu_probes_build's first step: the probes' coefficients on the aperture pixels
  * of n waves (the other pixels are left as they are). */
-int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n, cudaStream_t s);
+int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n,
+                           cudaStream_t s);
 /* waves[b][k] *= t[k] for b < batch (transmission function or propagator). */
 int gpu_mul_bcast(float2 *waves, const float2 *t, size_t grid, int batch, cudaStream_t s);
 /* S-matrix: cut the Fourier box (times the propagator after slice below - 1, gpu_prop_after)
@@ -133,16 +135,16 @@ int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 
 
 typedef struct {
     int n_pix, n_bins, n_images, ox, oy;
-    int n_seg;                      /* segmented detector values per probe (0: none) */
-    int stride;                     /* doubles per probe: rings, images, total, com x, com y, segments */
-    int has_4d;                     /* patterns come back to the host: 4D output or PACBED */
-    int *pattern_bin;               /* host: bin of the written pattern of each centred pixel, -1 none */
-    int *bin, *src;                 /* src: full-grid pixel of each detector pixel (multislice) or NULL */
-    int *seg;                       /* segment of each pixel, -1 none (NULL without segments) */
+    int n_seg;        /* segmented detector values per probe (0: none) */
+    int stride;       /* doubles per probe: rings, images, total, com x, com y, segments */
+    int has_4d;       /* patterns come back to the host: 4D output or PACBED */
+    int *pattern_bin; /* host: bin of the written pattern of each centred pixel, -1 none */
+    int *bin, *src;   /* src: full-grid pixel of each detector pixel (multislice) or NULL */
+    int *seg;         /* segment of each pixel, -1 none (NULL without segments) */
     uint32_t *mask;
-    float *theta;                   /* [n_pix][2] */
-    int fixed_order;                /* [compute] gpu_deterministic: sums in an order fixed by the plan */
-    int tiles, warps;               /* fixed order: pixel tiles per probe, warps per block */
+    float *theta;     /* [n_pix][2] */
+    int fixed_order;  /* [compute] gpu_deterministic: sums in an order fixed by the plan */
+    int tiles, warps; /* fixed order: pixel tiles per probe, warps per block */
 } gpu_det;
 
 int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_full_grid, gpu_det *g);
@@ -165,33 +167,33 @@ void gpu_det_accumulate(const gpu_det *g, const double *hres, const float *hcbed
 /* ---- PRISM output tiling (gpu_tiles.cu, host only) ---------------------- */
 
 typedef struct {
-    double x, y;   /* Angstrom */
-    int ox, oy;    /* window origin on the S-matrix grid (unwrapped) */
-} gpu_probe;       /* same layout on host and device: uploaded as it is */
+    double x, y; /* Angstrom */
+    int ox, oy;  /* window origin on the S-matrix grid (unwrapped) */
+} gpu_probe;     /* same layout on host and device: uploaded as it is */
 
 typedef struct {
-    long p0, p1;         /* probes [p0, p1) of the processing order */
-    int x0, y0, w, h;    /* union of the windows (unwrapped) */
+    long p0, p1;      /* probes [p0, p1) of the processing order */
+    int x0, y0, w, h; /* union of the windows (unwrapped) */
 } gpu_tile;
 
 typedef struct {
-    int t0, t1;          /* tiles [t0, t1) */
-    int x0, y0, w, h;    /* union of the tiles' regions (streaming upload) */
+    int t0, t1;       /* tiles [t0, t1) */
+    int x0, y0, w, h; /* union of the tiles' regions (streaming upload) */
 } gpu_unit;
 
 typedef struct {
-    int T, U;            /* tiles of T x T probes, units of U x U tiles */
-    long n_probes;       /* probes processed: the rank's, and with whole tiles their tiles' others */
-    long n_local;        /* the rank's probes */
-    gpu_probe *probe;    /* in processing order */
-    long *local;         /* local probe index of each, in processing order; -1: another rank's (whole tiles) */
-    long *global;        /* global probe index of each */
+    int T, U;         /* tiles of T x T probes, units of U x U tiles */
+    long n_probes;    /* probes processed: the rank's, and with whole tiles their tiles' others */
+    long n_local;     /* the rank's probes */
+    gpu_probe *probe; /* in processing order */
+    long *local;      /* local probe index of each, in processing order; -1: another rank's (whole tiles) */
+    long *global;     /* global probe index of each */
     int n_tiles, n_units;
     gpu_tile *tile;
     gpu_unit *unit;
-    int max_p;           /* most probes in a tile */
-    size_t max_out;      /* largest w * h * P over tiles (complex numbers) */
-    size_t max_unit;     /* largest w * h over units (pixels) */
+    int max_p;       /* most probes in a tile */
+    size_t max_out;  /* largest w * h * P over tiles (complex numbers) */
+    size_t max_unit; /* largest w * h over units (pixels) */
 } gpu_tiling;
 
 typedef struct {
@@ -266,8 +268,8 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
                        stem_result *res);
 int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
 /* The output step from the S-matrix gathered on the host by beam (engine step prism_output, gpu_prism.cu). */
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam, const stem_detector *det,
-                     stem_result *res);
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam,
+                     const stem_detector *det, stem_result *res);
 /* The output step from a beam-fastest host S-matrix (single-transfer or streaming). */
 int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_pixel,
                                const stem_detector *det, stem_result *res);
@@ -294,11 +296,11 @@ struct gpu_hr_ctx;
 typedef struct {
     gpu_devices dev;
     struct gpu_ms_ctx *ms;
-    struct gpu_sm_ctx *sm; /* the S-matrix step's context, kept the same way */
-    struct gpu_tr_ctx *tr; /* the transmission step's: the lookup kernels on the first GPU */
-    const stem_plan *tr_declined; /* the transmission step declined this plan (too little memory) */
-    struct gpu_out_ctx *out; /* the PRISM output step's, kept when it fits beside the S-matrix step's */
-    struct gpu_hr_ctx *hr; /* the hrtem step's (gpu_hrtem.cu), kept while the geometry stays */
+    struct gpu_sm_ctx *sm;          /* the S-matrix step's context, kept the same way */
+    struct gpu_tr_ctx *tr;          /* the transmission step's: the lookup kernels on the first GPU */
+    const stem_plan *tr_declined;   /* the transmission step declined this plan (too little memory) */
+    struct gpu_out_ctx *out;        /* the PRISM output step's, kept when it fits beside the S-matrix step's */
+    struct gpu_hr_ctx *hr;          /* the hrtem step's (gpu_hrtem.cu), kept while the geometry stays */
     const stem_plan *resident_plan; /* whether the S-matrix stays on the GPUs, decided once per plan */
     int resident_fits;
     const stem_plan *gathered_plan; /* whether a gathered S-matrix is arranged on the GPU, once per plan */
@@ -320,7 +322,8 @@ int gpu_hrtem_estimate(const stem_plan *plan, const gpu_devices *d);
 /* Its kernels, launched on stream s; separate so that tests/gpu/kernel_check.cu checks each
  * against src/hrtem.c: out = wave A(q) exp(-i chi(q)) with the defocus c10 (chi: the table of
  * stem_hrtem_chi_without_defocus), and image += weight |w|^2. */
-int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out, cudaStream_t s);
+int gpu_hrtem_lens(const stem_plan *plan, const float2 *wave, const double *chi, double c10, float2 *out,
+                   cudaStream_t s);
 int gpu_hrtem_add_intensity(float *image, const float2 *w, double weight, size_t grid, cudaStream_t s);
 /* gpu_potential.cu: the engine's transmission step (src/potential.c's on the first GPU). */
 int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_potential_table *table,

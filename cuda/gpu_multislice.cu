@@ -37,7 +37,8 @@ static int ms_worker_create(void *ctx, void *worker)
     GPU_ALLOC_HOST(w->hres, sizeof(double) * stride * B, "detector sums");
     size_t work = gpu_det_work_bytes(plan, B);
     if (work) GPU_ALLOC(w->dwork, work, "detector partial sums");
-    if (plan->opt.save_4d || plan->opt.save_pacbed) { /* patterns come back for both (cropped, binned, summed on the host) */
+    if (plan->opt.save_4d ||
+        plan->opt.save_pacbed) { /* patterns come back for both (cropped, binned, summed on the host) */
         GPU_ALLOC(w->dcbed, sizeof(float) * pix * B, "4D patterns");
         GPU_ALLOC_HOST(w->hcbed, sizeof(float) * pix * B, "4D patterns");
     }
@@ -72,8 +73,8 @@ static int ms_work(void *ctx, int wi, long begin, long end)
         int below = stem_plan_plane_slices(plan, k);
         STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, above, below));
         /* the last propagator is applied only to the detector's pixels, inside the binning kernel */
-        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, gpu_prop_after(plan, &c->sh[slot], below), 1.0f, n, w->dres, w->dcbed,
-                             w->dwork, c->dev.sm_count, s));
+        STEM_TRY(gpu_det_run(det, w->pw.waves, grid, gpu_prop_after(plan, &c->sh[slot], below), 1.0f, n, w->dres,
+                             w->dcbed, w->dwork, c->dev.sm_count, s));
         CUDA_CALL(cudaMemcpyAsync(w->hres, w->dres, sizeof(double) * det->stride * n, cudaMemcpyDeviceToHost, s));
         if (det->has_4d)
             CUDA_CALL(cudaMemcpyAsync(w->hcbed, w->dcbed, sizeof(float) * det->n_pix * n, cudaMemcpyDeviceToHost, s));
@@ -153,7 +154,8 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
         stem_info("gpu multislice: %ld probes on %d GPU(s) x %d stream(s), batch %d, %s, %s: %.3f s compute "
                   "(%.4f ms per probe), %.3f s %s",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
-                  c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
+                  c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1,
+                  1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
                   fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)");
     gpu_unpin(trans, pinned);
     if (err) gpu_multislice_cache_free(st);

@@ -18,8 +18,8 @@
 /* ---- kernels ------------------------------------------------------------- */
 
 /* coef[p][b] = A_b exp(-i chi(q_b)) exp(-2 pi i q_b . r_p), bq[b] = (qx, qy, chi, A_b) (gpu_beam_table). */
-static __global__ void k_coef(float2 *__restrict__ coef, const gpu_probe *__restrict__ pr, const double *__restrict__ bq,
-                              int nb)
+static __global__ void k_coef(float2 *__restrict__ coef, const gpu_probe *__restrict__ pr,
+                              const double *__restrict__ bq, int nb)
 {
     int b = blockIdx.x * blockDim.x + threadIdx.x, p = blockIdx.y;
     if (b >= nb) return;
@@ -30,8 +30,8 @@ static __global__ void k_coef(float2 *__restrict__ coef, const gpu_probe *__rest
 }
 
 /* win[p][j][i] from the product's output out[row][p][col] over the tile region. */
-static __global__ void k_gather(float2 *__restrict__ win, const float2 *__restrict__ out, const gpu_probe *__restrict__ pr,
-                                int P, int tx0, int ty0, int tw, int wx, int wy)
+static __global__ void k_gather(float2 *__restrict__ win, const float2 *__restrict__ out,
+                                const gpu_probe *__restrict__ pr, int P, int tx0, int ty0, int tw, int wx, int wy)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x, p = blockIdx.y;
     if (k >= wx * wy) return;
@@ -42,8 +42,8 @@ static __global__ void k_gather(float2 *__restrict__ win, const float2 *__restri
 
 /* One warp per window pixel and probe: sum over beams of coef * S (S beam-fastest). */
 static __global__ void k_direct(float2 *__restrict__ win, const float2 *__restrict__ src, int W, int H, int nb, int sx,
-                                int sy, const gpu_probe *__restrict__ pr, int tx0, int ty0, const float2 *__restrict__ coef,
-                                int wx, int wy)
+                                int sy, const gpu_probe *__restrict__ pr, int tx0, int ty0,
+                                const float2 *__restrict__ coef, int wx, int wy)
 {
     int warp = (int)(((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31, p = blockIdx.y;
     if (warp >= wx * wy) return; /* whole warps leave together */
@@ -103,8 +103,8 @@ int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int
                        const gpu_tile *tl, const float2 *coef, int P, int wx, int wy, cudaStream_t s)
 {
     if (P <= 0) return STEM_OK;
-    k_direct<<<dim3(gpu_blocks((size_t)wx * wy * 32, 256), P), 256, 0, s>>>(win, src, W, H, nb, sx, sy, pr, tl->x0, tl->y0,
-                                                                          coef, wx, wy);
+    k_direct<<<dim3(gpu_blocks((size_t)wx * wy * 32, 256), P), 256, 0, s>>>(win, src, W, H, nb, sx, sy, pr, tl->x0,
+                                                                            tl->y0, coef, wx, wy);
     CUDA_LAUNCH();
     return STEM_OK;
 }
@@ -153,7 +153,8 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     for (T = T0; T >= 1 && chosen < 0 && mode != STEM_MEMMODE_STREAMING; T = T > 1 ? T / 2 : 0) {
         tx = T < plan->scan_nx ? T : plan->scan_nx;
         ty = T < plan->scan_ny ? T : plan->scan_ny;
-        double need = shared + S + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T) / 8, tx * ty, 0);
+        double need =
+            shared + S + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T) / 8, tx * ty, 0);
         if (T == T0) need_single = need;
         if (need <= d->usable_bytes) {
             chosen = 0;
@@ -162,13 +163,14 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     }
     if (chosen < 0 && mode != STEM_MEMMODE_SINGLE) {
         long max_u = (plan->scan_nx > plan->scan_ny ? plan->scan_nx : plan->scan_ny);
-        for (T = T0; T >= 1 && chosen < 0; T = T > 1 ? T / 2 : 0) {
+        for (T = T0; T >= 1 && (chosen < 0); T = T > 1 ? T / 2 : 0) {
             tx = T < plan->scan_nx ? T : plan->scan_nx;
             ty = T < plan->scan_ny ? T : plan->scan_ny;
             double out = gpu_tile_out_bytes(plan, T) / 8;
             for (U = plan->positions ? 1 : (int)((max_u + T - 1) / T); U >= 1; U = U > 1 ? (U * 3) / 4 : 0) {
                 if (U > 1 && unit_count(plan, T, U) < d->workers) continue; /* keep every stream busy */
-                double need = shared + d->streams * out_worker_bytes(plan, op->direct, out, tx * ty, gpu_unit_pixels(plan, T, U));
+                double need =
+                    shared + d->streams * out_worker_bytes(plan, op->direct, out, tx * ty, gpu_unit_pixels(plan, T, U));
                 if (U == 1 && T == T0) need_stream = need;
                 if (need <= d->usable_bytes) {
                     chosen = 1;
@@ -178,8 +180,9 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
             if (chosen == 1) break;
         }
         if (chosen < 0)
-            need_stream = shared + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, 1) / 8, 1,
-                                                                 gpu_unit_pixels(plan, 1, 1));
+            need_stream = shared +
+                d->streams *
+                    out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, 1) / 8, 1, gpu_unit_pixels(plan, 1, 1));
     }
     if (chosen < 0) {
         if (mode == STEM_MEMMODE_SINGLE)
@@ -187,7 +190,8 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
                              "the PRISM output step does not fit on the GPU in single-transfer mode: it needs %.2f GiB "
                              "per GPU (S-matrix %.2f GiB) but %.2f GiB are usable (%.2f GiB free on %s); use [compute] "
                              "memory_mode = streaming or auto",
-                             need_single / GPU_GIB, S / GPU_GIB, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB, d->name);
+                             need_single / GPU_GIB, S / GPU_GIB, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB,
+                             d->name);
         return STEM_FAIL(STEM_ERR_MEMORY,
                          "the PRISM output step does not fit on the GPU even when streaming the S-matrix window by "
                          "window: one window of %d beams needs %.2f GiB per GPU with %d stream(s) but %.2f GiB are "
@@ -205,19 +209,22 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     op->bytes_total = op->bytes_shared + d->streams * op->bytes_worker;
     if (verbose) {
         if (!need_stream)
-            need_stream = shared + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8, 1,
-                                                                 gpu_unit_pixels(plan, T0, 1));
+            need_stream = shared +
+                d->streams *
+                    out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8, 1,
+                                     gpu_unit_pixels(plan, T0, 1));
         if (!need_single)
-            need_single = shared + S + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8,
-                                                                     T0 * T0, 0);
-        stem_info("GPU memory estimate for the PRISM output step, per GPU: single-transfer %.3f GiB (S-matrix %.3f), "
-                  "streaming from %.3f GiB; usable %.2f of %.2f GiB free -> %s%s: tiles of %d x %d probes (%d tiles)%s, "
-                  "%.3f GiB, %s",
-                  need_single / GPU_GIB, S / GPU_GIB, need_stream / GPU_GIB, d->usable_bytes / GPU_GIB,
-                  d->free_bytes / GPU_GIB, chosen ? "streaming window by window" : "single-transfer",
-                  mode == STEM_MEMMODE_AUTO ? " (auto)" : "", T, T, t->n_tiles,
-                  chosen ? ", uploaded in units of tiles" : "", op->bytes_total / GPU_GIB,
-                  op->direct ? "one reduction per probe" : "batched CGEMM over the probes of a tile");
+            need_single = shared + S +
+                d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8, T0 * T0, 0);
+        stem_info(
+            "GPU memory estimate for the PRISM output step, per GPU: single-transfer %.3f GiB (S-matrix %.3f), "
+            "streaming from %.3f GiB; usable %.2f of %.2f GiB free -> %s%s: tiles of %d x %d probes (%d tiles)%s, "
+            "%.3f GiB, %s",
+            need_single / GPU_GIB, S / GPU_GIB, need_stream / GPU_GIB, d->usable_bytes / GPU_GIB,
+            d->free_bytes / GPU_GIB, chosen ? "streaming window by window" : "single-transfer",
+            mode == STEM_MEMMODE_AUTO ? " (auto)" : "", T, T, t->n_tiles, chosen ? ", uploaded in units of tiles" : "",
+            op->bytes_total / GPU_GIB,
+            op->direct ? "one reduction per probe" : "batched CGEMM over the probes of a tile");
         if (chosen)
             stem_info("  streaming: %d units of up to %d x %d tiles, largest window %.3f GiB", t->n_units, t->U, t->U,
                       8.0 * plan->n_beams * t->max_unit / GPU_GIB);
@@ -235,7 +242,7 @@ typedef struct {
     float2 *coef, *out, *win, *region;
     double *dres[2], *hres[2];
     float *dcbed[2], *hcbed[2];
-    float *dwork; /* the fixed-order detector's partial sums (both slots: one stream) */
+    float *dwork;    /* the fixed-order detector's partial sums (both slots: one stream) */
     void *blas_work; /* [compute] gpu_deterministic: cuBLAS's workspace, owned here */
     cudaEvent_t done[2];
     int pending[2], next;
@@ -244,7 +251,10 @@ typedef struct {
     cudaEvent_t gemm_ev[2][2];
     int has_gemm_ev;
     double gemm_pending[2], gemm_flops, gemm_s;
-    struct { const float2 *src; int W, H, sx, sy, t, P; } last; /* the last tile's CGEMM call */
+    struct {
+        const float2 *src;
+        int W, H, sx, sy, t, P;
+    } last; /* the last tile's CGEMM call */
 } out_worker;
 
 typedef struct gpu_out_ctx {
@@ -254,9 +264,9 @@ typedef struct gpu_out_ctx {
     stem_result *res;
     gpu_devices dev;
     gpu_out_plan op;
-    int keep;                        /* fits beside the S-matrix step's context: kept across configurations */
+    int keep; /* fits beside the S-matrix step's context: kept across configurations */
     float2 *S_dev[GPU_MAX_DEVICES];
-    int S_owned[GPU_MAX_DEVICES];    /* S_dev[g] allocated here (else the caller's, not freed) */
+    int S_owned[GPU_MAX_DEVICES]; /* S_dev[g] allocated here (else the caller's, not freed) */
     gpu_probe *probes[GPU_MAX_DEVICES];
     double *beam_q[GPU_MAX_DEVICES];
     gpu_det det[GPU_MAX_DEVICES];
@@ -334,15 +344,18 @@ static int out_worker_create(void *ctx, void *worker)
     w->has_blas = 1;
     CUBLAS_CALL(cublasSetStream(w->blas, w->stream));
     CUBLAS_CALL(cublasSetMathMode(w->blas, CUBLAS_DEFAULT_MATH)); /* full FP32, no TF32 */
-    if (plan->opt.gpu_deterministic) { /* cuBLAS's reproducibility rules: a handle per stream with a workspace of its own */
+    if (plan->opt
+            .gpu_deterministic) { /* cuBLAS's reproducibility rules: a handle per stream with a workspace of its own */
         GPU_ALLOC(w->blas_work, GPU_BLAS_WORKSPACE, "cuBLAS workspace");
-        CUBLAS_CALL(cublasSetWorkspace(w->blas, w->blas_work, GPU_BLAS_WORKSPACE)); /* after cublasSetStream, which resets it */
+        CUBLAS_CALL(
+            cublasSetWorkspace(w->blas, w->blas_work, GPU_BLAS_WORKSPACE)); /* after cublasSetStream, which resets it */
         CUBLAS_CALL(cublasSetAtomicsMode(w->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
     }
     GPU_ALLOC(w->coef, sizeof(float2) * plan->n_beams * P, "beam coefficients");
     if (!c->op.direct) GPU_ALLOC(w->out, sizeof(float2) * (t->max_out ? t->max_out : 1), "tile product");
     GPU_ALLOC(w->win, sizeof(float2) * win * P, "probe windows");
-    if (c->op.streaming) GPU_ALLOC(w->region, sizeof(float2) * plan->n_beams * t->max_unit, "S-matrix window (streaming)");
+    if (c->op.streaming)
+        GPU_ALLOC(w->region, sizeof(float2) * plan->n_beams * t->max_unit, "S-matrix window (streaming)");
     size_t work = gpu_det_work_bytes(plan, P);
     if (work) GPU_ALLOC(w->dwork, work, "detector partial sums");
     for (int k = 0; k < 2; k++) {
@@ -393,15 +406,15 @@ static int rows_gemm(out_ctx *c, out_worker *w, const float2 *A, float2 *C, int 
     int nb = c->plan->n_beams;
     const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
     if (c->gemm == STEM_GPU_GEMM_3M)
-        CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef, nb,
-                                                0, &zero, C, ldc, sC, rows));
+        CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef,
+                                                nb, 0, &zero, C, ldc, sC, rows));
     else if (c->gemm == STEM_GPU_GEMM_TF32) /* tensor cores: inputs rounded to TF32, sums in FP32 */
         CUBLAS_CALL(cublasGemmStridedBatchedEx(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, CUDA_C_32F, nb, sA,
                                                w->coef, CUDA_C_32F, nb, 0, &zero, C, CUDA_C_32F, ldc, sC, rows,
                                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
     else
-        CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef, nb, 0,
-                                              &zero, C, ldc, sC, rows));
+        CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef, nb,
+                                              0, &zero, C, ldc, sC, rows));
     w->flops += 8.0 * m * P * nb * rows;
     return STEM_OK;
 }
@@ -410,7 +423,9 @@ static int rows_gemm(out_ctx *c, out_worker *w, const float2 *A, float2 *C, int 
 static const char *product_name(const out_ctx *c)
 {
     if (c->op.direct) return "direct reduction";
-    return c->gemm == STEM_GPU_GEMM_3M ? "CGEMM3M" : c->gemm == STEM_GPU_GEMM_TF32 ? "CGEMM (TF32 tensor cores)" : "CGEMM";
+    return c->gemm == STEM_GPU_GEMM_3M  ? "CGEMM3M"
+        : c->gemm == STEM_GPU_GEMM_TF32 ? "CGEMM (TF32 tensor cores)"
+                                        : "CGEMM";
 }
 
 /* sum_b coef[p][b] S[pixel][b] for every pixel of the tile region and every probe of the tile:
@@ -418,7 +433,8 @@ static const char *product_name(const out_ctx *c)
  * piece of the region that does not wrap around the source grid. (cuBLAS runs widths that are
  * multiples of 64 faster per column, but cutting a piece into such a width and the rest is not
  * faster: gpu_kernel_check --bench, "output CGEMM", benchmarks/results/GPU_LIMITS.md.) */
-static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H, int sx, int sy, const gpu_tile *tl, int P)
+static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H, int sx, int sy, const gpu_tile *tl,
+                     int P)
 {
     int nb = c->plan->n_beams;
     gpu_gemm_piece pc[MAX_PIECES];
@@ -486,9 +502,11 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
     float scale = 1.0f / ((float)win * (float)win);
     STEM_TRY(gpu_det_run(det, w->win, (size_t)win, NULL, scale, P, w->dres[s], w->dcbed[s], w->dwork, c->dev.sm_count,
                          w->stream));
-    CUDA_CALL(cudaMemcpyAsync(w->hres[s], w->dres[s], sizeof(double) * det->stride * P, cudaMemcpyDeviceToHost, w->stream));
+    CUDA_CALL(
+        cudaMemcpyAsync(w->hres[s], w->dres[s], sizeof(double) * det->stride * P, cudaMemcpyDeviceToHost, w->stream));
     if (det->has_4d)
-        CUDA_CALL(cudaMemcpyAsync(w->hcbed[s], w->dcbed[s], sizeof(float) * win * P, cudaMemcpyDeviceToHost, w->stream));
+        CUDA_CALL(
+            cudaMemcpyAsync(w->hcbed[s], w->dcbed[s], sizeof(float) * win * P, cudaMemcpyDeviceToHost, w->stream));
     CUDA_CALL(cudaEventRecord(w->done[s], w->stream));
     w->pending[s] = t;
     return STEM_OK;
@@ -510,12 +528,14 @@ static int out_work(void *ctx, int wi, long u0, long u1)
             int n = gpu_unit_pieces(plan, un, pc, MAX_PIECES);
             if (n < 0) return STEM_FAIL(STEM_ERR_INTERNAL, "unit region %d x %d wraps too often", un->w, un->h);
             for (int k = 0; k < n; k++)
-                CUDA_CALL(cudaMemcpy2DAsync(w->region + pc[k].dst_off, sizeof(float2) * nb * un->w, c->S + pc[k].src_off,
-                                            sizeof(float2) * nb * plan->crop_nx, sizeof(float2) * nb * pc[k].px,
-                                            pc[k].rows, cudaMemcpyHostToDevice, w->stream));
+                CUDA_CALL(cudaMemcpy2DAsync(w->region + pc[k].dst_off, sizeof(float2) * nb * un->w,
+                                            c->S + pc[k].src_off, sizeof(float2) * nb * plan->crop_nx,
+                                            sizeof(float2) * nb * pc[k].px, pc[k].rows, cudaMemcpyHostToDevice,
+                                            w->stream));
             w->h2d += 8.0 * nb * un->w * un->h;
             for (int k = un->t0; k < un->t1; k++)
-                STEM_TRY(out_tile(c, w, slot, k, w->region, un->w, un->h, t->tile[k].x0 - un->x0, t->tile[k].y0 - un->y0));
+                STEM_TRY(
+                    out_tile(c, w, slot, k, w->region, un->w, un->h, t->tile[k].x0 - un->x0, t->tile[k].y0 - un->y0));
         } else {
             for (int k = un->t0; k < un->t1; k++)
                 STEM_TRY(out_tile(c, w, slot, k, c->S_dev[slot], plan->crop_nx, plan->crop_ny, t->tile[k].x0,
@@ -639,15 +659,15 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
             dram += c->w[i].dram;
             h2d += c->w[i].h2d;
         }
-        stem_info("gpu PRISM output: %ld probes on %d GPU(s) x %d stream(s), %s, %s, tiles of %d x %d (%d): %.3f s compute "
-                  "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
-                  "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
-                  n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer",
-                  product_name(c), c->op.tiling.T, c->op.tiling.T,
-                  c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
-                  fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
-                  c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9,
-                  dram / dt / 1e9, h2d / 1e9, h2d / dt / 1e9);
+        stem_info(
+            "gpu PRISM output: %ld probes on %d GPU(s) x %d stream(s), %s, %s, tiles of %d x %d (%d): %.3f s compute "
+            "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
+            "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
+            n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer", product_name(c),
+            c->op.tiling.T, c->op.tiling.T, c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
+            fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
+            c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9, dram / dt / 1e9,
+            h2d / 1e9, h2d / dt / 1e9);
         if (gemm_s > 0) { /* timed on each stream: with several per GPU, its intervals hold the others' kernels too */
             double in_step = gemm_flops / gemm_s / 1e12;
             double alone = plan->opt.gpu_gemm_check ? gemm_isolated_rate(c) : 0;
@@ -656,19 +676,21 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
                 snprintf(iso, sizeof iso, "; the last tile's CGEMMs alone: %.2f TFLOP/s (in the step %.0f%% of that)",
                          alone, 100 * in_step / alone);
             stem_info("gpu PRISM output: CGEMMs %.3f s summed over %d stream(s) (with several streams per GPU the "
-                      "intervals overlap): %.2f TFLOP/s per stream%s", gemm_s, c->dev.workers, in_step, iso);
+                      "intervals overlap): %.2f TFLOP/s per stream%s",
+                      gemm_s, c->dev.workers, in_step, iso);
         }
     }
     gpu_unpin(S, pinned);
-    if (err || !c->keep) gpu_output_cache_free(st);
+    if (err || !c->keep)
+        gpu_output_cache_free(st);
     else if (S_given) /* the caller frees its copies: forget them */
         for (int g = 0; g < c->dev.n_gpus; g++) c->S_dev[g] = NULL;
     gpu_use_device_quietly(&c->dev, 0);
     return err;
 }
 
-int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const stem_detector *det,
-                               stem_result *res)
+int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, const stem_complex *S,
+                               const stem_detector *det, stem_result *res)
 {
     return output_run(e, plan, S, NULL, det, res);
 }

@@ -15,10 +15,10 @@ extern "C" {
 }
 
 typedef struct {
-    int profile;   /* index into the table's profiles: species and depth node */
-    int px, py;    /* the pixel at or below the atom, before wrapping */
-    float fx, fy;  /* the atom's position past that pixel, in pixels */
-    float weight;  /* occupancy times the depth profile's weight */
+    int profile;  /* index into the table's profiles: species and depth node */
+    int px, py;   /* the pixel at or below the atom, before wrapping */
+    float fx, fy; /* the atom's position past that pixel, in pixels */
+    float weight; /* occupancy times the depth profile's weight */
 } gpu_atom;
 
 /* Fixed-point scale of the potential sums: 2^-32 V Angstrom resolution, 2^31 V Angstrom range. */
@@ -34,8 +34,8 @@ typedef struct gpu_tr_ctx {
     float2 *t;                         /* one slice's transmission function (the run's grid) */
     gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices, sorted by slice */
     long atoms_cap;
-    long *first;                       /* first entry of each slice (n_slices + 1) */
-    cufftHandle fft, fft_run;          /* the potential's grid, the run's (m > 1) */
+    long *first;              /* first entry of each slice (n_slices + 1) */
+    cufftHandle fft, fft_run; /* the potential's grid, the run's (m > 1) */
     int has_fft, has_fft_run;
     cudaStream_t stream;
 } tr_ctx;
@@ -50,14 +50,16 @@ static __global__ void k_add_atoms(long long *__restrict__ V, const gpu_atom *__
     const float *h = profiles + (size_t)a.profile * points;
     for (int e = threadIdx.x; e < kx * ky; e += blockDim.x) {
         int j = e / kx, i = e - j * kx;
-        float ox = __fmul_rn(__fsub_rn((float)(i - rx), a.fx), dx), oy = __fmul_rn(__fsub_rn((float)(j - ry), a.fy), dy);
+        float ox = __fmul_rn(__fsub_rn((float)(i - rx), a.fx), dx),
+              oy = __fmul_rn(__fsub_rn((float)(j - ry), a.fy), dy);
         float r2 = __fadd_rn(__fmul_rn(ox, ox), __fmul_rn(oy, oy));
         if (r2 >= reach2) continue;
         float u = __fmul_rn(__fsqrt_rn(r2), per_step);
         int k = (int)u;
         float v = __fmul_rn(a.weight, __fadd_rn(h[k], __fmul_rn(__fsub_rn(u, (float)k), __fsub_rn(h[k + 1], h[k]))));
         int gy = ((a.py + j) % ny + ny) % ny, gx = ((a.px + i) % nx + nx) % nx;
-        atomicAdd((unsigned long long *)&V[(size_t)gy * nx + gx], (unsigned long long)__double2ll_rn((double)v * FIXED_SCALE));
+        atomicAdd((unsigned long long *)&V[(size_t)gy * nx + gx],
+                  (unsigned long long)__double2ll_rn((double)v * FIXED_SCALE));
     }
 }
 
@@ -90,8 +92,8 @@ static __global__ void k_phase(float2 *__restrict__ t, float sigma, size_t grid)
 
 /* The run's band of the potential grid's spectrum tf (fnx x fny), divided by that grid's
  * size, into the run's grid's spectrum t (potential.c's run_band). */
-static __global__ void k_run_band(float2 *__restrict__ t, const float2 *__restrict__ tf, int nx, int ny, int fnx, int fny,
-                                  double cx, double cy, double q2max)
+static __global__ void k_run_band(float2 *__restrict__ t, const float2 *__restrict__ tf, int nx, int ny, int fnx,
+                                  int fny, double cx, double cy, double q2max)
 {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)nx * ny) return;
@@ -215,7 +217,8 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
     }
     free(next);
     if (total > 0)
-        CUDA_CALL(cudaMemcpyAsync(c->atoms, c->host_atoms, sizeof(gpu_atom) * total, cudaMemcpyHostToDevice, c->stream));
+        CUDA_CALL(
+            cudaMemcpyAsync(c->atoms, c->host_atoms, sizeof(gpu_atom) * total, cudaMemcpyHostToDevice, c->stream));
     return STEM_OK;
 }
 
@@ -232,9 +235,10 @@ static int tr_slice(tr_ctx *c, int s, stem_complex *out)
     double fq = m * plan->q_limit;
     CUDA_CALL(cudaMemsetAsync(c->V, 0, sizeof(long long) * fine, c->stream));
     if (n > 0) {
-        k_add_atoms<<<(unsigned)n, 256, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->profiles, c->fnx, c->fny, t->kx,
-                                                          t->ky, t->rx, t->ry, (float)(plan->dx / m), (float)(plan->dy / m),
-                                                          (float)(t->reach * t->reach), (float)(1 / t->step), t->points);
+        k_add_atoms<<<(unsigned)n, 256, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->profiles, c->fnx, c->fny,
+                                                        t->kx, t->ky, t->rx, t->ry, (float)(plan->dx / m),
+                                                        (float)(plan->dy / m), (float)(t->reach * t->reach),
+                                                        (float)(1 / t->step), t->points);
         CUDA_LAUNCH();
     }
     k_to_complex<<<blocks, 256, 0, c->stream>>>(c->tf, c->V, fine);
@@ -269,8 +273,9 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
         /* the other steps' memory plans leave this step only their reserve: a grid too
          * large for a small part of it is built on the CPU instead (the same numbers) */
         double m = plan->opt.oversampling > 1 ? plan->opt.oversampling : 1;
-        double need = 16.0 * m * m * plan->nx * plan->ny + 8.0 * plan->nx * plan->ny + 4.0 * table->n_profiles * table->points +
-                      24.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
+        double need = 16.0 * m * m * plan->nx * plan->ny + 8.0 * plan->nx * plan->ny +
+            4.0 * table->n_profiles * table->points +
+            24.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
         if (need > 0.25 * st->dev.usable_bytes) {
             stem_info("transmission functions built on the CPU: on the GPU they would need %.2f GiB", need / GPU_GIB);
             st->tr_declined = plan;

@@ -47,7 +47,8 @@ static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_b
 /* by_pixel (on the current GPU) transposed from by_beam by k_arrange. */
 int gpu_prism_arrange(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb)
 {
-    dim3 threads(ARR_TILE, 8), blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((nb + ARR_TILE - 1) / ARR_TILE));
+    dim3 threads(ARR_TILE, 8),
+        blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((nb + ARR_TILE - 1) / ARR_TILE));
     k_arrange<<<blocks, threads>>>(by_pixel, by_beam, box, (int)nb);
     cudaError_t ce = cudaGetLastError();
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
@@ -59,7 +60,8 @@ static int copy_to_other_gpus(const gpu_devices *d, float2 *S[], size_t bytes)
 {
     for (int g = 1; g < d->n_gpus; g++) {
         CUDA_CALL(cudaSetDevice(d->ids[g]));
-        STEM_TRY(gpu_alloc_((void **)&S[g], bytes, "S-matrix (copy on another GPU of the rank)", __FILE__, __LINE__, __func__));
+        STEM_TRY(gpu_alloc_((void **)&S[g], bytes, "S-matrix (copy on another GPU of the rank)", __FILE__, __LINE__,
+                            __func__));
         CUDA_CALL(cudaMemcpyPeer(S[g], d->ids[g], S[0], d->ids[0], bytes));
     }
     CUDA_CALL(cudaSetDevice(d->ids[0]));
@@ -102,7 +104,8 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
     size_t S_bytes = sizeof(float2) * box * nb;
     gpu_engine_state *st = gpu_engine_state_of(e);
     if (!plan->opt.gpu_prism_resident) return STEM_NOT_APPLICABLE; /* [debug] gpu_prism_resident = off */
-    if (stem_plan_n_planes(plan) > 1) return STEM_NOT_APPLICABLE; /* a thickness series: an S-matrix per depth, on the host */
+    if (stem_plan_n_planes(plan) > 1)
+        return STEM_NOT_APPLICABLE;  /* a thickness series: an S-matrix per depth, on the host */
     if (st->resident_plan != plan) { /* the same answer for every configuration */
         STEM_TRY(resident_fits(plan, d, (double)S_bytes, &st->resident_fits));
         st->resident_plan = plan;
@@ -112,7 +115,10 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
     int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
     double t0 = stem_wall_time();
     if (!err) err = gpu_prism_smatrix_to_device(e, plan, trans, by_beam);
-    if (!err) err = cudaSetDevice(d->ids[0]) == cudaSuccess ? STEM_OK : gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
+    if (!err)
+        err = cudaSetDevice(d->ids[0]) == cudaSuccess
+            ? STEM_OK
+            : gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
     if (!err) err = gpu_prism_arrange(by_pixel[0], by_beam, box, nb);
     gpu_free(by_beam);
     double t1 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
@@ -123,7 +129,10 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
     if (!err)
         stem_info("gpu PRISM: S-matrix kept on the GPU between its steps (%.3f GiB not copied through the host%s); "
                   "S-matrix step and arrangement %.3f s",
-                  S_bytes / GPU_GIB, d->n_gpus > 1 ? (d->peer ? ", copied peer to peer to the rank's other GPUs" : ", copied to the rank's other GPUs") : "",
+                  S_bytes / GPU_GIB,
+                  d->n_gpus > 1 ? (d->peer ? ", copied peer to peer to the rank's other GPUs"
+                                           : ", copied to the rank's other GPUs")
+                                : "",
                   t1 - t0);
     for (int i = 0; i < n && !err; i++) err = gpu_prism_output_from_device(e, &plans[i], by_pixel, det, &res[i]);
     free_on_every_gpu(d, by_pixel);
@@ -135,8 +144,8 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
  * beam; of a thickness series one detection plane's, beams stem_prism_beam_stride apart):
  * uploaded once, arranged on the first GPU and copied to the rank's other GPUs when it fits
  * twice over; otherwise arranged on the host for the streaming output step. */
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam, const stem_detector *det,
-                     stem_result *res)
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam,
+                     const stem_detector *det, stem_result *res)
 {
     const gpu_devices *d = gpu_engine_devices(e);
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
@@ -166,8 +175,9 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
     gpu_free(by_beam);
     if (!err && d->n_gpus > 1) err = copy_to_other_gpus(d, by_pixel, S_bytes);
     if (!err)
-        stem_info("gpu PRISM: gathered S-matrix (%.3f GiB) uploaded once and arranged on the GPU%s: %.3f s", S_bytes / GPU_GIB,
-                  d->n_gpus > 1 ? ", then copied to the rank's other GPUs" : "", stem_wall_time() - t0);
+        stem_info("gpu PRISM: gathered S-matrix (%.3f GiB) uploaded once and arranged on the GPU%s: %.3f s",
+                  S_bytes / GPU_GIB, d->n_gpus > 1 ? ", then copied to the rank's other GPUs" : "",
+                  stem_wall_time() - t0);
     if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
     free_on_every_gpu(d, by_pixel);
     return err;

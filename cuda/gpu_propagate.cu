@@ -18,8 +18,10 @@ static double prop_worker_bytes(const stem_plan *plan, int smatrix, int batch, i
     double grid = (double)plan->nx * plan->ny, box = (double)plan->crop_nx * plan->crop_ny;
     double b = 2.0 * batch * grid * 8.0; /* waves + cuFFT work area (at most one more copy) */
     if (streaming) b += 2.0 * grid * 8.0;
-    if (smatrix) b += 2.0 * batch * box * 8.0; /* box + its cuFFT work area */
-    else b += (double)gpu_det_result_bytes(plan, batch) + (double)gpu_det_work_bytes(plan, batch);
+    if (smatrix)
+        b += 2.0 * batch * box * 8.0; /* box + its cuFFT work area */
+    else
+        b += (double)gpu_det_result_bytes(plan, batch) + (double)gpu_det_work_bytes(plan, batch);
     return b + 4.0 * 1048576.0; /* streams, events, plan objects */
 }
 
@@ -44,19 +46,21 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
     if (batch > per_worker) batch = (int)per_worker;
     double trans = 8.0 * grid * plan->n_slices;
     double shared = 8.0 * grid * stem_propagator_count(plan); /* propagators */
-    if (smatrix) shared += 8.0 * plan->n_beams;
-    else shared += 28.0 * plan->n_beams /* aperture list (f = 1: the beams are the aperture) */ + gpu_det_bytes(plan, 1);
+    if (smatrix)
+        shared += 8.0 * plan->n_beams;
+    else
+        shared += 28.0 * plan->n_beams /* aperture list (f = 1: the beams are the aperture) */ + gpu_det_bytes(plan, 1);
     int mode = plan->opt.memory_mode, chosen = -1, b;
     double need_single = shared + trans + d->streams * prop_worker_bytes(plan, smatrix, 1, 0);
     double need_stream = shared + d->streams * prop_worker_bytes(plan, smatrix, 1, 1);
     if (mode != STEM_MEMMODE_STREAMING)
-        for (b = batch; b >= 1 && chosen < 0; b = b > 1 ? b / 2 : 0)
+        for (b = batch; b >= 1 && (chosen < 0); b = b > 1 ? b / 2 : 0)
             if (shared + trans + d->streams * prop_worker_bytes(plan, smatrix, b, 0) <= d->usable_bytes) {
                 chosen = 0;
                 batch = b;
             }
     if (mode != STEM_MEMMODE_SINGLE && chosen < 0)
-        for (b = batch; b >= 1 && chosen < 0; b = b > 1 ? b / 2 : 0)
+        for (b = batch; b >= 1 && (chosen < 0); b = b > 1 ? b / 2 : 0)
             if (shared + d->streams * prop_worker_bytes(plan, smatrix, b, 1) <= d->usable_bytes) {
                 chosen = 1;
                 batch = b;
@@ -70,12 +74,12 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
                              "use [compute] memory_mode = streaming or auto",
                              what, need_single / GPU_GIB, trans / GPU_GIB, d->usable_bytes / GPU_GIB,
                              d->free_bytes / GPU_GIB, d->name);
-        return STEM_FAIL(STEM_ERR_MEMORY,
-                         "%s does not fit on the GPU even when streaming slice by slice: it needs %.2f GiB per GPU with "
-                         "batch 1 and %d stream(s) but %.2f GiB are usable (%.2f GiB free on %s); use fewer "
-                         "[compute] streams_per_gpu, a coarser [simulation] pixel_size, or [compute] device = cpu",
-                         what, need_stream / GPU_GIB, d->streams, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB,
-                         d->name);
+        return STEM_FAIL(
+            STEM_ERR_MEMORY,
+            "%s does not fit on the GPU even when streaming slice by slice: it needs %.2f GiB per GPU with "
+            "batch 1 and %d stream(s) but %.2f GiB are usable (%.2f GiB free on %s); use fewer "
+            "[compute] streams_per_gpu, a coarser [simulation] pixel_size, or [compute] device = cpu",
+            what, need_stream / GPU_GIB, d->streams, d->usable_bytes / GPU_GIB, d->free_bytes / GPU_GIB, d->name);
     }
     pp->streaming = chosen;
     pp->batch = batch;
@@ -83,11 +87,12 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
     pp->bytes_worker = prop_worker_bytes(plan, smatrix, batch, chosen);
     pp->bytes_total = pp->bytes_shared + d->streams * pp->bytes_worker;
     if (verbose)
-        stem_info("GPU memory estimate for %s, per GPU: single-transfer %.3f GiB (transmission %.3f), streaming %.3f GiB "
-                  "(batch 1); usable %.2f of %.2f GiB free -> %s%s, batch %d, %.3f GiB",
-                  what, need_single / GPU_GIB, trans / GPU_GIB, need_stream / GPU_GIB, d->usable_bytes / GPU_GIB,
-                  d->free_bytes / GPU_GIB, chosen ? "streaming slice by slice" : "single-transfer",
-                  mode == STEM_MEMMODE_AUTO ? " (auto)" : "", batch, pp->bytes_total / GPU_GIB);
+        stem_info(
+            "GPU memory estimate for %s, per GPU: single-transfer %.3f GiB (transmission %.3f), streaming %.3f GiB "
+            "(batch 1); usable %.2f of %.2f GiB free -> %s%s, batch %d, %.3f GiB",
+            what, need_single / GPU_GIB, trans / GPU_GIB, need_stream / GPU_GIB, d->usable_bytes / GPU_GIB,
+            d->free_bytes / GPU_GIB, chosen ? "streaming slice by slice" : "single-transfer",
+            mode == STEM_MEMMODE_AUTO ? " (auto)" : "", batch, pp->bytes_total / GPU_GIB);
     return STEM_OK;
 }
 
@@ -114,7 +119,8 @@ static __global__ void k_probes(float2 *__restrict__ w, size_t grid, const int *
     int e = blockIdx.x * blockDim.x + threadIdx.x, b = blockIdx.y;
     if (e >= n_ap) return;
     long g = g0 + b;
-    double x = xy ? xy[2 * g] : x0 + (double)(g % scan_nx) * step, y = xy ? xy[2 * g + 1] : y0 + (double)(g / scan_nx) * step;
+    double x = xy ? xy[2 * g] : x0 + (double)(g % scan_nx) * step,
+           y = xy ? xy[2 * g + 1] : y0 + (double)(g / scan_nx) * step;
     double phase = -q[4 * e + 2] - 2 * M_PI * (q[4 * e] * x + q[4 * e + 1] * y), s, c;
     sincos(phase, &s, &c);
     float a = (float)q[4 * e + 3];
@@ -159,7 +165,9 @@ int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh)
     stem_complex *prop = (stem_complex *)stem_alloc(n_prop * grid * sizeof(stem_complex), "propagator");
     if (!prop) return STEM_ERR_MEMORY;
     int err = stem_propagator_build(plan, prop);
-    if (!err) err = gpu_alloc_((void **)&sh->prop, n_prop * grid * sizeof(float2), "propagator", __FILE__, __LINE__, __func__);
+    if (!err)
+        err =
+            gpu_alloc_((void **)&sh->prop, n_prop * grid * sizeof(float2), "propagator", __FILE__, __LINE__, __func__);
     if (!err && cudaMemcpy(sh->prop, prop, n_prop * grid * sizeof(float2), cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(propagator)", __FILE__, __LINE__, __func__);
     if (!err && n_prop == 2) sh->prop_last = sh->prop + grid; /* freed with prop */
@@ -167,7 +175,8 @@ int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh)
     return err;
 }
 
-int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans, gpu_prop_shared *sh)
+int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const stem_complex *trans,
+                           gpu_prop_shared *sh)
 {
     memset(sh, 0, sizeof *sh);
     int nx = plan->nx, ny = plan->ny, err = STEM_OK;
@@ -184,7 +193,8 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
             k[2 * b] = plan->beam_kx[b];
             k[2 * b + 1] = plan->beam_ky[b];
         }
-        err = gpu_alloc_((void **)&sh->beam_k, sizeof(int) * 2 * plan->n_beams, "beam table", __FILE__, __LINE__, __func__);
+        err = gpu_alloc_((void **)&sh->beam_k, sizeof(int) * 2 * plan->n_beams, "beam table", __FILE__, __LINE__,
+                         __func__);
         if (!err && cudaMemcpy(sh->beam_k, k, sizeof(int) * 2 * plan->n_beams, cudaMemcpyHostToDevice) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(beam table)", __FILE__, __LINE__, __func__);
         free(k);
@@ -194,7 +204,8 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
         double norm = 0;
         for (int j = 0; j < ny; j++)
             for (int i = 0; i < nx; i++) {
-                double a = stem_probe_aperture(plan, stem_fft_index(i, nx) / plan->cell[0], stem_fft_index(j, ny) / plan->cell[1]);
+                double a = stem_probe_aperture(plan, stem_fft_index(i, nx) / plan->cell[0],
+                                               stem_fft_index(j, ny) / plan->cell[1]);
                 n += a > 0;
                 norm += a * a;
             }
@@ -225,8 +236,12 @@ int gpu_prop_shared_create(const stem_plan *plan, const gpu_prop_plan *pp, const
             if (!err && cudaMemcpy(sh->probe_xy, plan->positions, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
                 err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(probe positions)", __FILE__, __LINE__, __func__);
         }
-        if (!err) err = gpu_alloc_((void **)&sh->ap_index, sizeof(int) * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
-        if (!err) err = gpu_alloc_((void **)&sh->ap_q, sizeof(double) * 4 * (n ? n : 1), "probe aperture", __FILE__, __LINE__, __func__);
+        if (!err)
+            err = gpu_alloc_((void **)&sh->ap_index, sizeof(int) * (n ? n : 1), "probe aperture", __FILE__, __LINE__,
+                             __func__);
+        if (!err)
+            err = gpu_alloc_((void **)&sh->ap_q, sizeof(double) * 4 * (n ? n : 1), "probe aperture", __FILE__, __LINE__,
+                             __func__);
         if (!err && n && cudaMemcpy(sh->ap_index, idx, sizeof(int) * n, cudaMemcpyHostToDevice) != cudaSuccess)
             err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(aperture)", __FILE__, __LINE__, __func__);
         if (!err && n && cudaMemcpy(sh->ap_q, q, sizeof(double) * 4 * n, cudaMemcpyHostToDevice) != cudaSuccess)
@@ -371,8 +386,10 @@ int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_p
     } else {
         STEM_TRY(fused_plans_create(plan, pp, w, &work_t, &work_p));
         if (!w->fused)
-            return STEM_FAIL(STEM_ERR_GPU, "[compute] fft_callbacks = on, but cuFFT could not link the load callback "
-                             "(%s); set it off", w->fft_note);
+            return STEM_FAIL(STEM_ERR_GPU,
+                             "[compute] fft_callbacks = on, but cuFFT could not link the load callback "
+                             "(%s); set it off",
+                             w->fft_note);
     }
     if (work_t > work) work = work_t;
     if (work_p > work) work = work_p;
@@ -424,7 +441,8 @@ int gpu_probes_build(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_p
     return STEM_OK;
 }
 
-int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n, cudaStream_t s)
+int gpu_probe_coefficients(const stem_plan *plan, const gpu_prop_shared *sh, float2 *waves, long g0, int n,
+                           cudaStream_t s)
 {
     if (n <= 0 || sh->n_ap <= 0) return STEM_OK;
     dim3 blocks(gpu_blocks(sh->n_ap, 256), n);
@@ -457,7 +475,8 @@ static const float2 *stream_slice_in(const stem_plan *plan, const stem_complex *
     if (cudaStreamWaitEvent(w->copy, w->freed[k], 0) != cudaSuccess ||
         cudaMemcpyAsync(w->slice[k], host_trans + (size_t)s * grid, grid * sizeof(float2), cudaMemcpyHostToDevice,
                         w->copy) != cudaSuccess ||
-        cudaEventRecord(w->ready[k], w->copy) != cudaSuccess || cudaStreamWaitEvent(w->stream, w->ready[k], 0) != cudaSuccess)
+        cudaEventRecord(w->ready[k], w->copy) != cudaSuccess ||
+        cudaStreamWaitEvent(w->stream, w->ready[k], 0) != cudaSuccess)
         return NULL;
     return w->slice[k];
 }
@@ -484,7 +503,8 @@ static int propagate_fused(const stem_plan *plan, const gpu_prop_plan *pp, const
     }
     for (int s = from; s < to; s++) {
         const float2 *t = pp->streaming ? stream_slice_in(plan, host_trans, w, s) : sh->trans + (size_t)s * grid;
-        if (!t) return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
+        if (!t)
+            return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
         k_set_factors<<<1, 1, 0, w->stream>>>(w->factors, t, sh->prop);
         CUDA_LAUNCH();
         CUFFT_CALL(cufftExecC2C(w->fft_t, w->waves, w->waves, CUFFT_FORWARD));
@@ -494,8 +514,8 @@ static int propagate_fused(const stem_plan *plan, const gpu_prop_plan *pp, const
     return STEM_OK;
 }
 
-int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh, const stem_complex *host_trans,
-                  gpu_prop_worker *w, int from, int to)
+int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh,
+                  const stem_complex *host_trans, gpu_prop_worker *w, int from, int to)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     if (w->fused) return propagate_fused(plan, pp, sh, host_trans, w, from, to);
@@ -505,7 +525,8 @@ int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop
     }
     for (int s = from; s < to; s++) { /* streaming: slice s copied while the previous slice computes */
         const float2 *t = pp->streaming ? stream_slice_in(plan, host_trans, w, s) : sh->trans + (size_t)s * grid;
-        if (!t) return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
+        if (!t)
+            return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
         STEM_TRY(gpu_mul_bcast(w->waves, t, grid, pp->batch, w->stream));
         if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[s & 1], w->stream));
         CUFFT_CALL(cufftExecC2C(w->fft, w->waves, w->waves, CUFFT_FORWARD));
@@ -529,7 +550,8 @@ int gpu_crop_box(const stem_plan *plan, const gpu_prop_shared *sh, const float2 
 {
     if (n <= 0) return STEM_OK;
     dim3 blocks(gpu_blocks((size_t)plan->crop_nx * plan->crop_ny, 256), n);
-    k_crop<<<blocks, 256, 0, s>>>(box, waves, gpu_prop_after(plan, sh, below), plan->nx, plan->ny, plan->crop_nx, plan->crop_ny);
+    k_crop<<<blocks, 256, 0, s>>>(box, waves, gpu_prop_after(plan, sh, below), plan->nx, plan->ny, plan->crop_nx,
+                                  plan->crop_ny);
     CUDA_LAUNCH();
     return STEM_OK;
 }

@@ -19,8 +19,8 @@ typedef struct gpu_sm_ctx {
     const stem_plan *plan;
     const stem_complex *trans;
     stem_complex *S_local;
-    float2 *S_dev;  /* instead of S_local: the S-matrix stays in device memory (the rank's first GPU) */
-    int S_pinned; /* S_local page-locked: boxes go straight into it */
+    float2 *S_dev; /* instead of S_local: the S-matrix stays in device memory (the rank's first GPU) */
+    int S_pinned;  /* S_local page-locked: boxes go straight into it */
     gpu_devices dev;
     gpu_prop_plan pp;
     gpu_prop_shared sh[GPU_MAX_DEVICES];
@@ -82,7 +82,8 @@ static int store_plane(sm_ctx *c, sm_worker *w, long begin, int n, int k)
     }
     CUDA_CALL(cudaMemcpyAsync(w->staging, w->box, sizeof(float2) * box * n, cudaMemcpyDeviceToHost, s));
     CUDA_CALL(cudaStreamSynchronize(s));
-    if (stride == box) memcpy(c->S_local + at, w->staging, sizeof(float2) * box * n);
+    if (stride == box)
+        memcpy(c->S_local + at, w->staging, sizeof(float2) * box * n);
     else
         for (int b = 0; b < n; b++) memcpy(c->S_local + at + b * stride, w->staging + b * box, sizeof(float2) * box);
     return STEM_OK;
@@ -177,8 +178,10 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
         stem_info("gpu S-matrix: %ld plane waves on %d GPU(s) x %d stream(s), batch %d, %s, %s: %.3f s compute "
                   "(%.4f ms per plane wave), %.3f s %s (%.3f s page-locking the host S-matrix)",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
-                  c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1, 1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
-                  fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)", tp);
+                  c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1,
+                  1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
+                  fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)",
+                  tp);
     gpu_unpin(trans, pinned);
     gpu_unpin(S_local, c->S_pinned);
     c->S_pinned = 0;

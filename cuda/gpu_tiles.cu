@@ -164,7 +164,7 @@ int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t)
     t->n_local = plan->probe_end - plan->probe_begin;
     if (t->n_local <= 0) return STEM_OK;
     int whole = plan->opt.gpu_deterministic && t->T > 1 && !plan->positions &&
-                (plan->probe_begin > 0 || plan->probe_end < plan->n_probes);
+        (plan->probe_begin > 0 || plan->probe_end < plan->n_probes);
     long n = whole ? whole_tile_keys(plan, t, NULL) : t->n_local;
     t->n_probes = n;
     probe_key *key = (probe_key *)stem_calloc(n, sizeof *key, "probe tiling");
@@ -178,7 +178,8 @@ int gpu_tiling_build(const stem_plan *plan, int T, int U, gpu_tiling *t)
         gpu_tiling_free(t);
         return STEM_ERR_MEMORY;
     }
-    if (whole) whole_tile_keys(plan, t, key);
+    if (whole)
+        whole_tile_keys(plan, t, key);
     else
         for (long i = 0; i < n; i++) key_set(t, plan->probe_begin + i, plan->scan_nx, &key[i]);
     qsort(key, n, sizeof *key, key_cmp);
@@ -257,7 +258,8 @@ int gpu_unit_pieces(const stem_plan *plan, const gpu_unit *un, gpu_copy_piece *p
 {
     gpu_seg ys[64], xs[64];
     long nb = plan->n_beams;
-    int ny = gpu_segments(un->y0, un->h, plan->crop_ny, ys, 64), nx = gpu_segments(un->x0, un->w, plan->crop_nx, xs, 64);
+    int ny = gpu_segments(un->y0, un->h, plan->crop_ny, ys, 64),
+        nx = gpu_segments(un->x0, un->w, plan->crop_nx, xs, 64);
     if (ny < 0 || nx < 0 || (long)ny * nx > max_pc) return -1;
     int n = 0;
     for (int a = 0; a < ny; a++)

@@ -50,7 +50,8 @@ static const key_spec key_table[] = {
     {"probe", "semiangle", K_DOUBLE, OFF(semiangle_mrad), "20", 0.01, 500, NULL, "mrad",
      "probe-forming aperture semi-angle"},
     {"probe", "C10", K_DOUBLE, OFF(aberr_c[STEM_C10]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "defocus C1; negative values focus the probe below the entrance surface (underfocus); = abTEM's C10 = -(abTEM's defocus): chi += 2 pi/lambda C10/2 theta^2"},
+     "defocus C1; negative values focus the probe below the entrance surface (underfocus); = abTEM's C10 = -(abTEM's "
+     "defocus): chi += 2 pi/lambda C10/2 theta^2"},
     {"probe", "C12", K_DOUBLE, OFF(aberr_c[STEM_C12]), "0", -1e15, 1e15, NULL, "Angstrom",
      "two-fold astigmatism A1: chi += 2 pi/lambda C12/2 theta^2 cos(2 (phi - phi12))"},
     {"probe", "phi12", K_DOUBLE, OFF(aberr_phi_deg[STEM_C12]), "0", -360, 360, NULL, "deg", "azimuth of C12"},
@@ -90,15 +91,19 @@ static const key_spec key_table[] = {
     {"probe", "phi56", K_DOUBLE, OFF(aberr_phi_deg[STEM_C56]), "0", -360, 360, NULL, "deg", "azimuth of C56"},
     {"probe", "defocus", K_DOUBLE, OFF(defocus), "0", -1e6, 1e6, NULL, "Angstrom",
      "older name of C10 (giving both is an error)"},
-    {"probe", "cs", K_DOUBLE, OFF(cs_mm), "0", -1e4, 1e4, NULL, "mm", "older name of C30, in mm (giving both is an error)"},
-    {"probe", "c5", K_DOUBLE, OFF(c5_mm), "0", -1e6, 1e6, NULL, "mm", "older name of C50, in mm (giving both is an error)"},
+    {"probe", "cs", K_DOUBLE, OFF(cs_mm), "0", -1e4, 1e4, NULL, "mm",
+     "older name of C30, in mm (giving both is an error)"},
+    {"probe", "c5", K_DOUBLE, OFF(c5_mm), "0", -1e6, 1e6, NULL, "mm",
+     "older name of C50, in mm (giving both is an error)"},
     {"probe", "astigmatism", K_DOUBLE, OFF(astigmatism), "0", -1e6, 1e6, NULL, "Angstrom",
      "older name of C12 (giving both is an error)"},
     {"probe", "astigmatism_angle", K_DOUBLE, OFF(astigmatism_angle), "0", -360, 360, NULL, "deg",
      "older name of phi12 (giving both is an error)"},
     {"probe", "source_size", K_DOUBLE, OFF(opt.source_size), "0", 0, 1000, NULL, "Angstrom",
-     "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are blurred over the "
-     "scan with it, exactly for the band-limited image whatever the scan step (in Fourier space: exp(-2 pi^2 sigma^2 q^2)), "
+     "FWHM of a Gaussian effective source (spatial partial coherence): rings, images, DPC and total intensity are "
+     "blurred over the "
+     "scan with it, exactly for the band-limited image whatever the scan step (in Fourier space: exp(-2 pi^2 sigma^2 "
+     "q^2)), "
      "wrapping where the scan covers the cell, mirrored at the scan's edges otherwise (an approximation near them: "
      "warned); 4D patterns are not changed"},
     {"probe", "soft_aperture", K_BOOL, OFF(opt.soft_aperture), "false", 0, 0, NULL, "-",
@@ -148,15 +153,17 @@ static const key_spec key_table[] = {
     {"simulation", "supersampling", K_INT, OFF(supersampling), "8", 1, 64, NULL, "-",
      "retired (accepted with a warning, no effect): atoms are now placed at their exact positions, with no "
      "sub-pixel lookup to refine"},
-    {"simulation", "transmission_oversampling", K_ENUM, OFF(opt.oversampling), "auto", 0, 0,
-     "auto|1|2|3|4|5|6|7|8", "-",
+    {"simulation", "transmission_oversampling", K_ENUM, OFF(opt.oversampling), "auto", 0, 0, "auto|1|2|3|4|5|6|7|8",
+     "-",
      "each slice's transmission function exp(i sigma V) is formed on a grid this many times finer than the "
      "simulation's and then band-limited to it: the strong phase of heavy atoms has structure far beyond the band "
      "limit that would otherwise be lost (up to +15-17% HAADF for Au and U at 0.025 Angstrom pixels). auto: a "
      "transmission pixel of at most 0.05 Angstrom for models up to Z = 10, 0.025 up to Z = 20, 0.0125 up to "
-     "Z = 50, 0.008 beyond (at most 4; docs/physics.md, Potentials). Costs the factor squared in the transmission build's time and scratch memory"},
+     "Z = 50, 0.008 beyond (at most 4; docs/physics.md, Potentials). Costs the factor squared in the transmission "
+     "build's time and scratch memory"},
     {"simulation", "parametrisation", K_ENUM, OFF(opt.parametrisation), "kirkland", 0, 0, "kirkland|lobato", "-",
-     "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or $STEMSIM_KIRKLAND) "
+     "electron scattering factors of the atoms: kirkland (Kirkland 2010, data/kirkland_params.txt or "
+     "$STEMSIM_KIRKLAND) "
      "or lobato (Lobato & Van Dyck 2014, abTEM's and MULTEM's default; data/lobato_params.txt or $STEMSIM_LOBATO)"},
     {"simulation", "projection", K_ENUM, OFF(opt.finite_projection), "infinite", 0, 0, "infinite|finite", "-",
      "infinite: each atom's whole projected potential goes into the slice holding its centre; finite: each slice "
@@ -170,7 +177,8 @@ static const key_spec key_table[] = {
      "the energy may differ (the potential does not depend on it), the tilts, rotation, parametrisation, projection, "
      "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3); a damaged or "
      "unfinished file is refused (exit 4); a [series] or checkpointed campaign reads each tilt's slices from "
-     "/potential_tilts/tilt_<t> of a campaign over the same tilts (others refused, exit 4); not with a distributed FFT"},
+     "/potential_tilts/tilt_<t> of a campaign over the same tilts (others refused, exit 4); not with a distributed "
+     "FFT"},
     {"simulation", "smatrix_file", K_STRING, OFF(opt.smatrix_file), "", 0, 0, NULL, "path",
      "prism: read each configuration's compact S-matrix from /smatrix of a stemsim output written with [output] "
      "save_smatrix, instead of building the potential and propagating the beams (Prismatic's -ism; relative to the "
@@ -229,7 +237,8 @@ static const key_spec key_table[] = {
     {"detector", "segment_rings", K_INT, OFF(segment_rings), "1", 1, 64, NULL, "-",
      "rings of equal width the segmented detector is divided into radially"},
     {"detector", "segment_rotation", K_DOUBLE, OFF(segment_rotation), "0", -360, 360, NULL, "deg",
-     "azimuth where segment 0 begins, from +x towards +y; segment s covers [rotation + s 360/N, rotation + (s+1) 360/N)"},
+     "azimuth where segment 0 begins, from +x towards +y; segment s covers [rotation + s 360/N, rotation + (s+1) "
+     "360/N)"},
     {"hrtem", "objective_aperture", K_DOUBLE, OFF(opt.objective_aperture_mrad), "0", 0, 1e4, NULL, "mrad",
      "hrtem: semi-angle of the objective aperture (hard edge, centred on the optical axis); 0: none (the band "
      "limit)"},
@@ -247,12 +256,14 @@ static const key_spec key_table[] = {
      "simulation?); false saves their memory (16 bytes per value)"},
     {"output", "save_potential", K_BOOL, OFF(opt.save_potential), "false", 0, 0, NULL, "-",
      "write /potential: every configuration's potential slices as the transmission functions use them (float32 "
-     "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the projected potential), to reuse with "
+     "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the "
+     "projected potential), to reuse with "
      "[simulation] potential_file (Prismatic's -sp / -ips); a [series] or checkpointed campaign writes one dataset "
      "per sample tilt, /potential_tilts/tilt_<t> (docs/campaigns.md); not with a distributed FFT"},
     {"output", "save_smatrix", K_BOOL, OFF(opt.save_smatrix), "false", 0, 0, NULL, "-",
      "prism: write /smatrix, every configuration's compact S-matrix (float32 [configuration][beam][cy][cx][2]: "
-     "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the beams' Fourier indices "
+     "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the "
+     "beams' Fourier indices "
      "/smatrix_beams (int32 [beam][2]: kx, ky), to reuse with [simulation] smatrix_file (Prismatic's -sm / -ism); "
      "each configuration's is kept in a temporary file beside the output until the end; a [series] or "
      "checkpointed campaign writes one dataset per sample tilt, /smatrix_tilts/tilt_<t>, keeping each unit's in "
@@ -263,7 +274,8 @@ static const key_spec key_table[] = {
      "annular_detector_depthNNNN (the HAADF image, else the first [images] range; each other range as "
      "..._<name>), virtual_detector_depthNNNN (rings), DPC_CoM_depthNNNN, datacubes/CBED_array_depthNNNN, x before "
      "y, series points as _dfNNNN (and _txNNNN, _tyNNNN, _bxNNNN, _byNNNN), depths as depthNNNN; converted from "
-     "the finished native file on rank 0 before the output is published (PACBED, segments, standard errors and /axes kept under "
+     "the finished native file on rank 0 before the output is published (PACBED, segments, standard errors and /axes "
+     "kept under "
      "/stemsim); hrtem as realslices/HRTEM ([Nx][Ny][tilts], Prismatic's), cbed and [scan] positions with one "
      "probe axis as Prismatic's arbitrary probes ([n_probes][1]; see Output file)"},
     {"output", "checkpoint", K_ENUM, OFF(checkpoint), "auto", 0, 0, "auto|true|false", "-",
@@ -287,7 +299,8 @@ static const key_spec key_table[] = {
     {"series", "tilt_y", K_STRING, OFF(series_tilt_y), "", 0, 0, NULL, "deg",
      "tilt series about y, like tilt_x; with both, every (tilt_x, tilt_y) pair"},
     {"series", "beam_tilt_x", K_STRING, OFF(series_beam_tilt_x), "", 0, 0, NULL, "mrad",
-     "hrtem: tilt series of the illuminating plane wave along x (a list or range, as tilt_x), each rounded to the nearest "
+     "hrtem: tilt series of the illuminating plane wave along x (a list or range, as tilt_x), each rounded to the "
+     "nearest "
      "plane wave of the cell (reported), replacing [probe] beam_tilt_x; the sample's transmission functions are "
      "built once per sample tilt and configuration for all of them"},
     {"series", "beam_tilt_y", K_STRING, OFF(series_beam_tilt_y), "", 0, 0, NULL, "mrad",
@@ -327,7 +340,8 @@ static const key_spec key_table[] = {
      "in fixed pixel tiles instead of float atomics; batched cuFFT plans, cuBLAS workspaces and PRISM output tiles "
      "the same whatever the rank's share, a tile cut by the share computed whole), so a job gives the same bits run "
      "after run, resumed or not, and on 1, 2 or 3 ranks sharing a GPU (with fp_groups fixed); off: float atomics, "
-     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/gpu/device_reproducibility.sh, docs/parallel.md, GPU engine"},
+     "whose order varies (~1e-8 between runs). The cost of on: benchmarks/gpu/device_reproducibility.sh, "
+     "docs/parallel.md, GPU engine"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
     {"compute", "fft_planning", K_ENUM, OFF(opt.fft_planning), "estimate", 0, 0, "estimate|measure", "-",
@@ -365,7 +379,8 @@ static const key_spec key_table[] = {
      "tests the exchange between nodes on one machine"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
-_Static_assert(sizeof key_table / sizeof key_table[0] <= sizeof ((stem_config *)0)->seen, "stem_config.seen is too small");
+_Static_assert(sizeof key_table / sizeof key_table[0] <= sizeof((stem_config *)0)->seen,
+               "stem_config.seen is too small");
 
 typedef struct {
     stem_config *cfg;
@@ -394,8 +409,7 @@ int stem_edit_distance(const char *a, const char *b)
 static const key_spec *find_key(const char *section, const char *key)
 {
     for (int i = 0; i < N_KEYS; i++)
-        if (!strcasecmp(key_table[i].section, section) && !strcasecmp(key_table[i].key, key))
-            return &key_table[i];
+        if (!strcasecmp(key_table[i].section, section) && !strcasecmp(key_table[i].key, key)) return &key_table[i];
     return NULL;
 }
 
@@ -405,8 +419,7 @@ static void suggest_key(const char *section, const char *key, char *out, size_t 
     int best = 1 << 30;
     out[0] = 0;
     for (int i = 0; i < N_KEYS; i++) {
-        int d = stem_edit_distance(key, key_table[i].key) +
-                (strcasecmp(section, key_table[i].section) ? 2 : 0);
+        int d = stem_edit_distance(key, key_table[i].key) + (strcasecmp(section, key_table[i].section) ? 2 : 0);
         if (d < best) {
             best = d;
             snprintf(out, n, "[%s] %s", key_table[i].section, key_table[i].key);
@@ -415,8 +428,7 @@ static void suggest_key(const char *section, const char *key, char *out, size_t 
     if (best > 4 + (int)strlen(key) / 2) out[0] = 0;
 }
 
-static int set_error(parse_ctx *c, int code, const char *fmt, const char *a, const char *b,
-                     const char *d)
+static int set_error(parse_ctx *c, int code, const char *fmt, const char *a, const char *b, const char *d)
 {
     if (!c->err) {
         c->err = code;
@@ -457,8 +469,10 @@ static int not_a_number(const key_spec *k, const char *value, char *why, size_t 
     if (end != value && *rest == ',' && isdigit((unsigned char)rest[1]))
         return snprintf(why, nwhy, "is not a finite number: the decimal separator is '.', not ','"), -1;
     if (end != value && isalpha((unsigned char)*rest) && strcmp(k->unit, "-"))
-        return snprintf(why, nwhy, "is not a finite number: '%.20s' follows it (values carry no unit; this one is in %s)",
-                        rest, k->unit), -1;
+        return snprintf(why, nwhy,
+                        "is not a finite number: '%.20s' follows it (values carry no unit; this one is in %s)", rest,
+                        k->unit),
+               -1;
     return snprintf(why, nwhy, "is not a finite number"), -1;
 }
 
@@ -499,18 +513,21 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
     double v;
     switch (k->type) {
     case K_STRING:
-        if (strlen(value) >= STEM_PATH_MAX) return snprintf(why, nwhy, "is longer than %d characters", STEM_PATH_MAX - 1), -1;
+        if (strlen(value) >= STEM_PATH_MAX)
+            return snprintf(why, nwhy, "is longer than %d characters", STEM_PATH_MAX - 1), -1;
         if (!value[0]) return snprintf(why, nwhy, "is empty"), -1;
         for (const char *p = value; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                return snprintf(why, nwhy, "contains a control character (byte 0x%02x at position %d)", (unsigned char)*p,
-                                (int)(p - value) + 1), -1;
+                return snprintf(why, nwhy, "contains a control character (byte 0x%02x at position %d)",
+                                (unsigned char)*p, (int)(p - value) + 1),
+                       -1;
         strcpy((char *)field, value);
         return 0;
     case K_BOOL:
         if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1") || !strcasecmp(value, "on"))
             *(int *)field = 1;
-        else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0") || !strcasecmp(value, "off"))
+        else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0") ||
+                 !strcasecmp(value, "off"))
             *(int *)field = 0;
         else
             return snprintf(why, nwhy, "must be true or false"), -1;
@@ -528,8 +545,7 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
         }
         return snprintf(why, nwhy, "must be one of %s", k->choices), -1;
     }
-    default:
-        break;
+    default: break;
     }
     if (k->type == K_INT_AUTO && !strcasecmp(value, "auto")) return *(int *)field = 0, 0;
     if (k->type == K_INT_AUTO && (!plain_decimal(value) || parse_double(value, &v)))
@@ -540,14 +556,17 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
     if (v < k->min || v > k->max)
         return snprintf(why, nwhy, "is out of range [%g, %g]%s%s%s%s", k->min, k->max, strcmp(k->unit, "-") ? " " : "",
                         strcmp(k->unit, "-") ? k->unit : "", k->type == K_INT_AUTO ? " (or auto)" : "",
-                        range_reason(k, v)), -1;
+                        range_reason(k, v)),
+               -1;
     if (k->type == K_LONG) return parse_long(k, value, (long *)field, why, nwhy);
     if (k->type == K_DOUBLE) {
         *(double *)field = v;
     } else {
         if (v != floor(v)) return snprintf(why, nwhy, "must be an integer"), -1;
-        if (k->type != K_LONG) *(int *)field = (int)v;
-        else *(long *)field = (long)v;
+        if (k->type != K_LONG)
+            *(int *)field = (int)v;
+        else
+            *(long *)field = (long)v;
     }
     return 0;
 }
@@ -568,7 +587,8 @@ static int parse_image(parse_ctx *c, const char *name, const char *value)
         return set_error(c, STEM_ERR_CONFIG, "image name '%s' must have 1 to 31 characters%s%s", name, "", "");
     for (const char *p = name; *p; p++)
         if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
-            return set_error(c, STEM_ERR_CONFIG, "image name '%s' may contain only letters, digits, '_' and '-'%s%s", name, "", "");
+            return set_error(c, STEM_ERR_CONFIG, "image name '%s' may contain only letters, digits, '_' and '-'%s%s",
+                             name, "", "");
     int slot = -1;
     for (int i = 0; i < cfg->n_images; i++)
         if (!strcmp(cfg->images[i].name, name)) slot = i;
@@ -585,18 +605,23 @@ static int parse_image(parse_ctx *c, const char *name, const char *value)
     double inner = strtod(buf, &end);
     char *rest = end;
     if (!plain_decimal(buf) || !plain_decimal(rest))
-        return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': not plain decimal numbers (hexadecimal and leading zeros are refused)%s", name, value, "");
+        return set_error(c, STEM_ERR_CONFIG,
+                         "[images] %s = '%s': not plain decimal numbers (hexadecimal and leading zeros are refused)%s",
+                         name, value, "");
     double outer = strtod(rest, &end);
     while (isspace((unsigned char)*end)) end++;
     if (rest == buf || end == rest || *end || errno || !isfinite(inner) || !isfinite(outer)) {
         const char *home = key_section_of(name); /* a key below [images] whose own section header is missing */
         if (home) {
             char msg[400];
-            snprintf(msg, sizeof msg, "[images] %.40s = '%.60s': %.40s is a key of [%s], not an image: is the [%s] "
-                     "header missing above it?", name, value, name, home, home);
+            snprintf(msg, sizeof msg,
+                     "[images] %.40s = '%.60s': %.40s is a key of [%s], not an image: is the [%s] "
+                     "header missing above it?",
+                     name, value, name, home, home);
             return set_error(c, STEM_ERR_CONFIG, "%s%s%s", msg, "", "");
         }
-        return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': expected two angles in mrad, 'inner outer'%s", name, value, "");
+        return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': expected two angles in mrad, 'inner outer'%s", name,
+                         value, "");
     }
     if (inner < 0 || outer <= inner)
         return set_error(c, STEM_ERR_CONFIG, "[images] %s = '%s': need 0 <= inner < outer (mrad)%s", name, value, "");
@@ -615,8 +640,7 @@ static int config_handler(void *user, const char *section, const char *key, cons
         char hint[128], sk[300];
         suggest_key(section, key, hint, sizeof hint);
         snprintf(sk, sizeof sk, "%s", hint[0] ? "; did you mean " : "");
-        if (!section[0])
-            return set_error(c, STEM_ERR_CONFIG, "key '%s' outside any [section]%s%s", key, sk, hint);
+        if (!section[0]) return set_error(c, STEM_ERR_CONFIG, "key '%s' outside any [section]%s%s", key, sk, hint);
         char where[200];
         snprintf(where, sizeof where, "%s] %s", section, key);
         return set_error(c, STEM_ERR_CONFIG, "unknown key [%s%s%s", where, sk, hint);
@@ -639,7 +663,8 @@ void stem_config_defaults(stem_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     for (int i = 0; i < N_KEYS; i++) {
         char why[200];
-        if (key_table[i].def[0]) parse_value(&key_table[i], key_table[i].def, (char *)cfg + key_table[i].offset, why, sizeof why);
+        if (key_table[i].def[0])
+            parse_value(&key_table[i], key_table[i].def, (char *)cfg + key_table[i].offset, why, sizeof why);
     }
 }
 
@@ -653,8 +678,10 @@ int stem_config_given(const stem_config *cfg, const char *section, const char *k
 static void default_images(stem_config *cfg)
 {
     double a = cfg->semiangle_mrad;
-    const struct { const char *name; double lo, hi; } d[] = {
-        {"BF", 0, a}, {"ABF", 0.5 * a, a}, {"ADF", a, 3 * a}, {"HAADF", 3 * a, 1e9}};
+    const struct {
+        const char *name;
+        double lo, hi;
+    } d[] = {{"BF", 0, a}, {"ABF", 0.5 * a, a}, {"ADF", a, 3 * a}, {"HAADF", 3 * a, 1e9}};
     for (int i = 0; i < 4; i++) {
         snprintf(cfg->images[i].name, STEM_IMAGE_NAME_MAX, "%s", d[i].name);
         cfg->images[i].inner_mrad = d[i].lo;
@@ -692,8 +719,9 @@ static int merge_aliases(stem_config *cfg, const char *source)
         const key_alias *a = &aliases[i];
         if (!stem_config_given(cfg, "probe", a->alias)) continue;
         if (stem_config_given(cfg, "probe", a->key))
-            return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] %s and %s are the same aberration (%s is its older name): give one",
-                             source, a->alias, a->key, a->alias);
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "%s: [probe] %s and %s are the same aberration (%s is its older name): give one", source,
+                             a->alias, a->key, a->alias);
         double v = *(double *)((char *)cfg + a->alias_offset);
         *(double *)((char *)cfg + a->key_offset) = a->scale == 1 ? v : v * a->scale;
     }
@@ -703,27 +731,33 @@ static int merge_aliases(stem_config *cfg, const char *source)
 /* [series] values parse, and no point is given twice (a series key and the single-run key it replaces). */
 static int validate_series(const stem_config *cfg, const char *source)
 {
-    const struct { const char *text, *section, *key; double single; } pair[] = {
-        {cfg->series_tilt_x, "sample", "tilt_x", cfg->tilt_x},
-        {cfg->series_tilt_y, "sample", "tilt_y", cfg->tilt_y},
-        {cfg->series_defocus, "probe", "C10", cfg->aberr_c[STEM_C10]},
-        {cfg->series_beam_tilt_x, "probe", "beam_tilt_x", cfg->beam_tilt_mrad[0]},
-        {cfg->series_beam_tilt_y, "probe", "beam_tilt_y", cfg->beam_tilt_mrad[1]}};
+    const struct {
+        const char *text, *section, *key;
+        double single;
+    } pair[] = {{cfg->series_tilt_x, "sample", "tilt_x", cfg->tilt_x},
+                {cfg->series_tilt_y, "sample", "tilt_y", cfg->tilt_y},
+                {cfg->series_defocus, "probe", "C10", cfg->aberr_c[STEM_C10]},
+                {cfg->series_beam_tilt_x, "probe", "beam_tilt_x", cfg->beam_tilt_mrad[0]},
+                {cfg->series_beam_tilt_y, "probe", "beam_tilt_y", cfg->beam_tilt_mrad[1]}};
     const char *series_key[] = {"tilt_x", "tilt_y", "defocus", "beam_tilt_x", "beam_tilt_y"};
     for (int i = 0; i < 5; i++)
         if (pair[i].text[0] && pair[i].single != 0)
             return STEM_FAIL(STEM_ERR_CONFIG, "%s: [series] %s and [%s] %s (or its older name) both set it: give one",
                              source, series_key[i], pair[i].section, pair[i].key);
     if ((cfg->series_beam_tilt_x[0] || cfg->series_beam_tilt_y[0]) && cfg->algorithm != STEM_ALG_HRTEM)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [series] beam_tilt_x/_y tilt hrtem's plane wave: they need algorithm = "
-                         "hrtem (a STEM probe's tilt is [probe] beam_tilt_x/_y, one per run)", source);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [series] beam_tilt_x/_y tilt hrtem's plane wave: they need algorithm = "
+                         "hrtem (a STEM probe's tilt is [probe] beam_tilt_x/_y, one per run)",
+                         source);
     if (cfg->depths[0] && cfg->depth_every > 0)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every both choose the depths: give one", source);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and depth_every both choose the depths: give one",
+                         source);
     int depths = cfg->depths[0] || cfg->depth_every > 0;
     if (depths && (cfg->opt.save_smatrix || cfg->opt.smatrix_file[0]))
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths and %s: a stored S-matrix is the exit surface's, and a "
-                         "thickness series needs the S-matrix at each depth: run without it", source,
-                         cfg->opt.save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [output] depths and %s: a stored S-matrix is the exit surface's, and a "
+                         "thickness series needs the S-matrix at each depth: run without it",
+                         source, cfg->opt.save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
     stem_series s;
     STEM_TRY(stem_series_build(cfg, &s));
     stem_series_free(&s);
@@ -743,32 +777,41 @@ static int validate(stem_config *cfg, const char *source)
         const char *n[4] = {"x_start", "x_end", "y_start", "y_end"};
         for (int i = 0; i < 4; i++)
             if (v[i] < 0 || v[i] > 1)
-                return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] %s = %g is outside the cell (fractional units need 0..1)", source, n[i], v[i]);
+                return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] %s = %g is outside the cell (fractional units need 0..1)",
+                                 source, n[i], v[i]);
     }
     int one_wave = cfg->algorithm == STEM_ALG_HRTEM || cfg->algorithm == STEM_ALG_CBED; /* no scan window */
     if (!one_wave && cfg->x_end < cfg->x_start)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] x_end (%g) is before x_start (%g)", source, cfg->x_end, cfg->x_start);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] x_end (%g) is before x_start (%g)", source, cfg->x_end,
+                         cfg->x_start);
     if (!one_wave && cfg->y_end < cfg->y_start)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end, cfg->y_start);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] y_end (%g) is before y_start (%g)", source, cfg->y_end,
+                         cfg->y_start);
     if (cfg->distributed_fft == STEM_DIST_ON && cfg->algorithm != STEM_ALG_HRTEM)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [compute] distributed_fft = on: the distributed FFT shares one plane "
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [compute] distributed_fft = on: the distributed FFT shares one plane "
                          "wave over a group's ranks, so it serves algorithm = hrtem only; a %s run cannot use it "
-                         "(its ranks share probes instead): remove the key or set it to auto or off", source,
-                         cfg->algorithm == STEM_ALG_PRISM ? "prism" : cfg->algorithm == STEM_ALG_CBED ? "cbed" : "multislice");
+                         "(its ranks share probes instead): remove the key or set it to auto or off",
+                         source,
+                         cfg->algorithm == STEM_ALG_PRISM      ? "prism"
+                             : cfg->algorithm == STEM_ALG_CBED ? "cbed"
+                                                               : "multislice");
     /* the default BF/ABF/ADF/HAADF are STEM detectors: an HRTEM run's band limit need not
      * reach 60 mrad, so it gets only the ranges its config names */
     if (cfg->n_images == 0 && cfg->algorithm != STEM_ALG_HRTEM) default_images(cfg);
     /* by value, not by key given: the effective config (written back and read again) holds all three */
     int cc = cfg->cc > 0, de = cfg->energy_spread > 0;
     if ((cc || de) && cfg->opt.focal_spread > 0)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] focal_spread and Cc/energy_spread describe the same spread: give one",
-                         source);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [probe] focal_spread and Cc/energy_spread describe the same spread: give one", source);
     if (cc != de)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] %s needs %s as well", source, cc ? "Cc" : "energy_spread",
                          cc ? "energy_spread" : "Cc");
     if (cfg->segments == 1)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segments = 1: a segmented detector needs at least 2 segments "
-                         "(0: none)", source);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [detector] segments = 1: a segmented detector needs at least 2 segments "
+                         "(0: none)",
+                         source);
     if (cfg->segments > 1 && cfg->segment_outer <= cfg->segment_inner)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
                          source, cfg->segment_outer, cfg->segment_inner);
@@ -777,15 +820,17 @@ static int validate(stem_config *cfg, const char *source)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs a scan: not with algorithm = %s", source,
                          plane ? "hrtem" : "cbed");
     if ((plane || single) && cfg->positions[0])
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions: algorithm = %s has %s", source, plane ? "hrtem" : "cbed",
-                         plane ? "no probe" : "one probe, at [scan] x_start, y_start");
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions: algorithm = %s has %s", source,
+                         plane ? "hrtem" : "cbed", plane ? "no probe" : "one probe, at [scan] x_start, y_start");
     int prism = cfg->algorithm == STEM_ALG_PRISM;
     if ((cfg->opt.save_smatrix || cfg->opt.smatrix_file[0]) && !prism)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s needs algorithm = prism (only PRISM has an S-matrix)", source,
                          cfg->opt.save_smatrix ? "[output] save_smatrix" : "[simulation] smatrix_file");
     if (cfg->opt.smatrix_file[0] && cfg->opt.potential_file[0])
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] smatrix_file and potential_file: a stored S-matrix needs "
-                         "no potential: give one", source);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [simulation] smatrix_file and potential_file: a stored S-matrix needs "
+                         "no potential: give one",
+                         source);
     if (cfg->opt.save_exit_wave && !plane)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
     if (cfg->positions[0]) {
@@ -795,16 +840,19 @@ static int validate(stem_config *cfg, const char *source)
                 return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions and [scan] %s both place the probes: give one",
                                  source, grid_keys[i]);
         if (cfg->opt.source_size > 0)
-            return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs the images over a scan grid: not with "
-                             "[scan] positions", source);
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "%s: [probe] source_size blurs the images over a scan grid: not with "
+                             "[scan] positions",
+                             source);
     }
     STEM_TRY(validate_series(cfg, source));
     if (cfg->opt.thermal == 0 && cfg->frozen_phonons > 1)
-        stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical",
-                  source, cfg->frozen_phonons);
+        stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical", source,
+                  cfg->frozen_phonons);
     if (stem_config_given(cfg, "simulation", "supersampling"))
         stem_warn("%s: [simulation] supersampling has no effect any more: every atom's potential is placed at its "
-                  "exact position (docs/physics.md)", source);
+                  "exact position (docs/physics.md)",
+                  source);
     return STEM_OK;
 }
 
@@ -821,7 +869,8 @@ static int report(parse_ctx *c, int line)
  * report a baffling syntax error. Refuse such lines by number. */
 static int line_too_long(const char *source, int line)
 {
-    return STEM_FAIL(STEM_ERR_CONFIG, "%s:%d: line longer than %d characters (the INI parser's limit); shorten it "
+    return STEM_FAIL(STEM_ERR_CONFIG,
+                     "%s:%d: line longer than %d characters (the INI parser's limit); shorten it "
                      "(e.g. a path relative to the config file) or pass the value with --set section.key=value",
                      source, line, INI_MAX_LINE - 1);
 }
@@ -830,8 +879,10 @@ static int check_line_lengths(const char *source, const char *text)
 {
     int line = 1, len = 0;
     for (const char *p = text; *p; p++) {
-        if (*p == '\n') line++, len = 0;
-        else if (++len >= INI_MAX_LINE) return line_too_long(source, line);
+        if (*p == '\n')
+            line++, len = 0;
+        else if (++len >= INI_MAX_LINE)
+            return line_too_long(source, line);
     }
     return STEM_OK;
 }
@@ -860,11 +911,14 @@ static int check_line_endings(const char *source, const char *text)
 {
     int line = 1;
     for (const char *p = text; *p; p++) {
-        if (*p == '\n') line++;
+        if (*p == '\n')
+            line++;
         else if (*p == '\r' && p[1] != '\n')
-            return STEM_FAIL(STEM_ERR_CONFIG, "%s:%d: a carriage return (CR) not followed by a line feed: the file has "
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "%s:%d: a carriage return (CR) not followed by a line feed: the file has "
                              "classic Mac (CR-only) line endings, which read as one line; convert them "
-                             "(tr '\\r' '\\n' < old.ini > new.ini)", source, line);
+                             "(tr '\\r' '\\n' < old.ini > new.ini)",
+                             source, line);
     }
     return STEM_OK;
 }
@@ -872,8 +926,7 @@ static int check_line_endings(const char *source, const char *text)
 /* Parse one in-memory text (not NUL-terminated inside: len bytes). */
 static int parse_text(stem_config *cfg, const char *name, const char *text, size_t len, parse_ctx *c)
 {
-    if (memchr(text, 0, len))
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: binary data (NUL byte) in a config file", name);
+    if (memchr(text, 0, len)) return STEM_FAIL(STEM_ERR_CONFIG, "%s: binary data (NUL byte) in a config file", name);
     STEM_TRY(check_line_endings(name, text));
     STEM_TRY(check_line_lengths(name, text));
     char *copy = stem_alloc(len + 1, "config text");
@@ -900,12 +953,12 @@ static int apply_override(parse_ctx *c, const char *arg)
     char buf[STEM_PATH_MAX + 256];
     snprintf(buf, sizeof buf, "%s", arg);
     char *eq = strchr(buf, '='), *dot = strchr(buf, '.');
-    if (!eq || !dot || dot > eq)
-        return STEM_FAIL(STEM_ERR_USAGE, "--set '%s': expected section.key=value", arg);
+    if (!eq || !dot || dot > eq) return STEM_FAIL(STEM_ERR_USAGE, "--set '%s': expected section.key=value", arg);
     *eq = 0;
     *dot = 0;
     if (strchr(eq + 1, ';'))
-        return STEM_FAIL(STEM_ERR_CONFIG, "--set '%s': ';' starts a comment in config files, so no value may contain it", arg);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "--set '%s': ';' starts a comment in config files, so no value may contain it", arg);
     c->err = 0;
     config_handler(c, buf, dot + 1, eq + 1);
     if (c->err) return STEM_FAIL(c->err, "--set %s: %s", arg, c->msg);
@@ -935,8 +988,10 @@ static void format_value(const key_spec *k, const stem_config *cfg, char *out, s
     case K_DOUBLE: snprintf(out, n, "%.17g", *(const double *)f); break;
     case K_INT: snprintf(out, n, "%d", *(const int *)f); break;
     case K_INT_AUTO:
-        if (*(const int *)f) snprintf(out, n, "%d", *(const int *)f);
-        else snprintf(out, n, "auto");
+        if (*(const int *)f)
+            snprintf(out, n, "%d", *(const int *)f);
+        else
+            snprintf(out, n, "auto");
         break;
     case K_LONG: snprintf(out, n, "%ld", *(const long *)f); break;
     case K_BOOL: snprintf(out, n, "%s", *(const int *)f ? "true" : "false"); break;
@@ -968,7 +1023,7 @@ char *stem_config_to_ini(const stem_config *cfg)
         }
         format_value(&key_table[i], cfg, v, sizeof v);
         if (key_table[i].type == K_STRING && !v[0]) continue; /* an optional path not given */
-        fprintf(m, "%s = %s\n", key_table[i].key, v); /* values never hold ';' (a comment) */
+        fprintf(m, "%s = %s\n", key_table[i].key, v);         /* values never hold ';' (a comment) */
     }
     fprintf(m, "\n[images]\n");
     for (int i = 0; i < cfg->n_images; i++)
@@ -993,8 +1048,10 @@ void stem_config_print_reference(FILE *out)
         }
         fputs(" |\n", out);
     }
-    fprintf(out, "| images | NAME | mrad | BF, ABF, ADF, HAADF | `NAME = inner outer`: a 2D image integrating all "
-                 "intensity between the two angles; defaults BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a..max (a = semiangle) |\n");
+    fprintf(
+        out,
+        "| images | NAME | mrad | BF, ABF, ADF, HAADF | `NAME = inner outer`: a 2D image integrating all "
+        "intensity between the two angles; defaults BF 0..a, ABF a/2..a, ADF a..3a, HAADF 3a..max (a = semiangle) |\n");
 }
 
 int stem_config_value(const stem_config *cfg, const char *section, const char *key, char *out, size_t n)

@@ -19,8 +19,10 @@ static void binary_dir(char *dir, size_t n)
     }
     dir[len] = 0;
     char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) *slash = 0;
-    else snprintf(dir, n, "/");
+    if (slash && slash != dir)
+        *slash = 0;
+    else
+        snprintf(dir, n, "/");
 }
 
 static void candidate(int i, const char *bin, const char *name, char *out, size_t n)
@@ -33,7 +35,9 @@ const char *stem_data_file(const char *name, const char *override)
 {
     const char *env = override ? getenv(override) : NULL;
     if (env && env[0]) return env;
-    static struct { char name[64], path[PATH_MAX + 64]; } cache[4]; /* searched once per name */
+    static struct {
+        char name[64], path[PATH_MAX + 64];
+    } cache[4]; /* searched once per name */
     int slot = 0;
     while (slot < 3 && cache[slot].name[0] && strcmp(cache[slot].name, name)) slot++;
     if (!strcmp(cache[slot].name, name)) return cache[slot].path;

@@ -17,14 +17,14 @@ typedef struct {
     hid_t in, out, realslices, datacubes;
     const stem_plan *plan;
     const char *native, *path;
-    int n_lead, depth_axis;                    /* the native datasets' leading series axes */
+    int n_lead, depth_axis; /* the native datasets' leading series axes */
     hsize_t lead[EMD_MAX_LEAD];
     char lead_name[EMD_MAX_LEAD][32];
     double *lead_values[EMD_MAX_LEAD];
-    int grid_rank;                             /* 2: [scan_ny][scan_nx]; 1: one probe axis [n_probes] */
-    double *scan_x, *scan_y;                   /* dim1, dim2 of every scan group (see scan_dims) */
+    int grid_rank;           /* 2: [scan_ny][scan_nx]; 1: one probe axis [n_probes] */
+    double *scan_x, *scan_y; /* dim1, dim2 of every scan group (see scan_dims) */
     const char *scan_x_name, *scan_y_name, *scan_units;
-    double *probe_x, *probe_y;                 /* one probe axis: /axes/probe_x, probe_y (Angstrom) */
+    double *probe_x, *probe_y; /* one probe axis: /axes/probe_x, probe_y (Angstrom) */
     const stem_emd_hooks *hooks;
 } emd;
 
@@ -36,10 +36,7 @@ static int fail(const emd *e, const char *what)
 }
 
 /* Between steps: the caller may stop the conversion (a signal). */
-static int tick(const emd *e)
-{
-    return e->hooks && e->hooks->tick ? e->hooks->tick(e->hooks->ctx) : STEM_OK;
-}
+static int tick(const emd *e) { return e->hooks && e->hooks->tick ? e->hooks->tick(e->hooks->ctx) : STEM_OK; }
 
 /* ------------------------------------------------------------ attributes */
 
@@ -57,7 +54,7 @@ static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t
     hid_t d = space >= 0 ? H5Dcreate2(group, dname, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                          : H5I_INVALID_HID;
     int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
-             !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
+        !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     return ok ? STEM_OK : fail(e, dname);
@@ -72,7 +69,7 @@ static int dim_labels(const emd *e, hid_t group, const char *const *labels, hsiz
     int ok = t >= 0 && space >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0;
     if (ok) d = H5Dcreate2(group, "dim3", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     ok = ok && d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) >= 0 &&
-         !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
+        !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     if (t >= 0) H5Tclose(t);
@@ -92,8 +89,8 @@ static hid_t bare_group(hid_t parent, const char *name, double depth, const doub
     hid_t g = H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return g;
     int ok = !stem_h5_attr_int(g, "emd_group_type", 1) && !stem_h5_attr_int(g, "metadata", 0) &&
-             !stem_h5_attr_double(g, "output_depth", depth) &&
-             (!defocus || !stem_h5_attr_double(g, "output_defocus", *defocus));
+        !stem_h5_attr_double(g, "output_depth", depth) &&
+        (!defocus || !stem_h5_attr_double(g, "output_defocus", *defocus));
     if (!ok) {
         H5Gclose(g);
         return H5I_INVALID_HID;
@@ -108,7 +105,7 @@ static hid_t data_group(const emd *e, hid_t parent, const char *name, double dep
     if (g < 0) return g;
     const stem_plan *plan = e->plan;
     int ok = !dim_vector(e, g, 1, e->scan_x, (hsize_t)plan->scan_nx, e->scan_x_name, e->scan_units) &&
-             !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, e->scan_y_name, e->scan_units);
+        !dim_vector(e, g, 2, e->scan_y, (hsize_t)plan->scan_ny, e->scan_y_name, e->scan_units);
     if (!ok) {
         H5Gclose(g);
         return H5I_INVALID_HID;
@@ -137,7 +134,7 @@ static int read_point(const emd *e, const char *name, int p, int core_rank, cons
     hid_t fs = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
     hid_t ms = H5Screate_simple(e->n_lead + core_rank, count, NULL);
     int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-             H5Dread(d, mem, ms, fs, H5P_DEFAULT, buf) >= 0;
+        H5Dread(d, mem, ms, fs, H5P_DEFAULT, buf) >= 0;
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     if (d >= 0) H5Dclose(d);
@@ -214,7 +211,8 @@ static int series_axes(emd *e)
     char *save = NULL, *tok = names ? strtok_r(names, ", ", &save) : NULL;
     int err = STEM_OK;
     for (int k = 0; k < e->n_lead && !err; k++, tok = strtok_r(NULL, ", ", &save)) {
-        if (!tok) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: series_axes names too few axes");
+        if (!tok)
+            err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: series_axes names too few axes");
         else {
             snprintf(e->lead_name[k], sizeof e->lead_name[k], "%s", tok);
             e->lead[k] = dims[k];
@@ -233,7 +231,9 @@ static int is_beam_tilt(const char *axis) { return !strncmp(axis, "beam_tilt_", 
 static void point_name_of(const emd *e, int p, int stacked_tilts, char *suffix, size_t n, double *depth,
                           const double **defocus)
 {
-    static const struct { const char *axis, *tag; } tags[] = {
+    static const struct {
+        const char *axis, *tag;
+    } tags[] = {
         {"tilt_x", "_tx"}, {"tilt_y", "_ty"}, {"beam_tilt_x", "_bx"}, {"beam_tilt_y", "_by"}, {"defocus", "_df"}};
     hsize_t at[EMD_MAX_LEAD];
     point_index(e, p, at);
@@ -261,8 +261,8 @@ static void point_name(const emd *e, int p, char *suffix, size_t n, double *dept
 /* ---------------------------------------------------------- the outputs */
 
 /* A [ny][nx](x k) native dataset of point p as realslice `name`; dim3 for k > 1. */
-static int realslice(const emd *e, int p, const char *native, const char *name, int k, double scale,
-                     const double *dim3, const char *dim3_name, const char *dim3_units, int dpc)
+static int realslice(const emd *e, int p, const char *native, const char *name, int k, double scale, const double *dim3,
+                     const char *dim3_name, const char *dim3_units, int dpc)
 {
     const stem_plan *plan = e->plan;
     char suffix[96], group[160];
@@ -302,14 +302,16 @@ static int images(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
     if (!exists(e->in, "/images")) return STEM_OK; /* hrtem */
-    int plain = 0; /* the image Prismatic's scripts find under the plain name */
+    int plain = 0;                                 /* the image Prismatic's scripts find under the plain name */
     for (int i = 0; i < plan->n_images; i++)
         if (!strcmp(plan->images[i].name, "HAADF")) plain = i;
     for (int i = 0; i < plan->n_images; i++) {
         char native[96], name[160];
         snprintf(native, sizeof native, "/images/%s", plan->images[i].name);
-        if (i == plain) snprintf(name, sizeof name, "annular_detector_%%s");
-        else snprintf(name, sizeof name, "annular_detector_%%s_%s", plan->images[i].name);
+        if (i == plain)
+            snprintf(name, sizeof name, "annular_detector_%%s");
+        else
+            snprintf(name, sizeof name, "annular_detector_%%s_%s", plan->images[i].name);
         STEM_TRY(realslice(e, p, native, name, 1, 1.0, NULL, NULL, NULL, 0));
     }
     return STEM_OK;
@@ -322,7 +324,8 @@ static int rings(const emd *e, int p)
     double *centre = stem_calloc((size_t)plan->n_bins, sizeof(double), "ring centres");
     if (!centre) return STEM_ERR_MEMORY;
     for (int b = 0; b < plan->n_bins; b++) centre[b] = (b + 0.5) * plan->ring_width;
-    int err = realslice(e, p, "/rings", "virtual_detector_%s", plan->n_bins, 1.0, centre, "bin_center_angle", "[mrad]", 0);
+    int err =
+        realslice(e, p, "/rings", "virtual_detector_%s", plan->n_bins, 1.0, centre, "bin_center_angle", "[mrad]", 0);
     free(centre);
     return err;
 }
@@ -334,7 +337,8 @@ static int datacube(const emd *e, int p)
     const char *native = exists(e->in, "/cbed") ? "/cbed" : exists(e->in, "/cbed_pattern") ? "/cbed_pattern" : NULL;
     if (!native) return STEM_OK;
     const stem_plan *plan = e->plan;
-    size_t nx = (size_t)plan->scan_nx, ny = (size_t)plan->scan_ny, qx = (size_t)plan->cbed_nx, qy = (size_t)plan->cbed_ny;
+    size_t nx = (size_t)plan->scan_nx, ny = (size_t)plan->scan_ny, qx = (size_t)plan->cbed_nx,
+           qy = (size_t)plan->cbed_ny;
     char suffix[96], group[160];
     double depth;
     const double *defocus;
@@ -342,13 +346,15 @@ static int datacube(const emd *e, int p)
     snprintf(group, sizeof group, "CBED_array_%s", suffix);
     hid_t g = data_group(e, e->datacubes, group, depth, defocus);
     if (g < 0) return fail(e, group);
-    float *row = stem_alloc(sizeof(float) * nx * qx * qy, "EMD pattern row"), *out = stem_alloc(sizeof(float) * nx * qx * qy, "EMD pattern row");
+    float *row = stem_alloc(sizeof(float) * nx * qx * qy, "EMD pattern row"),
+          *out = stem_alloc(sizeof(float) * nx * qx * qy, "EMD pattern row");
     double *q = stem_calloc(qx > qy ? qx : qy, sizeof(double), "EMD q axis");
     hsize_t dims[4] = {nx, ny, qx, qy}, chunk[4] = {1, 1, qx, qy};
     hid_t space = H5Screate_simple(4, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE), d = H5I_INVALID_HID;
     int err = row && out && q ? STEM_OK : STEM_ERR_MEMORY;
-    if (!err && (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 4, chunk) < 0 ||
-                 (d = H5Dcreate2(g, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0))
+    if (!err &&
+        (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 4, chunk) < 0 ||
+         (d = H5Dcreate2(g, "data", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0))
         err = fail(e, group);
     hid_t in = err ? H5I_INVALID_HID : H5Dopen2(e->in, native, H5P_DEFAULT);
     if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open %s in %s", native, e->native);
@@ -361,7 +367,7 @@ static int datacube(const emd *e, int p)
         count[r++] = nx, count[r++] = qy, count[r++] = qx;
         hid_t fs = H5Dget_space(in), ms = H5Screate_simple(r, count, NULL);
         int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-                 H5Dread(in, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, row) >= 0;
+            H5Dread(in, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, row) >= 0;
         if (ms >= 0) H5Sclose(ms);
         if (fs >= 0) H5Sclose(fs);
         if (!ok) {
@@ -375,7 +381,7 @@ static int datacube(const emd *e, int p)
         fs = H5Dget_space(d);
         ms = H5Screate_simple(4, ocount, NULL);
         ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, ostart, NULL, ocount, NULL) >= 0 &&
-             H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) >= 0;
+            H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) >= 0;
         if (ms >= 0) H5Sclose(ms);
         if (fs >= 0) H5Sclose(fs);
         if (!ok) err = fail(e, group);
@@ -451,7 +457,7 @@ static int tilts_dim(const emd *e, hid_t g, hsize_t n_tilts)
     hid_t d = space >= 0 ? H5Dcreate2(g, "tilts", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                          : H5I_INVALID_HID;
     int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
-             !stem_h5_attr_text(d, "name", "Tilts") && !stem_h5_attr_text(d, "units", "[mrad]");
+        !stem_h5_attr_text(d, "name", "Tilts") && !stem_h5_attr_text(d, "units", "[mrad]");
     if (d >= 0) H5Dclose(d);
     if (space >= 0) H5Sclose(space);
     int err = ok ? dim_labels(e, g, labels, n_tilts, "Tilts", "[mrad]") : fail(e, "the HRTEM tilts");
@@ -481,8 +487,10 @@ static hid_t hrtem_stack(const emd *e, int p, const char *base, int complex_wave
     int others = 0;
     for (int k = 0; k < e->n_lead; k++) others += !is_beam_tilt(e->lead_name[k]);
     point_name_of(e, p, 1, suffix, sizeof suffix, &depth, &defocus);
-    if (others) snprintf(group, sizeof group, "%s_%s", base, suffix);
-    else snprintf(group, sizeof group, "%s", base);
+    if (others)
+        snprintf(group, sizeof group, "%s_%s", base, suffix);
+    else
+        snprintf(group, sizeof group, "%s", base);
     hid_t g = exists(e->realslices, group) ? H5Gopen2(e->realslices, group, H5P_DEFAULT) : H5I_INVALID_HID;
     if (g >= 0) {
         hid_t d = H5Dopen2(g, "data", H5P_DEFAULT);
@@ -501,8 +509,7 @@ static hid_t hrtem_stack(const emd *e, int p, const char *base, int complex_wave
     hsize_t dims[3] = {image[1], image[0], n_tilts};
     hid_t type = complex_wave ? complex_type(H5T_IEEE_F32LE) : H5Tcopy(H5T_IEEE_F32LE);
     hid_t space = H5Screate_simple(3, dims, NULL), d = H5I_INVALID_HID;
-    if (!err && type >= 0 && space >= 0)
-        d = H5Dcreate2(g, "data", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (!err && type >= 0 && space >= 0) d = H5Dcreate2(g, "data", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);
     H5Gclose(g);
@@ -525,15 +532,14 @@ static int image_shape(const emd *e, const char *name, int complex_wave, hsize_t
 }
 
 /* Slice t of an HRTEM stack: out, [Nx][Ny] (x c floats), written as [Nx][Ny][1] at t. */
-static int write_stack_slice(const emd *e, hid_t d, hsize_t t, const hsize_t *image, int complex_wave,
-                             const float *out)
+static int write_stack_slice(const emd *e, hid_t d, hsize_t t, const hsize_t *image, int complex_wave, const float *out)
 {
     hsize_t start[3] = {0, 0, t}, count[3] = {image[1], image[0], 1};
     hid_t fs = H5Dget_space(d), ms = H5Screate_simple(3, count, NULL);
     hid_t type = complex_wave ? complex_type(H5T_NATIVE_FLOAT) : H5Tcopy(H5T_NATIVE_FLOAT);
     int ok = fs >= 0 && ms >= 0 && type >= 0 &&
-             H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-             H5Dwrite(d, type, ms, fs, H5P_DEFAULT, out) >= 0;
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+        H5Dwrite(d, type, ms, fs, H5P_DEFAULT, out) >= 0;
     if (type >= 0) H5Tclose(type);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
@@ -582,8 +588,8 @@ static int point(const emd *e, int p)
 
 static int tree(emd *e, hid_t *sim)
 {
-    static const char *const data_groups[] = {"datacubes", "counted_datacubes", "diffractionslices", "realslices",
-                                              "pointlists", "pointlistarrays", "supergroups"};
+    static const char *const data_groups[] = {"datacubes",  "counted_datacubes", "diffractionslices", "realslices",
+                                              "pointlists", "pointlistarrays",   "supergroups"};
     static const char *const meta_groups[] = {"microscope", "sample", "user", "calibration", "comments"};
     *sim = H5Gcreate2(e->out, "/4DSTEM_simulation", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (*sim < 0 || stem_h5_attr_int(*sim, "version_major", 0) || stem_h5_attr_int(*sim, "version_minor", 9) ||
@@ -597,13 +603,20 @@ static int tree(emd *e, hid_t *sim)
             H5Gclose(data);
             return fail(e, data_groups[i]);
         }
-        if (!strcmp(data_groups[i], "realslices")) e->realslices = g;
-        else if (!strcmp(data_groups[i], "datacubes")) e->datacubes = g;
-        else H5Gclose(g);
+        if (!strcmp(data_groups[i], "realslices"))
+            e->realslices = g;
+        else if (!strcmp(data_groups[i], "datacubes"))
+            e->datacubes = g;
+        else
+            H5Gclose(g);
     }
     H5Gclose(data);
-    const char *paths[] = {"log", "metadata", "metadata/metadata_0", "metadata/metadata_0/original",
-                           "metadata/metadata_0/original/shortlist", "metadata/metadata_0/original/all"};
+    const char *paths[] = {"log",
+                           "metadata",
+                           "metadata/metadata_0",
+                           "metadata/metadata_0/original",
+                           "metadata/metadata_0/original/shortlist",
+                           "metadata/metadata_0/original/all"};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         hid_t g = H5Gcreate2(*sim, paths[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         if (g < 0) return fail(e, paths[i]);
@@ -666,23 +679,41 @@ static int parameters(const emd *e, hid_t sim)
 {
     const stem_plan *plan = e->plan;
     int hrtem = plan->algorithm == STEM_ALG_HRTEM;
-    hid_t g = H5Gcreate2(sim, "metadata/metadata_0/original/simulation_parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g =
+        H5Gcreate2(sim, "metadata/metadata_0/original/simulation_parameters", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return fail(e, "simulation_parameters");
     const struct {
         const char *name;
         int is_int; /* int32, else float64 */
         double value;
     } keys[] = {
-        {"fx", 1, plan->fx}, {"fy", 1, plan->fy}, {"F", 1, plan->n_configs}, {"E", 0, plan->energy_kev},
-        {"sa", 0, plan->semiangle_mrad}, {"px", 0, plan->dx}, {"py", 0, plan->dy}, {"s", 0, plan->dz},
-        {"ns", 1, slices_between_outputs(e)}, {"zs", 0, 0}, {"P", 0, plan->opt.potential_radius},
-        {"rx", 0, plan->scan_step}, {"ry", 0, plan->scan_step}, {"df", 0, plan->aberr.c[STEM_C10]},
-        {"C3", 0, plan->aberr.c[STEM_C30]}, {"C5", 0, plan->aberr.c[STEM_C50]},
+        {"fx", 1, plan->fx},
+        {"fy", 1, plan->fy},
+        {"F", 1, plan->n_configs},
+        {"E", 0, plan->energy_kev},
+        {"sa", 0, plan->semiangle_mrad},
+        {"px", 0, plan->dx},
+        {"py", 0, plan->dy},
+        {"s", 0, plan->dz},
+        {"ns", 1, slices_between_outputs(e)},
+        {"zs", 0, 0},
+        {"P", 0, plan->opt.potential_radius},
+        {"rx", 0, plan->scan_step},
+        {"ry", 0, plan->scan_step},
+        {"df", 0, plan->aberr.c[STEM_C10]},
+        {"C3", 0, plan->aberr.c[STEM_C30]},
+        {"C5", 0, plan->aberr.c[STEM_C50]},
         {"tx", 0, hrtem ? plane_tilt_mrad(plan, 0) : plan->tilt_q[0] * plan->lambda * 1e3},
         {"ty", 0, hrtem ? plane_tilt_mrad(plan, 1) : plan->tilt_q[1] * plan->lambda * 1e3},
-        {"d", 0, plan->ring_width}, {"te", 1, plan->opt.thermal}, {"rs", 1, (int)plan->opt.seed},
-        {"3D", 1, plan->n_bins > 0}, {"4D", 1, plan->opt.save_4d}, {"DPC", 1, plan->opt.save_dpc},
-        {"ps", 1, plan->opt.save_potential}, {"sm", 1, plan->opt.save_smatrix}, {"lambda", 0, plan->lambda},
+        {"d", 0, plan->ring_width},
+        {"te", 1, plan->opt.thermal},
+        {"rs", 1, (int)plan->opt.seed},
+        {"3D", 1, plan->n_bins > 0},
+        {"4D", 1, plan->opt.save_4d},
+        {"DPC", 1, plan->opt.save_dpc},
+        {"ps", 1, plan->opt.save_potential},
+        {"sm", 1, plan->opt.save_smatrix},
+        {"lambda", 0, plan->lambda},
     };
     int ok = !stem_h5_attr_text(g, "a", plan->algorithm == STEM_ALG_PRISM ? "p" : hrtem ? "t" : "m");
     for (size_t i = 0; ok && i < sizeof keys / sizeof *keys; i++)
@@ -693,13 +724,13 @@ static int parameters(const emd *e, hid_t sim)
     hsize_t n = (hsize_t)plan->n_probes;
     if (plan->positions)
         ok = ok && !stem_h5_attr(g, "probes_x", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_x, n, NULL, NULL) &&
-             !stem_h5_attr(g, "probes_y", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_y, n, NULL, NULL);
+            !stem_h5_attr(g, "probes_y", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->probe_y, n, NULL, NULL);
     /* Prismatic's cell (x, y, z) and tiles: the sample, already tiled, is one cell here (readers
      * such as rosettasciio need both to stack a thickness series) */
     double cell[3] = {plan->cell[0], plan->cell[1], plan->cell[2]};
     int tiles[3] = {1, 1, 1};
     ok = ok && !stem_h5_attr(g, "c", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cell, 3, NULL, NULL) &&
-         !stem_h5_attr(g, "t", H5T_STD_I32LE, H5T_NATIVE_INT, tiles, 3, NULL, NULL);
+        !stem_h5_attr(g, "t", H5T_STD_I32LE, H5T_NATIVE_INT, tiles, 3, NULL, NULL);
     H5Gclose(g);
     return ok ? STEM_OK : fail(e, "simulation_parameters");
 }
@@ -720,14 +751,15 @@ static int record(const emd *e, hid_t sim)
     }
     if (log >= 0) H5Gclose(log);
     ok = ok && !stem_h5_attr_text(e->out, "program", "stemsim") &&
-         !stem_h5_attr_text(e->out, "version", STEM_VERSION) &&
-         !stem_h5_attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
+        !stem_h5_attr_text(e->out, "version", STEM_VERSION) &&
+        !stem_h5_attr_text(e->out, "layout", "emd (Prismatic 2.0 / py4DSTEM v0.9)");
     static const char *const stored[] = {"/potential", "/smatrix", "/smatrix_beams", "/potential_tilts",
                                          "/smatrix_tilts"}; /* the last two: a campaign's, one per tilt */
     for (size_t i = 0; ok && i < sizeof stored / sizeof *stored; i++)
         if (exists(e->in, stored[i])) ok = H5Ocopy(e->in, stored[i], e->out, stored[i], H5P_DEFAULT, H5P_DEFAULT) >= 0;
     /* what Prismatic's tree has no place for is kept as stemsim wrote it, under /stemsim */
-    static const char *const unmapped[] = {"segments", "dpc_segments_x", "dpc_segments_y", "pacbed", "axes", "standard_error"};
+    static const char *const unmapped[] = {"segments", "dpc_segments_x", "dpc_segments_y",
+                                           "pacbed",   "axes",           "standard_error"};
     hid_t keep = H5I_INVALID_HID;
     for (size_t i = 0; ok && i < sizeof unmapped / sizeof *unmapped; i++) {
         char from[32], to[48];
@@ -748,8 +780,14 @@ static int record(const emd *e, hid_t sim)
 
 int stem_emd_convert(const char *native, const char *path, const stem_plan *plan, const stem_emd_hooks *hooks)
 {
-    emd e = {.in = H5I_INVALID_HID, .out = H5I_INVALID_HID, .realslices = H5I_INVALID_HID,
-             .datacubes = H5I_INVALID_HID, .plan = plan, .native = native, .path = path, .hooks = hooks};
+    emd e = {.in = H5I_INVALID_HID,
+             .out = H5I_INVALID_HID,
+             .realslices = H5I_INVALID_HID,
+             .datacubes = H5I_INVALID_HID,
+             .plan = plan,
+             .native = native,
+             .path = path,
+             .hooks = hooks};
     hid_t sim = H5I_INVALID_HID;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     e.in = H5Fopen(native, H5F_ACC_RDONLY, H5P_DEFAULT);

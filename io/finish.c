@@ -102,7 +102,8 @@ static int stem_output_emd_rank0(stem_h5_file *f, const stem_plan *plan, stem_ou
     stem_emd_hooks hooks = {stem_output_emd_tick, stem_output_emd_before_close, run};
     rc = stem_emd_convert(temp, emd_path, plan, &hooks);
     if (!rc && (rename(emd_path, temp) != 0 || stat(temp, &st) != 0))
-        rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s", emd_path, temp, strerror(errno));
+        rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s", emd_path, temp,
+                       strerror(errno));
     if (rc) unlink(emd_path);
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, NULL);
     if (rc) return rc;
@@ -152,11 +153,7 @@ int stem_finish_give_space(const stem_h5_file *f)
     return stem_output_test_pause("write", NULL, NULL);
 }
 
-int stem_finish_verify(const stem_h5_file *f)
-{
-    return f->rank == 0 ? stem_output_target_verify(f->target) : STEM_OK;
-}
-
+int stem_finish_verify(const stem_h5_file *f) { return f->rank == 0 ? stem_output_target_verify(f->target) : STEM_OK; }
 
 int stem_finish(stem_h5_file *f, const stem_plan *plan, int rc)
 {

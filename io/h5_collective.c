@@ -44,8 +44,7 @@ done:
     return rc;
 }
 
-int stem_h5_attr_string(hid_t loc, const char *name, const char *text, int fixed, const char *file,
-                        const char *where)
+int stem_h5_attr_string(hid_t loc, const char *name, const char *text, int fixed, const char *file, const char *where)
 {
     hid_t type = H5Tcopy(H5T_C_S1);
     if (type < 0) return file ? STEM_FAIL(STEM_ERR_IO, "output %s: H5Tcopy(string) failed", file) : STEM_ERR_IO;
@@ -119,9 +118,10 @@ int stem_h5_file_open(stem_h5_file *f)
     f->file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, f->fapl);
     char why[128];
     if (f->file < 0)
-        return STEM_FAIL(STEM_ERR_IO, "output %s: cannot create the file (H5Fcreate failed: %s; check the "
-                         "directory is writable and on a file system MPI-IO supports)", f->path,
-                         stem_h5_why(f, why, sizeof why));
+        return STEM_FAIL(STEM_ERR_IO,
+                         "output %s: cannot create the file (H5Fcreate failed: %s; check the "
+                         "directory is writable and on a file system MPI-IO supports)",
+                         f->path, stem_h5_why(f, why, sizeof why));
     return STEM_OK;
 }
 
@@ -129,8 +129,8 @@ int stem_h5_file_flush(const stem_h5_file *f)
 {
     char why[128];
     int rc = H5Fflush(f->file, H5F_SCOPE_GLOBAL) < 0
-                 ? STEM_FAIL(STEM_ERR_IO, "output %s: H5Fflush failed (%s)", f->path, stem_h5_why(f, why, sizeof why))
-                 : STEM_OK;
+        ? STEM_FAIL(STEM_ERR_IO, "output %s: H5Fflush failed (%s)", f->path, stem_h5_why(f, why, sizeof why))
+        : STEM_OK;
     return stem_h5_agree(f->comm, rc);
 }
 
@@ -151,8 +151,10 @@ static void stem_h5_release_space(const stem_h5_file *f)
 static void stem_h5_leave_unclosed(const stem_h5_file *f, int discard)
 {
     char why[128];
-    STEM_FAIL(STEM_ERR_IO, "output %s: closing the %sfile failed (H5Fclose; %s); it is removed and the job ends here "
-              "(HDF5 cannot finish a failed close)", f->path, discard ? "discarded " : "", stem_h5_why(f, why, sizeof why));
+    STEM_FAIL(STEM_ERR_IO,
+              "output %s: closing the %sfile failed (H5Fclose; %s); it is removed and the job ends here "
+              "(HDF5 cannot finish a failed close)",
+              f->path, discard ? "discarded " : "", stem_h5_why(f, why, sizeof why));
     if (f->rank == 0) stem_output_target_discard(f->target);
     stem_log_release_held(0); /* rank 0 said it */
     fflush(NULL);
@@ -165,8 +167,10 @@ static void stem_h5_leave_unclosed(const stem_h5_file *f, int discard)
  * when it is discarded, else the reserve's margin (everything was flushed before). */
 static int stem_h5_close_file(stem_h5_file *f, int discard)
 {
-    if (discard) stem_h5_release_space(f);
-    else if (f->rank == 0) stem_output_target_release(f->target, f->target->reserve_later);
+    if (discard)
+        stem_h5_release_space(f);
+    else if (f->rank == 0)
+        stem_output_target_release(f->target, f->target->reserve_later);
     /* a metadata write that failed on some ranks only (the disk filled mid-file) can leave
      * HDF5's ranks out of step in the close, waiting for each other for ever: a discarded
      * file's close gets STEM_H5_CLOSE_DEADLINE_S, then the rank leaves (exit 6) */
@@ -201,7 +205,8 @@ int stem_h5_put_string(const stem_h5_file *f, hid_t loc, const char *where, cons
 
 int stem_h5_put_double(const stem_h5_file *f, hid_t loc, const char *where, const char *name, double value)
 {
-    return stem_h5_agree(f->comm, stem_h5_attr(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, 0, f->path, where));
+    return stem_h5_agree(f->comm,
+                         stem_h5_attr(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, 0, f->path, where));
 }
 
 int stem_h5_put_int(const stem_h5_file *f, hid_t loc, const char *where, const char *name, int value)
@@ -213,8 +218,10 @@ int stem_h5_group(const stem_h5_file *f, const char *name)
 {
     hid_t g = H5Gcreate2(f->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int rc = STEM_OK;
-    if (g < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create group %s", f->path, name);
-    else if (H5Gclose(g) < 0) rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Gclose failed for %s", f->path, name);
+    if (g < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot create group %s", f->path, name);
+    else if (H5Gclose(g) < 0)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Gclose failed for %s", f->path, name);
     return stem_h5_agree(f->comm, rc);
 }
 
@@ -232,8 +239,8 @@ int stem_h5_write_dataset(const stem_h5_file *f, const stem_h5_dataset *d)
                    : H5Dcreate2(f->file, d->name, d->file_type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     char why[128];
     if (dset < 0)
-        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot %s dataset %s (%s)", f->path, d->open ? "open" : "create", d->name,
-                       stem_h5_why(f, why, sizeof why));
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot %s dataset %s (%s)", f->path, d->open ? "open" : "create",
+                       d->name, stem_h5_why(f, why, sizeof why));
     else
         rc = d->select(d->ctx, fspace, &mspace);
     /* each collective call is entered by every rank or by none */
@@ -266,15 +273,19 @@ static int stem_h5_stack_plane(const stem_h5_file *f, const stem_h5_stack *st, h
     memcpy(count, st->dims, sizeof count);
     count[0] = count[1] = 1;
     hid_t fspace = H5Dget_space(dset), mspace = H5Screate_simple(st->rank, count, NULL);
-    if (fspace < 0 || mspace < 0) rc = STEM_ERR_IO;
-    else if (mine) rc = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
-    else rc = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0 ? STEM_ERR_IO : STEM_OK;
+    if (fspace < 0 || mspace < 0)
+        rc = STEM_ERR_IO;
+    else if (mine)
+        rc = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? STEM_ERR_IO : STEM_OK;
+    else
+        rc = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0 ? STEM_ERR_IO : STEM_OK;
     if (!rc && H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, f->dxpl, buf) < 0) rc = STEM_ERR_IO;
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     char why[128];
-    if (rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (%s)", f->path, st->name,
-                           stem_h5_why(f, why, sizeof why));
+    if (rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (%s)", f->path, st->name,
+                       stem_h5_why(f, why, sizeof why));
     return stem_h5_agree(f->comm, rc);
 }
 
@@ -297,7 +308,8 @@ int stem_h5_write_stack(const stem_h5_file *f, const stem_h5_stack *st)
     long items = (long)(st->dims[0] * st->dims[1]);
     for (long base = 0; !rc && base < items; base += size) rc = stem_h5_stack_plane(f, st, dset, base + f->rank, buf);
     if (!rc) rc = stem_h5_agree(f->comm, st->attrs(st->ctx, dset));
-    if (dset >= 0 && H5Dclose(dset) < 0 && !rc) rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", f->path, st->name);
+    if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
+        rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Dclose failed for %s", f->path, st->name);
     if (space >= 0) H5Sclose(space);
     free(buf);
     return rc;

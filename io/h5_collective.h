@@ -30,8 +30,7 @@ int stem_h5_attr(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, c
                  const char *file, const char *where);
 /* A UTF-8 string: variable length (h5py reads it back as str), or fixed (strlen + 1
  * bytes, null-terminated, as Prismatic writes its attributes). */
-int stem_h5_attr_string(hid_t loc, const char *name, const char *text, int fixed, const char *file,
-                        const char *where);
+int stem_h5_attr_string(hid_t loc, const char *name, const char *text, int fixed, const char *file, const char *where);
 /* Quiet scalars and fixed-length strings (serial writers that report failures themselves). */
 int stem_h5_attr_int(hid_t loc, const char *name, int value);
 int stem_h5_attr_double(hid_t loc, const char *name, double value);
@@ -46,7 +45,7 @@ typedef struct {
     MPI_Comm comm;
     int rank;
     const stem_output_target *target; /* the reserved temporary the file is written to */
-    char path[STEM_OUTPUT_NAME_MAX];   /* target->temp_path */
+    char path[STEM_OUTPUT_NAME_MAX];  /* target->temp_path */
     hid_t fapl, dxpl, file;
 } stem_h5_file;
 
@@ -56,9 +55,9 @@ typedef struct {
 int stem_h5_agree(MPI_Comm comm, int rc);
 
 /* Run a step only while every rank is fine, then agree on how it went. */
-#define STEM_H5_STEP(rc, comm, expr)                          \
-    do {                                                      \
-        if (!(rc)) (rc) = stem_h5_agree((comm), (expr));      \
+#define STEM_H5_STEP(rc, comm, expr)                                                                                   \
+    do {                                                                                                               \
+        if (!(rc)) (rc) = stem_h5_agree((comm), (expr));                                                               \
     } while (0)
 
 /* Why a write to f failed: a full file system said so, else the usual suspects. */

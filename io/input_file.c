@@ -24,7 +24,8 @@ int stem_input_open(const char *path, const char *what, int code, FILE **out)
     *out = NULL;
     /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return stem_fail(code, __FILE__, __LINE__, __func__, "cannot open %s '%s': %s", what, path, strerror(errno));
+    if (fd < 0)
+        return stem_fail(code, __FILE__, __LINE__, __func__, "cannot open %s '%s': %s", what, path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;

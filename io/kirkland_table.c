@@ -24,8 +24,10 @@ static int kirkland_row_bad(const stem_kirkland *k, char *why, size_t n)
     const double A = KIRKLAND_MAX_AMP, W0 = KIRKLAND_MIN_WIDTH, W1 = KIRKLAND_MAX_WIDTH;
     double fe0 = 0;
     for (int i = 0; i < 3; i++) {
-        if (stem_coefficient_bad("a", i, k->a[i], -A, A, why, n) || stem_coefficient_bad("b", i, k->b[i], W0, W1, why, n) ||
-            stem_coefficient_bad("c", i, k->c[i], -A, A, why, n) || stem_coefficient_bad("d", i, k->d[i], W0, W1, why, n))
+        if (stem_coefficient_bad("a", i, k->a[i], -A, A, why, n) ||
+            stem_coefficient_bad("b", i, k->b[i], W0, W1, why, n) ||
+            stem_coefficient_bad("c", i, k->c[i], -A, A, why, n) ||
+            stem_coefficient_bad("d", i, k->d[i], W0, W1, why, n))
             return 1;
         fe0 += k->a[i] / k->b[i] + k->c[i]; /* f_e(q) = sum a / (q^2 + b) + c exp(-d q^2) */
     }

@@ -36,7 +36,7 @@ typedef struct {
     const void *data;
     const stem_output_attr *attrs;
     int n_attrs;
-    int fixed;  /* the same for every series point (an axis): no leading series axes */
+    int fixed;      /* the same for every series point (an axis): no leading series axes */
     int image_rows; /* [..][ny][nx]... images whose rows a distributed FFT spreads over a group (grid 3) */
 } stem_output_dataset;
 
@@ -52,9 +52,7 @@ int stem_layout_longest_axis(const stem_plan *plan, const stem_output_series *se
     return m;
 }
 
-
-static int stem_output_attrs(const stem_output *o, hid_t loc, const char *where, const stem_output_attr *a,
-                             int n)
+static int stem_output_attrs(const stem_output *o, hid_t loc, const char *where, const stem_output_attr *a, int n)
 {
     for (int i = 0; i < n; i++) {
         static const char grid_axes[] = "scan_y, scan_x";
@@ -143,10 +141,7 @@ static int stem_output_select_point(const stem_output *o, hid_t space, const ste
 }
 
 /* Leading series axes of d (0: none). */
-static int stem_output_lead(const stem_output *o, const stem_output_dataset *d)
-{
-    return d->fixed ? 0 : o->n_lead;
-}
+static int stem_output_lead(const stem_output *o, const stem_output_dataset *d) { return d->fixed ? 0 : o->n_lead; }
 
 /* File and memory selections of this rank's part of a dataset. */
 static int stem_output_select(const stem_output *o, const stem_output_dataset *d, hid_t fspace, hid_t *mspace)
@@ -207,10 +202,10 @@ static stem_output_dataset stem_output_probe_axis(const stem_output *o, const st
 static int stem_output_error_attrs(const stem_output *o, hid_t dset, const char *name)
 {
     STEM_TRY(stem_h5_put_string(&o->h5, dset, name, "statistic",
-                                     "standard error of the mean over the frozen-phonon configurations: the sample "
-                                     "standard deviation of the per-configuration values (n - 1) divided by sqrt(n); "
-                                     "DPC: of the ratio of sums, to first order; with [probe] source_size blurred "
-                                     "like the values (an upper bound)"));
+                                "standard error of the mean over the frozen-phonon configurations: the sample "
+                                "standard deviation of the per-configuration values (n - 1) divided by sqrt(n); "
+                                "DPC: of the ratio of sums, to first order; with [probe] source_size blurred "
+                                "like the values (an upper bound)"));
     STEM_TRY(stem_h5_put_string(&o->h5, dset, name, "standard_error_of", name + strlen(STEM_OUTPUT_ERRORS)));
     return stem_h5_put_int(&o->h5, dset, name, "n_configs", o->plan->n_configs);
 }
@@ -248,9 +243,15 @@ static int stem_output_write_dataset(const stem_output *o, const stem_output_dat
 {
     stem_output_dataset shaped = stem_output_probe_axis(o, given);
     stem_output_writing w = {o, &shaped, stem_output_lead(o, &shaped)};
-    stem_h5_dataset h = {.name = shaped.name, .file_type = shaped.file_type, .mem_type = shaped.mem_type,
-                         .rank = shaped.rank + w.lead, .open = w.lead && o->point > 0, .data = shaped.data,
-                         .select = stem_output_select_part, .attrs = stem_output_dataset_attrs, .ctx = &w};
+    stem_h5_dataset h = {.name = shaped.name,
+                         .file_type = shaped.file_type,
+                         .mem_type = shaped.mem_type,
+                         .rank = shaped.rank + w.lead,
+                         .open = w.lead && o->point > 0,
+                         .data = shaped.data,
+                         .select = stem_output_select_part,
+                         .attrs = stem_output_dataset_attrs,
+                         .ctx = &w};
     memcpy(h.dims, o->lead, sizeof(hsize_t) * (size_t)w.lead);
     memcpy(h.dims + w.lead, shaped.dims, sizeof(hsize_t) * (size_t)shaped.rank);
     return stem_h5_write_dataset(&o->h5, &h);
@@ -272,13 +273,13 @@ static int stem_output_root_attrs(const stem_output *o)
     STEM_TRY(stem_h5_put_string(&o->h5, o->h5.file, "/", "algorithm", alg));
     STEM_TRY(stem_h5_put_double(&o->h5, o->h5.file, "/", "energy_kev", plan->energy_kev));
     STEM_TRY(stem_h5_put_double(&o->h5, o->h5.file, "/", "wavelength_angstrom", plan->lambda));
-    const char *se = o->has_errors ? "under /standard_error: the standard error of the mean over the n_configs "
-                                     "frozen-phonon configurations of every image, ring, DPC, segment and total "
-                                     "intensity value (none for 4D patterns, PACBED, exit waves and HRTEM images)"
-                   : plan->n_configs < 2 ? "none: one frozen-phonon configuration, no error can be estimated "
-                                           "([simulation] frozen_phonons >= 2)"
-                   : !plan->opt.standard_errors ? "none: [output] standard_errors = false"
-                                                : "none (the wave distributed over the ranks)";
+    const char *se = o->has_errors   ? "under /standard_error: the standard error of the mean over the n_configs "
+                                       "frozen-phonon configurations of every image, ring, DPC, segment and total "
+                                       "intensity value (none for 4D patterns, PACBED, exit waves and HRTEM images)"
+        : plan->n_configs < 2        ? "none: one frozen-phonon configuration, no error can be estimated "
+                                       "([simulation] frozen_phonons >= 2)"
+        : !plan->opt.standard_errors ? "none: [output] standard_errors = false"
+                                     : "none (the wave distributed over the ranks)";
     STEM_TRY(stem_h5_put_string(&o->h5, o->h5.file, "/", "standard_error", se));
     return stem_h5_put_int(&o->h5, o->h5.file, "/", "n_configs", plan->n_configs);
 }
@@ -309,12 +310,17 @@ static const char *stem_output_name(const stem_output *o, const char *name, char
 }
 
 /* A [scan_ny][scan_nx] float64 dataset from the packed scratch column. */
-static int stem_output_write_map(const stem_output *o, const char *name, const stem_output_attr *attrs,
-                                 int n_attrs)
+static int stem_output_write_map(const stem_output *o, const char *name, const stem_output_attr *attrs, int n_attrs)
 {
-    stem_output_dataset d = {.name = name, .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE,
-                             .rank = 2, .dims = {(hsize_t)o->plan->scan_ny, (hsize_t)o->plan->scan_nx},
-                             .grid = 1, .data = o->scratch, .attrs = attrs, .n_attrs = n_attrs};
+    stem_output_dataset d = {.name = name,
+                             .file_type = H5T_IEEE_F64LE,
+                             .mem_type = H5T_NATIVE_DOUBLE,
+                             .rank = 2,
+                             .dims = {(hsize_t)o->plan->scan_ny, (hsize_t)o->plan->scan_nx},
+                             .grid = 1,
+                             .data = o->scratch,
+                             .attrs = attrs,
+                             .n_attrs = n_attrs};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -350,8 +356,10 @@ static int stem_output_total(const stem_output *o)
     if (o->count) stem_output_pack(o, stem_output_values(o, STEM_CH_TOTAL), 1, 0);
     stem_output_attr attrs[] = {
         {"units", STEM_OUTPUT_INTENSITY, 0},
-        {"description", "intensity inside the simulated band limit: 1 minus what the anti-aliasing aperture "
-                        "removed (a sanity map: strong scatterers show as dips)", 0},
+        {"description",
+         "intensity inside the simulated band limit: 1 minus what the anti-aliasing aperture "
+         "removed (a sanity map: strong scatterers show as dips)",
+         0},
     };
     return stem_output_write_map(o, stem_output_name(o, "/total_intensity", buf, sizeof buf), attrs, 2);
 }
@@ -362,8 +370,10 @@ static int stem_output_dpc(const stem_output *o, int axis)
     if (o->count) stem_output_pack(o, stem_output_values(o, STEM_CH_COM), 2, axis);
     stem_output_attr attrs[] = {
         {"units", "mrad", 0},
-        {"description", axis ? "centre of mass of the diffraction pattern along y"
-                             : "centre of mass of the diffraction pattern along x", 0},
+        {"description",
+         axis ? "centre of mass of the diffraction pattern along y"
+              : "centre of mass of the diffraction pattern along x",
+         0},
     };
     return stem_output_write_map(o, stem_output_name(o, axis ? "/dpc_com_y" : "/dpc_com_x", buf, sizeof buf), attrs, 2);
 }
@@ -401,23 +411,32 @@ static int stem_output_segments(const stem_output *o)
         {"outer_mrad", NULL, plan->seg_outer},
         {"rotation_deg", NULL, plan->seg_rotation * 180 / M_PI},
         {"units", STEM_OUTPUT_INTENSITY, 0},
-        {"axes", "scan_y, scan_x, ring (equal widths from inner_mrad), segment (from rotation_deg, azimuth from +x "
-                 "towards +y)", 0},
+        {"axes",
+         "scan_y, scan_x, ring (equal widths from inner_mrad), segment (from rotation_deg, azimuth from +x "
+         "towards +y)",
+         0},
     };
     char buf[64];
     stem_output_dataset d = {
-        .name = stem_output_name(o, "/segments", buf, sizeof buf), .file_type = H5T_IEEE_F64LE,
-        .mem_type = H5T_NATIVE_DOUBLE, .rank = 4,
+        .name = stem_output_name(o, "/segments", buf, sizeof buf),
+        .file_type = H5T_IEEE_F64LE,
+        .mem_type = H5T_NATIVE_DOUBLE,
+        .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->seg_rings, (hsize_t)plan->seg_n},
-        .grid = 1, .data = o->count ? stem_output_values(o, STEM_CH_SEGMENTS) : NULL, .attrs = attrs, .n_attrs = 5};
+        .grid = 1,
+        .data = o->count ? stem_output_values(o, STEM_CH_SEGMENTS) : NULL,
+        .attrs = attrs,
+        .n_attrs = 5};
     STEM_TRY(stem_output_write_dataset(o, &d));
     if (o->errors) return STEM_OK; /* the segments' DPC (a ratio of them) has none */
     for (int axis = 0; axis < 2; axis++) {
         if (o->count) stem_output_segment_dpc(o, axis);
         stem_output_attr dattrs[] = {
             {"units", "1", 0},
-            {"description", "DPC from the segmented detector: sum over segments of S_s u_s / sum of S_s, u_s the unit "
-                            "vector at the centre azimuth of segment s (all rings together)", 0},
+            {"description",
+             "DPC from the segmented detector: sum over segments of S_s u_s / sum of S_s, u_s the unit "
+             "vector at the centre azimuth of segment s (all rings together)",
+             0},
         };
         STEM_TRY(stem_output_write_map(o, axis ? "/dpc_segments_y" : "/dpc_segments_x", dattrs, 2));
     }
@@ -434,11 +453,15 @@ static int stem_output_rings(const stem_output *o)
         {"axes", "scan_y, scan_x, ring", 0},
     };
     char buf[64];
-    stem_output_dataset d = {
-        .name = stem_output_name(o, "/rings", buf, sizeof buf), .file_type = H5T_IEEE_F64LE,
-        .mem_type = H5T_NATIVE_DOUBLE, .rank = 3,
-        .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->n_bins},
-        .grid = 1, .data = o->count ? stem_output_values(o, STEM_CH_RINGS) : NULL, .attrs = attrs, .n_attrs = 3};
+    stem_output_dataset d = {.name = stem_output_name(o, "/rings", buf, sizeof buf),
+                             .file_type = H5T_IEEE_F64LE,
+                             .mem_type = H5T_NATIVE_DOUBLE,
+                             .rank = 3,
+                             .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->n_bins},
+                             .grid = 1,
+                             .data = o->count ? stem_output_values(o, STEM_CH_RINGS) : NULL,
+                             .attrs = attrs,
+                             .n_attrs = 3};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -452,13 +475,20 @@ static int stem_output_pacbed(const stem_output *o)
         {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
         {"units", STEM_OUTPUT_INTENSITY, 0},
         {"axes", "qy, qx (as /axes/cbed_qy_mrad, /axes/cbed_qx_mrad)", 0},
-        {"description", "position-averaged CBED: the diffraction pattern averaged over every probe and "
-                        "configuration (a probe's pattern sums to its /total_intensity)", 0},
+        {"description",
+         "position-averaged CBED: the diffraction pattern averaged over every probe and "
+         "configuration (a probe's pattern sums to its /total_intensity)",
+         0},
     };
-    stem_output_dataset d = {
-        .name = "/pacbed", .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE, .rank = 2,
-        .dims = {(hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx}, .grid = 0,
-        .data = o->res ? o->res->pacbed : NULL, .attrs = attrs, .n_attrs = 5};
+    stem_output_dataset d = {.name = "/pacbed",
+                             .file_type = H5T_IEEE_F64LE,
+                             .mem_type = H5T_NATIVE_DOUBLE,
+                             .rank = 2,
+                             .dims = {(hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx},
+                             .grid = 0,
+                             .data = o->res ? o->res->pacbed : NULL,
+                             .attrs = attrs,
+                             .n_attrs = 5};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -474,9 +504,15 @@ static int stem_output_cbed(const stem_output *o)
         {"cbed_bin", NULL, plan->cbed_bin},
     };
     stem_output_dataset d = {
-        .name = plan->algorithm == STEM_ALG_CBED ? "/cbed_pattern" : "/cbed", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
+        .name = plan->algorithm == STEM_ALG_CBED ? "/cbed_pattern" : "/cbed",
+        .file_type = H5T_IEEE_F32LE,
+        .mem_type = H5T_NATIVE_FLOAT,
+        .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx},
-        .grid = 1, .data = o->count ? o->res->cbed : NULL, .attrs = attrs, .n_attrs = 5};
+        .grid = 1,
+        .data = o->count ? o->res->cbed : NULL,
+        .attrs = attrs,
+        .n_attrs = 5};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -491,9 +527,15 @@ static int stem_output_exit_wave(const stem_output *o)
         {"description", "the exit wave below the last slice, averaged over the configurations", 0},
     };
     stem_output_dataset d = {
-        .name = "/exit_wave", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 5,
+        .name = "/exit_wave",
+        .file_type = H5T_IEEE_F32LE,
+        .mem_type = H5T_NATIVE_FLOAT,
+        .rank = 5,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->ny, (hsize_t)plan->nx, 2},
-        .grid = 1, .data = o->writes ? o->res->data[STEM_CH_EXIT] : NULL, .attrs = attrs, .n_attrs = 3,
+        .grid = 1,
+        .data = o->writes ? o->res->data[STEM_CH_EXIT] : NULL,
+        .attrs = attrs,
+        .n_attrs = 3,
         .image_rows = 1};
     return stem_output_write_dataset(o, &d);
 }
@@ -505,14 +547,22 @@ static int stem_output_hrtem(const stem_output *o)
     stem_output_attr attrs[] = {
         {"units", "intensity (a unit plane wave in vacuum images to 1)", 0},
         {"axes", "scan_y, scan_x, y, x (pixels at /axes/x, /axes/y)", 0},
-        {"description", "the HRTEM image: the exit wave through the objective lens ([probe] aberrations, focal "
-                        "spread, [hrtem] objective_aperture), the intensities averaged over configurations", 0},
+        {"description",
+         "the HRTEM image: the exit wave through the objective lens ([probe] aberrations, focal "
+         "spread, [hrtem] objective_aperture), the intensities averaged over configurations",
+         0},
         {"objective_aperture_mrad", NULL, plan->opt.objective_aperture_mrad},
     };
     stem_output_dataset d = {
-        .name = "/hrtem", .file_type = H5T_IEEE_F32LE, .mem_type = H5T_NATIVE_FLOAT, .rank = 4,
+        .name = "/hrtem",
+        .file_type = H5T_IEEE_F32LE,
+        .mem_type = H5T_NATIVE_FLOAT,
+        .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->ny, (hsize_t)plan->nx},
-        .grid = 1, .data = o->writes ? o->res->data[STEM_CH_HRTEM] : NULL, .attrs = attrs, .n_attrs = 4,
+        .grid = 1,
+        .data = o->writes ? o->res->data[STEM_CH_HRTEM] : NULL,
+        .attrs = attrs,
+        .n_attrs = 4,
         .image_rows = 1};
     return stem_output_write_dataset(o, &d);
 }
@@ -521,9 +571,16 @@ static int stem_output_hrtem(const stem_output *o)
 static int stem_output_axis(const stem_output *o, const char *name, int n, const char *units)
 {
     stem_output_attr attrs[] = {{"units", units, 0}};
-    stem_output_dataset d = {.name = name, .file_type = H5T_IEEE_F64LE, .mem_type = H5T_NATIVE_DOUBLE,
-                             .rank = 1, .dims = {(hsize_t)n}, .grid = 0, .data = o->axis,
-                             .attrs = attrs, .n_attrs = 1, .fixed = 1};
+    stem_output_dataset d = {.name = name,
+                             .file_type = H5T_IEEE_F64LE,
+                             .mem_type = H5T_NATIVE_DOUBLE,
+                             .rank = 1,
+                             .dims = {(hsize_t)n},
+                             .grid = 0,
+                             .data = o->axis,
+                             .attrs = attrs,
+                             .n_attrs = 1,
+                             .fixed = 1};
     return stem_output_write_dataset(o, &d);
 }
 
@@ -620,8 +677,8 @@ static int stem_output_stack_place(const stem_output *o, const char *single, con
     if (t) return STEM_OK;
     STEM_TRY(stem_h5_group(&o->h5, group));
     hid_t g = H5Gopen2(o->h5.file, group, H5P_DEFAULT);
-    int rc = stem_h5_agree(o->h5.comm, g >= 0 ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "output %s: cannot open group %s",
-                                                                   o->h5.path, group));
+    int rc = stem_h5_agree(
+        o->h5.comm, g >= 0 ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "output %s: cannot open group %s", o->h5.path, group));
     if (!rc) rc = stem_h5_put_int(&o->h5, g, group, "tilts", o->stored->n_tilts);
     if (g >= 0) H5Gclose(g);
     return rc;
@@ -650,20 +707,24 @@ static int stem_output_potential_tilt(const stem_output *o, int t)
 {
     const stem_plan *plan = stem_output_stack_plan(o, t);
     char name[64];
-    int rc = stem_h5_agree(o->h5.comm, stem_output_stack_place(o, STEM_POTENTIAL_DATASET, STEM_POTENTIAL_TILTS_GROUP,
-                                                               t, name, sizeof name));
+    int rc = stem_h5_agree(
+        o->h5.comm,
+        stem_output_stack_place(o, STEM_POTENTIAL_DATASET, STEM_POTENTIAL_TILTS_GROUP, t, name, sizeof name));
     if (rc) return rc;
-    stem_h5_stack st = {.name = name, .rank = 4,
-                        .dims = {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->pot_ny,
-                                 (hsize_t)plan->pot_nx},
-                        .plane = potential_plane};
+    stem_h5_stack st = {
+        .name = name,
+        .rank = 4,
+        .dims = {(hsize_t)plan->n_configs, (hsize_t)plan->n_slices, (hsize_t)plan->pot_ny, (hsize_t)plan->pot_nx},
+        .plane = potential_plane};
     const double *deg = o->stored->n_tilts ? &o->stored->tilt_deg[2 * t] : NULL;
     const stem_output_attr attrs[] = {
         {"units", "V Angstrom", 0},
         {"axes", "configuration, slice, y, x", 0},
-        {"content", "projected potential of each slice as its transmission function uses it, on a grid "
-                    "transmission_oversampling times finer than the run's, band-limited to 2/3 of its Nyquist: "
-                    "t = exp(i sigma V), then band-limited to the run's band", 0},
+        {"content",
+         "projected potential of each slice as its transmission function uses it, on a grid "
+         "transmission_oversampling times finer than the run's, band-limited to 2/3 of its Nyquist: "
+         "t = exp(i sigma V), then band-limited to the run's band",
+         0},
         {"parametrisation", o->stored->potential->parametrisation, 0},
         {"projection", o->stored->potential->projection, 0},
         {"slice_thickness_angstrom", NULL, plan->dz},
@@ -680,7 +741,8 @@ static int stem_output_potential_slices(const stem_output *o)
 {
     if (!o->stored || !o->stored->potential) return STEM_OK;
     int rc = STEM_OK;
-    for (int t = 0; t < (o->stored->n_tilts ? o->stored->n_tilts : 1) && !rc; t++) rc = stem_output_potential_tilt(o, t);
+    for (int t = 0; t < (o->stored->n_tilts ? o->stored->n_tilts : 1) && !rc; t++)
+        rc = stem_output_potential_tilt(o, t);
     return rc;
 }
 
@@ -700,9 +762,16 @@ static int stem_output_smatrix_beams(const stem_output *o)
     for (int b = 0; !rc && b < plan->n_beams; b++) k[2 * b] = plan->beam_kx[b], k[2 * b + 1] = plan->beam_ky[b];
     stem_output_attr beam_attrs[] = {{"units", "Fourier index on the grid_x x grid_y grid (q = k / cell)", 0},
                                      {"axes", "beam, (kx, ky)", 0}};
-    stem_output_dataset d = {.name = STEM_SMATRIX_BEAMS_DATASET, .file_type = H5T_STD_I32LE,
-                             .mem_type = H5T_NATIVE_INT, .rank = 2, .dims = {(hsize_t)plan->n_beams, 2}, .grid = 0,
-                             .data = k, .attrs = beam_attrs, .n_attrs = 2, .fixed = 1};
+    stem_output_dataset d = {.name = STEM_SMATRIX_BEAMS_DATASET,
+                             .file_type = H5T_STD_I32LE,
+                             .mem_type = H5T_NATIVE_INT,
+                             .rank = 2,
+                             .dims = {(hsize_t)plan->n_beams, 2},
+                             .grid = 0,
+                             .data = k,
+                             .attrs = beam_attrs,
+                             .n_attrs = 2,
+                             .fixed = 1};
     if (!rc) rc = stem_h5_agree(o->h5.comm, stem_output_write_dataset(o, &d));
     free(k);
     return rc;
@@ -712,19 +781,22 @@ static int stem_output_smatrix_tilt(const stem_output *o, int t)
 {
     const stem_plan *plan = stem_output_stack_plan(o, t);
     char name[64];
-    int rc = stem_h5_agree(o->h5.comm, stem_output_stack_place(o, STEM_SMATRIX_DATASET, STEM_SMATRIX_TILTS_GROUP, t,
-                                                               name, sizeof name));
+    int rc = stem_h5_agree(
+        o->h5.comm, stem_output_stack_place(o, STEM_SMATRIX_DATASET, STEM_SMATRIX_TILTS_GROUP, t, name, sizeof name));
     if (rc) return rc;
-    stem_h5_stack st = {.name = name, .rank = 5,
-                        .dims = {(hsize_t)plan->n_configs, (hsize_t)plan->n_beams, (hsize_t)plan->crop_ny,
-                                 (hsize_t)plan->crop_nx, 2},
-                        .plane = smatrix_plane};
+    stem_h5_stack st = {
+        .name = name,
+        .rank = 5,
+        .dims = {(hsize_t)plan->n_configs, (hsize_t)plan->n_beams, (hsize_t)plan->crop_ny, (hsize_t)plan->crop_nx, 2},
+        .plane = smatrix_plane};
     const double *deg = o->stored->n_tilts ? &o->stored->tilt_deg[2 * t] : NULL;
     const stem_output_attr attrs[] = {
         {"axes", "configuration, beam, y, x, (real, imaginary)", 0},
-        {"content", "PRISM's compact S-matrix: each beam's plane wave (/smatrix_beams) through the sample, cut to "
-                    "the band-limited Fourier box of crop_ny x crop_nx and transformed back; a unit plane wave in "
-                    "vacuum has modulus 1", 0},
+        {"content",
+         "PRISM's compact S-matrix: each beam's plane wave (/smatrix_beams) through the sample, cut to "
+         "the band-limited Fourier box of crop_ny x crop_nx and transformed back; a unit plane wave in "
+         "vacuum has modulus 1",
+         0},
         {"wavelength_angstrom", NULL, plan->lambda},
         {"grid_x", NULL, plan->nx},
         {"grid_y", NULL, plan->ny},
@@ -763,14 +835,10 @@ static int stem_output_mark_complete(const stem_output *o)
  * whether its datasets are asked for. */
 typedef int (*stem_output_channel_writer)(const stem_output *o);
 static const stem_output_channel_writer stem_output_writers[STEM_N_CHANNELS] = {
-    [STEM_CH_RINGS] = stem_output_rings,
-    [STEM_CH_IMAGES] = stem_output_images,
-    [STEM_CH_TOTAL] = stem_output_total,
-    [STEM_CH_COM] = stem_output_dpc_both,
-    [STEM_CH_SEGMENTS] = stem_output_segments,
-    [STEM_CH_CBED] = stem_output_cbed,
-    [STEM_CH_EXIT] = stem_output_exit_wave,
-    [STEM_CH_HRTEM] = stem_output_hrtem,
+    [STEM_CH_RINGS] = stem_output_rings,       [STEM_CH_IMAGES] = stem_output_images,
+    [STEM_CH_TOTAL] = stem_output_total,       [STEM_CH_COM] = stem_output_dpc_both,
+    [STEM_CH_SEGMENTS] = stem_output_segments, [STEM_CH_CBED] = stem_output_cbed,
+    [STEM_CH_EXIT] = stem_output_exit_wave,    [STEM_CH_HRTEM] = stem_output_hrtem,
     [STEM_CH_PACBED] = stem_output_pacbed,
 };
 
@@ -816,9 +884,11 @@ double stem_layout_estimate_bytes(const stem_plan *plan, int n_points, int n_til
             8.0 * (double)(stem_channel_width(plan, ch) + stem_channel_error_width(plan, ch));
     double bytes = per_probe * (double)plan->n_probes * (n_points > 0 ? n_points : 1);
     bytes += per_scan * (n_points > 0 ? n_points : 1);
-    if (plan->opt.save_potential) bytes += tilts * 4.0 * plan->n_configs * plan->n_slices * plan->pot_ny * (double)plan->pot_nx;
+    if (plan->opt.save_potential)
+        bytes += tilts * 4.0 * plan->n_configs * plan->n_slices * plan->pot_ny * (double)plan->pot_nx;
     if (plan->opt.save_smatrix)
-        bytes += tilts * 8.0 * plan->n_configs * plan->n_beams * plan->crop_ny * (double)plan->crop_nx + 8.0 * plan->n_beams;
+        bytes +=
+            tilts * 8.0 * plan->n_configs * plan->n_beams * plan->crop_ny * (double)plan->crop_nx + 8.0 * plan->n_beams;
     /* HDF5's headers, attributes (the config and plan texts) and axes */
     return bytes * 1.01 + 256.0 * 1024;
 }

@@ -12,20 +12,20 @@
 
 /* Everything one collective write needs. */
 typedef struct {
-    stem_h5_file h5;          /* the file, its communicator and rank */
+    stem_h5_file h5; /* the file, its communicator and rank */
     const stem_plan *plan;
-    const stem_result *res;   /* NULL on ranks that write no probes */
+    const stem_result *res; /* NULL on ranks that write no probes */
     int writes;
-    hsize_t begin, count;     /* this rank's flattened probes */
-    int has_4d, has_dpc;      /* agreed over comm */
-    int has_errors;           /* standard errors over configurations (agreed over comm) */
-    int errors;               /* the channel writers write the standard errors, under /standard_error */
-    double *scratch;          /* count values: one image column, one DPC axis */
-    double *axis;             /* longest axis */
-    char *config_text, *plan_text, *env_text, *advice_text; /* rank 0's texts, on every rank */
-    const stem_output_series *series; /* NULL: one point, no leading axes */
-    const stem_output_stored *stored; /* NULL: no /potential, no /smatrix */
-    int n_lead;                /* leading series axes of every per-point dataset */
+    hsize_t begin, count; /* this rank's flattened probes */
+    int has_4d, has_dpc;  /* agreed over comm */
+    int has_errors;       /* standard errors over configurations (agreed over comm) */
+    int errors;           /* the channel writers write the standard errors, under /standard_error */
+    double *scratch;      /* count values: one image column, one DPC axis */
+    double *axis;         /* longest axis */
+    char *config_text, *plan_text, *env_text, *advice_text;       /* rank 0's texts, on every rank */
+    const stem_output_series *series;                             /* NULL: one point, no leading axes */
+    const stem_output_stored *stored;                             /* NULL: no /potential, no /smatrix */
+    int n_lead;                                                   /* leading series axes of every per-point dataset */
     hsize_t lead[STEM_OUTPUT_MAX_LEAD], at[STEM_OUTPUT_MAX_LEAD]; /* their lengths; the point being written */
     int point;
 } stem_output;

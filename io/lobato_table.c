@@ -25,7 +25,7 @@ static int lobato_row(const char *path, int lineno, int z, const char *line, ste
     int bad = 0;
     for (int i = 0; i < 5 && !bad; i++) {
         bad = stem_coefficient_bad("a", i, a[i], -LOBATO_MAX_AMP, LOBATO_MAX_AMP, why, sizeof why) ||
-              stem_coefficient_bad("b", i, b[i], LOBATO_MIN_WIDTH, LOBATO_MAX_WIDTH, why, sizeof why);
+            stem_coefficient_bad("b", i, b[i], LOBATO_MIN_WIDTH, LOBATO_MAX_WIDTH, why, sizeof why);
         fe0 += 2 * a[i]; /* f_e(0) = sum a_i (2 + 0) / 1 */
     }
     if (bad || stem_fe0_bad(fe0, why, sizeof why)) return stem_table_row_refused(path, lineno, z, why);

@@ -30,21 +30,20 @@ static int stem_output_check_result(const stem_output *o)
     if (plan->probe_begin < 0 || plan->probe_begin > plan->probe_end || plan->probe_end > plan->n_probes)
         return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: probe range [%ld, %ld) outside [0, %ld)", o->h5.path,
                          plan->probe_begin, plan->probe_end, plan->n_probes);
-    if (!res)
-        return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: a writing rank has no result", o->h5.path);
+    if (!res) return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: a writing rank has no result", o->h5.path);
     if (res->n_probes != plan->probe_end - plan->probe_begin || res->n_images != plan->n_images ||
         res->n_bins != plan->n_bins)
         return STEM_FAIL(STEM_ERR_INTERNAL,
                          "output %s: result (%ld probes, %d images, %d bins) does not match the plan "
                          "(%ld probes, %d images, %d bins)",
-                         o->h5.path, res->n_probes, res->n_images, res->n_bins,
-                         plan->probe_end - plan->probe_begin, plan->n_images, plan->n_bins);
+                         o->h5.path, res->n_probes, res->n_images, res->n_bins, plan->probe_end - plan->probe_begin,
+                         plan->n_images, plan->n_bins);
     if (res->has_4d && (res->out_nx != plan->out_nx || res->out_ny != plan->out_ny))
         return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: 4D result is %dx%d, the plan says %dx%d", o->h5.path,
                          res->out_nx, res->out_ny, plan->out_nx, plan->out_ny);
     if (res->n_probes > 0 &&
-        ((plan->n_images > 0 && !res->images) || (plan->opt.save_3d && !res->rings) ||
-         (res->has_4d && !res->cbed) || (res->has_dpc && !res->com)))
+        ((plan->n_images > 0 && !res->images) || (plan->opt.save_3d && !res->rings) || (res->has_4d && !res->cbed) ||
+         (res->has_dpc && !res->com)))
         return STEM_FAIL(STEM_ERR_INTERNAL, "output %s: result arrays missing", o->h5.path);
     return STEM_OK;
 }
@@ -109,8 +108,8 @@ static int stem_output_check_coverage(stem_output *o)
     }
     if (next != o->plan->n_probes) {
         if (o->h5.rank == 0)
-            STEM_FAIL(STEM_ERR_INTERNAL, "output %s: the writing ranks' probe ranges do not tile [0, %ld)",
-                      o->h5.path, o->plan->n_probes);
+            STEM_FAIL(STEM_ERR_INTERNAL, "output %s: the writing ranks' probe ranges do not tile [0, %ld)", o->h5.path,
+                      o->plan->n_probes);
         rc = STEM_ERR_INTERNAL;
     }
 done:

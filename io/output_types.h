@@ -7,10 +7,10 @@
 
 /* What produced the numbers, stored as root attributes (rank 0's copies). */
 typedef struct {
-    const char *config_ini;   /* effective configuration */
-    const char *plan;         /* the derived plan */
-    const char *environment;  /* STEMSIM_* variables that were set ("" if none) */
-    const char *advice;       /* convergence advice from the plan, one line each ("" if none; src/advice.h) */
+    const char *config_ini;  /* effective configuration */
+    const char *plan;        /* the derived plan */
+    const char *environment; /* STEMSIM_* variables that were set ("" if none) */
+    const char *advice;      /* convergence advice from the plan, one line each ("" if none; src/advice.h) */
 } stem_output_texts;
 
 /* A series campaign's output: every per-point dataset gains leading axes (those with a
@@ -22,7 +22,7 @@ typedef struct {
 #define STEM_OUTPUT_MAX_LEAD 6 /* the series axes (series.h) */
 typedef struct {
     int n_points;
-    const char *lead_name[STEM_OUTPUT_MAX_LEAD];   /* NULL: no such axis */
+    const char *lead_name[STEM_OUTPUT_MAX_LEAD]; /* NULL: no such axis */
     const char *lead_units[STEM_OUTPUT_MAX_LEAD];
     int lead_n[STEM_OUTPUT_MAX_LEAD];
     const double *lead_values[STEM_OUTPUT_MAX_LEAD];

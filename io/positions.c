@@ -15,7 +15,8 @@ static int number(char **s, double *v)
     char *end;
     errno = 0;
     *v = strtod(*s, &end);
-    if (end == *s || errno || !isfinite(*v) || memchr(*s, 'x', (size_t)(end - *s)) || memchr(*s, 'X', (size_t)(end - *s)))
+    if (end == *s || errno || !isfinite(*v) || memchr(*s, 'x', (size_t)(end - *s)) ||
+        memchr(*s, 'X', (size_t)(end - *s)))
         return -1;
     *s = end;
     return 0;

@@ -14,10 +14,12 @@
 
 /* What a stored potential was made with that this run cannot change (docs/physics.md, Potentials: "What a
  * stored file was made with"). */
-static const stem_stored_key potential_keys[] = { /* [sample] tilt_x, tilt_y first: STEM_STORED_TILT_KEYS */
-    {"sample", "tilt_x", 0},           {"sample", "tilt_y", 0},           {"sample", "rotation_z", 0},
-    {"simulation", "parametrisation", 0}, {"simulation", "projection", 0}, {"simulation", "potential_radius", 0},
-    {"simulation", "thermal", 0},      {"simulation", "seed", 1},
+static const stem_stored_key potential_keys[] = {
+    /* [sample] tilt_x, tilt_y first: STEM_STORED_TILT_KEYS */
+    {"sample", "tilt_x", 0},         {"sample", "tilt_y", 0},
+    {"sample", "rotation_z", 0},     {"simulation", "parametrisation", 0},
+    {"simulation", "projection", 0}, {"simulation", "potential_radius", 0},
+    {"simulation", "thermal", 0},    {"simulation", "seed", 1},
 };
 
 /* A run's /potential, or a campaign's dataset of the plan's tilt (name: its buffer). */
@@ -33,9 +35,11 @@ static int check_open(const stem_plan *plan, const stem_stored *s, hid_t dset)
     hsize_t dims[4] = {0};
     STEM_TRY(stem_stored_dims(s, dset, 4, "configuration, slice, y, x", dims));
     if ((long)dims[2] != plan->pot_ny || (long)dims[3] != plan->pot_nx)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: grid %llu x %llu, this run's potential grid is %d x %d (set [simulation] "
-                         "grid_x, grid_y or pixel_size, and transmission_oversampling, as when it was written)", s->key,
-                         s->path, (unsigned long long)dims[3], (unsigned long long)dims[2], plan->pot_nx, plan->pot_ny);
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: grid %llu x %llu, this run's potential grid is %d x %d (set [simulation] "
+                         "grid_x, grid_y or pixel_size, and transmission_oversampling, as when it was written)",
+                         s->key, s->path, (unsigned long long)dims[3], (unsigned long long)dims[2], plan->pot_nx,
+                         plan->pot_ny);
     if ((long)dims[1] != plan->n_slices)
         return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %llu slices, this run has %d", s->key, s->path,
                          (unsigned long long)dims[1], plan->n_slices);
@@ -65,9 +69,10 @@ static int check_content(const stem_plan *plan, const stem_stored *s)
             for (long i = 0; !err && !nonzero && i < (long)plan->pot_nx * plan->pot_ny; i++) nonzero = V[i] != 0;
         }
         if (!err && !nonzero)
-            err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: configuration %d of %s is all zeros (never written, or a model "
-                            "without atoms): the file is damaged; write it again with %s", s->key, s->path, c,
-                            s->dataset, s->writer);
+            err = STEM_FAIL(STEM_ERR_INPUT,
+                            "%s %s: configuration %d of %s is all zeros (never written, or a model "
+                            "without atoms): the file is damaged; write it again with %s",
+                            s->key, s->path, c, s->dataset, s->writer);
     }
     free(V);
     return err;
@@ -98,9 +103,10 @@ static int check_plausible(const stem_stored *s, int c, int s0, int s1, long pla
 {
     for (long i = 0; i < (long)(s1 - s0) * plane; i++)
         if (fabsf(V[i]) > POTENTIAL_MAX)
-            return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s holds %g V Angstrom at configuration %d, slice %ld, beyond any "
-                             "atom's projected potential (|V| <= %g): the file is damaged; write it again", s->key,
-                             s->path, s->dataset, V[i], c, s0 + i / plane, POTENTIAL_MAX);
+            return STEM_FAIL(STEM_ERR_INPUT,
+                             "%s %s: %s holds %g V Angstrom at configuration %d, slice %ld, beyond any "
+                             "atom's projected potential (|V| <= %g): the file is damaged; write it again",
+                             s->key, s->path, s->dataset, V[i], c, s0 + i / plane, POTENTIAL_MAX);
     return STEM_OK;
 }
 

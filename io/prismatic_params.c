@@ -30,19 +30,21 @@ typedef struct {
 
 /* The config being built: entries in the order first set, later values replace. */
 typedef struct {
-    struct { char section[16], key[32], value[2 * STEM_PATH_MAX]; } e[MAX_ENTRIES];
+    struct {
+        char section[16], key[32], value[2 * STEM_PATH_MAX];
+    } e[MAX_ENTRIES];
     int n;
     char notes[MAX_NOTES][320]; /* options not converted, and what was assumed */
     int n_notes;
-    const char *where;          /* the current source, for messages */
-    const char *params_file;    /* the parameter file (relative model paths may be relative to it) */
-    char overflow[64];          /* a key whose value did not fit (refused at the end) */
+    const char *where;       /* the current source, for messages */
+    const char *params_file; /* the parameter file (relative model paths may be relative to it) */
+    char overflow[64];       /* a key whose value did not fit (refused at the end) */
     /* options whose meaning depends on others, resolved once all are read (Prismatic's order) */
     double df, dfs, dfr[3];
     int df_set, dfs_set, dfr_set;
-    window win[2];              /* x, y */
+    window win[2];                   /* x, y */
     char aberrations[STEM_PATH_MAX]; /* -aber's file, read at the end (it needs the energy) */
-    int c30_set, c50_set;       /* -C3, -C5 given (-df: df_set): they win over the file's, as in Prismatic */
+    int c30_set, c50_set;            /* -C3, -C5 given (-df: df_set): they win over the file's, as in Prismatic */
 } conversion;
 
 static void set(conversion *c, const char *section, const char *key, const char *fmt, ...)
@@ -118,13 +120,16 @@ static int integer(const conversion *c, const char *opt, const char *tok, long l
         errno = 0;
     }
     if (errno == ERANGE || i < lo || i > hi)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s is outside stemsim's range [%lld, %lld]", c->where, opt, tok, lo, hi);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s is outside stemsim's range [%lld, %lld]", c->where, opt, tok, lo,
+                         hi);
     *v = i;
     return STEM_OK;
 }
 
 /* Shortest text that reads back as the same double ("%g" keeps 6 digits only). */
-typedef struct { char s[40]; } numtext;
+typedef struct {
+    char s[40];
+} numtext;
 static numtext g(double v)
 {
     numtext t;
@@ -147,26 +152,42 @@ typedef int (*handler)(conversion *c, const char *opt, char **v);
     double x[n];                                                                                                       \
     for (int i = 0; i < n; i++) STEM_TRY(number(c, opt, v[i], &x[i]))
 
-static int h_input(conversion *c, const char *opt, char **v) { (void)opt; set(c, "sample", "xyz", "%s", v[0]); return STEM_OK; }
+static int h_input(conversion *c, const char *opt, char **v)
+{
+    (void)opt;
+    set(c, "sample", "xyz", "%s", v[0]);
+    return STEM_OK;
+}
 /* [output] file is relative to the working directory, as Prismatic's -o: kept as given */
-static int h_output(conversion *c, const char *opt, char **v) { (void)opt; set(c, "output", "file", "%s", v[0]); return STEM_OK; }
+static int h_output(conversion *c, const char *opt, char **v)
+{
+    (void)opt;
+    set(c, "output", "file", "%s", v[0]);
+    return STEM_OK;
+}
 
 /* -of: Prismatic 2.0 reads it but writes its output to -o alone (the folder only prefixed
  * file names of an output mode it no longer has). */
 static int h_output_folder(conversion *c, const char *opt, char **v)
 {
-    note(c, "%s %s: Prismatic 2.0 reads it but writes its output to -o alone, so it is not applied; put a directory "
-         "in [output] file if wanted", opt, v[0]);
+    note(c,
+         "%s %s: Prismatic 2.0 reads it but writes its output to -o alone, so it is not applied; put a directory "
+         "in [output] file if wanted",
+         opt, v[0]);
     return STEM_OK;
 }
 
 static int h_algorithm(conversion *c, const char *opt, char **v)
 {
     const char *a = v[0];
-    if (!strcmp(a, "m") || !strcmp(a, "multislice")) set(c, "simulation", "algorithm", "multislice");
-    else if (!strcmp(a, "p") || !strcmp(a, "prism")) set(c, "simulation", "algorithm", "prism");
-    else if (!strcmp(a, "t") || !strcmp(a, "hrtem")) set(c, "simulation", "algorithm", "hrtem");
-    else return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s: unknown algorithm '%s' (m, p or t)", c->where, opt, a);
+    if (!strcmp(a, "m") || !strcmp(a, "multislice"))
+        set(c, "simulation", "algorithm", "multislice");
+    else if (!strcmp(a, "p") || !strcmp(a, "prism"))
+        set(c, "simulation", "algorithm", "prism");
+    else if (!strcmp(a, "t") || !strcmp(a, "hrtem"))
+        set(c, "simulation", "algorithm", "hrtem");
+    else
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s: unknown algorithm '%s' (m, p or t)", c->where, opt, a);
     return STEM_OK;
 }
 
@@ -175,7 +196,8 @@ static int h_interp(conversion *c, const char *opt, char **v)
     long long f;
     STEM_TRY(integer(c, opt, v[0], 1, 256, &f)); /* stemsim's interpolation_x/_y bounds */
     const char *axes = !strcmp(opt, "-fx") || !strcmp(opt, "--interp-factor-x") ? "x"
-                       : !strcmp(opt, "-fy") || !strcmp(opt, "--interp-factor-y") ? "y" : "xy";
+        : !strcmp(opt, "-fy") || !strcmp(opt, "--interp-factor-y")              ? "y"
+                                                                                : "xy";
     if (strchr(axes, 'x')) set(c, "simulation", "interpolation_x", "%lld", f);
     if (strchr(axes, 'y')) set(c, "simulation", "interpolation_y", "%lld", f);
     return STEM_OK;
@@ -238,8 +260,10 @@ static int h_window(conversion *c, const char *opt, char **v)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s %s: the end is before the start", c->where, opt, v[0], v[1]);
     if (real && x[1] == 0) return STEM_OK;
     memcpy(real ? w->real : w->frac, x, sizeof x);
-    if (real) w->real_given = 1;
-    else w->frac_given = 1;
+    if (real)
+        w->real_given = 1;
+    else
+        w->frac_given = 1;
     return STEM_OK;
 }
 
@@ -254,7 +278,10 @@ static int h_tile(conversion *c, const char *opt, char **v)
 }
 
 /* One number to one key, the same unit; integers within the key's bounds (lo < hi). */
-typedef struct { const char *section, *key; long long lo, hi; } direct_key;
+typedef struct {
+    const char *section, *key;
+    long long lo, hi;
+} direct_key;
 
 static int h_direct(conversion *c, const char *opt, char **v, const direct_key *k)
 {
@@ -272,7 +299,7 @@ static int h_direct(conversion *c, const char *opt, char **v, const direct_key *
 #define DIRECT(name, section, key, lo, hi)                                                                             \
     static int name(conversion *c, const char *opt, char **v)                                                          \
     {                                                                                                                  \
-        static const direct_key k = {section, key, lo, hi};                                                           \
+        static const direct_key k = {section, key, lo, hi};                                                            \
         return h_direct(c, opt, v, &k);                                                                                \
     }
 DIRECT(h_energy, "beam", "energy", 0, 0)
@@ -335,7 +362,8 @@ static int h_defocus_sigma(conversion *c, const char *opt, char **v)
 {
     NUMBERS(1);
     if (!(x[0] > 0)) /* Prismatic refuses 0 and silently runs no series for a negative sigma */
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s: the defocus sigma must be positive (Angstrom)", c->where, opt, v[0]);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s %s: the defocus sigma must be positive (Angstrom)", c->where, opt,
+                         v[0]);
     c->dfs = x[0];
     c->dfs_set = 1;
     return STEM_OK;
@@ -363,19 +391,20 @@ static int h_2d(conversion *c, const char *opt, char **v)
 {
     NUMBERS(2);
     set(c, "images", "ADF", "%s %s", g(x[0]).s, g(x[1]).s);
-    note(c, "%s %s %s became [images] ADF, the run's only image (add BF, ABF, HAADF or any named range as wanted)",
-         opt, v[0], v[1]);
+    note(c, "%s %s %s became [images] ADF, the run's only image (add BF, ABF, HAADF or any named range as wanted)", opt,
+         v[0], v[1]);
     return STEM_OK;
 }
 
 static int h_save(conversion *c, const char *opt, char **v)
 {
-    static const struct { const char *opt, *section, *key; } keys[] = {
-        {"-3D", "detector", "save_3d"}, {"--save-3D-output", "detector", "save_3d"},
-        {"-4D", "detector", "save_4d"}, {"--save-4D-output", "detector", "save_4d"},
-        {"-DPC", "detector", "save_dpc"}, {"--save-DPC-CoM", "detector", "save_dpc"},
-        {"-ps", "output", "save_potential"}, {"--save-potential-slices", "output", "save_potential"},
-        {"-sm", "output", "save_smatrix"}, {"--save-smatrix", "output", "save_smatrix"}};
+    static const struct {
+        const char *opt, *section, *key;
+    } keys[] = {{"-3D", "detector", "save_3d"},      {"--save-3D-output", "detector", "save_3d"},
+                {"-4D", "detector", "save_4d"},      {"--save-4D-output", "detector", "save_4d"},
+                {"-DPC", "detector", "save_dpc"},    {"--save-DPC-CoM", "detector", "save_dpc"},
+                {"-ps", "output", "save_potential"}, {"--save-potential-slices", "output", "save_potential"},
+                {"-sm", "output", "save_smatrix"},   {"--save-smatrix", "output", "save_smatrix"}};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (!strcmp(opt, keys[i].opt)) set(c, keys[i].section, keys[i].key, flag(v[0]) ? "true" : "false");
     return STEM_OK;
@@ -408,11 +437,12 @@ static int h_potential3d(conversion *c, const char *opt, char **v)
 static void potential3d_note(conversion *c)
 {
     if (strcmp(get(c, "simulation", "projection"), "finite")) return;
-    note(c, "Prismatic's 3D potential (its default; -3DP 1) became projection = finite, stemsim's own slice-by-slice "
-            "integration; the two differ: on Si, Prismatic's 3D potential gives 0.41x (200 keV) to 0.58x (80 keV) "
-            "the HAADF of its projected potential (-3DP 0), stemsim's finite projection stays close to its infinite "
-            "one, so expect stemsim's HAADF 1.6-2.6x Prismatic's here, and within a few percent of Prismatic's "
-            "-3DP 0 (docs/prismatic.md)");
+    note(c,
+         "Prismatic's 3D potential (its default; -3DP 1) became projection = finite, stemsim's own slice-by-slice "
+         "integration; the two differ: on Si, Prismatic's 3D potential gives 0.41x (200 keV) to 0.58x (80 keV) "
+         "the HAADF of its projected potential (-3DP 0), stemsim's finite projection stays close to its infinite "
+         "one, so expect stemsim's HAADF 1.6-2.6x Prismatic's here, and within a few percent of Prismatic's "
+         "-3DP 0 (docs/prismatic.md)");
 }
 
 static int h_depth_every(conversion *c, const char *opt, char **v)
@@ -442,7 +472,8 @@ static int h_streaming(conversion *c, const char *opt, char **v)
 static int h_positions(conversion *c, const char *opt, char **v)
 {
     set(c, "scan", "positions", "%s", v[0]);
-    note(c, "%s %s: stemsim reads 'x y' lines in Angstrom ('#' comments); check that the file is in that form", opt, v[0]);
+    note(c, "%s %s: stemsim reads 'x y' lines in Angstrom ('#' comments); check that the file is in that form", opt,
+         v[0]);
     return STEM_OK;
 }
 
@@ -454,8 +485,10 @@ static int h_tem_tilt(conversion *c, const char *opt, char **v)
     int y = strchr(opt, 'y') != NULL;
     set(c, "series", y ? "beam_tilt_y" : "beam_tilt_x", "%s:%s:%s", g(x[0]).s, g(x[2]).s, g(x[1]).s);
     if (x[0] > 0)
-        note(c, "%s %s %s %s: Prismatic's range is |tilt| in [min, max] on both sides; stemsim's series runs from "
-             "min to max only: give -max:step:max for both sides", opt, v[0], v[1], v[2]);
+        note(c,
+             "%s %s %s %s: Prismatic's range is |tilt| in [min, max] on both sides; stemsim's series runs from "
+             "min to max only: give -max:step:max for both sides",
+             opt, v[0], v[1], v[2]);
     return STEM_OK;
 }
 
@@ -469,7 +502,9 @@ static int h_cell(conversion *c, const char *opt, char **v)
 /* Options that change nothing stemsim computes, or that it does not have. */
 static int h_unsupported(conversion *c, const char *opt, char **v)
 {
-    static const struct { const char *opt, *why; } why[] = {
+    static const struct {
+        const char *opt, *why;
+    } why[] = {
         {"-A", "the largest angle follows from pixel_size (the 2/3 band limit)"},
         {"--alpha-max", "the largest angle follows from pixel_size (the 2/3 band limit)"},
         {"-C", "stemsim's engine is one of CPU or GPU per run ([compute] device)"},
@@ -489,7 +524,8 @@ static int h_unsupported(conversion *c, const char *opt, char **v)
         {"-probe", "the probe is not written"},
         {"--save-probe", "the probe is not written"},
         {"-ips", "stemsim reads potentials it wrote itself: [output] save_potential, then [simulation] potential_file"},
-        {"--import-potential", "stemsim reads potentials it wrote itself: [output] save_potential, then potential_file"},
+        {"--import-potential",
+         "stemsim reads potentials it wrote itself: [output] save_potential, then potential_file"},
         {"-ism", "stemsim reads S-matrices it wrote itself: [output] save_smatrix, then [simulation] smatrix_file"},
         {"--import-smatrix", "stemsim reads S-matrices it wrote itself: [output] save_smatrix, then smatrix_file"},
         {"-rtt", "no radial tilt range: give [series] beam_tilt_x and beam_tilt_y"},
@@ -501,7 +537,7 @@ static int h_unsupported(conversion *c, const char *opt, char **v)
         {"--batch-size", "set [compute] batch_size (CPU) and memory_mode (GPU)"},
         {"-bg", "the GPU engine chooses its batches from its memory"},
         {"--batch-size-gpu", "the GPU engine chooses its batches from its memory"},
-};
+    };
     const char *reason = "no stemsim equivalent";
     for (size_t i = 0; i < sizeof why / sizeof *why; i++)
         if (!strcmp(opt, why[i].opt)) reason = why[i].why;
@@ -516,40 +552,74 @@ typedef struct {
 } option;
 
 static const option options[] = {
-    {"--input-file", "-i", 1, h_input},           {"--output-file", "-o", 1, h_output},
-    {"--algorithm", "-a", 1, h_algorithm},        {"--interp-factor", "-f", 1, h_interp},
-    {"--interp-factor-x", "-fx", 1, h_interp},    {"--interp-factor-y", "-fy", 1, h_interp},
-    {"--num-threads", "-j", 1, h_threads},        {"--num-streams", "-S", 1, h_streams},
-    {"--slice-thickness", "-s", 1, h_slice},      {"--num-slices", "-ns", 1, h_depth_every},
-    {"--zstart-slices", "-zs", 1, h_unsupported}, {"--num-gpus", "-g", 1, h_gpus},
-    {"--batch-size", "-b", 1, h_unsupported},     {"--batch-size-cpu", "-bc", 1, h_batch},
-    {"--batch-size-gpu", "-bg", 1, h_unsupported}, {"--pixel-size", "-p", 1, h_pixel},
-    {"--pixel-size-x", "-px", 1, h_pixel},        {"--pixel-size-y", "-py", 1, h_pixel},
-    {"--detector-angle-step", "-d", 1, h_ring},   {"--cell-dimension", "-c", 3, h_cell},
-    {"--energy", "-E", 1, h_energy},              {"--alpha-max", "-A", 1, h_unsupported},
-    {"--potential-bound", "-P", 1, h_bound},      {"--also-do-cpu-work", "-C", 1, h_unsupported},
-    {"--streaming-mode", NULL, 1, h_streaming},   {"--probe-step", "-r", 1, h_step},
-    {"--probe-step-x", "-rx", 1, h_step},         {"--probe-step-y", "-ry", 1, h_step},
-    {"--random-seed", "-rs", 1, h_seed},          {"--probe-xtilt", "-tx", 1, h_tx},
-    {"--probe-ytilt", "-ty", 1, h_ty},            {"--probe-defocus", "-df", 1, h_defocus},
-    {NULL, "-C3", 1, h_c3},                       {NULL, "-C5", 1, h_c5},
-    {"--probe-semiangle", "-sa", 1, h_semiangle}, {"--scan-window-x", "-wx", 2, h_window},
-    {"--scan-window-y", "-wy", 2, h_window},      {"--scan-window-xr", "-wxr", 2, h_window},
-    {"--scan-window-yr", "-wyr", 2, h_window},    {"--tile-uc", "-t", 3, h_tile},
-    {"--num-FP", "-F", 1, h_fp},                  {"--thermal-effects", "-te", 1, h_thermal},
-    {"--occupancy", "-oc", 1, h_unsupported},     {"--3Dpotential", "-3DP", 1, h_potential3d},
-    {"--save-2D-output", "-2D", 2, h_2d},         {"--save-3D-output", "-3D", 1, h_save},
-    {"--save-4D-output", "-4D", 1, h_save},       {"--4D-crop", "-4DC", 1, h_crop},
-    {"--4D-amax", "-4DA", 1, h_crop_angle},       {"--save-DPC-CoM", "-DPC", 1, h_save},
-    {"--save-potential-slices", "-ps", 1, h_save}, {"--nyquist-sampling", "-nqs", 1, h_unsupported},
-    {"--xtilt-tem", "-xtt", 3, h_tem_tilt},       {"--ytilt-tem", "-ytt", 3, h_tem_tilt},
-    {"--rtilt-tem", "-rtt", 2, h_unsupported},    {"--tilt-offset-tem", "-tot", 2, h_unsupported},
-    {"--probe-pos", "-pos", 1, h_positions},      {"--max-filesize", NULL, 1, h_unsupported},
-    {"--probe-defocus-sigma", "-dfs", 1, h_defocus_sigma}, {"--probe-defocus-range", "-dfr", 3, h_defocus_range},
-    {"--save-smatrix", "-sm", 1, h_save},         {"--3Dpotential-zsampling", "-3DPZ", 1, h_unsupported},
-    {"--matrix-refocus", "-mrf", 1, h_unsupported}, {"--aberrations", "-aber", 1, h_aberrations},
-    {"--save-complex", "-com", 1, h_unsupported}, {"--save-probe", "-probe", 1, h_unsupported},
-    {"--import-potential", "-ips", 1, h_unsupported}, {"--import-smatrix", "-ism", 1, h_unsupported},
+    {"--input-file", "-i", 1, h_input},
+    {"--output-file", "-o", 1, h_output},
+    {"--algorithm", "-a", 1, h_algorithm},
+    {"--interp-factor", "-f", 1, h_interp},
+    {"--interp-factor-x", "-fx", 1, h_interp},
+    {"--interp-factor-y", "-fy", 1, h_interp},
+    {"--num-threads", "-j", 1, h_threads},
+    {"--num-streams", "-S", 1, h_streams},
+    {"--slice-thickness", "-s", 1, h_slice},
+    {"--num-slices", "-ns", 1, h_depth_every},
+    {"--zstart-slices", "-zs", 1, h_unsupported},
+    {"--num-gpus", "-g", 1, h_gpus},
+    {"--batch-size", "-b", 1, h_unsupported},
+    {"--batch-size-cpu", "-bc", 1, h_batch},
+    {"--batch-size-gpu", "-bg", 1, h_unsupported},
+    {"--pixel-size", "-p", 1, h_pixel},
+    {"--pixel-size-x", "-px", 1, h_pixel},
+    {"--pixel-size-y", "-py", 1, h_pixel},
+    {"--detector-angle-step", "-d", 1, h_ring},
+    {"--cell-dimension", "-c", 3, h_cell},
+    {"--energy", "-E", 1, h_energy},
+    {"--alpha-max", "-A", 1, h_unsupported},
+    {"--potential-bound", "-P", 1, h_bound},
+    {"--also-do-cpu-work", "-C", 1, h_unsupported},
+    {"--streaming-mode", NULL, 1, h_streaming},
+    {"--probe-step", "-r", 1, h_step},
+    {"--probe-step-x", "-rx", 1, h_step},
+    {"--probe-step-y", "-ry", 1, h_step},
+    {"--random-seed", "-rs", 1, h_seed},
+    {"--probe-xtilt", "-tx", 1, h_tx},
+    {"--probe-ytilt", "-ty", 1, h_ty},
+    {"--probe-defocus", "-df", 1, h_defocus},
+    {NULL, "-C3", 1, h_c3},
+    {NULL, "-C5", 1, h_c5},
+    {"--probe-semiangle", "-sa", 1, h_semiangle},
+    {"--scan-window-x", "-wx", 2, h_window},
+    {"--scan-window-y", "-wy", 2, h_window},
+    {"--scan-window-xr", "-wxr", 2, h_window},
+    {"--scan-window-yr", "-wyr", 2, h_window},
+    {"--tile-uc", "-t", 3, h_tile},
+    {"--num-FP", "-F", 1, h_fp},
+    {"--thermal-effects", "-te", 1, h_thermal},
+    {"--occupancy", "-oc", 1, h_unsupported},
+    {"--3Dpotential", "-3DP", 1, h_potential3d},
+    {"--save-2D-output", "-2D", 2, h_2d},
+    {"--save-3D-output", "-3D", 1, h_save},
+    {"--save-4D-output", "-4D", 1, h_save},
+    {"--4D-crop", "-4DC", 1, h_crop},
+    {"--4D-amax", "-4DA", 1, h_crop_angle},
+    {"--save-DPC-CoM", "-DPC", 1, h_save},
+    {"--save-potential-slices", "-ps", 1, h_save},
+    {"--nyquist-sampling", "-nqs", 1, h_unsupported},
+    {"--xtilt-tem", "-xtt", 3, h_tem_tilt},
+    {"--ytilt-tem", "-ytt", 3, h_tem_tilt},
+    {"--rtilt-tem", "-rtt", 2, h_unsupported},
+    {"--tilt-offset-tem", "-tot", 2, h_unsupported},
+    {"--probe-pos", "-pos", 1, h_positions},
+    {"--max-filesize", NULL, 1, h_unsupported},
+    {"--probe-defocus-sigma", "-dfs", 1, h_defocus_sigma},
+    {"--probe-defocus-range", "-dfr", 3, h_defocus_range},
+    {"--save-smatrix", "-sm", 1, h_save},
+    {"--3Dpotential-zsampling", "-3DPZ", 1, h_unsupported},
+    {"--matrix-refocus", "-mrf", 1, h_unsupported},
+    {"--aberrations", "-aber", 1, h_aberrations},
+    {"--save-complex", "-com", 1, h_unsupported},
+    {"--save-probe", "-probe", 1, h_unsupported},
+    {"--import-potential", "-ips", 1, h_unsupported},
+    {"--import-smatrix", "-ism", 1, h_unsupported},
     {"--output-folder", "-of", 1, h_output_folder},
 };
 
@@ -574,7 +644,8 @@ static int apply_tokens(conversion *c, int n, char **tok)
             return STEM_FAIL(STEM_ERR_CONFIG, "%s: '%s' is not a Prismatic 2.0 option (see prismatic --help)", c->where,
                              name);
         if (i + o->nargs >= n + (o->nargs == 0))
-            return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s needs %d value%s", c->where, name, o->nargs, o->nargs == 1 ? "" : "s");
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s needs %d value%s", c->where, name, o->nargs,
+                             o->nargs == 1 ? "" : "s");
         STEM_TRY(o->h(c, name, &tok[i + 1]));
         i += 1 + o->nargs;
     }
@@ -591,7 +662,8 @@ static int apply_line(conversion *c, char *line)
     *colon = ' ';
     char *tok[MAX_TOKENS], *save = NULL;
     int n = 0;
-    for (char *t = strtok_r(line, " \t\r\n,", &save); t && n < MAX_TOKENS; t = strtok_r(NULL, " \t\r\n,", &save)) tok[n++] = t;
+    for (char *t = strtok_r(line, " \t\r\n,", &save); t && n < MAX_TOKENS; t = strtok_r(NULL, " \t\r\n,", &save))
+        tok[n++] = t;
     return apply_tokens(c, n, tok);
 }
 
@@ -655,17 +727,20 @@ static int aberration_line(conversion *c, const char *where, char *line, double 
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: '%s': expected 'm n magnitude angle' (Prismatic's aberration line)",
                          where, line);
     if (p < s || (p + s) % 2) { /* Prismatic drops these silently (not in its basis): said here */
-        note(c, "%s: aberration m = %d, n = %d is not in Prismatic's basis (m >= n, m + n even): Prismatic ignores it, "
-                "so does this config", where, p, s);
+        note(c,
+             "%s: aberration m = %d, n = %d is not in Prismatic's basis (m >= n, m + n even): Prismatic ignores it, "
+             "so does this config",
+             where, p, s);
         return STEM_OK;
     }
     int k = -1;
     for (int i = 0; i < STEM_N_ABERR; i++)
         if (stem_aberration_orders[i].n == p - 1 && stem_aberration_orders[i].m == s) k = i;
     if (k < 0)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s: aberration m = %d, n = %d (C%d%d) has no stemsim coefficient (C10, C12, "
-                         "C21, C23, C30 ... C56)%s", where, p, s, p - 1, s,
-                         p == 1 ? ": it is a shift of the probe; move the scan instead" : "");
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: aberration m = %d, n = %d (C%d%d) has no stemsim coefficient (C10, C12, "
+                         "C21, C23, C30 ... C56)%s",
+                         where, p, s, p - 1, s, p == 1 ? ": it is a shift of the probe; move the scan instead" : "");
     char key[32], phi[32];
     snprintf(key, sizeof key, "C%d%d", p - 1, s);
     snprintf(phi, sizeof phi, "phi%d%d", p - 1, s);
@@ -690,8 +765,9 @@ static int aberrations_resolve(conversion *c)
     double lambda = 12.2642598 / sqrt(volts * (1 + 0.97847538e-6 * volts)); /* Angstrom, relativistic */
     FILE *f;
     STEM_TRY(stem_input_open(path, "--from-prismatic aberration file (-aber)", STEM_ERR_INPUT, &f));
-    int err = read_line(f, line, sizeof line) == 1 ? STEM_OK /* the comment line */
-              : STEM_FAIL(STEM_ERR_INPUT, "%s: no comment line: not a Prismatic aberration file", path);
+    int err = read_line(f, line, sizeof line) == 1
+        ? STEM_OK /* the comment line */
+        : STEM_FAIL(STEM_ERR_INPUT, "%s: no comment line: not a Prismatic aberration file", path);
     for (int no = 2, got; !err && (got = read_line(f, line, sizeof line)) == 1; no++) {
         char *t = line + strspn(line, " \t\r");
         size_t n = strlen(t);
@@ -727,8 +803,10 @@ static int absolute_path(conversion *c, const char *section, const char *key)
         }
     }
     if (!getcwd(cwd, sizeof cwd))
-        return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s' is relative and the current directory "
-                         "cannot be named (%s): give an absolute path", section, key, rel, strerror(errno));
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "--from-prismatic: [%s] %s = '%s' is relative and the current directory "
+                         "cannot be named (%s): give an absolute path",
+                         section, key, rel, strerror(errno));
     set(c, section, key, "%s/%s", cwd, rel);
     return STEM_OK;
 }
@@ -743,11 +821,13 @@ static int model_extent(conversion *c, int axis, double *extent)
     char line[4096];
     double cell[3];
     int ok = read_line(f, line, sizeof line) == 1 && read_line(f, line, sizeof line) == 1 &&
-             sscanf(line, "%lf %lf %lf", &cell[0], &cell[1], &cell[2]) == 3 && cell[axis] > 0 && isfinite(cell[axis]);
+        sscanf(line, "%lf %lf %lf", &cell[0], &cell[1], &cell[2]) == 3 && cell[axis] > 0 && isfinite(cell[axis]);
     fclose(f);
     if (!ok)
-        return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: %s: no cell 'a b c' on the second line, which the scan "
-                         "window needs", path);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "--from-prismatic: %s: no cell 'a b c' on the second line, which the scan "
+                         "window needs",
+                         path);
     *extent = cell[axis] * (tile ? strtod(tile, NULL) : 1);
     return STEM_OK;
 }
@@ -771,17 +851,21 @@ static int window_resolve(conversion *c)
     for (int a = 0; a < 2; a++) {
         if (w[a].real_given) { /* as Prismatic: clamped to the tiled cell, then fractional */
             if (!strcmp(get(c, "sample", "xyz"), "MODEL.xyz"))
-                return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: a scan window in Angstrom along %c (-w%cr) and a "
+                return STEM_FAIL(STEM_ERR_CONFIG,
+                                 "--from-prismatic: a scan window in Angstrom along %c (-w%cr) and a "
                                  "fractional one along %c (-w%c, or Prismatic's default, the whole cell): stemsim's "
                                  "[scan] has one unit for both axes, and converting needs the model's cell: give the "
-                                 "model (-i or --xyz) or both windows in one unit", "xy"[a], "xy"[a], "yx"[a], "yx"[a]);
+                                 "model (-i or --xyz) or both windows in one unit",
+                                 "xy"[a], "xy"[a], "yx"[a], "yx"[a]);
             double L;
             STEM_TRY(model_extent(c, a, &L));
             set(c, "scan", start[a], "%s", g(fmin(w[a].real[0], L) / L).s);
             set(c, "scan", end[a], "%s", g(fmin(w[a].real[1], L) / L).s);
-            note(c, "-w%cr %s %s (Angstrom) became the fractional %s %s of the %s Angstrom (tiled) cell, as the other "
-                 "axis's window is fractional", "xy"[a], g(w[a].real[0]).s, g(w[a].real[1]).s, get(c, "scan", start[a]),
-                 get(c, "scan", end[a]), g(L).s);
+            note(c,
+                 "-w%cr %s %s (Angstrom) became the fractional %s %s of the %s Angstrom (tiled) cell, as the other "
+                 "axis's window is fractional",
+                 "xy"[a], g(w[a].real[0]).s, g(w[a].real[1]).s, get(c, "scan", start[a]), get(c, "scan", end[a]),
+                 g(L).s);
         } else if (w[a].frac_given) {
             set(c, "scan", start[a], "%s", g(w[a].frac[0]).s);
             set(c, "scan", end[a], "%s", g(w[a].frac[1]).s);
@@ -800,8 +884,10 @@ static void defocus_series_resolve(conversion *c)
     } else if (c->dfs_set) {
         double df = c->df_set ? c->df : 0;
         set(c, "series", "defocus", "%s:%s:%s", g(df - 2 * c->dfs).s, g(0.5 * c->dfs).s, g(df + 2 * c->dfs).s);
-        note(c, "-dfs %s became a [series] defocus of 9 points around -df %s, as Prismatic runs it; for an incoherent "
-             "average over the spread use [probe] focal_spread = %s instead", g(c->dfs).s, g(df).s, g(c->dfs).s);
+        note(c,
+             "-dfs %s became a [series] defocus of 9 points around -df %s, as Prismatic runs it; for an incoherent "
+             "average over the spread use [probe] focal_spread = %s instead",
+             g(c->dfs).s, g(df).s, g(c->dfs).s);
     } else {
         return;
     }
@@ -823,17 +909,23 @@ static int values_check(const conversion *c)
         const char *k = c->e[i].key, *v = c->e[i].value;
         size_t len = strlen(k) + 3 + strlen(v);
         if (!v[0] || isspace((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
-            return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s': an empty value or one that starts or "
-                             "ends with a space cannot be written in a config file", c->e[i].section, k, v);
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "--from-prismatic: [%s] %s = '%s': an empty value or one that starts or "
+                             "ends with a space cannot be written in a config file",
+                             c->e[i].section, k, v);
         for (const char *p = v; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ';')
-                return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s = '%s': %s cannot be written in a config "
-                                 "file; rename it", c->e[i].section, k, v,
+                return STEM_FAIL(STEM_ERR_CONFIG,
+                                 "--from-prismatic: [%s] %s = '%s': %s cannot be written in a config "
+                                 "file; rename it",
+                                 c->e[i].section, k, v,
                                  *p == ';' ? "';' (it starts a comment)" : "a control character");
         if (len > INI_MAX_LINE - 1)
-            return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: [%s] %s: the value (%zu characters) does not fit a "
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "--from-prismatic: [%s] %s: the value (%zu characters) does not fit a "
                              "config line (at most %d characters); use a shorter path, or run the config with "
-                             "--set %s.%s=VALUE", c->e[i].section, k, strlen(v), INI_MAX_LINE - 1, c->e[i].section, k);
+                             "--set %s.%s=VALUE",
+                             c->e[i].section, k, strlen(v), INI_MAX_LINE - 1, c->e[i].section, k);
     }
     return STEM_OK;
 }
@@ -852,7 +944,10 @@ static void comment(FILE *out, const char *prefix, const char *text)
         if (take > (size_t)width) { /* break at the last space within the width, if any */
             take = (size_t)width;
             for (size_t k = take; k > (size_t)width / 2; k--)
-                if (p[k] == ' ') { take = k; break; }
+                if (p[k] == ' ') {
+                    take = k;
+                    break;
+                }
         }
         fputs(p == text ? prefix : ";   ", out);
         for (size_t k = 0; k < take; k++) fputc((unsigned char)p[k] < 0x20 || p[k] == 0x7f ? '?' : p[k], out);
@@ -864,13 +959,14 @@ static void comment(FILE *out, const char *prefix, const char *text)
 
 static void write_config(const conversion *c, const char *source, FILE *out)
 {
-    static const char *const order[] = {"sample", "beam", "probe", "simulation", "scan", "detector", "images",
-                                        "output", "series", "compute"};
+    static const char *const order[] = {"sample",   "beam",   "probe",  "simulation", "scan",
+                                        "detector", "images", "output", "series",     "compute"};
     char head[PATH_MAX + 128];
     snprintf(head, sizeof head, "stemsim %s config converted from Prismatic parameters (%s)", STEM_VERSION, source);
     comment(out, "; ", head);
-    fprintf(out, "; conventions: keV, mrad and Angstrom as in Prismatic; [probe] C10 = Prismatic's -df (same sign);\n"
-                 "; C30/C50 in Angstrom like -C3/-C5; aberration azimuths in degrees; [detector] ring_width = -d.\n");
+    fprintf(out,
+            "; conventions: keV, mrad and Angstrom as in Prismatic; [probe] C10 = Prismatic's -df (same sign);\n"
+            "; C30/C50 in Angstrom like -C3/-C5; aberration azimuths in degrees; [detector] ring_width = -d.\n");
     for (int i = 0; i < c->n_notes; i++) comment(out, "; NOTE ", c->notes[i]);
     for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
         int first = 1;
@@ -887,8 +983,10 @@ static void write_config(const conversion *c, const char *source, FILE *out)
 static int finish(conversion *c, const char *xyz)
 {
     if (xyz) set(c, "sample", "xyz", "%s", xyz);
-    if (strcmp(get(c, "sample", "xyz"), "MODEL.xyz")) STEM_TRY(absolute_path(c, "sample", "xyz"));
-    else note(c, "no model given (-i or --xyz): set [sample] xyz");
+    if (strcmp(get(c, "sample", "xyz"), "MODEL.xyz"))
+        STEM_TRY(absolute_path(c, "sample", "xyz"));
+    else
+        note(c, "no model given (-i or --xyz): set [sample] xyz");
     STEM_TRY(absolute_path(c, "scan", "positions")); /* [scan] positions is relative to the config file too */
     STEM_TRY(window_resolve(c));
     STEM_TRY(aberrations_resolve(c));
@@ -908,13 +1006,19 @@ int stem_from_prismatic(int argc, char **argv, FILE *out)
             i++;
             break;
         }
-        if (!strcmp(argv[i], "--xyz") && i + 1 < argc) xyz = argv[++i];
-        else if (!file && argv[i][0] != '-') file = argv[i];
-        else return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: unexpected '%s' (usage: stemsim --from-prismatic "
-                              "[PARAMS] [--xyz FILE] [-- PRISMATIC OPTIONS])", argv[i]);
+        if (!strcmp(argv[i], "--xyz") && i + 1 < argc)
+            xyz = argv[++i];
+        else if (!file && argv[i][0] != '-')
+            file = argv[i];
+        else
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "--from-prismatic: unexpected '%s' (usage: stemsim --from-prismatic "
+                             "[PARAMS] [--xyz FILE] [-- PRISMATIC OPTIONS])",
+                             argv[i]);
     }
     if (!file && i >= argc)
-        return STEM_FAIL(STEM_ERR_CONFIG, "--from-prismatic: give a Prismatic parameter file and/or, after --, a "
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "--from-prismatic: give a Prismatic parameter file and/or, after --, a "
                          "Prismatic command line");
     /* Prismatic's defaults where they differ from stemsim's, so the converted run matches */
     set(&c, "sample", "xyz", "MODEL.xyz");

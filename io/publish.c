@@ -36,10 +36,12 @@ static int check_dir(const char *file)
     snprintf(buf, sizeof buf, "%s", file);
     const char *dir = dirname(buf); /* "." for a bare file name */
     if (stat(dir, &st) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s does not exist (%s)", file, dir, strerror(errno));
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s does not exist (%s)", file, dir,
+                         strerror(errno));
     if (!S_ISDIR(st.st_mode)) return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: %s is not a directory", file, dir);
     if (access(dir, W_OK | X_OK) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s is not writable (%s)", file, dir, strerror(errno));
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: directory %s is not writable (%s)", file, dir,
+                         strerror(errno));
     return STEM_OK;
 }
 
@@ -70,7 +72,8 @@ static int check_existing(const stem_config *cfg, const stem_input_ref *inputs, 
     STEM_TRY(check_not_input(file, &st, inputs, n));
     if (S_ISDIR(st.st_mode)) return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is a directory", file);
     if (!cfg->overwrite)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s already exists; set [output] overwrite = true or choose another file",
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s already exists; set [output] overwrite = true or choose another file",
                          file);
     if (!S_ISREG(st.st_mode))
         return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is %s: overwrite replaces regular files only", file,
@@ -93,7 +96,8 @@ static void report_stale(const char *file)
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
-        if (len < lb + ls || strncmp(e->d_name, base, lb) || strcmp(e->d_name + len - ls, STEM_OUTPUT_TEMP_SUFFIX)) continue;
+        if (len < lb + ls || strncmp(e->d_name, base, lb) || strcmp(e->d_name + len - ls, STEM_OUTPUT_TEMP_SUFFIX))
+            continue;
         if (len != lb + ls && e->d_name[lb] != '.') continue;
         if (++n <= 5)
             stem_warn("%s/%s is an unfinished output of an earlier run (killed, or still running); "
@@ -111,22 +115,24 @@ static int reserve_temp(const stem_config *cfg, int keep, stem_output_target *t)
 {
     char name[STEM_OUTPUT_NAME_MAX];
     int n = snprintf(name, sizeof name, "%s" TAG_TEMPLATE STEM_OUTPUT_TEMP_SUFFIX, cfg->output_file);
-    if (n < 0 || (size_t)n >= sizeof name) return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: name too long", cfg->output_file);
+    if (n < 0 || (size_t)n >= sizeof name)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: name too long", cfg->output_file);
     int fd = mkstemps(name, (int)strlen(STEM_OUTPUT_TEMP_SUFFIX)); /* O_CREAT | O_EXCL, never follows a link */
     if (fd < 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create a temporary file next to it (%s)", cfg->output_file,
-                         strerror(errno));
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create a temporary file next to it (%s)",
+                         cfg->output_file, strerror(errno));
     mode_t mask = umask(0);
     umask(mask);
     struct stat st;
     int rc = STEM_OK;
     if (fchmod(fd, 0666 & ~mask) != 0 || fstat(fd, &st) != 0)
-        rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot set up %s (%s)", cfg->output_file, name, strerror(errno));
+        rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot set up %s (%s)", cfg->output_file, name,
+                       strerror(errno));
     close(fd);
     if (rc || !keep) {
         if (unlink(name) != 0 && !rc)
-            rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot remove the test file %s (%s)", cfg->output_file, name,
-                           strerror(errno));
+            rc = STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot remove the test file %s (%s)", cfg->output_file,
+                           name, strerror(errno));
         return rc;
     }
     snprintf(t->temp_path, sizeof t->temp_path, "%s", name);
@@ -169,11 +175,14 @@ int stem_output_target_verify(const stem_output_target *t)
 {
     struct stat st;
     if (lstat(t->temp_path, &st) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: the temporary file %s has gone (%s): was its directory removed?",
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s: the temporary file %s has gone (%s): was its directory removed?",
                          t->final_path, t->temp_path, strerror(errno));
     if (!S_ISREG(st.st_mode) || st.st_dev != t->dev || st.st_ino != t->ino)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: the temporary file %s was replaced by something else while the "
-                         "job ran; not writing through it", t->final_path, t->temp_path);
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s: the temporary file %s was replaced by something else while the "
+                         "job ran; not writing through it",
+                         t->final_path, t->temp_path);
     return STEM_OK;
 }
 
@@ -209,10 +218,14 @@ static int keep_conflict(const stem_output_target *t)
     size_t stem_len = strlen(t->temp_path) - strlen(STEM_OUTPUT_TEMP_SUFFIX);
     snprintf(kept, sizeof kept, "%.*s.conflict.h5", (int)stem_len, t->temp_path);
     if (rename(t->temp_path, kept) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s appeared while this job ran (another job wrote it); this job's "
-                         "complete result stays in %s (renaming it failed: %s)", t->final_path, t->temp_path, strerror(errno));
-    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s appeared while this job ran (another job wrote it) and is left as it "
-                     "is; this job's complete result is kept as %s", t->final_path, kept);
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s appeared while this job ran (another job wrote it); this job's "
+                         "complete result stays in %s (renaming it failed: %s)",
+                         t->final_path, t->temp_path, strerror(errno));
+    return STEM_FAIL(STEM_ERR_IO,
+                     "[output] file = %s appeared while this job ran (another job wrote it) and is left as it "
+                     "is; this job's complete result is kept as %s",
+                     t->final_path, kept);
 }
 
 /* Rename without replacing: renameat2 where the file system has it, else a
@@ -222,15 +235,18 @@ static int publish_noreplace(const stem_output_target *t)
     if (renameat2(AT_FDCWD, t->temp_path, AT_FDCWD, t->final_path, RENAME_NOREPLACE) == 0) return STEM_OK;
     if (errno == EEXIST) return keep_conflict(t);
     if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot rename %s to it (%s); the complete result stays there",
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s: cannot rename %s to it (%s); the complete result stays there",
                          t->final_path, t->temp_path, strerror(errno));
     if (link(t->temp_path, t->final_path) == 0) {
         if (unlink(t->temp_path) != 0)
-            stem_warn("published %s but cannot remove its other name %s: %s", t->final_path, t->temp_path, strerror(errno));
+            stem_warn("published %s but cannot remove its other name %s: %s", t->final_path, t->temp_path,
+                      strerror(errno));
         return STEM_OK;
     }
     if (errno == EEXIST) return keep_conflict(t);
-    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: this file system supports neither a no-replace rename nor hard "
+    return STEM_FAIL(STEM_ERR_IO,
+                     "[output] file = %s: this file system supports neither a no-replace rename nor hard "
                      "links (%s); the complete result stays in %s (rename it yourself, or set overwrite = true)",
                      t->final_path, strerror(errno), t->temp_path);
 }
@@ -240,10 +256,13 @@ static int publish_replace(const stem_output_target *t)
 {
     struct stat st;
     if (stat(t->final_path, &st) == 0 && !S_ISREG(st.st_mode))
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s is now %s: overwrite replaces regular files only; the complete "
-                         "result stays in %s", t->final_path, file_kind(st.st_mode), t->temp_path);
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s is now %s: overwrite replaces regular files only; the complete "
+                         "result stays in %s",
+                         t->final_path, file_kind(st.st_mode), t->temp_path);
     if (rename(t->temp_path, t->final_path) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot rename %s to it (%s); the complete result stays there",
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s: cannot rename %s to it (%s); the complete result stays there",
                          t->final_path, t->temp_path, strerror(errno));
     return STEM_OK;
 }
@@ -273,7 +292,10 @@ void stem_output_target_sibling(const stem_output_target *t, const char *tag, ch
 
 /* ---------------------------------------------------------- disk space */
 
-static void reserve_path(const stem_output_target *t, char *out, size_t n) { stem_output_target_sibling(t, "reserve", out, n); }
+static void reserve_path(const stem_output_target *t, char *out, size_t n)
+{
+    stem_output_target_sibling(t, "reserve", out, n);
+}
 
 /* Free bytes for an unprivileged writer on path's file system (-1: unknown). */
 static double free_bytes(const char *path)
@@ -313,9 +335,11 @@ static int write_margin(int fd)
 /* The refusal of a disk without room for the output (reserve_local and the dry run). */
 static int no_room(const stem_output_target *t, double file_bytes, double later_bytes, double free, int err)
 {
-    return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: no space left on device (disk full, or a quota): the output "
+    return STEM_FAIL(STEM_ERR_IO,
+                     "[output] file = %s: no space left on device (disk full, or a quota): the output "
                      "needs about %.1f MiB%s and 1 MiB to end cleanly, its file system has %.1f MiB free (%s); "
-                     "free space or choose another directory", t->final_path, file_bytes / 1048576.0,
+                     "free space or choose another directory",
+                     t->final_path, file_bytes / 1048576.0,
                      later_bytes > 0 ? " twice (the EMD conversion writes a copy)" : "",
                      free > 0 ? free / 1048576.0 : 0.0, strerror(err));
 }
@@ -381,6 +405,7 @@ void stem_output_target_release(const stem_output_target *t, double keep)
     char path[STEM_OUTPUT_NAME_MAX + 16];
     reserve_path(t, path, sizeof path);
     if (keep > 0 && truncate(path, (off_t)keep) == 0) return;
-    if (unlink(path) != 0 && errno != ENOENT) stem_warn("cannot remove the space reserve %s: %s", path, strerror(errno));
+    if (unlink(path) != 0 && errno != ENOENT)
+        stem_warn("cannot remove the space reserve %s: %s", path, strerror(errno));
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, NULL);
 }

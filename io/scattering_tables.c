@@ -49,7 +49,8 @@ int stem_fe0_bad(double fe0, char *why, size_t n)
     if (fe0 > 0 && fe0 <= STEM_MAX_FE0) return 0;
     if (fe0 == 0) return snprintf(why, n, "all amplitudes are zero (element missing)"), 1;
     return snprintf(why, n, "its scattering factor at zero angle f_e(0) = %g Angstrom is outside (0, %g]", fe0,
-                    STEM_MAX_FE0), 1;
+                    STEM_MAX_FE0),
+           1;
 }
 
 int stem_table_row_refused(const char *path, int lineno, int z, const char *why)

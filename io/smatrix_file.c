@@ -27,15 +27,12 @@ static stem_stored smatrix_stack(const stem_plan *plan, char *name, size_t n)
 
 /* What a stored S-matrix was made with besides what its attributes and beams say
  * (docs/physics.md, Potentials: "What a stored file was made with"). */
-static const stem_stored_key smatrix_keys[] = { /* [sample] tilt_x, tilt_y first: STEM_STORED_TILT_KEYS */
-    {"sample", "tilt_x", 0},
-    {"sample", "tilt_y", 0},
-    {"sample", "rotation_z", 0},
-    {"simulation", "parametrisation", 0},
-    {"simulation", "projection", 0},
-    {"simulation", "potential_radius", 0},
-    {"simulation", "thermal", 0},
-    {"simulation", "seed", 1},
+static const stem_stored_key smatrix_keys[] = {
+    /* [sample] tilt_x, tilt_y first: STEM_STORED_TILT_KEYS */
+    {"sample", "tilt_x", 0},         {"sample", "tilt_y", 0},
+    {"sample", "rotation_z", 0},     {"simulation", "parametrisation", 0},
+    {"simulation", "projection", 0}, {"simulation", "potential_radius", 0},
+    {"simulation", "thermal", 0},    {"simulation", "seed", 1},
 };
 
 /* What the S-matrix depends on besides the sample: each a scalar attribute of /smatrix. */
@@ -63,17 +60,20 @@ static int check_beams(const stem_plan *plan)
     if (!err) err = stem_stored_dims(&s, dset, 2, "beam, (kx, ky)", dims);
     stem_stored_close(file, dset);
     if (!err && (dims[0] != (hsize_t)plan->n_beams || dims[1] != 2))
-        err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: %llu beams, this run has %d ([probe] semiangle, beam tilt and "
-                        "interpolation choose them)", s.key, s.path, (unsigned long long)dims[0], plan->n_beams);
+        err = STEM_FAIL(STEM_ERR_INPUT,
+                        "%s %s: %llu beams, this run has %d ([probe] semiangle, beam tilt and "
+                        "interpolation choose them)",
+                        s.key, s.path, (unsigned long long)dims[0], plan->n_beams);
     int *k = err ? NULL : stem_calloc((size_t)plan->n_beams * 2, sizeof(int), "stored beam list");
     if (!err && !k) err = STEM_ERR_MEMORY;
     hsize_t start[2] = {0, 0};
     if (!err) err = stem_stored_read(&s, 2, start, dims, H5T_NATIVE_INT, k);
     for (int b = 0; !err && b < plan->n_beams; b++)
         if (k[2 * b] != plan->beam_kx[b] || k[2 * b + 1] != plan->beam_ky[b])
-            err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: beam %d is (%d, %d), this run's is (%d, %d) ([probe] semiangle, "
-                            "beam tilt and interpolation choose the beams)", s.key, s.path, b, k[2 * b], k[2 * b + 1],
-                            plan->beam_kx[b], plan->beam_ky[b]);
+            err = STEM_FAIL(STEM_ERR_INPUT,
+                            "%s %s: beam %d is (%d, %d), this run's is (%d, %d) ([probe] semiangle, "
+                            "beam tilt and interpolation choose the beams)",
+                            s.key, s.path, b, k[2 * b], k[2 * b + 1], plan->beam_kx[b], plan->beam_ky[b]);
     free(k);
     return err;
 }
@@ -88,13 +88,16 @@ static int check_oversampling(const stem_plan *plan, const stem_stored *s, hid_t
     if (at && sscanf(at, "formed on a %dx", &m) != 1) m = 0;
     free(text);
     if (m < 1)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: its plan (root attribute plan) does not record the transmission "
-                         "oversampling it was made with: not a stemsim output?", s->key, s->path);
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: its plan (root attribute plan) does not record the transmission "
+                         "oversampling it was made with: not a stemsim output?",
+                         s->key, s->path);
     if (m == plan->opt.oversampling) return STEM_OK;
-    return STEM_FAIL(STEM_ERR_CONFIG, "%s: [simulation] transmission_oversampling gives %d here, but %s %s was made "
+    return STEM_FAIL(STEM_ERR_CONFIG,
+                     "%s: [simulation] transmission_oversampling gives %d here, but %s %s was made "
                      "with %d: the stored S-matrix holds the transmission functions formed then; set "
-                     "transmission_oversampling = %d as when it was written, or run without %s", cfg->config_path,
-                     plan->opt.oversampling, s->key, s->path, m, m, s->key);
+                     "transmission_oversampling = %d as when it was written, or run without %s",
+                     cfg->config_path, plan->opt.oversampling, s->key, s->path, m, m, s->key);
 }
 
 int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg, const stem_stored_tilt *tilt)
@@ -106,9 +109,11 @@ int stem_smatrix_file_check(const stem_plan *plan, const stem_config *cfg, const
     int err = stem_stored_open(&s, &file, &dset);
     if (!err) err = stem_stored_dims(&s, dset, 5, "configuration, beam, y, x, (re, im)", dims);
     if (!err && (dims[2] != (hsize_t)plan->crop_ny || dims[3] != (hsize_t)plan->crop_nx || dims[4] != 2))
-        err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: each beam %llu x %llu, this run's %d x %d (the grid, pixel_size and "
-                        "interpolation must be as when it was written)", s.key, s.path, (unsigned long long)dims[3],
-                        (unsigned long long)dims[2], plan->crop_nx, plan->crop_ny);
+        err = STEM_FAIL(STEM_ERR_INPUT,
+                        "%s %s: each beam %llu x %llu, this run's %d x %d (the grid, pixel_size and "
+                        "interpolation must be as when it was written)",
+                        s.key, s.path, (unsigned long long)dims[3], (unsigned long long)dims[2], plan->crop_nx,
+                        plan->crop_ny);
     if (!err && dims[0] < (hsize_t)plan->n_configs)
         err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: %llu configurations, this run needs %d (frozen_phonons)", s.key, s.path,
                         (unsigned long long)dims[0], plan->n_configs);
@@ -137,10 +142,12 @@ static int check_beams_read(const stem_plan *plan, const stem_stored *s, int c, 
     for (int b = b0; b < b1; b++) {
         double sum = 0;
         const stem_complex *beam = S + (size_t)(b - b0) * n;
-        for (size_t i = 0; i < n; i++) sum += (double)crealf(beam[i]) * crealf(beam[i]) + (double)cimagf(beam[i]) * cimagf(beam[i]);
+        for (size_t i = 0; i < n; i++)
+            sum += (double)crealf(beam[i]) * crealf(beam[i]) + (double)cimagf(beam[i]) * cimagf(beam[i]);
         double mean = sum / (double)n;
         if (!(mean > 0 && mean <= BEAM_MAX_INTENSITY))
-            return STEM_FAIL(STEM_ERR_INPUT, "%s %s: beam %d of configuration %d has mean intensity %g, outside (0, %g] "
+            return STEM_FAIL(STEM_ERR_INPUT,
+                             "%s %s: beam %d of configuration %d has mean intensity %g, outside (0, %g] "
                              "(a unit plane wave through a sample: %s): the file is damaged; write it again with %s",
                              s->key, s->path, b, c, mean, BEAM_MAX_INTENSITY,
                              mean == 0 ? "all zeros, never written" : "more than came in", s->writer);

@@ -23,9 +23,11 @@ int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
     if (*file < 0) return STEM_FAIL(STEM_ERR_INPUT, "%s %s: cannot open it as an HDF5 file", s->key, s->path);
     *dset = H5Dopen2(*file, s->dataset, H5P_DEFAULT);
     if (*dset < 0)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: no dataset %s (write it with %s = true%s)", s->key, s->path, s->dataset,
-                         s->writer, strstr(s->dataset, "_tilts/") ? " in a campaign over the same tilts: a campaign "
-                         "reads one dataset per tilt, not a single run's" : "");
+        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: no dataset %s (write it with %s = true%s)", s->key, s->path,
+                         s->dataset, s->writer,
+                         strstr(s->dataset, "_tilts/") ? " in a campaign over the same tilts: a campaign "
+                                                         "reads one dataset per tilt, not a single run's"
+                                                       : "");
     return STEM_OK;
 }
 
@@ -52,8 +54,7 @@ int stem_stored_attr(const stem_stored *s, hid_t dset, const char *name, double 
     hid_t a = H5Aopen(dset, name, H5P_DEFAULT);
     int ok = a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, value) >= 0;
     if (a >= 0) H5Aclose(a);
-    return ok ? STEM_OK
-              : STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s has no attribute %s", s->key, s->path, s->dataset, name);
+    return ok ? STEM_OK : STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s has no attribute %s", s->key, s->path, s->dataset, name);
 }
 
 int stem_stored_match(const stem_stored *s, hid_t dset, const char *attr, double want, const char *what)
@@ -92,9 +93,11 @@ int stem_stored_read(const stem_stored *s, int rank, const hsize_t *start, const
     for (int d = 0; d < rank; d++) n *= count[d];
     long bad = !err && H5Tequal(mem_type, H5T_NATIVE_FLOAT) > 0 ? first_not_finite(buf, n) : -1;
     if (bad >= 0)
-        err = STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s holds %g (not a finite number) in item (%llu, %llu): the file is "
-                        "damaged; write it again", s->key, s->path, s->dataset, ((const float *)buf)[bad],
-                        (unsigned long long)start[0], (unsigned long long)(start[1] + (size_t)bad / (n / count[1])));
+        err = STEM_FAIL(STEM_ERR_INPUT,
+                        "%s %s: %s holds %g (not a finite number) in item (%llu, %llu): the file is "
+                        "damaged; write it again",
+                        s->key, s->path, s->dataset, ((const float *)buf)[bad], (unsigned long long)start[0],
+                        (unsigned long long)(start[1] + (size_t)bad / (n / count[1])));
     return err;
 }
 
@@ -105,13 +108,16 @@ int stem_stored_verify(const stem_stored *s, hid_t file, hid_t dset)
     if (a >= 0 && H5Aread(a, H5T_NATIVE_INT, &complete) < 0) complete = 0;
     if (a >= 0) H5Aclose(a);
     if (complete != 1)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: the file has no complete mark (root attribute complete = 1, which "
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: the file has no complete mark (root attribute complete = 1, which "
                          "stemsim writes last): the run that wrote it did not finish, or it is not a stemsim output",
                          s->key, s->path);
     H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
     if (H5Dget_space_status(dset, &status) < 0 || status != H5D_SPACE_STATUS_ALLOCATED)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s was declared but %s written (it would read as zeros): the file "
-                         "is damaged; write it again with %s", s->key, s->path, s->dataset,
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: %s was declared but %s written (it would read as zeros): the file "
+                         "is damaged; write it again with %s",
+                         s->key, s->path, s->dataset,
                          status == H5D_SPACE_STATUS_PART_ALLOCATED ? "only partly" : "never", s->writer);
     return STEM_OK;
 }
@@ -160,14 +166,19 @@ static int check_key(const stem_stored *s, const char *text, const stem_config *
 {
     key_lookup stored = {k->section, k->key, "", 0};
     char mine[256];
-    if (ini_parse_string(text, lookup_handler, &stored) < 0 || stem_config_value(cfg, k->section, k->key, mine, sizeof mine))
-        return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): [%s] %s cannot be compared", k->section, k->key);
+    if (ini_parse_string(text, lookup_handler, &stored) < 0 ||
+        stem_config_value(cfg, k->section, k->key, mine, sizeof mine))
+        return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): [%s] %s cannot be compared", k->section,
+                         k->key);
     if (!stored.found && stem_config_value(defaults, k->section, k->key, stored.value, sizeof stored.value))
-        return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): [%s] %s has no default", k->section, k->key);
+        return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): [%s] %s has no default", k->section,
+                         k->key);
     if (same_value(mine, stored.value)) return STEM_OK;
-    return STEM_FAIL(STEM_ERR_CONFIG, "%s: [%s] %s = %s, but %s %s was written with %s = %s: %s; set %s = %s as when "
-                     "it was written, or run without %s", cfg->config_path, k->section, k->key, mine, s->key, s->path,
-                     k->key, stored.value, why, k->key, stored.value, s->key);
+    return STEM_FAIL(STEM_ERR_CONFIG,
+                     "%s: [%s] %s = %s, but %s %s was written with %s = %s: %s; set %s = %s as when "
+                     "it was written, or run without %s",
+                     cfg->config_path, k->section, k->key, mine, s->key, s->path, k->key, stored.value, why, k->key,
+                     stored.value, s->key);
 }
 
 int stem_stored_check_keys(const stem_stored *s, hid_t file, const stem_config *cfg, const stem_stored_key *keys,
@@ -175,8 +186,10 @@ int stem_stored_check_keys(const stem_stored *s, hid_t file, const stem_config *
 {
     char *text = stem_stored_record(file, "config");
     if (!text)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: the file does not record the config that wrote it (root attribute "
-                         "config): not a stemsim output, so what it was made with cannot be checked", s->key, s->path);
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: the file does not record the config that wrote it (root attribute "
+                         "config): not a stemsim output, so what it was made with cannot be checked",
+                         s->key, s->path);
     stem_config *defaults = stem_alloc(sizeof *defaults, "default config");
     int err = defaults ? STEM_OK : STEM_ERR_MEMORY;
     if (defaults) stem_config_defaults(defaults);
@@ -192,7 +205,8 @@ void stem_stored_tilt_dataset(const char *group, int index, char *out, size_t n)
     snprintf(out, n, "%s/tilt_%d", group, index);
 }
 
-int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const char *group, const stem_stored_tilt *tilt)
+int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const char *group,
+                           const stem_stored_tilt *tilt)
 {
     int count = -1;
     hid_t g = H5Oopen(file, group, H5P_DEFAULT);
@@ -201,16 +215,19 @@ int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const c
     if (a >= 0) H5Aclose(a);
     if (g >= 0) H5Oclose(g);
     if (count != tilt->count)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s %s: %s stores %d sample tilts, this campaign has %d (its [series] "
-                         "tilts must be the ones it was written with)", s->key, s->path, group, count, tilt->count);
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: %s stores %d sample tilts, this campaign has %d (its [series] "
+                         "tilts must be the ones it was written with)",
+                         s->key, s->path, group, count, tilt->count);
     static const char *axis[2] = {"tilt_x_deg", "tilt_y_deg"};
     for (int k = 0; k < 2; k++) {
         double got;
         STEM_TRY(stem_stored_attr(s, dset, axis[k], &got));
         if (fabs(got - tilt->deg[k]) > 1e-9 * fmax(fabs(got), fabs(tilt->deg[k])))
-            return STEM_FAIL(STEM_ERR_INPUT, "%s %s: tilt %d of the campaign has %s %.9g, the file's %s %.9g (its "
-                             "[series] tilts must be the ones it was written with)", s->key, s->path, tilt->index,
-                             axis[k], tilt->deg[k], s->dataset, got);
+            return STEM_FAIL(STEM_ERR_INPUT,
+                             "%s %s: tilt %d of the campaign has %s %.9g, the file's %s %.9g (its "
+                             "[series] tilts must be the ones it was written with)",
+                             s->key, s->path, tilt->index, axis[k], tilt->deg[k], s->dataset, got);
     }
     return STEM_OK;
 }

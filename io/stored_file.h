@@ -67,6 +67,7 @@ typedef struct {
 void stem_stored_tilt_dataset(const char *group, int index, char *out, size_t n);
 /* The file stores as many tilts as the campaign has, and the dataset this tilt's angles
  * (to 1e-9 relative); else STEM_ERR_INPUT naming both. */
-int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const char *group, const stem_stored_tilt *tilt);
+int stem_stored_check_tilt(const stem_stored *s, hid_t file, hid_t dset, const char *group,
+                           const stem_stored_tilt *tilt);
 
 #endif

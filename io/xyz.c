@@ -34,12 +34,16 @@ static int grow(xyz_reader *r)
     double **cols[5] = {&a->x, &a->y, &a->z, &a->occupancy, &a->sigma};
     int ok = p[0] != NULL;
     int *lines = ok ? realloc(r->line_of, cap * sizeof(int)) : NULL;
-    if (lines) r->line_of = lines;
-    else ok = 0;
+    if (lines)
+        r->line_of = lines;
+    else
+        ok = 0;
     for (int i = 0; i < 5 && ok; i++) {
         void *q = realloc(*cols[i], cap * sizeof(double));
-        if (q) *cols[i] = q;
-        else ok = 0;
+        if (q)
+            *cols[i] = q;
+        else
+            ok = 0;
     }
     if (!ok) return STEM_FAIL(STEM_ERR_MEMORY, "%s: out of memory after %ld atoms", r->name, a->n);
     r->capacity = cap;
@@ -88,8 +92,10 @@ static int parse_numbers(const char *s, double *v, int max, char *bad, size_t nb
 
 static int not_decimal(const xyz_reader *r, int lineno, const char *bad)
 {
-    return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: '%s' is not a finite decimal number (hexadecimal, inf, nan and "
-                     "overflowing values are refused)", r->name, lineno, bad);
+    return STEM_FAIL(STEM_ERR_INPUT,
+                     "%s:%d: '%s' is not a finite decimal number (hexadecimal, inf, nan and "
+                     "overflowing values are refused)",
+                     r->name, lineno, bad);
 }
 
 static int read_cell(xyz_reader *r, const char *line, int lineno)
@@ -98,11 +104,11 @@ static int read_cell(xyz_reader *r, const char *line, int lineno)
     char bad[48];
     int n = line ? parse_numbers(line, v, 3, bad, sizeof bad) : 0;
     if (n == -2) return not_decimal(r, lineno, bad);
-    if (n != 3)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected the cell size 'a b c' in Angstrom", r->name, lineno);
+    if (n != 3) return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected the cell size 'a b c' in Angstrom", r->name, lineno);
     for (int i = 0; i < 3; i++)
         if (!(v[i] > 0) || v[i] > 1e6)
-            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: cell size %g must be positive and below 1e6 Angstrom", r->name, lineno, v[i]);
+            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: cell size %g must be positive and below 1e6 Angstrom", r->name,
+                             lineno, v[i]);
     memcpy(r->atoms->cell, v, sizeof v);
     return STEM_OK;
 }
@@ -114,20 +120,24 @@ static int read_atom(xyz_reader *r, const char *line, int lineno)
     int n = parse_numbers(line, v, 6, bad, sizeof bad);
     if (n == -2) return not_decimal(r, lineno, bad);
     if (n < 4)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected 'Z x y z [occupancy sigma]', got '%.60s'", r->name, lineno, line);
+        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: expected 'Z x y z [occupancy sigma]', got '%.60s'", r->name, lineno,
+                         line);
     if (n == 4) v[4] = 1;
     if (n <= 5) v[5] = 0;
     if (v[0] != floor(v[0]) || v[0] < 1 || v[0] > STEM_MAX_Z)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: atomic number %g is not an element (1..%d)", r->name, lineno, v[0], STEM_MAX_Z);
+        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: atomic number %g is not an element (1..%d)", r->name, lineno, v[0],
+                         STEM_MAX_Z);
     const double *cell = r->atoms->cell;
     const char axis[3] = {'x', 'y', 'z'};
     for (int i = 0; i < 3; i++)
         if (v[1 + i] < 0 || v[1 + i] > cell[i])
-            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: atom %c = %g is outside the cell [0, %g]", r->name, lineno, axis[i], v[1 + i], cell[i]);
+            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: atom %c = %g is outside the cell [0, %g]", r->name, lineno,
+                             axis[i], v[1 + i], cell[i]);
     if (v[4] < 0 || v[4] > 1)
         return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: occupancy %g must be in [0, 1]", r->name, lineno, v[4]);
     if (v[5] < 0 || v[5] > 10)
-        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: rms displacement %g must be in [0, 10] Angstrom", r->name, lineno, v[5]);
+        return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: rms displacement %g must be in [0, 10] Angstrom", r->name, lineno,
+                         v[5]);
     stem_atoms *a = r->atoms;
     if (a->n == r->capacity) STEM_TRY(grow(r));
     a->Z[a->n] = (int)v[0];
@@ -157,7 +167,10 @@ static int xyz_cmp_binned(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static uint64_t xyz_pack(long bx, long by, long bz) { return ((uint64_t)bx << 42) | ((uint64_t)by << 21) | (uint64_t)bz; }
+static uint64_t xyz_pack(long bx, long by, long bz)
+{
+    return ((uint64_t)bx << 42) | ((uint64_t)by << 21) | (uint64_t)bz;
+}
 
 /* Periodic distance along one axis. */
 static double xyz_wrap_delta(double d, double cell)
@@ -172,8 +185,10 @@ static long xyz_find(const xyz_binned *b, long n, uint64_t key)
     long lo = 0, hi = n;
     while (lo < hi) {
         long mid = lo + (hi - lo) / 2;
-        if (b[mid].key < key) lo = mid + 1;
-        else hi = mid;
+        if (b[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < n && b[lo].key == key ? lo : -1;
 }
@@ -212,7 +227,8 @@ static void xyz_warn_duplicates(const xyz_reader *r)
         for (int dz = -1; dz <= 1; dz++)
             for (int dy = -1; dy <= 1; dy++)
                 for (int dx = -1; dx <= 1; dx++) {
-                    uint64_t key = xyz_pack((bx + dx + nb[0]) % nb[0], (by + dy + nb[1]) % nb[1], (bz + dz + nb[2]) % nb[2]);
+                    uint64_t key =
+                        xyz_pack((bx + dx + nb[0]) % nb[0], (by + dy + nb[1]) % nb[1], (bz + dz + nb[2]) % nb[2]);
                     int seen = 0; /* small cells: neighbours wrap onto one bin */
                     for (int k = 0; k < n_keys; k++) seen |= keys[k] == key;
                     if (!seen) keys[n_keys++] = key;
@@ -243,10 +259,13 @@ static int xyz_check_line_endings(const xyz_reader *r, const char *text)
 {
     int line = 1;
     for (const char *p = text; *p; p++) {
-        if (*p == '\n') line++;
+        if (*p == '\n')
+            line++;
         else if (*p == '\r' && p[1] != '\n')
-            return STEM_FAIL(STEM_ERR_INPUT, "%s:%d: a carriage return (CR) not followed by a line feed: the file has "
-                             "classic Mac (CR-only) line endings; convert them (tr '\\r' '\\n')", r->name, line);
+            return STEM_FAIL(STEM_ERR_INPUT,
+                             "%s:%d: a carriage return (CR) not followed by a line feed: the file has "
+                             "classic Mac (CR-only) line endings; convert them (tr '\\r' '\\n')",
+                             r->name, line);
     }
     return STEM_OK;
 }
@@ -274,7 +293,8 @@ static int parse_text(xyz_reader *r, char *text)
         }
         line = next;
     }
-    if (!err && lineno < 2) err = STEM_FAIL(STEM_ERR_INPUT, "%s: too short: expected a comment line and the cell size", r->name);
+    if (!err && lineno < 2)
+        err = STEM_FAIL(STEM_ERR_INPUT, "%s: too short: expected a comment line and the cell size", r->name);
     if (!err && r->atoms->n == 0) err = STEM_FAIL(STEM_ERR_INPUT, "%s: the model has no atoms", r->name);
     if (!err) xyz_warn_duplicates(r);
     free(r->line_of);

@@ -25,15 +25,17 @@ void stem_algorithm_buffers_free(stem_algorithm_buffers *b)
 /* Every buffer this configuration needs; agreed over the group (node-shared ones are collective).
  * A thickness series keeps the S-matrix of every detection plane (stem_prism_beam_stride); the
  * beam-fastest copy holds one plane at a time. */
-static int prism_buffers(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, stem_algorithm_buffers *buf)
+static int prism_buffers(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m,
+                         stem_algorithm_buffers *buf)
 {
     size_t stride = stem_prism_beam_stride(plan), count = stride * plan->n_beams;
     size_t one_plane = (size_t)plan->crop_nx * plan->crop_ny * plan->n_beams;
     /* kept from one configuration to the next: allocated once (collectively when shared) */
-    int err = buf->S ? STEM_OK : stem_node_buffer_alloc(&m->share, m->share.active, count, "S-matrix", &buf->S_node, &buf->S);
+    int err =
+        buf->S ? STEM_OK : stem_node_buffer_alloc(&m->share, m->share.active, count, "S-matrix", &buf->S_node, &buf->S);
     if (!err && engine->output_beam_fastest && !buf->by_pixel)
-        err = stem_node_buffer_alloc(&m->share, m->share.active, one_plane, "S-matrix (beam fastest)", &buf->by_pixel_node,
-                                     &buf->by_pixel);
+        err = stem_node_buffer_alloc(&m->share, m->share.active, one_plane, "S-matrix (beam fastest)",
+                                     &buf->by_pixel_node, &buf->by_pixel);
     size_t local_beams = (size_t)(plan->beam_end - plan->beam_begin);
     if (!err && plan->layout.group_size > 1 && !m->share.active && !buf->local &&
         !(buf->local = stem_fft_alloc(stride * local_beams, "local S-matrix")))
@@ -240,7 +242,8 @@ static int prism_points(const stem_engine *engine, const stem_plan *plans, int n
         err = prism_plane(engine, &plans[0], m, buf, k, &S);
         double t = stem_wall_time();
         for (int i = 0; i < n && !err; i++)
-            err = over_focal_points(prism_output_step, 1, engine, &plans[i], S, det, &res[(size_t)i * planes + k], buf, i);
+            err = over_focal_points(prism_output_step, 1, engine, &plans[i], S, det, &res[(size_t)i * planes + k], buf,
+                                    i);
         stem_phase_add(STEM_PHASE_PROBES, t);
     }
     return err;
@@ -286,13 +289,15 @@ int stem_algorithm_run_points(const stem_engine *engine, const stem_plan *plans,
     double t = stem_wall_time();
     int err = STEM_OK;
     for (int i = 0; i < n && !err; i++)
-        err = over_focal_points(multislice_step, planes, engine, &plans[i], trans, det, &res[(size_t)i * planes], buffers, i);
+        err = over_focal_points(multislice_step, planes, engine, &plans[i], trans, det, &res[(size_t)i * planes],
+                                buffers, i);
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;
 }
 
-int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
-                              const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers)
+int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m,
+                              const stem_complex *trans, const stem_detector *det, stem_result *res,
+                              stem_algorithm_buffers *buffers)
 {
     return stem_algorithm_run_points(engine, plan, 1, m, trans, det, res, buffers);
 }

@@ -38,7 +38,7 @@ typedef struct {
  * per run, not once per configuration (they halved the gather's speed), and
  * node-shared windows created once. Zero-initialise. */
 typedef struct {
-    stem_complex *S, *local, *by_pixel; /* local: only in groups of several ranks without node sharing */
+    stem_complex *S, *local, *by_pixel;       /* local: only in groups of several ranks without node sharing */
     stem_shared_buffer S_node, by_pixel_node; /* node-shared: S and by_pixel point into them */
     stem_shared_buffer queue_node;            /* node-shared: the counter the node's ranks take beams from */
     /* focal spread (coherence.h): for each plan of a series' points (slot), one plan per
@@ -55,8 +55,9 @@ typedef struct {
 void stem_algorithm_buffers_free(stem_algorithm_buffers *b);
 
 /* Collective over m->group (the ranks sharing this configuration). */
-int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
-                              const stem_detector *det, stem_result *res, stem_algorithm_buffers *buffers);
+int stem_algorithm_run_config(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m,
+                              const stem_complex *trans, const stem_detector *det, stem_result *res,
+                              stem_algorithm_buffers *buffers);
 
 /* n points of a series sharing this configuration's transmission functions (they differ
  * only in defocus): res[i * P + k] gets plans[i]'s result at detection plane k (P =

@@ -76,11 +76,15 @@ static int sync_dir(const char *dir)
 static int remove_stale(const char *path)
 {
     struct stat st;
-    if (lstat(path, &st)) return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
+    if (lstat(path, &st))
+        return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a regular file (a link?): stemsim writes and "
-                         "deletes nothing through it; remove it", path);
-    if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+        return STEM_FAIL(STEM_ERR_IO,
+                         "checkpoint: %s exists and is not a regular file (a link?): stemsim writes and "
+                         "deletes nothing through it; remove it",
+                         path);
+    if (unlink(path) && errno != ENOENT)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     return STEM_OK;
 }
 
@@ -120,7 +124,8 @@ static int write_atomic(const char *dir, const char *path, const void *a, size_t
         unlink(tmp);
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(err));
     }
-    if (sync_dir(dir) != 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot fsync directory %s: %s", dir, strerror(errno));
+    if (sync_dir(dir) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot fsync directory %s: %s", dir, strerror(errno));
     return STEM_OK;
 }
 
@@ -160,7 +165,8 @@ static int compare_manifest(const stem_checkpoint *ck, const char *path, const c
         err = STEM_FAIL(STEM_ERR_CONFIG,
                         "checkpoint %s belongs to a different campaign (%s): the config (outside [output]), the model, "
                         "the scattering table or the stemsim version changed. Run with --restart to discard it, or "
-                        "set [output] checkpoint_dir elsewhere", ck->dir, diff);
+                        "set [output] checkpoint_dir elsewhere",
+                        ck->dir, diff);
     }
     free(theirs);
     return err;
@@ -196,16 +202,20 @@ static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
     char *buf = err ? NULL : stem_alloc(1 << 20, "checkpoint check buffer");
     for (size_t at = 0; !err && buf && at < ck->unit_bytes; at += 1 << 20) {
         size_t n = ck->unit_bytes - at < (1 << 20) ? ck->unit_bytes - at : (1 << 20);
-        if (read_at(fd, buf, n, (off_t)(sizeof h + at))) err = STEM_ERR_IO;
-        else sum = stem_hash_bytes(sum, buf, n);
+        if (read_at(fd, buf, n, (off_t)(sizeof h + at)))
+            err = STEM_ERR_IO;
+        else
+            sum = stem_hash_bytes(sum, buf, n);
     }
     if (!err && !buf && ck->unit_bytes) err = STEM_ERR_MEMORY;
     if (!err && sum != h.checksum) err = STEM_ERR_IO;
     free(buf);
     fclose(f);
     if (err == STEM_ERR_IO)
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is damaged or not this campaign's (header, size or checksum); "
-                         "delete it to compute that unit again, or run with --restart", path);
+        return STEM_FAIL(STEM_ERR_IO,
+                         "checkpoint: %s is damaged or not this campaign's (header, size or checksum); "
+                         "delete it to compute that unit again, or run with --restart",
+                         path);
     return err;
 }
 
@@ -267,11 +277,14 @@ static int take_lock(stem_checkpoint *ck)
         close(ck->lock_fd);
         ck->lock_fd = -1;
         if (e == EWOULDBLOCK)
-            return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is in use by another running campaign (it holds %s): wait for "
-                             "it to finish, or give this job another [output] file or checkpoint_dir", ck->dir, path);
+            return STEM_FAIL(STEM_ERR_IO,
+                             "checkpoint: %s is in use by another running campaign (it holds %s): wait for "
+                             "it to finish, or give this job another [output] file or checkpoint_dir",
+                             ck->dir, path);
         if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS) { /* a file system without locks: say so, go on */
             stem_warn("checkpoint: %s cannot be locked (%s): two campaigns given this directory at once would not be "
-                      "kept apart", ck->dir, strerror(e));
+                      "kept apart",
+                      ck->dir, strerror(e));
             return STEM_OK;
         }
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot lock %s: %s", path, strerror(e));
@@ -368,8 +381,10 @@ static int survey_on_root(stem_checkpoint *ck, const char *identity, int restart
     if (!S_ISDIR(st.st_mode)) return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s exists and is not a directory", ck->dir);
     snprintf(lock, sizeof lock, "%s/" LOCK_NAME, ck->dir);
     if (lock_held_elsewhere(lock))
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: %s is in use by another running campaign (it holds %s): wait for "
-                         "it to finish, or give this job another [output] file or checkpoint_dir", ck->dir, lock);
+        return STEM_FAIL(STEM_ERR_IO,
+                         "checkpoint: %s is in use by another running campaign (it holds %s): wait for "
+                         "it to finish, or give this job another [output] file or checkpoint_dir",
+                         ck->dir, lock);
     int files, found;
     if (restart) {
         STEM_TRY(restart_empty(ck, 0, &files));
@@ -449,10 +464,12 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
     char path[STEM_PATH_MAX + 32];
     for (int u = 0; u < ck->n_units; u++) {
         unit_path(ck, u, "", path, sizeof path);
-        if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+        if (unlink(path) && errno != ENOENT)
+            return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     }
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
-    if (unlink(path) && errno != ENOENT) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    if (unlink(path) && errno != ENOENT)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     /* the lock, held until stem_checkpoint_free: its name goes now if it is one stemsim made
      * (this job, or a killed one of this campaign: an empty regular file) */
     snprintf(path, sizeof path, "%s/" LOCK_NAME, ck->dir);

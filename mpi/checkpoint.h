@@ -34,14 +34,14 @@
 
 typedef struct {
     char dir[STEM_PATH_MAX];
-    uint64_t identity;        /* hash of the identity text */
+    uint64_t identity; /* hash of the identity text */
     int n_units;
-    size_t unit_bytes;        /* payload of every unit */
-    unsigned char *done;      /* [n_units]: in the checkpoint when opened (same on every rank) */
-    int n_done;               /* of them */
-    unsigned char *verified;  /* [n_units]: checked (header, checksum) on this rank since the last store */
-    int lock_fd;              /* rank 0: <dir>/stemsim.lock, held; -1 elsewhere */
-    int lock_created;         /* rank 0 created it (and removes it with the checkpoint) */
+    size_t unit_bytes;       /* payload of every unit */
+    unsigned char *done;     /* [n_units]: in the checkpoint when opened (same on every rank) */
+    int n_done;              /* of them */
+    unsigned char *verified; /* [n_units]: checked (header, checksum) on this rank since the last store */
+    int lock_fd;             /* rank 0: <dir>/stemsim.lock, held; -1 elsewhere */
+    int lock_created;        /* rank 0 created it (and removes it with the checkpoint) */
 } stem_checkpoint;
 
 /* Collective over comm; rank 0 works on the directory, every rank learns the outcome. */

@@ -106,7 +106,8 @@ int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm)
     STEM_MPI_CALL(MPI_Comm_size(comm, &size));
     if (size == 1) return STEM_OK;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (res->err[ch]) STEM_TRY(sum_in_place(res->err[ch], res->n_probes * res->err_width[ch], MPI_DOUBLE, sizeof(double), comm));
+        if (res->err[ch])
+            STEM_TRY(sum_in_place(res->err[ch], res->n_probes * res->err_width[ch], MPI_DOUBLE, sizeof(double), comm));
     return STEM_OK;
 }
 
@@ -131,8 +132,9 @@ static int sum_scan_channel(stem_result *res, int ch, int root, int rank, MPI_Da
     void *mine = root < 0 || rank == root ? MPI_IN_PLACE : sum;
     int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, sum, n, t, op, comm)
                       : MPI_Reduce(mine, rank == root ? sum : NULL, n, t, op, root, comm);
-    return rc == MPI_SUCCESS ? STEM_OK : STEM_FAIL(STEM_ERR_MPI, "the sum of %s over the ranks failed",
-                                                  stem_channel_table[ch].name);
+    return rc == MPI_SUCCESS
+        ? STEM_OK
+        : STEM_FAIL(STEM_ERR_MPI, "the sum of %s over the ranks failed", stem_channel_table[ch].name);
 }
 
 int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm)
@@ -169,7 +171,8 @@ int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, 
     MPI_Datatype block;
     STEM_MPI_CALL(MPI_Type_contiguous((int)(block_bytes / sizeof(float)), MPI_FLOAT, &block));
     STEM_MPI_CALL(MPI_Type_commit(&block));
-    int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
+    int *counts = stem_calloc(size, sizeof(int), "gather counts"),
+        *displs = stem_calloc(size, sizeof(int), "gather counts");
     if (!counts || !displs) err = STEM_ERR_MEMORY;
     for (int r = 0; r < size && !err; r++) {
         counts[r] = (int)(first[r + 1] - first[r]);
@@ -204,6 +207,7 @@ int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_
 int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm)
 {
     size_t stride = stem_prism_beam_stride(plan); /* a beam's waves at every detection plane */
-    memcpy(all + (size_t)plan->beam_begin * stride, local, sizeof(stem_complex) * stride * (plan->beam_end - plan->beam_begin));
+    memcpy(all + (size_t)plan->beam_begin * stride, local,
+           sizeof(stem_complex) * stride * (plan->beam_end - plan->beam_begin));
     return stem_mpi_allgather_blocks(all, sizeof(stem_complex) * stride, plan->n_beams, comm);
 }

@@ -32,15 +32,15 @@ int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, 
 /* Gather every rank's beams of the S-matrix ([beam][plane][box], src/prism.h) on every rank of comm. */
 int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, stem_complex *all, MPI_Comm comm);
 
-#define STEM_MPI_CALL(call)                                                                    \
-    do {                                                                                       \
-        int stem_mpi_rc_ = (call);                                                             \
-        if (stem_mpi_rc_ != MPI_SUCCESS) {                                                     \
-            char stem_mpi_msg_[MPI_MAX_ERROR_STRING];                                          \
-            int stem_mpi_len_ = 0;                                                             \
-            MPI_Error_string(stem_mpi_rc_, stem_mpi_msg_, &stem_mpi_len_);                     \
-            return STEM_FAIL(STEM_ERR_MPI, "%s failed: %s", #call, stem_mpi_msg_);            \
-        }                                                                                      \
+#define STEM_MPI_CALL(call)                                                                                            \
+    do {                                                                                                               \
+        int stem_mpi_rc_ = (call);                                                                                     \
+        if (stem_mpi_rc_ != MPI_SUCCESS) {                                                                             \
+            char stem_mpi_msg_[MPI_MAX_ERROR_STRING];                                                                  \
+            int stem_mpi_len_ = 0;                                                                                     \
+            MPI_Error_string(stem_mpi_rc_, stem_mpi_msg_, &stem_mpi_len_);                                             \
+            return STEM_FAIL(STEM_ERR_MPI, "%s failed: %s", #call, stem_mpi_msg_);                                     \
+        }                                                                                                              \
     } while (0)
 
 #endif

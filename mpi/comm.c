@@ -25,9 +25,9 @@ static int choose_groups(int world_size, int n_configs, int requested)
 
 /* Variables a launcher (mpirun, srun, another PMI) sets in its processes' environment. */
 static const char *const launcher_rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
-static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
-                                            "PMIX_NAMESPACE", "OMPI_UNIVERSE_SIZE", "SLURM_STEP_ID",
-                                            "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD", "PMI_FD"};
+static const char *const launcher_vars[] = {
+    "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",     "PMI_RANK",        "PMI_SIZE",         "PMIX_NAMESPACE",
+    "OMPI_UNIVERSE_SIZE",   "SLURM_STEP_ID", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD", "PMI_FD"};
 
 static int stem_mpi_launched(void)
 {
@@ -59,21 +59,25 @@ static int private_session(stem_mpi_session *s)
     if (!base || !*base) base = "/tmp";
     if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/stemsim-mpi.XXXXXX", base) >= sizeof s->dir) {
         s->dir[0] = 0;
-        return STEM_FAIL(STEM_ERR_MPI, "the temporary directory '%.200s...' (TMPDIR or OMPI_MCA_orte_tmpdir_base) "
-                         "is too long for Open MPI's session files", base);
+        return STEM_FAIL(STEM_ERR_MPI,
+                         "the temporary directory '%.200s...' (TMPDIR or OMPI_MCA_orte_tmpdir_base) "
+                         "is too long for Open MPI's session files",
+                         base);
     }
     struct stat st;
     if (!mkdtemp(s->dir) || lstat(s->dir, &st) != 0) {
         int e = errno;
         s->dir[0] = 0;
-        return STEM_FAIL(STEM_ERR_MPI, "cannot create a private directory for Open MPI's session files in %s: %s "
-                         "(set TMPDIR to a writable directory)", base, strerror(e));
+        return STEM_FAIL(STEM_ERR_MPI,
+                         "cannot create a private directory for Open MPI's session files in %s: %s "
+                         "(set TMPDIR to a writable directory)",
+                         base, strerror(e));
     }
     s->dev = st.st_dev;
     s->ino = st.st_ino;
     return setenv("OMPI_MCA_orte_tmpdir_base", s->dir, 1) == 0
-               ? STEM_OK
-               : STEM_FAIL(STEM_ERR_MPI, "cannot set OMPI_MCA_orte_tmpdir_base: %s", strerror(errno));
+        ? STEM_OK
+        : STEM_FAIL(STEM_ERR_MPI, "cannot set OMPI_MCA_orte_tmpdir_base: %s", strerror(errno));
 }
 
 int stem_mpi_singleton_defaults(stem_mpi_session *s)
@@ -81,7 +85,7 @@ int stem_mpi_singleton_defaults(stem_mpi_session *s)
     memset(s, 0, sizeof *s);
     if (stem_mpi_launched()) return STEM_OK;
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0); /* no helper daemon: stemsim never spawns */
-    setenv("OMPI_MCA_pml", "ob1", 0);                   /* no network transports for one process */
+    setenv("OMPI_MCA_pml", "ob1", 0);                  /* no network transports for one process */
     setenv("OMPI_MCA_btl", "self,vader", 0);
     return private_session(s);
 }
@@ -118,9 +122,13 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, in
     MPI_Comm_free(&node);
     L->n_groups = choose_groups(L->world_size, n_configs, requested);
     if (L->world_size % L->n_groups)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d does not divide the %d ranks", L->n_groups, L->world_size);
+        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d does not divide the %d ranks", L->n_groups,
+                         L->world_size);
     if (L->n_groups > n_configs)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[compute] fp_groups = %d exceeds the %d units of work (frozen-phonon configurations; times tilts in a [series] campaign)", L->n_groups, n_configs);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[compute] fp_groups = %d exceeds the %d units of work (frozen-phonon configurations; times "
+                         "tilts in a [series] campaign)",
+                         L->n_groups, n_configs);
     L->group_size = L->world_size / L->n_groups;
     L->group = L->world_rank / L->group_size;
     L->group_rank = L->world_rank % L->group_size;

@@ -97,9 +97,12 @@ int stem_check_same_config(const stem_config *cfg, MPI_Comm comm)
     if (!err) theirs = rank == 0 ? mine : calloc(len + 1, 1);
     if (!err && MPI_Bcast(theirs ? theirs : (char[1]){0}, theirs ? (int)len : 0, MPI_CHAR, 0, comm) != MPI_SUCCESS)
         err = STEM_ERR_MPI;
-    if (err) err = STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast of rank 0's configuration failed");
-    else if (!mine || !theirs) err = STEM_FAIL(STEM_ERR_MEMORY, "cannot compare the configuration with rank 0's");
-    else if (strcmp(mine, theirs)) err = report_first_difference(mine, theirs, rank);
+    if (err)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Bcast of rank 0's configuration failed");
+    else if (!mine || !theirs)
+        err = STEM_FAIL(STEM_ERR_MEMORY, "cannot compare the configuration with rank 0's");
+    else if (strcmp(mine, theirs))
+        err = report_first_difference(mine, theirs, rank);
     if (theirs != mine) free(theirs);
     free(mine);
     return err;
@@ -124,9 +127,10 @@ int stem_check_same_flags(const int *flags, const char *const *names, int n, MPI
         if (same) continue;
         STEM_TRY(differs_from_root(flags[k] != 0, comm, &differs));
         if (differs)
-            return STEM_FAIL(STEM_ERR_USAGE, "rank %d was started %s %s but rank 0 %s it: every rank of a job needs "
-                             "the same options (a mis-launched MPMD job?)", rank, flags[k] ? "with" : "without",
-                             names[k], flags[k] ? "without" : "with");
+            return STEM_FAIL(STEM_ERR_USAGE,
+                             "rank %d was started %s %s but rank 0 %s it: every rank of a job needs "
+                             "the same options (a mis-launched MPMD job?)",
+                             rank, flags[k] ? "with" : "without", names[k], flags[k] ? "without" : "with");
         return STEM_OK; /* the ranks that differ report it */
     }
     return STEM_OK;

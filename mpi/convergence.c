@@ -13,11 +13,15 @@ int stem_convergence_overrides(const stem_plan *plan, const stem_config *cfg, in
 {
     if (stem_plan_single_wave(plan) || plan->positions || plan->dist)
         return STEM_FAIL(STEM_ERR_CONFIG, "--convergence reruns a window of a STEM scan grid: not with %s",
-                         plan->positions ? "[scan] positions" : plan->dist ? "a distributed FFT"
-                                                                : stem_algorithm_name(plan->algorithm)), -1;
+                         plan->positions  ? "[scan] positions"
+                             : plan->dist ? "a distributed FFT"
+                                          : stem_algorithm_name(plan->algorithm)),
+               -1;
     if (plan->opt.potential_file[0] || plan->opt.smatrix_file[0])
-        return STEM_FAIL(STEM_ERR_CONFIG, "--convergence changes the grid and slices: not with a stored potential or "
-                         "S-matrix"), -1;
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "--convergence changes the grid and slices: not with a stored potential or "
+                         "S-matrix"),
+               -1;
     int n = 0, nx = plan->scan_nx < STEM_CONVERGENCE_PROBES ? plan->scan_nx : STEM_CONVERGENCE_PROBES;
     int ny = plan->scan_ny < STEM_CONVERGENCE_PROBES ? plan->scan_ny : STEM_CONVERGENCE_PROBES;
     double x0 = plan->scan_x0 + window_start(plan->scan_nx) * plan->scan_step;
@@ -25,9 +29,11 @@ int stem_convergence_overrides(const stem_plan *plan, const stem_config *cfg, in
     /* end: half a step past the last probe (at most the cell's edge), so rounding keeps exactly nx x ny */
     snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.units=angstrom");
     snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.x_start=%.17g", x0);
-    snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.x_end=%.17g", fmin(x0 + (nx - 0.5) * plan->scan_step, plan->cell[0]));
+    snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.x_end=%.17g",
+             fmin(x0 + (nx - 0.5) * plan->scan_step, plan->cell[0]));
     snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.y_start=%.17g", y0);
-    snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.y_end=%.17g", fmin(y0 + (ny - 0.5) * plan->scan_step, plan->cell[1]));
+    snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "scan.y_end=%.17g",
+             fmin(y0 + (ny - 0.5) * plan->scan_step, plan->cell[1]));
     if (!refined) return n;
     if (cfg->grid_x > 0) snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "simulation.grid_x=%d", 2 * cfg->grid_x);
     if (cfg->grid_y > 0) snprintf(sets[n++], STEM_CONVERGENCE_SET_LEN, "simulation.grid_y=%d", 2 * cfg->grid_y);
@@ -70,8 +76,10 @@ void stem_convergence_report(FILE *out, const stem_plan *base, const stem_plan *
         const stem_image_range *r = &base->images[i];
         double change = m_fine[i] != 0 ? (m_base[i] - m_fine[i]) / fabs(m_fine[i]) : 0;
         char range[64];
-        if (r->outer_mrad >= 1e8) snprintf(range, sizeof range, "%g-max mrad", r->inner_mrad);
-        else snprintf(range, sizeof range, "%g-%g mrad", r->inner_mrad, r->outer_mrad);
+        if (r->outer_mrad >= 1e8)
+            snprintf(range, sizeof range, "%g-max mrad", r->inner_mrad);
+        else
+            snprintf(range, sizeof range, "%g-%g mrad", r->inner_mrad, r->outer_mrad);
         fprintf(out, "  %s %s: %.6g as configured, %.6g refined: %+.2f%% (%s)\n", r->name, range, m_base[i], m_fine[i],
                 100 * change, fabs(change) <= 0.01 ? "converged to 1%" : "not converged to 1%: use the finer sampling");
     }

@@ -8,8 +8,8 @@
 
 #include "phonon_loop.h"
 
-#define STEM_CONVERGENCE_PROBES 4      /* the window: at most this many probes along x and y */
-#define STEM_CONVERGENCE_MAX_SETS 10   /* overrides one variant adds */
+#define STEM_CONVERGENCE_PROBES 4    /* the window: at most this many probes along x and y */
+#define STEM_CONVERGENCE_MAX_SETS 10 /* overrides one variant adds */
 #define STEM_CONVERGENCE_SET_LEN 128
 
 /* Overrides a variant adds to the user's (section.key=value): the window of at most

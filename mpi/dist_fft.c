@@ -34,13 +34,19 @@ int stem_dist_fft_create(stem_dist_fft *d, MPI_Comm comm, int nx, int ny, int me
     }
     fftwf_free(buf);
     int err = STEM_OK;
-    if (all < 0) err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce before planning the distributed FFT failed");
-    else if (!have) err = STEM_FAIL(STEM_ERR_MEMORY, "out of memory for a %d x %d distributed FFT buffer", nx, ny);
-    else if (!all) err = STEM_ERR_MEMORY; /* another rank's, reported there */
-    else if (!d->forward || !d->inverse) err = STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI could not plan a %d x %d transform", nx, ny);
+    if (all < 0)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce before planning the distributed FFT failed");
+    else if (!have)
+        err = STEM_FAIL(STEM_ERR_MEMORY, "out of memory for a %d x %d distributed FFT buffer", nx, ny);
+    else if (!all)
+        err = STEM_ERR_MEMORY; /* another rank's, reported there */
+    else if (!d->forward || !d->inverse)
+        err = STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI could not plan a %d x %d transform", nx, ny);
     else if (n0 != d->rows || s0 != d->row0 || n1 != d->cols || s1 != d->col0)
-        err = STEM_FAIL(STEM_ERR_INTERNAL, "FFTW-MPI's slabs (rows %td from %td, columns %td from %td) are not the "
-                        "plan's (%ld from %ld, %ld from %ld)", n0, s0, n1, s1, d->rows, d->row0, d->cols, d->col0);
+        err = STEM_FAIL(STEM_ERR_INTERNAL,
+                        "FFTW-MPI's slabs (rows %td from %td, columns %td from %td) are not the "
+                        "plan's (%ld from %ld, %ld from %ld)",
+                        n0, s0, n1, s1, d->rows, d->row0, d->cols, d->col0);
     if (err) stem_dist_fft_destroy(d);
     return err;
 }
@@ -48,8 +54,10 @@ int stem_dist_fft_create(stem_dist_fft *d, MPI_Comm comm, int nx, int ny, int me
 stem_complex *stem_dist_fft_alloc(const stem_dist_fft *d, const char *what)
 {
     stem_complex *p = (stem_complex *)fftwf_alloc_complex(d->alloc);
-    if (!p) STEM_FAIL(STEM_ERR_MEMORY, "out of memory for %s (%zu bytes)", what, d->alloc * sizeof(stem_complex));
-    else memset(p, 0, d->alloc * sizeof(stem_complex));
+    if (!p)
+        STEM_FAIL(STEM_ERR_MEMORY, "out of memory for %s (%zu bytes)", what, d->alloc * sizeof(stem_complex));
+    else
+        memset(p, 0, d->alloc * sizeof(stem_complex));
     return p;
 }
 

@@ -17,9 +17,9 @@
 typedef struct {
     MPI_Comm comm;
     int nx, ny;
-    long rows, row0;  /* real-space slab */
-    long cols, col0;  /* Fourier-space slab (transposed) */
-    size_t alloc;     /* complex elements a buffer needs (FFTW may need more than either slab) */
+    long rows, row0;         /* real-space slab */
+    long cols, col0;         /* Fourier-space slab (transposed) */
+    size_t alloc;            /* complex elements a buffer needs (FFTW may need more than either slab) */
     void *forward, *inverse; /* fftwf_plan */
 } stem_dist_fft;
 

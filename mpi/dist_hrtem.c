@@ -18,25 +18,25 @@
 
 typedef struct {
     stem_dist_fft fft;
-    stem_complex *trans;  /* [slice][rows][nx] */
+    stem_complex *trans;                     /* [slice][rows][nx] */
     stem_complex *wave, *work, *prop, *lens; /* FFT buffers (d->alloc each) */
     stem_complex *prop_last;                 /* the thinner last slice's propagator (NULL: prop) */
-    float *V;             /* one slice's potential rows */
+    float *V;                                /* one slice's potential rows */
     stem_potential_table table;
 } dist_state;
 
 /* The body once per element of this rank's Fourier columns, with qx, qy (1/Angstrom),
  * ix, j_ (the kx and ky indices) and at (the element's offset) in scope. */
-#define FOR_FOURIER(plan, d, ...)                                                                  \
-    for (long c_ = 0; c_ < (d)->cols; c_++) {                                                       \
-        double qx = stem_fft_index((int)((d)->col0 + c_), (plan)->nx) / (plan)->cell[0];           \
-        int ix = (int)((d)->col0 + c_);                                                             \
-        for (int j_ = 0; j_ < (plan)->ny; j_++) {                                                   \
-            double qy = stem_fft_index(j_, (plan)->ny) / (plan)->cell[1];                           \
-            size_t at = (size_t)c_ * (plan)->ny + j_;                                               \
-            (void)ix, (void)qx, (void)qy;                                                           \
-            __VA_ARGS__                                                                             \
-        }                                                                                           \
+#define FOR_FOURIER(plan, d, ...)                                                                                      \
+    for (long c_ = 0; c_ < (d)->cols; c_++) {                                                                          \
+        double qx = stem_fft_index((int)((d)->col0 + c_), (plan)->nx) / (plan)->cell[0];                               \
+        int ix = (int)((d)->col0 + c_);                                                                                \
+        for (int j_ = 0; j_ < (plan)->ny; j_++) {                                                                      \
+            double qy = stem_fft_index(j_, (plan)->ny) / (plan)->cell[1];                                              \
+            size_t at = (size_t)c_ * (plan)->ny + j_;                                                                  \
+            (void)ix, (void)qx, (void)qy;                                                                              \
+            __VA_ARGS__                                                                                                \
+        }                                                                                                              \
     }
 
 /* multislice.c's Fresnel propagator over dz on this rank's Fourier columns. */
@@ -60,9 +60,7 @@ static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *
     stem_dist_fft_inverse(d, w);
     for (size_t i = 0; i < slab; i++) w[i] = cexpf(I * (float)plan->sigma * crealf(w[i]));
     stem_dist_fft_forward(d, w);
-    FOR_FOURIER(plan, d, {
-        w[at] = qx * qx + qy * qy <= q2max ? w[at] / (float)grid : 0;
-    })
+    FOR_FOURIER(plan, d, { w[at] = qx * qx + qy * qy <= q2max ? w[at] / (float)grid : 0; })
     stem_dist_fft_inverse(d, w);
     memcpy(st->trans + (size_t)s * slab, w, slab * sizeof *w);
     return STEM_OK;
@@ -92,8 +90,8 @@ static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_re
     const stem_dist_fft *d = &st->fft;
     size_t slab = (size_t)d->rows * plan->nx, fourier = (size_t)d->cols * plan->ny;
     double total = 0;
-    for (size_t i = 0; i < fourier; i++) total += crealf(st->wave[i]) * crealf(st->wave[i]) +
-                                                  cimagf(st->wave[i]) * cimagf(st->wave[i]);
+    for (size_t i = 0; i < fourier; i++)
+        total += crealf(st->wave[i]) * crealf(st->wave[i]) + cimagf(st->wave[i]) * cimagf(st->wave[i]);
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, group));
     ((double *)res->data[STEM_CH_TOTAL])[0] += total;
     if (res->data[STEM_CH_EXIT]) {
@@ -144,7 +142,8 @@ static int state_create(const stem_mpi *m, const stem_plan *plan, dist_state *st
     if (!err && !(st->work = stem_dist_fft_alloc(&st->fft, "work slab"))) err = STEM_ERR_MEMORY;
     if (!err && !(st->prop = stem_dist_fft_alloc(&st->fft, "propagator slab"))) err = STEM_ERR_MEMORY;
     if (!err) build_propagator(plan, &st->fft, plan->dz, st->prop);
-    if (!err && stem_plan_thin_last(plan) && !(st->prop_last = stem_dist_fft_alloc(&st->fft, "last slice's propagator")))
+    if (!err && stem_plan_thin_last(plan) &&
+        !(st->prop_last = stem_dist_fft_alloc(&st->fft, "last slice's propagator")))
         err = STEM_ERR_MEMORY;
     if (!err && st->prop_last) build_propagator(plan, &st->fft, plan->dz_last, st->prop_last);
     return err;
@@ -162,8 +161,8 @@ static void state_free(dist_state *st)
     stem_potential_table_free(&st->table);
 }
 
-int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
-                        stem_result *res)
+int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                        const stem_atom_potential *potentials, stem_result *res)
 {
     const stem_layout *L = &m->layout;
     dist_state st = {0};
@@ -190,7 +189,8 @@ int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_ato
     double fft = stem_dist_fft_seconds(&count), slowest = fft;
     STEM_MPI_CALL(MPI_Reduce(&fft, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, m->world));
     stem_info("distributed FFTs: %ld transforms of %d x %d on rank 0, %.3f s on the slowest rank (transposes included; "
-              "%.1f MiB moved per rank and transform)", count, plan->nx, plan->ny, slowest,
+              "%.1f MiB moved per rank and transform)",
+              count, plan->nx, plan->ny, slowest,
               8.0 * plan->nx * plan->ny * (L->group_size - 1) / L->group_size / L->group_size / 1048576.0);
     t = stem_wall_time();
     STEM_TRY(stem_mpi_sum_result(res, m->cross));

@@ -13,8 +13,8 @@
 #include "comm.h"
 
 /* Collective over m->world: every configuration, then res summed and finalised. */
-int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
-                        stem_result *res);
+int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
+                        const stem_atom_potential *potentials, stem_result *res);
 
 /* A campaign's units on the distributed FFT (series_campaign.c), collective over m->group:
  * the state (plans, slabs, lookup table) made once from the thickest tilt's plan and

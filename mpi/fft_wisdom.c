@@ -28,7 +28,7 @@ static uint64_t wisdom_hash(const char *text)
         lines[k++] = l;
     if (h) qsort(lines, k, sizeof *lines, compare_lines);
     for (size_t i = 0; h && i < k; i++)
-        for (const char *c = lines[i]; ; c++) {
+        for (const char *c = lines[i];; c++) {
             h = (h ^ (unsigned char)(*c ? *c : '\n')) * 1099511628211ull;
             if (!*c) break;
         }
@@ -73,17 +73,18 @@ static int leader_wisdom(const char *path, const stem_plan *plan, char **text, c
     int from_file = path[0] && access(path, F_OK) == 0;
     char *file_text = NULL;
     size_t file_len = 0;
-    int err = from_file ? stem_input_read_all(path, "FFTW wisdom file ([compute] fft_wisdom)", STEM_ERR_INPUT, &file_text,
-                                              &file_len)
-                        : STEM_OK;
+    int err = from_file
+        ? stem_input_read_all(path, "FFTW wisdom file ([compute] fft_wisdom)", STEM_ERR_INPUT, &file_text, &file_len)
+        : STEM_OK;
     if (!err && from_file && stem_fft_wisdom_import(file_text))
         err = STEM_FAIL(STEM_ERR_INPUT, "[compute] fft_wisdom = %s is not FFTW wisdom of this FFTW", path);
     if (!err) err = measure_shapes(plan); /* plans the wisdom has are reused, the rest measured */
     if (!err && !(*text = stem_fft_wisdom_export())) err = STEM_ERR_INTERNAL;
     int grew = !err && (!from_file || wisdom_hash(*text) != wisdom_hash(file_text));
-    if (!err) *origin = !from_file ? (path[0] ? "measured by rank 0, saved to the wisdom file" : "measured by rank 0")
-                        : grew ? "read from the wisdom file, shapes it lacked measured by rank 0 and added to it"
-                               : "read from the wisdom file";
+    if (!err)
+        *origin = !from_file ? (path[0] ? "measured by rank 0, saved to the wisdom file" : "measured by rank 0")
+            : grew           ? "read from the wisdom file, shapes it lacked measured by rank 0 and added to it"
+                             : "read from the wisdom file";
     if (!err && path[0] && grew) err = write_file(path, *text);
     free(file_text);
     return err;

@@ -32,8 +32,10 @@ static int node_layout_usable(const stem_node_share *s, MPI_Comm group, int rank
     int consecutive = hi - lo + 1 == s->node_size;
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &consecutive, 1, MPI_INT, MPI_MIN, group));
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, group));
-    if (!consecutive) *why = "the ranks of a group are not consecutive on their nodes (map by slot or core)";
-    else if (most == 1) *why = "one rank of each group per node";
+    if (!consecutive)
+        *why = "the ranks of a group are not consecutive on their nodes (map by slot or core)";
+    else if (most == 1)
+        *why = "one rank of each group per node";
     return STEM_OK;
 }
 
@@ -58,8 +60,10 @@ int stem_node_share_setup(stem_node_share *s, MPI_Comm group, int enable, int ra
     int rank, size;
     STEM_MPI_CALL(MPI_Comm_rank(group, &rank));
     STEM_MPI_CALL(MPI_Comm_size(group, &size));
-    if (!enable) *why = "[compute] node_shared = off";
-    else if (size == 1) *why = "one rank per group";
+    if (!enable)
+        *why = "[compute] node_shared = off";
+    else if (size == 1)
+        *why = "one rank per group";
     if (*why) return STEM_OK;
     STEM_TRY(split_node(group, ranks_per_node, &s->node));
     STEM_MPI_CALL(MPI_Comm_rank(s->node, &s->node_rank));
@@ -140,8 +144,10 @@ int stem_node_buffer_alloc(const stem_node_share *s, int shared, size_t count, c
 
 void stem_node_buffer_free(stem_shared_buffer *node, stem_complex *p)
 {
-    if (node->base) stem_shared_free(node);
-    else stem_fft_free(p);
+    if (node->base)
+        stem_shared_free(node);
+    else
+        stem_fft_free(p);
 }
 
 int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf)

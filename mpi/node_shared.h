@@ -12,12 +12,12 @@
 #include "../src/stem.h"
 
 typedef struct {
-    int active;        /* 0: every rank keeps its own copies (the exchanges go over the group) */
-    MPI_Comm node;     /* this group's ranks on this node */
-    MPI_Comm leaders;  /* node rank 0 of each node of the group; MPI_COMM_NULL on the others */
+    int active;       /* 0: every rank keeps its own copies (the exchanges go over the group) */
+    MPI_Comm node;    /* this group's ranks on this node */
+    MPI_Comm leaders; /* node rank 0 of each node of the group; MPI_COMM_NULL on the others */
     int node_rank, node_size;
     int n_nodes;
-    int *node_first;   /* group rank of each node's first rank; [n_nodes] = group size (leaders only) */
+    int *node_first; /* group rank of each node's first rank; [n_nodes] = group size (leaders only) */
 } stem_node_share;
 
 /* Collective over group. ranks_per_node > 0 pretends that nodes hold that many

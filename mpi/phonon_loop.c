@@ -28,7 +28,8 @@ static int injected_failure(const stem_mpi *m, const char *site)
         return STEM_FAIL(STEM_ERR_INTERNAL, "injected failure (STEMSIM_TEST_FAIL_RANK=%s)", rank_env);
     size_t n = strlen(site);
     if (fault && !strncmp(fault, site, n) && fault[n] == ':' && atoi(fault + n + 1) == m->layout.world_rank)
-        return STEM_FAIL(STEM_ERR_MEMORY, "injected failure at %s: cannot allocate (STEMSIM_TEST_FAULT=%s)", site, fault);
+        return STEM_FAIL(STEM_ERR_MEMORY, "injected failure at %s: cannot allocate (STEMSIM_TEST_FAULT=%s)", site,
+                         fault);
     return STEM_OK;
 }
 
@@ -77,8 +78,10 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     double t = stem_wall_time();
     stem_atoms displaced = {0};
     int err = L->group_rank ? injected_failure(m, "transmission") : STEM_OK;
-    if (!err && plan->opt.potential_file[0]) err = transmission_from_file(plan, c, (int)s0, (int)s1, trans);
-    else if (!err) err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    if (!err && plan->opt.potential_file[0])
+        err = transmission_from_file(plan, c, (int)s0, (int)s1, trans);
+    else if (!err)
+        err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
     if (!err && !plan->opt.potential_file[0])
         err = stem_transmission_build_slices(plan, table, &displaced, (int)s0, (int)s1, trans);
     stem_atoms_free(&displaced);
@@ -97,8 +100,8 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
  * built ahead (prebuilt); the group agrees that leader and receivers are
  * ready, then receives it. On the CPU the group shares the work. */
 int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
-                                   const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
-                                   stem_complex *trans, const stem_shared_buffer *trans_node)
+                             const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
+                             stem_complex *trans, const stem_shared_buffer *trans_node)
 {
     if (!engine->transmission && !prebuilt) return transmission_shared(m, plan, atoms, table, c, trans, trans_node);
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
@@ -170,7 +173,7 @@ static int combine_groups(const stem_mpi *m, const stem_plan *plan, stem_result 
 }
 
 int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                      const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res)
+                         const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res)
 {
     if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, potentials, res); /* the wave in slabs */
     const stem_layout *L = &m->layout;
@@ -186,8 +189,8 @@ int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_en
      * an engine that builds them itself (the GPU) hands each rank its own copy */
     if (!err)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !engine->transmission,
-                                     (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions", &trans_node,
-                                     &trans);
+                                     (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
+                                     &trans_node, &trans);
     int loaded = smatrix_io && smatrix_io->load; /* the S-matrices read back: no potential needed */
     double t = stem_wall_time();
     if (!loaded) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &table);
@@ -201,7 +204,7 @@ int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_en
      * or a group of one): where the group shares the build, a leader holding configuration c
      * already would broadcast while the others wait in the shared build's exchange */
     int ahead_wanted = !err && !loaded && engine->host_idle && L->group_rank == 0 && rounds > 1 &&
-                       (engine->transmission || L->group_size == 1);
+        (engine->transmission || L->group_size == 1);
     if (ahead_wanted)
         spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
     if (ahead_wanted && !spare) err = STEM_ERR_MEMORY;

@@ -15,13 +15,13 @@
  * rank's probes (same on all groups). smatrix_io: PRISM's S-matrices stored or
  * read back (NULL: neither); when it loads them no potential is built. */
 int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                      const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res);
+                         const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res);
 
 /* Shared with the series campaign (series_campaign.h), collective over m->group. */
 /* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group. */
 int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
-                               const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
-                               stem_complex *trans, const stem_shared_buffer *trans_node);
+                             const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
+                             stem_complex *trans, const stem_shared_buffer *trans_node);
 /* [output] save_potential: where /potential's slices come from. Each rank builds its own
  * lookup table on first use (the loop's is gone by then) and the displaced atoms of the
  * last configuration asked for; with [simulation] potential_file they are read back. */

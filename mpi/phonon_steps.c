@@ -15,7 +15,7 @@
  * rank of the group needs it to build its slices. err: a failure before it,
  * agreed here with the group. */
 int stem_phonon_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_atom_potential *potentials, int err, stem_potential_table *table)
+                             const stem_atom_potential *potentials, int err, stem_potential_table *table)
 {
     const stem_layout *L = &m->layout;
     if (!err) err = stem_potential_table_init(plan, atoms, table); /* every rank comes here: it agrees below */
@@ -34,10 +34,12 @@ static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, 
     int size = m->layout.group_size, err = STEM_OK;
     long local = plan->probe_end - plan->probe_begin;
     double *full = stem_alloc(sizeof(double) * plan->n_probes * width, "whole scan (source size blur)");
-    int *counts = stem_calloc(size, sizeof(int), "gather counts"), *displs = stem_calloc(size, sizeof(int), "gather counts");
+    int *counts = stem_calloc(size, sizeof(int), "gather counts"),
+        *displs = stem_calloc(size, sizeof(int), "gather counts");
     if (!full || !counts || !displs) err = STEM_ERR_MEMORY;
     if (!err && (double)plan->n_probes * width > INT_MAX)
-        err = STEM_FAIL(STEM_ERR_CONFIG, "[probe] source_size: %ld probes x %ld values are too many to gather", plan->n_probes, width);
+        err = STEM_FAIL(STEM_ERR_CONFIG, "[probe] source_size: %ld probes x %ld values are too many to gather",
+                        plan->n_probes, width);
     for (int r = 0; r < size && !err; r++) { /* the plan's split (plan.c) */
         long b, e;
         stem_split_range(plan->n_probes, size, r, &b, &e);
@@ -45,7 +47,9 @@ static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, 
         displs[r] = (int)(b * width);
     }
     err = stem_mpi_agree(err, m->group);
-    if (!err && MPI_Allgatherv(mine, (int)(local * width), MPI_DOUBLE, full, counts, displs, MPI_DOUBLE, m->group) != MPI_SUCCESS)
+    if (!err &&
+        MPI_Allgatherv(mine, (int)(local * width), MPI_DOUBLE, full, counts, displs, MPI_DOUBLE, m->group) !=
+            MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of the scan for the source size blur failed");
     if (!err) err = stem_source_blur(plan, full, width);
     if (!err) memcpy(mine, full + plan->probe_begin * width, sizeof(double) * local * width);
@@ -58,7 +62,8 @@ static int blur_channel(const stem_mpi *m, const stem_plan *plan, double *mine, 
 int stem_phonon_blur(const stem_mpi *m, const stem_plan *plan, stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float || !stem_channel_per_probe(ch)) continue;
+        if (ch == STEM_CH_CBED || !res->data[ch] || stem_channel_table[ch].is_float || !stem_channel_per_probe(ch))
+            continue;
         STEM_TRY(blur_channel(m, plan, (double *)res->data[ch], res->width[ch]));
         /* the standard error blurred alike: an upper bound of the blurred mean's (docs/accuracy.md) */
         if (res->err[ch]) STEM_TRY(blur_channel(m, plan, res->err[ch], res->width[ch]));
@@ -91,4 +96,3 @@ int stem_phonon_safe_point(const stem_mpi *m, int err)
     stem_phase_add(STEM_PHASE_WAIT, t);
     return any ? stem_signal_status(any) : err;
 }
-

@@ -11,7 +11,7 @@
 int stem_phonon_safe_point(const stem_mpi *m, int err);
 /* The potential lookup table, built in shares over the group; err: a failure before it, agreed here. */
 int stem_phonon_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                               const stem_atom_potential *potentials, int err, stem_potential_table *table);
+                             const stem_atom_potential *potentials, int err, stem_potential_table *table);
 /* Each named image's squared standard errors summed over the whole scan (res->image_se2,
  * from the first group's ranks), on every rank; collective over m->world (res may be NULL). */
 int stem_phonon_scan_errors(const stem_mpi *m, const stem_plan *plan, stem_result *res);

@@ -36,12 +36,12 @@ typedef struct {
 typedef struct {
     const stem_series_job *job;
     int n_configs, n_optics, n_units; /* n_optics: beam tilts x defoci, the plans of one sample tilt */
-    int n_planes, per_tilt; /* detection planes (depths, at least 1); points per unit (defoci x planes) */
-    stem_plan *plans;       /* [n_tilts x n_optics]: the plan at each tilt's thickness, beam tilt and defocus
+    int n_planes, per_tilt;           /* detection planes (depths, at least 1); points per unit (defoci x planes) */
+    stem_plan *plans;                 /* [n_tilts x n_optics]: the plan at each tilt's thickness, beam tilt and defocus
                                (stable pointers) */
     unit_layout layout;
     stem_checkpoint ck;
-    MPI_Win win;            /* rank 0's counters: [0] units handed out, [1] units finished */
+    MPI_Win win; /* rank 0's counters: [0] units handed out, [1] units finished */
     int *counter;
     /* the group's working state */
     stem_detector det;
@@ -49,13 +49,13 @@ typedef struct {
     stem_complex *trans;
     stem_shared_buffer trans_node;
     stem_algorithm_buffers buffers;
-    stem_result *res;       /* [per_tilt] */
-    int tilt;               /* the tilt whose rotated model `tilted` is (-1: none) */
+    stem_result *res; /* [per_tilt] */
+    int tilt;         /* the tilt whose rotated model `tilted` is (-1: none) */
     stem_atoms tilted;
-    char *payload;          /* group leader: one unit */
+    char *payload;              /* group leader: one unit */
     stem_smatrix_io smatrix_io; /* PRISM's S-matrix read from smatrix_file, or kept in the unit */
     stem_dist_unit *dist;       /* a distributed FFT's state (plan->dist) */
-    double start, busy;     /* campaign start; this rank's time in its units */
+    double start, busy;         /* campaign start; this rank's time in its units */
     int finished_at_start;
     /* the final read-back */
     stem_result out;
@@ -66,13 +66,16 @@ typedef struct {
 
 int stem_series_campaign_wanted(const stem_config *cfg)
 {
-    return cfg->checkpoint == STEM_CHECKPOINT_ON || (cfg->checkpoint == STEM_CHECKPOINT_AUTO && stem_series_active(cfg));
+    return cfg->checkpoint == STEM_CHECKPOINT_ON ||
+        (cfg->checkpoint == STEM_CHECKPOINT_AUTO && stem_series_active(cfg));
 }
 
 void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n)
 {
-    if (cfg->checkpoint_dir[0]) snprintf(out, n, "%s", cfg->checkpoint_dir);
-    else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n) out[n - 1] = 0; /* a path this long fails to open */
+    if (cfg->checkpoint_dir[0])
+        snprintf(out, n, "%s", cfg->checkpoint_dir);
+    else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n)
+        out[n - 1] = 0; /* a path this long fails to open */
 }
 
 int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_series *s, stem_atoms *out)
@@ -123,8 +126,8 @@ static void layout_build(const stem_plan *plan, int per_tilt, unit_layout *L)
     L->point_bytes = at;
     L->smatrix_offset = (size_t)per_tilt * L->point_bytes;
     L->smatrix_bytes = plan->opt.save_smatrix
-                           ? sizeof(stem_complex) * (size_t)plan->n_beams * plan->crop_ny * (size_t)plan->crop_nx
-                           : 0;
+        ? sizeof(stem_complex) * (size_t)plan->n_beams * plan->crop_ny * (size_t)plan->crop_nx
+        : 0;
     L->unit_bytes = L->smatrix_offset + L->smatrix_bytes;
 }
 
@@ -171,8 +174,8 @@ static int point_plans(campaign *cp)
  * the same campaign. */
 static char *identity_text(const stem_series_job *job)
 {
-    static const char *placement[] = {"threads =", "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node =",
-                                      "fft_wisdom =", "xyz =", "positions ="};
+    static const char *placement[] = {"threads =",        "max_memory =", "fp_groups =", "node_shared =",
+                                      "ranks_per_node =", "fft_wisdom =", "xyz =",       "positions ="};
     unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->potentials);
     char *ini = stem_config_to_ini(job->cfg), *buf = NULL;
     size_t size = 0;
@@ -184,8 +187,9 @@ static char *identity_text(const stem_series_job *job)
     fprintf(f, "stemsim version = %s\nmodel (tiled) = %ld atoms, hash %016llx\nscattering table hash = %016llx\n",
             STEM_VERSION, job->atoms->n, model, table);
     if (job->plan->positions) /* the file's name is in the config; its numbers are here */
-        fprintf(f, "probe positions = %ld, hash %016llx\n", job->plan->n_probes,
-                stem_hash_bytes(STEM_HASH_SEED, job->plan->positions, sizeof(double) * 2 * (size_t)job->plan->n_probes));
+        fprintf(
+            f, "probe positions = %ld, hash %016llx\n", job->plan->n_probes,
+            stem_hash_bytes(STEM_HASH_SEED, job->plan->positions, sizeof(double) * 2 * (size_t)job->plan->n_probes));
     fprintf(f, "detection planes (slices) =");
     for (int k = 0; job->series->depth_slice && k < job->series->n[STEM_SERIES_DEPTH]; k++)
         fprintf(f, " %d", job->series->depth_slice[k]);
@@ -208,8 +212,8 @@ static char *identity_text(const stem_series_job *job)
 
 static int counters_create(campaign *cp, MPI_Comm world, int rank)
 {
-    STEM_MPI_CALL(MPI_Win_allocate(rank == 0 ? 2 * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, world, &cp->counter,
-                                   &cp->win));
+    STEM_MPI_CALL(
+        MPI_Win_allocate(rank == 0 ? 2 * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, world, &cp->counter, &cp->win));
     if (rank == 0) {
         STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, cp->win));
         cp->counter[0] = 0;
@@ -276,11 +280,12 @@ static int compute_unit(campaign *cp, int u)
     int loaded = cp->smatrix_io.load != NULL; /* the S-matrix read back: no transmission functions needed */
     if (!err && !loaded)
         err = stem_phonon_transmission(job->m, job->engine, &plans[0], &cp->tilted, &cp->table, c, 0, cp->trans,
-                                         &cp->trans_node);
+                                       &cp->trans_node);
     cp->buffers.config = c;
     for (int j = 0; j < cp->per_tilt && !err; j++) stem_result_zero(&cp->res[j]);
-    if (!err) err = stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, cp->res,
-                                              &cp->buffers);
+    if (!err)
+        err = stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, cp->res,
+                                        &cp->buffers);
     return stem_mpi_agree(err, job->m->group);
 }
 
@@ -291,8 +296,8 @@ static int gather_channel(campaign *cp, int d, int ch)
     const stem_plan *plan = cp->job->plan;
     int size = m->layout.group_size, err = STEM_OK;
     MPI_Datatype probe;
-    STEM_MPI_CALL(MPI_Type_contiguous((int)cp->layout.width[ch], stem_channel_table[ch].is_float ? MPI_FLOAT : MPI_DOUBLE,
-                                      &probe));
+    STEM_MPI_CALL(MPI_Type_contiguous((int)cp->layout.width[ch],
+                                      stem_channel_table[ch].is_float ? MPI_FLOAT : MPI_DOUBLE, &probe));
     STEM_MPI_CALL(MPI_Type_commit(&probe));
     int *counts = stem_calloc((size_t)size, sizeof(int), "gather counts");
     int *displs = stem_calloc((size_t)size, sizeof(int), "gather counts");
@@ -305,8 +310,9 @@ static int gather_channel(campaign *cp, int d, int ch)
     }
     err = stem_mpi_agree(err, m->group);
     char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
-    if (!err && MPI_Gatherv(cp->res[d].data[ch], counts ? counts[m->layout.group_rank] : 0, probe, into, counts, displs,
-                            probe, 0, m->group) != MPI_SUCCESS)
+    if (!err &&
+        MPI_Gatherv(cp->res[d].data[ch], counts ? counts[m->layout.group_rank] : 0, probe, into, counts, displs, probe,
+                    0, m->group) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit to its group leader failed");
     MPI_Type_free(&probe);
     free(counts);
@@ -339,8 +345,9 @@ static int gather_rows(campaign *cp, int d, int ch)
         displs[r] = (int)row0;
     }
     err = stem_mpi_agree(err, m->group);
-    if (!err && MPI_Gatherv(cp->res[d].data[ch], counts[m->layout.group_rank], row, into, counts, displs, row, 0,
-                            m->group) != MPI_SUCCESS)
+    if (!err &&
+        MPI_Gatherv(cp->res[d].data[ch], counts[m->layout.group_rank], row, into, counts, displs, row, 0, m->group) !=
+            MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit's image rows to its group leader failed");
     MPI_Type_free(&row);
     free(counts);
@@ -391,8 +398,9 @@ static void report_unit(campaign *cp, int u, double took, int finished)
     int here = finished - cp->finished_at_start;
     double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
     stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d point%s) in %.2f s; "
-              "campaign ETA %.0f s", finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->per_tilt,
-              cp->per_tilt == 1 ? "" : "s", took, eta);
+              "campaign ETA %.0f s",
+              finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->per_tilt, cp->per_tilt == 1 ? "" : "s", took,
+              eta);
 }
 
 /* Test hooks (the kill and resume tests): STEMSIM_TEST_KILL_AFTER_UNITS=k kills the job
@@ -462,8 +470,8 @@ static int keep_smatrix(void *ctx, const stem_plan *plan, int c, const stem_comp
 static void smatrix_io_setup(campaign *cp)
 {
     const stem_options *opt = &cp->job->plan->opt;
-    cp->smatrix_io = (stem_smatrix_io){opt->smatrix_file[0] ? load_smatrix : NULL,
-                                       opt->save_smatrix ? keep_smatrix : NULL, cp};
+    cp->smatrix_io =
+        (stem_smatrix_io){opt->smatrix_file[0] ? load_smatrix : NULL, opt->save_smatrix ? keep_smatrix : NULL, cp};
     if (cp->smatrix_io.load || cp->smatrix_io.store) cp->buffers.smatrix_io = &cp->smatrix_io;
 }
 
@@ -476,7 +484,8 @@ static int group_state(campaign *cp)
     cp->trans_node.win = MPI_WIN_NULL;
     smatrix_io_setup(cp);
     int err = stem_detector_build(plan, &cp->det);
-    if (!err && !(cp->res = stem_calloc((size_t)cp->per_tilt, sizeof(stem_result), "unit results"))) err = STEM_ERR_MEMORY;
+    if (!err && !(cp->res = stem_calloc((size_t)cp->per_tilt, sizeof(stem_result), "unit results")))
+        err = STEM_ERR_MEMORY;
     for (int j = 0; j < cp->per_tilt && !err; j++) err = stem_result_alloc(plan, &cp->res[j]);
     if (!err && m->layout.group_rank == 0 &&
         !(cp->payload = stem_alloc(cp->ck.unit_bytes ? cp->ck.unit_bytes : 1, "one unit's result (checkpoint)")))
@@ -593,7 +602,8 @@ static int sum_pacbed(campaign *cp, int p, stem_result *res)
     size_t at = (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset;
     double *u = cp->scratch;
     for (int c = 0; c < cp->n_configs; c++) {
-        STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, u, sizeof(double) * (size_t)res->pattern_bins));
+        STEM_TRY(
+            stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, u, sizeof(double) * (size_t)res->pattern_bins));
         for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] += u[i];
     }
     for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)cp->n_configs * plan->n_probes;
@@ -620,8 +630,9 @@ static int load_point(void *ctx, int p, stem_result *res)
     if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);
     char where[48]; /* what is not a finished simulation is never published (result_check.h) */
     snprintf(where, sizeof where, " (series point %d)", p);
-    if (!err) err = stem_mpi_agree(res ? stem_result_check(cp->job->plan, res, m->layout.world_rank == 0, where) : STEM_OK,
-                                   m->world);
+    if (!err)
+        err = stem_mpi_agree(res ? stem_result_check(cp->job->plan, res, m->layout.world_rank == 0, where) : STEM_OK,
+                             m->world);
     return err;
 }
 
@@ -748,11 +759,11 @@ static void announce(const campaign *cp, const char *dir)
     char beam_text[48] = "";
     if (beams > 1) snprintf(beam_text, sizeof beam_text, "%d beam tilts x ", beams);
     stem_info("campaign: %d series point%s (%d tilt%s x %s%d defoc%s x %d depth%s) x %d configuration%s = %d units of "
-              "(tilt, configuration); checkpoint %s", s->n_points, s->n_points == 1 ? "" : "s", s->n_tilts,
-              s->n_tilts == 1 ? "" : "s", beam_text, defoci, defoci == 1 ? "us" : "i", cp->n_planes,
-              cp->n_planes == 1 ? "" : "s", cp->n_configs, cp->n_configs == 1 ? "" : "s", cp->n_units, dir);
-    if (cp->ck.n_done)
-        stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
+              "(tilt, configuration); checkpoint %s",
+              s->n_points, s->n_points == 1 ? "" : "s", s->n_tilts, s->n_tilts == 1 ? "" : "s", beam_text, defoci,
+              defoci == 1 ? "us" : "i", cp->n_planes, cp->n_planes == 1 ? "" : "s", cp->n_configs,
+              cp->n_configs == 1 ? "" : "s", cp->n_units, dir);
+    if (cp->ck.n_done) stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
 }
 
 /* The campaign's units and their stored size. */
@@ -806,8 +817,7 @@ int stem_series_campaign_survey(const stem_series_job *job)
     const stem_options *opt = &job->plan->opt;
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
     if (!err)
-        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.layout.unit_bytes,
-                                     job->restart);
+        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.layout.unit_bytes, job->restart);
     free(identity);
     free(cp.plans);
     return err;
@@ -825,8 +835,7 @@ int stem_series_campaign_run(const stem_series_job *job)
                              m->world);
     if (!err) err = campaign_plans(&cp); /* before the checkpoint: a refused input leaves none */
     if (!err)
-        err = stem_checkpoint_open(&cp.ck, m->world, dir, identity, cp.n_units,
-                                   cp.layout.unit_bytes, job->restart);
+        err = stem_checkpoint_open(&cp.ck, m->world, dir, identity, cp.n_units, cp.layout.unit_bytes, job->restart);
     free(identity);
     if (!err) announce(&cp, dir);
     if (!err) err = stem_mpi_agree(counters_create(&cp, m->world, m->layout.world_rank), m->world);
@@ -849,7 +858,8 @@ int stem_series_campaign_run(const stem_series_job *job)
     if (cp.win != MPI_WIN_NULL) MPI_Win_free(&cp.win);
     if (stopped) {
         stem_info("stopped by signal %d: the checkpoint %s keeps every finished unit; run the same command again "
-                  "to continue (exit %d)", stopped, dir, STEM_STOPPED_CHECKPOINTED);
+                  "to continue (exit %d)",
+                  stopped, dir, STEM_STOPPED_CHECKPOINTED);
         err = STEM_STOPPED_CHECKPOINTED;
     } else if (err) {
         if (cp.ck.done) stem_info("the checkpoint %s keeps every unit finished before the failure", dir);
@@ -859,7 +869,8 @@ int stem_series_campaign_run(const stem_series_job *job)
         if (err && stem_signal_pending() && err == stem_signal_status(stem_signal_pending())) {
             /* stopped while writing the output (or converting it): every unit is still in the checkpoint */
             stem_info("stopped by signal %d while writing the output: the checkpoint %s keeps every unit; run the "
-                      "same command again to write it (exit %d)", stem_signal_pending(), dir, STEM_STOPPED_CHECKPOINTED);
+                      "same command again to write it (exit %d)",
+                      stem_signal_pending(), dir, STEM_STOPPED_CHECKPOINTED);
             err = STEM_STOPPED_CHECKPOINTED;
         }
     }

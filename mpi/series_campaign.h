@@ -24,13 +24,13 @@ typedef struct {
     const stem_mpi *m;
     const stem_config *cfg;
     const stem_series *series;
-    const stem_plan *plan;    /* built from the thickest tilt: its memory covers every tilt */
+    const stem_plan *plan; /* built from the thickest tilt: its memory covers every tilt */
     const stem_engine *engine;
-    const stem_atoms *atoms;  /* tiled, not yet rotated (stem_atoms_tile) */
+    const stem_atoms *atoms; /* tiled, not yet rotated (stem_atoms_tile) */
     const stem_atom_potential *potentials;
     const stem_output_target *target;
     const stem_output_texts *texts;
-    int restart;              /* --restart: discard the checkpoint first */
+    int restart; /* --restart: discard the checkpoint first */
 } stem_series_job;
 
 /* Whether this config runs as a checkpointed campaign ([output] checkpoint, [series]). */

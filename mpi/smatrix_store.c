@@ -40,8 +40,10 @@ static int store_config(void *ctx, const stem_plan *plan, int c, const stem_comp
     char path[STEM_OUTPUT_NAME_MAX + 32];
     group_path(st, c % st->n_groups, path, sizeof path);
     if (st->fd < 0 || write_all(st->fd, S, st->config_bytes, (off_t)(c / st->n_groups) * (off_t)st->config_bytes))
-        return STEM_FAIL(STEM_ERR_IO, "[output] save_smatrix: cannot write configuration %d's S-matrix (%.3f GiB) to "
-                         "%s: %s", c + 1, st->config_bytes / 1073741824.0, path, strerror(errno));
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] save_smatrix: cannot write configuration %d's S-matrix (%.3f GiB) to "
+                         "%s: %s",
+                         c + 1, st->config_bytes / 1073741824.0, path, strerror(errno));
     (void)plan;
     return STEM_OK;
 }
@@ -79,8 +81,8 @@ int stem_smatrix_store_finish(stem_smatrix_store *st, const stem_mpi *m)
 {
     int err = STEM_OK;
     if (st->fd >= 0 && close(st->fd) != 0)
-        err = STEM_FAIL(STEM_ERR_IO, "[output] save_smatrix: closing the S-matrix temporary failed: %s",
-                        strerror(errno));
+        err =
+            STEM_FAIL(STEM_ERR_IO, "[output] save_smatrix: closing the S-matrix temporary failed: %s", strerror(errno));
     st->fd = -1;
     return stem_mpi_agree(err, m->world);
 }

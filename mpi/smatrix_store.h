@@ -16,10 +16,10 @@
 typedef struct {
     const stem_plan *plan;
     const stem_output_target *target; /* whose temporary the group files sit beside */
-    int n_groups, fd;                /* fd: this group's file on its leader (-1: none) */
-    int own;                         /* the group whose temporary this rank created (-1: none) */
-    size_t config_bytes;             /* one configuration's S-matrix */
-    stem_smatrix_io io;              /* what the algorithm calls */
+    int n_groups, fd;                 /* fd: this group's file on its leader (-1: none) */
+    int own;                          /* the group whose temporary this rank created (-1: none) */
+    size_t config_bytes;              /* one configuration's S-matrix */
+    stem_smatrix_io io;               /* what the algorithm calls */
 } stem_smatrix_store;
 
 /* Collective over m->world: sets io up for the plan's options (nothing to do: io has no

@@ -110,9 +110,12 @@ static double fe(const stem_atom_potential *p, double q)
     double f = 0, k2 = 4 * M_PI * M_PI * q * q;
     for (int i = 0; i < p->n; i++) {
         double A = p->amp[i], m = p->rate[i];
-        if (p->kind[i] == STEM_TERM_YUKAWA) f += 4 * M_PI * A / (m * m + k2);
-        else if (p->kind[i] == STEM_TERM_EXPONENTIAL) f += 8 * M_PI * A * m / ((m * m + k2) * (m * m + k2));
-        else f += A * pow(M_PI / m, 1.5) * exp(-M_PI * M_PI * q * q / m);
+        if (p->kind[i] == STEM_TERM_YUKAWA)
+            f += 4 * M_PI * A / (m * m + k2);
+        else if (p->kind[i] == STEM_TERM_EXPONENTIAL)
+            f += 8 * M_PI * A * m / ((m * m + k2) * (m * m + k2));
+        else
+            f += A * pow(M_PI / m, 1.5) * exp(-M_PI * M_PI * q * q / m);
     }
     return f;
 }
@@ -142,8 +145,10 @@ double stem_advice_cross_section_q(const stem_atom_potential *p, double fraction
     double lo = log(1e-3), hi = log(1e3), total = cross_section_to(p, 1e3);
     for (int it = 0; it < 60; it++) {
         double mid = 0.5 * (lo + hi);
-        if (cross_section_to(p, exp(mid)) < fraction * total) lo = mid;
-        else hi = mid;
+        if (cross_section_to(p, exp(mid)) < fraction * total)
+            lo = mid;
+        else
+            hi = mid;
     }
     return exp(hi);
 }
@@ -163,7 +168,8 @@ void stem_advice_pixel_potential(const stem_plan *plan, const int *present, cons
     add(a, "pixel_potential",
         "pixel %.4g A: the band limit %.2f 1/A (%.0f mrad) holds %.2f%% of %s's elastic cross-section (the integral "
         "of |f_e(q)|^2 2 pi q dq, first Born); the rest, scattered by the atom's sharp core beyond the band, is "
-        "lost to every detector (heavy atoms need the finest pixels): use pixel_size <= %.2g A (%.0f%% within the band)",
+        "lost to every detector (heavy atoms need the finest pixels): use pixel_size <= %.2g A (%.0f%% within the "
+        "band)",
         pixel_size(plan), plan->q_limit, plan->max_angle_mrad, 100 * held, element_symbols[worst],
         round_down(1 / (3 * q_need)), 100 * STEM_ADVICE_CROSS_SECTION);
 }
@@ -178,8 +184,10 @@ void stem_advice_focal_points(const stem_plan *plan, stem_advice *a)
     double err = stem_focal_quadrature_error(n, k);
     if (err < STEM_FOCAL_TOLERANCE) return;
     char where[96];
-    if (plan->algorithm == STEM_ALG_HRTEM) snprintf(where, sizeof where, "the image's angles (to the objective aperture or band limit)");
-    else snprintf(where, sizeof where, "the %g mrad aperture", plan->semiangle_mrad);
+    if (plan->algorithm == STEM_ALG_HRTEM)
+        snprintf(where, sizeof where, "the image's angles (to the objective aperture or band limit)");
+    else
+        snprintf(where, sizeof where, "the %g mrad aperture", plan->semiangle_mrad);
     int need = stem_focal_points_needed(k, STEM_FOCAL_TOLERANCE);
     if (plan->focal_auto || need >= STEM_MAX_FOCAL_POINTS)
         add(a, "focal_points",
@@ -222,7 +230,8 @@ static double *probe_image(const stem_plan *plan, double depth, double box, int 
         }
     }
     stem_fft_inverse(&fft, w);
-    for (size_t k = 0; k < grid; k++) out[k] = (double)crealf(w[k]) * crealf(w[k]) + (double)cimagf(w[k]) * cimagf(w[k]);
+    for (size_t k = 0; k < grid; k++)
+        out[k] = (double)crealf(w[k]) * crealf(w[k]) + (double)cimagf(w[k]) * cimagf(w[k]);
     stem_fft_destroy(&fft);
     stem_fft_free(w);
     return out;
@@ -282,13 +291,15 @@ void stem_advice_prism_window(const stem_plan *plan, stem_advice *a)
             int gx = (int)floor(plan->fx / s), gy = (int)floor(plan->fy / s);
             char fix[160];
             if (gx <= 1 && gy <= 1)
-                snprintf(fix, sizeof fix, "use interpolation 1 (multislice's accuracy) or a larger cell (tile_x, tile_y)");
+                snprintf(fix, sizeof fix,
+                         "use interpolation 1 (multislice's accuracy) or a larger cell (tile_x, tile_y)");
             else
                 snprintf(fix, sizeof fix, "use interpolation_x <= %d, interpolation_y <= %d%s", gx < 1 ? 1 : gx,
                          gy < 1 ? 1 : gy, s >= WINDOW_SCALES ? " or smaller" : "");
             add(a, "prism_window",
                 "interpolation %d x %d: %.1f%% of the probe's intensity (in vacuum, at the %s) lies outside its "
-                "%.3g x %.3g A PRISM window (cell / f), where PRISM cuts it off, so every detector loses about as much: "
+                "%.3g x %.3g A PRISM window (cell / f), where PRISM cuts it off, so every detector loses about as "
+                "much: "
                 "%s",
                 plan->fx, plan->fy, 100 * leak[at], at ? "exit surface" : "entrance surface", wx, wy, fix);
         }
@@ -319,8 +330,9 @@ void stem_advice_plan(const stem_plan *plan, const stem_atoms *atoms, const stem
 void stem_advice_print(const stem_advice *a, FILE *out)
 {
     if (a->n == 0) {
-        fprintf(out, "advice: none (band limit, slices, pixel size, focal points and PRISM window pass the checks of "
-                     "docs/accuracy.md, Convergence advice)\n");
+        fprintf(out,
+                "advice: none (band limit, slices, pixel size, focal points and PRISM window pass the checks of "
+                "docs/accuracy.md, Convergence advice)\n");
         return;
     }
     fprintf(out, "advice (docs/accuracy.md: How accurate is my simulation?):\n");
@@ -351,19 +363,24 @@ static int error_decimals(double se)
 
 static void format_percent(double pct, char *out, size_t len)
 {
-    if (pct >= 0.995) snprintf(out, len, "%.1f%%", pct); /* 1.2% */
-    else snprintf(out, len, "%.2g%%", pct);               /* 0.6%, 0.15% */
+    if (pct >= 0.995)
+        snprintf(out, len, "%.1f%%", pct); /* 1.2% */
+    else
+        snprintf(out, len, "%.2g%%", pct); /* 0.6%, 0.15% */
 }
 
 int stem_advice_error_line(const char *name, double inner_mrad, double outer_mrad, double mean, double std_error,
                            int n_configs, char *out, size_t len)
 {
     char range[64], values[96], pct[32] = "", more[96] = "";
-    if (outer_mrad >= 1e8) snprintf(range, sizeof range, "%g-max mrad", inner_mrad);
-    else snprintf(range, sizeof range, "%g-%g mrad", inner_mrad, outer_mrad);
+    if (outer_mrad >= 1e8)
+        snprintf(range, sizeof range, "%g-max mrad", inner_mrad);
+    else
+        snprintf(range, sizeof range, "%g-%g mrad", inner_mrad, outer_mrad);
     if (n_configs <= 1)
-        return snprintf(out, len, "%s %s: %.4g from 1 configuration: no error can be estimated; run >= 8 for an error bar",
-                        name, range, mean);
+        return snprintf(out, len,
+                        "%s %s: %.4g from 1 configuration: no error can be estimated; run >= 8 for an error bar", name,
+                        range, mean);
     if (std_error > 0) {
         int d = error_decimals(std_error);
         snprintf(values, sizeof values, "%.*f +- %.*f", d, mean, d, std_error);
@@ -377,7 +394,8 @@ int stem_advice_error_line(const char *name, double inner_mrad, double outer_mra
         snprintf(pct, sizeof pct, " (%s)", p);
         if (rel > 0.005) {
             /* the error falls as 1/sqrt(n): n (rel/target)^2 configurations reach target */
-            long need = rel / 2 >= 0.005 ? 4L * n_configs : (long)ceil(n_configs * (rel / target) * (rel / target) - 1e-9);
+            long need =
+                rel / 2 >= 0.005 ? 4L * n_configs : (long)ceil(n_configs * (rel / target) * (rel / target) - 1e-9);
             format_percent(100 * target, p, sizeof p);
             snprintf(more, sizeof more, "; %ld would bring it to %s", need, p);
         }

@@ -17,15 +17,15 @@
 
 typedef struct {
     int n;
-    char check[STEM_ADVICE_MAX][24];            /* the check that wrote the line, e.g. "band_limit" */
+    char check[STEM_ADVICE_MAX][24];             /* the check that wrote the line, e.g. "band_limit" */
     char line[STEM_ADVICE_MAX][STEM_ADVICE_LEN]; /* found; why; what to change */
 } stem_advice;
 
 /* Criteria (docs/accuracy.md, Convergence advice). */
-#define STEM_ADVICE_DOF_FRACTION 0.125     /* slice <= this fraction of the depth of field lambda / alpha^2 */
-#define STEM_ADVICE_WALK_AIRY 0.61         /* theta_out dz <= this times lambda / alpha (the Airy radius) */
-#define STEM_ADVICE_CROSS_SECTION 0.99     /* the band holds this fraction of the heaviest element's sigma_el */
-#define STEM_ADVICE_WINDOW_LEAK 0.01       /* PRISM: at most this fraction of the probe outside its window */
+#define STEM_ADVICE_DOF_FRACTION 0.125 /* slice <= this fraction of the depth of field lambda / alpha^2 */
+#define STEM_ADVICE_WALK_AIRY 0.61     /* theta_out dz <= this times lambda / alpha (the Airy radius) */
+#define STEM_ADVICE_CROSS_SECTION 0.99 /* the band holds this fraction of the heaviest element's sigma_el */
+#define STEM_ADVICE_WINDOW_LEAK 0.01   /* PRISM: at most this fraction of the probe outside its window */
 
 /* The checks, one function each; every one appends to a (never fails: advice
  * that cannot be computed is left out). */

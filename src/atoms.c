@@ -144,7 +144,8 @@ int stem_atoms_displace(const stem_atoms *in, long seed, int config_index, int t
         double s = thermal ? in->sigma[i] : 0;
         double d[3] = {0, 0, 0};
         if (s > 0)
-            for (int k = 0; k < 3; k++) d[k] = s * stem_gaussian((uint64_t)seed, (uint64_t)config_index, 3 * (uint64_t)i + k);
+            for (int k = 0; k < 3; k++)
+                d[k] = s * stem_gaussian((uint64_t)seed, (uint64_t)config_index, 3 * (uint64_t)i + k);
         out->x[i] = wrap(in->x[i] + d[0], in->cell[0]);
         out->y[i] = wrap(in->y[i] + d[1], in->cell[1]);
         out->z[i] = fmin(fmax(in->z[i] + d[2], 0), in->cell[2]);

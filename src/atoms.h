@@ -8,10 +8,10 @@
 typedef struct {
     long n;
     int *Z;
-    double *x, *y, *z;   /* Angstrom, inside [0, cell) */
-    double *occupancy;   /* weight of the atom's potential */
-    double *sigma;       /* rms displacement per axis, Angstrom */
-    double cell[3];      /* a b c, Angstrom */
+    double *x, *y, *z; /* Angstrom, inside [0, cell) */
+    double *occupancy; /* weight of the atom's potential */
+    double *sigma;     /* rms displacement per axis, Angstrom */
+    double cell[3];    /* a b c, Angstrom */
 } stem_atoms;
 
 /* n atoms, zeroed, in the cell atoms already has; freed by stem_atoms_free. */

@@ -35,7 +35,8 @@ long stem_channel_width(const stem_plan *plan, int ch)
     case STEM_CH_COM: return 2; /* accumulated always: DPC needs no second pass */
     case STEM_CH_SEGMENTS: return (long)plan->seg_n * plan->seg_rings;
     case STEM_CH_CBED: return plan->opt.save_4d ? (long)plan->cbed_nx * plan->cbed_ny : 0;
-    case STEM_CH_EXIT: return plan->algorithm == STEM_ALG_HRTEM && plan->opt.save_exit_wave ? 2L * plan->nx * plan->ny : 0;
+    case STEM_CH_EXIT:
+        return plan->algorithm == STEM_ALG_HRTEM && plan->opt.save_exit_wave ? 2L * plan->nx * plan->ny : 0;
     case STEM_CH_HRTEM: return plan->algorithm == STEM_ALG_HRTEM ? (long)plan->nx * plan->ny : 0;
     case STEM_CH_PACBED: return plan->opt.save_pacbed ? (long)plan->cbed_nx * plan->cbed_ny : 0;
     default: return 0;
@@ -250,7 +251,8 @@ void stem_result_means(stem_result *res, int n_configs)
 void stem_result_zero(stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (res->data[ch]) memset(res->data[ch], 0, (size_t)(stem_result_rows(res, ch) * res->width[ch]) * element_bytes(ch));
+        if (res->data[ch])
+            memset(res->data[ch], 0, (size_t)(stem_result_rows(res, ch) * res->width[ch]) * element_bytes(ch));
         if (res->scan_sum[ch]) memset(res->scan_sum[ch], 0, sizeof(stem_fixed128) * (size_t)res->width[ch]);
         if (res->err[ch]) memset(res->err[ch], 0, sizeof(double) * (size_t)(res->n_probes * res->err_width[ch]));
         if (res->before[ch]) memset(res->before[ch], 0, sizeof(double) * (size_t)(res->n_probes * res->width[ch]));

@@ -29,22 +29,22 @@ typedef enum {
 } stem_channel_id;
 
 typedef enum {
-    STEM_FINAL_MEAN,        /* sums over configurations -> mean */
-    STEM_FINAL_PER_TOTAL    /* intensity-weighted sums -> divided by STEM_CH_TOTAL's sum */
+    STEM_FINAL_MEAN,     /* sums over configurations -> mean */
+    STEM_FINAL_PER_TOTAL /* intensity-weighted sums -> divided by STEM_CH_TOTAL's sum */
 } stem_channel_final;
 
 typedef enum {
-    STEM_SCOPE_PROBE,       /* a row per probe: [local probe][width], summed over configurations */
-    STEM_SCOPE_SCAN         /* one row for the whole scan, summed exactly over every probe (any order, any
+    STEM_SCOPE_PROBE, /* a row per probe: [local probe][width], summed over configurations */
+    STEM_SCOPE_SCAN   /* one row for the whole scan, summed exactly over every probe (any order, any
                                rank count: 128-bit fixed point) and over configurations */
 } stem_channel_scope;
 
 typedef struct {
     const char *name;
-    int is_float;           /* float32 (large 4D patterns) or float64 */
+    int is_float; /* float32 (large 4D patterns) or float64 */
     stem_channel_final final;
-    int gpu_record;         /* binned on the GPU into the per-probe double record */
-    int error;              /* a standard error over configurations is kept and written (/standard_error/...) */
+    int gpu_record; /* binned on the GPU into the per-probe double record */
+    int error;      /* a standard error over configurations is kept and written (/standard_error/...) */
     stem_channel_scope scope;
 } stem_channel;
 
@@ -59,24 +59,24 @@ typedef __int128 stem_fixed128;
 /* Per-rank accumulated output for the probes [probe_begin, probe_end): one
  * array per output channel, with named views of them. */
 typedef struct {
-    long n_probes;         /* local probes */
+    long n_probes; /* local probes */
     int n_bins, n_images, out_nx, out_ny;
     int has_4d, has_dpc;
-    void *data[STEM_N_CHANNELS];  /* [probe][width[ch]] (scan channels: [width[ch]]), double or float */
+    void *data[STEM_N_CHANNELS]; /* [probe][width[ch]] (scan channels: [width[ch]]), double or float */
     long width[STEM_N_CHANNELS];
-    double *rings;         /* [probe][bin] */
-    double *images;        /* [probe][image] */
-    double *com;           /* [probe][2]: centre of mass x, y in mrad (sums until finalised) */
-    double *total;         /* [probe]: total detected intensity (used for DPC and checks) */
-    double *segments;      /* [probe][ring][segment] (NULL: no segmented detector) */
-    int n_segments;        /* values per probe in segments */
-    float *cbed;           /* [probe][cbed_ny][cbed_nx], centred (fftshifted), cropped and binned */
-    double *pacbed;        /* [cbed_ny][cbed_nx]: the mean pattern once reduced (stem_result_scan_mean) */
+    double *rings;    /* [probe][bin] */
+    double *images;   /* [probe][image] */
+    double *com;      /* [probe][2]: centre of mass x, y in mrad (sums until finalised) */
+    double *total;    /* [probe]: total detected intensity (used for DPC and checks) */
+    double *segments; /* [probe][ring][segment] (NULL: no segmented detector) */
+    int n_segments;   /* values per probe in segments */
+    float *cbed;      /* [probe][cbed_ny][cbed_nx], centred (fftshifted), cropped and binned */
+    double *pacbed;   /* [cbed_ny][cbed_nx]: the mean pattern once reduced (stem_result_scan_mean) */
     /* scan channels: exact sums over this rank's probes (stem_result_scan_values), NULL for the others */
     stem_fixed128 *scan_sum[STEM_N_CHANNELS];
-    int scan_bad;          /* an intensity was not finite or beyond 2^46: the sums read NaN */
-    void *scan_lock;       /* pthread mutex: every worker thread adds its probes' patterns to scan_sum */
-    int pattern_bins;      /* cbed_nx * cbed_ny */
+    int scan_bad;     /* an intensity was not finite or beyond 2^46: the sums read NaN */
+    void *scan_lock;  /* pthread mutex: every worker thread adds its probes' patterns to scan_sum */
+    int pattern_bins; /* cbed_nx * cbed_ny */
     /* Standard errors over configurations (stem_result_alloc_errors; all NULL without):
      * per channel with stem_channel_error_width > 0, per probe, Welford's sum of squared
      * deviations from the mean (M2) of each value, for STEM_FINAL_PER_TOTAL followed by
@@ -85,13 +85,12 @@ typedef struct {
     double *err[STEM_N_CHANNELS];
     long err_width[STEM_N_CHANNELS];
     double *before[STEM_N_CHANNELS]; /* the sums before the current configuration (then: group means) */
-    int n_samples;         /* configurations in the sums (set by stem_result_errors_add) */
-    int n_configs;         /* of the run: config_images' rows */
+    int n_samples;                   /* configurations in the sums (set by stem_result_errors_add) */
+    int n_configs;                   /* of the run: config_images' rows */
     double *config_images; /* [configuration][image]: each configuration's images summed over this rank's probes */
     double image_se2[STEM_MAX_IMAGES]; /* each named image's squared standard errors summed over the scan
                                           (stem_result_errors_scan, then summed over the ranks) */
 } stem_result;
-
 
 /* Values per row of channel ch under this plan (0: not produced): per probe, or of the
  * scan's one row. */

@@ -20,7 +20,7 @@ int stem_scan_is_periodic(const stem_plan *plan, int axis)
  * the exact convolution of the band-limited interpolant of the samples with the Gaussian,
  * whatever the step: a sampled cosine comes out attenuated by exactly that factor. */
 typedef struct {
-    long n, N;        /* samples; length of the periodic line transformed (n or 2n) */
+    long n, N; /* samples; length of the periodic line transformed (n or 2n) */
     int periodic;
     double *line, *gain; /* gain[k] for each transform coefficient, the 1/N of the round trip folded in */
     fftw_complex *spec;
@@ -72,7 +72,8 @@ static void axis_blur_line(blur_axis_plan *a, double *base, long stride)
     for (long i = 0; i < a->n; i++) a->line[i] = base[i * stride];
     fftw_execute(a->fwd);
     if (a->periodic) {
-        for (long k = 0; k <= a->n / 2; k++) a->spec[k] *= a->gain[k]; /* fftw_complex is C99's complex (complex.h first) */
+        for (long k = 0; k <= a->n / 2; k++)
+            a->spec[k] *= a->gain[k]; /* fftw_complex is C99's complex (complex.h first) */
     } else {
         for (long k = 0; k < a->n; k++) a->line[k] *= a->gain[k];
     }
@@ -110,8 +111,12 @@ int stem_source_blur_warn(const stem_plan *plan)
     stem_warn("[probe] source_size: the scan (%d x %d probes of %g Angstrom) does not cover the %g x %g Angstrom cell "
               "periodically along %s: the blur there mirrors the images at the scan's edges, an approximation within "
               "about a source size (%g Angstrom FWHM) of them; a scan of the whole cell (from 0 to the cell's length, "
-              "the step dividing it) is blurred exactly", plan->scan_nx, plan->scan_ny, plan->scan_step, plan->cell[0],
-              plan->cell[1], px ? "y" : py ? "x" : "x and y", plan->opt.source_size);
+              "the step dividing it) is blurred exactly",
+              plan->scan_nx, plan->scan_ny, plan->scan_step, plan->cell[0], plan->cell[1],
+              px       ? "y"
+                  : py ? "x"
+                       : "x and y",
+              plan->opt.source_size);
     return 1;
 }
 
@@ -218,7 +223,8 @@ double stem_focal_k_max(const stem_plan *plan)
     if (plan->algorithm == STEM_ALG_HRTEM) /* the image's directions: inside the objective aperture or the band */
         q = aperture > 0 ? fmin(aperture / plan->lambda, plan->q_limit) : plan->q_limit;
     else /* the probe's: chi is centred on the beam tilt, the aperture on tilt plus shift */
-        q = hypot(plan->aperture_q[0] - plan->tilt_q[0], plan->aperture_q[1] - plan->tilt_q[1]) + plan->alpha / plan->lambda;
+        q = hypot(plan->aperture_q[0] - plan->tilt_q[0], plan->aperture_q[1] - plan->tilt_q[1]) +
+            plan->alpha / plan->lambda;
     return sqrt(2.0) * plan->opt.focal_spread * M_PI * plan->lambda * q * q;
 }
 

@@ -29,7 +29,7 @@ typedef struct {
 
 typedef struct {
     char config_path[STEM_PATH_MAX];
-    stem_options opt;        /* the keys the engines read, as given (the plan copies and resolves them) */
+    stem_options opt; /* the keys the engines read, as given (the plan copies and resolves them) */
     /* [sample] */
     char xyz[STEM_PATH_MAX];
     int tile_x, tile_y, tile_z;
@@ -38,32 +38,32 @@ typedef struct {
     double energy_kev;
     /* [probe] */
     double semiangle_mrad;
-    double beam_tilt_mrad[2];      /* x, y: the probe's directions centred here (mrad) */
-    double aperture_shift_mrad[2]; /* x, y: the aperture alone displaced further (mrad) */
-    double cc, energy_spread; /* Angstrom, eV FWHM: a focal spread from chromatic aberration */
+    double beam_tilt_mrad[2];           /* x, y: the probe's directions centred here (mrad) */
+    double aperture_shift_mrad[2];      /* x, y: the aperture alone displaced further (mrad) */
+    double cc, energy_spread;           /* Angstrom, eV FWHM: a focal spread from chromatic aberration */
     double aberr_c[STEM_N_ABERR];       /* C_nm, Angstrom (aberrations.h) */
     double aberr_phi_deg[STEM_N_ABERR]; /* phi_nm, degrees (unused for m = 0) */
     /* older names, merged into aberr_c / aberr_phi_deg by the parser (giving both is an error) */
-    double defocus;          /* C10, Angstrom; negative = underfocus */
-    double cs_mm, c5_mm;     /* C30, C50 in mm */
-    double astigmatism;      /* C12, Angstrom */
-    double astigmatism_angle;/* phi12, degrees */
+    double defocus;           /* C10, Angstrom; negative = underfocus */
+    double cs_mm, c5_mm;      /* C30, C50 in mm */
+    double astigmatism;       /* C12, Angstrom */
+    double astigmatism_angle; /* phi12, degrees */
     /* [simulation] */
     int algorithm;
-    double pixel_size;       /* Angstrom */
-    int grid_x, grid_y;      /* 0: derived from pixel_size */
-    double slice_thickness;  /* Angstrom */
-    int supersampling;          /* retired: accepted with a warning */
+    double pixel_size;      /* Angstrom */
+    int grid_x, grid_y;     /* 0: derived from pixel_size */
+    double slice_thickness; /* Angstrom */
+    int supersampling;      /* retired: accepted with a warning */
     int interpolation_x, interpolation_y;
     int frozen_phonons;
     /* [scan] */
     int scan_units;
     double x_start, x_end, y_start, y_end; /* in scan_units */
-    double step;             /* Angstrom */
-    char positions[STEM_PATH_MAX]; /* probe positions file ("": the grid above) */
+    double step;                           /* Angstrom */
+    char positions[STEM_PATH_MAX];         /* probe positions file ("": the grid above) */
     /* [detector] */
-    double ring_width;       /* mrad */
-    double cbed_max_angle;   /* mrad, 0: no crop */
+    double ring_width;     /* mrad */
+    double cbed_max_angle; /* mrad, 0: no crop */
     int cbed_bin;
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
@@ -73,23 +73,23 @@ typedef struct {
     /* [output] */
     char output_file[STEM_PATH_MAX];
     int overwrite;
-    int checkpoint;          /* stem_checkpoint_mode */
+    int checkpoint;                     /* stem_checkpoint_mode */
     char checkpoint_dir[STEM_PATH_MAX]; /* "": <output_file>.checkpoint */
-    char depths[STEM_PATH_MAX];  /* detection planes, Angstrom, as given ("": the exit surface only; series.h) */
-    int depth_every;             /* detection planes every this many slices (0: off) */
+    char depths[STEM_PATH_MAX];         /* detection planes, Angstrom, as given ("": the exit surface only; series.h) */
+    int depth_every;                    /* detection planes every this many slices (0: off) */
     /* [series]: value lists as given ("": not a series over that axis; series.h parses them) */
     char series_tilt_x[STEM_PATH_MAX], series_tilt_y[STEM_PATH_MAX], series_defocus[STEM_PATH_MAX];
     char series_beam_tilt_x[STEM_PATH_MAX], series_beam_tilt_y[STEM_PATH_MAX]; /* hrtem: tilts of the plane wave */
     /* [compute] */
     int threads;
     int batch_size;
-    double max_memory_gib;   /* 0: 80% of physical memory */
-    int distributed_fft;     /* stem_dist_mode: hrtem's wave shared by a group's ranks in slabs */
+    double max_memory_gib; /* 0: 80% of physical memory */
+    int distributed_fft;   /* stem_dist_mode: hrtem's wave shared by a group's ranks in slabs */
     int fp_groups;
     char fft_wisdom[STEM_PATH_MAX]; /* "": none */
-    int node_shared;         /* ranks of a group on one node share transmission functions and S-matrix */
+    int node_shared;                /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
-    int ranks_per_node;      /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
+    int ranks_per_node; /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
     /* which keys were given explicitly (index into the key table; io/config.h stem_config_given) */
     unsigned char seen[160];
     /* the few the plan asks about, set by the parser: an explicit end is kept even off the step grid,

@@ -27,7 +27,8 @@ static int pattern_table(const stem_plan *plan, stem_detector *det)
     STEM_ALLOC(det->pattern_bin, det->n_pixels, "pattern bins");
     det->pattern_bins = plan->cbed_nx * plan->cbed_ny;
     for (int k = 0; k < det->n_pixels; k++) {
-        int ix = stem_centred_index(k % nx, nx) - plan->cbed_x0, iy = stem_centred_index(k / nx, plan->out_ny) - plan->cbed_y0;
+        int ix = stem_centred_index(k % nx, nx) - plan->cbed_x0,
+            iy = stem_centred_index(k / nx, plan->out_ny) - plan->cbed_y0;
         int inside = ix >= 0 && iy >= 0 && ix < plan->cbed_nx * b && iy < plan->cbed_ny * b;
         det->pattern_bin[k] = inside ? (iy / b) * plan->cbed_nx + ix / b : -1;
     }
@@ -64,7 +65,7 @@ int stem_detector_build(const stem_plan *plan, stem_detector *det)
             det->theta_y[k] = (float)(qy * plan->lambda * 1e3);
             det->bin[k] = -1;
             if (det->segment) det->segment[k] = -1;
-            if (q > plan->q_limit) continue; /* removed by the band limit */
+            if (q > plan->q_limit) continue;                                     /* removed by the band limit */
             if (det->segment) det->segment[k] = segment_of(plan, theta, qx, qy); /* the rings' angle: the same edges */
             int bin = (int)floor(theta / plan->ring_width);
             det->bin[k] = bin < plan->n_bins ? bin : plan->n_bins - 1;

@@ -11,12 +11,12 @@
 /* Per detector pixel (out_nx x out_ny, FFT order) geometry, built once. */
 typedef struct {
     int n_pixels;
-    int *bin;              /* ring index, -1 beyond the simulated angle */
-    uint32_t *image_mask;  /* bit i: pixel belongs to image i */
-    int *segment;          /* segmented detector: ring * segments + segment, -1 outside (NULL: none) */
-    int *pattern_bin;      /* bin of the written (cropped, binned, centred) pattern, -1 cropped away
+    int *bin;                 /* ring index, -1 beyond the simulated angle */
+    uint32_t *image_mask;     /* bit i: pixel belongs to image i */
+    int *segment;             /* segmented detector: ring * segments + segment, -1 outside (NULL: none) */
+    int *pattern_bin;         /* bin of the written (cropped, binned, centred) pattern, -1 cropped away
                               (NULL without 4D patterns or PACBED) */
-    int pattern_bins;      /* cbed_nx * cbed_ny */
+    int pattern_bins;         /* cbed_nx * cbed_ny */
     float *theta_x, *theta_y; /* mrad */
 } stem_detector;
 

@@ -7,9 +7,9 @@
 
 typedef struct {
     void *ctx;
-    int (*setup)(void *ctx, int worker);          /* optional */
+    int (*setup)(void *ctx, int worker); /* optional */
     int (*work)(void *ctx, int worker, long begin, long end);
-    void (*teardown)(void *ctx, int worker);      /* optional */
+    void (*teardown)(void *ctx, int worker); /* optional */
 } stem_work;
 
 /* Runs n_items in batches over n_workers threads; stops early on the first error. */

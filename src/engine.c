@@ -19,7 +19,8 @@ static int cpu_multislice(const stem_engine *e, const stem_plan *plan, const ste
     return stem_multislice_run(plan, trans, det, res);
 }
 
-static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans,
+                             stem_complex *S_local)
 {
     (void)e;
     return stem_prism_smatrix_local(plan, trans, S_local);

@@ -14,7 +14,7 @@
 
 typedef struct stem_engine {
     const char *name;
-    void *state; /* engine-private, lives from create to destroy (the GPU engine: its devices) */
+    void *state;   /* engine-private, lives from create to destroy (the GPU engine: its devices) */
     int host_idle; /* its steps leave the host's cores mostly idle (GPU): the campaign builds the
                       next configuration's transmission functions meanwhile (one more copy of them) */
     /* What the engine needs beyond the plan's host estimate (GPU memory, memory modes): for --dry-run. */
@@ -32,7 +32,7 @@ typedef struct stem_engine {
      * the node's ranks share (node-shared memory), so that no rank waits for a slower one. */
     int (*prism_smatrix_queue)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                                const stem_beam_queue *queue);
-    int uses_fftw; /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
+    int uses_fftw;           /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
     int output_beam_fastest; /* prism_output reads S beam-fastest, [crop_ny][crop_nx][beam], arranged on the
                                 host by the algorithm (the CPU); 0: as gathered (the GPU arranges it itself) */
     /* S: the whole S-matrix, [beam][crop_ny][crop_nx] or beam-fastest (output_beam_fastest) */
@@ -57,7 +57,7 @@ typedef struct stem_engine {
 /* The GPU engine, handed in by the executable (cuda/gpu_engine.h): the core
  * calls it only through these pointers, never links against it. */
 typedef struct {
-    int (*count)(void);                   /* usable GPUs visible to this process */
+    int (*count)(void); /* usable GPUs visible to this process */
     const char *(*unavailable_reason)(void);
     int (*create)(const stem_plan *plan, stem_engine *engine);
     /* start (1): create GPU 0's CUDA context on a thread of its own while the model is

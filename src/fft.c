@@ -37,9 +37,14 @@ static int create_plans(stem_fft *fft, int nx, int ny, int batch, stem_complex *
     fft->inverse = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, first);
     if (first != flags && (!fft->forward || !fft->inverse)) { /* a shape the shared wisdom lacks */
         stem_warn("FFTW wisdom has no plan for %d transforms of %d x %d: measured on this rank (results may "
-                  "differ from other ranks at the 1e-7 level)", batch, nx, ny);
-        if (!fft->forward) fft->forward = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_FORWARD, flags);
-        if (!fft->inverse) fft->inverse = fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, flags);
+                  "differ from other ranks at the 1e-7 level)",
+                  batch, nx, ny);
+        if (!fft->forward)
+            fft->forward =
+                fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_FORWARD, flags);
+        if (!fft->inverse)
+            fft->inverse =
+                fftwf_plan_many_dft(2, n, batch, b, NULL, 1, nx * ny, b, NULL, 1, nx * ny, FFTW_BACKWARD, flags);
     }
     pthread_mutex_unlock(&stem_fft_planner_lock);
     if (!fft->forward || !fft->inverse) {

@@ -61,7 +61,8 @@ int stem_hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, 
         for (int k = 0, above = 0; k < planes && !err; k++) {
             int below = stem_plan_plane_slices(&plans[i], k);
             err = stem_hrtem_propagate(&plans[i], trans, wave, above, below);
-            for (int q = i; q < j && !err; q++) err = stem_hrtem_record(&plans[q], wave, det, &res[(size_t)q * planes + k]);
+            for (int q = i; q < j && !err; q++)
+                err = stem_hrtem_record(&plans[q], wave, det, &res[(size_t)q * planes + k]);
             above = below;
         }
     }
@@ -137,8 +138,8 @@ static int exit_in_real_space(const stem_plan *plan, const stem_complex *wave, f
     size_t grid = (size_t)plan->nx * plan->ny;
     stem_complex *w = stem_fft_alloc(grid, "exit wave");
     stem_fft fft = {0};
-    int err = w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, stem_options_fft_measure(&plan->opt))
-                : STEM_ERR_MEMORY;
+    int err =
+        w ? stem_fft_create(&fft, plan->nx, plan->ny, 1, w, stem_options_fft_measure(&plan->opt)) : STEM_ERR_MEMORY;
     if (!err) {
         memcpy(w, wave, grid * sizeof *w);
         stem_fft_inverse(&fft, w);
@@ -152,7 +153,8 @@ static int exit_in_real_space(const stem_plan *plan, const stem_complex *wave, f
     return err;
 }
 
-int stem_hrtem_record_pattern(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res)
+int stem_hrtem_record_pattern(const stem_plan *plan, const stem_complex *wave, const stem_detector *det,
+                              stem_result *res)
 {
     if (res->n_probes == 0) return STEM_OK;
     float *pattern = stem_alloc(sizeof(float) * (size_t)plan->out_nx * plan->out_ny, "diffraction pattern");

@@ -28,7 +28,8 @@ int stem_hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, 
 int stem_hrtem_record(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);
 /* Its first part alone: the detector channels of the diffraction pattern (the GPU engine
  * makes the exit wave and the image on the device, cuda/gpu_hrtem.cu). */
-int stem_hrtem_record_pattern(const stem_plan *plan, const stem_complex *wave, const stem_detector *det, stem_result *res);
+int stem_hrtem_record_pattern(const stem_plan *plan, const stem_complex *wave, const stem_detector *det,
+                              stem_result *res);
 /* The lens's phase without its defocus: chi of lens's aberrations with C10 = 0 at each
  * pixel (FFT order), or NaN where the objective aperture stops the frequency; the GPU adds
  * pi C10 lambda q^2 per focal point. */

@@ -34,10 +34,7 @@ int stem_log_release_held(int print)
 
 int stem_log_rank(void) { return stem_log_state.rank; }
 
-int stem_log_enabled(stem_log_level level)
-{
-    return stem_log_state.rank == 0 && stem_log_state.level >= level;
-}
+int stem_log_enabled(stem_log_level level) { return stem_log_state.rank == 0 && stem_log_state.level >= level; }
 
 int stem_fail(int code, const char *file, int line, const char *func, const char *fmt, ...)
 {
@@ -93,9 +90,7 @@ void *stem_alloc(size_t bytes, const char *what)
 void *stem_calloc(size_t count, size_t size, const char *what)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p)
-        STEM_FAIL(STEM_ERR_MEMORY, "cannot allocate %.1f MiB for %s",
-                  (double)count * size / 1048576.0, what);
+    if (!p) STEM_FAIL(STEM_ERR_MEMORY, "cannot allocate %.1f MiB for %s", (double)count * size / 1048576.0, what);
     return p;
 }
 
@@ -120,10 +115,7 @@ void stem_progress_begin(stem_progress *p, const char *stage, long total)
     stem_info("%s ...", stage);
 }
 
-void stem_progress_begin_quiet(stem_progress *p, const char *stage, long total)
-{
-    progress_start(p, stage, total, 1);
-}
+void stem_progress_begin_quiet(stem_progress *p, const char *stage, long total) { progress_start(p, stage, total, 1); }
 
 void stem_progress_update(stem_progress *p, long done)
 {
@@ -134,8 +126,7 @@ void stem_progress_update(stem_progress *p, long done)
     p->quiet_start = 0; /* it has taken a while: its end is reported too */
     double frac = (double)done / p->total;
     double eta = frac > 0 ? (now - p->start) * (1 - frac) / frac : 0;
-    fprintf(stdout, "  %s: %3.0f%%  elapsed %.0f s  ETA %.0f s\n", p->stage, 100 * frac,
-            now - p->start, eta);
+    fprintf(stdout, "  %s: %3.0f%%  elapsed %.0f s  ETA %.0f s\n", p->stage, 100 * frac, now - p->start, eta);
     fflush(stdout);
 }
 

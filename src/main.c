@@ -37,35 +37,36 @@ typedef struct {
     char **overrides;
     int n_overrides;
     int dry_run, quiet, verbose, help, version, help_config, restart;
-    int convergence;   /* --convergence: a scan window as configured and refined, no output file */
-    int variant;       /* inside --convergence: setup quietly, as a dry run */
+    int convergence; /* --convergence: a scan window as configured and refined, no output file */
+    int variant;     /* inside --convergence: setup quietly, as a dry run */
 } cli_options;
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: stemsim [options] config.ini\n"
-            "       mpirun -np N stemsim [options] config.ini\n\n"
-            "Simulates STEM images (multislice or PRISM) and writes one HDF5 file.\n\n"
-            "options:\n"
-            "  -s, --set SECTION.KEY=VALUE  override a config key (repeatable)\n"
-            "  -n, --dry-run                print the derived plan and the work split, then exit\n"
-            "  -q, --quiet                  no progress output\n"
-            "  -v, --verbose                more output\n"
-            "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
-            "      --convergence            compute a window of at most 4 x 4 probes at the scan's centre as configured\n"
-            "                               and at half the pixel size and half the slice thickness, print each\n"
-            "                               [images] range's mean in both and its change; writes no output file\n"
-            "      --help-config            print every config key with unit and default\n"
-            "  -h, --help                   this help\n"
-            "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n"
-            "      --from-prismatic [PARAMS] [--xyz FILE] [-- PRISMATIC OPTIONS]\n"
-            "                               print a config.ini converted from a Prismatic parameter file\n"
-            "                               and/or command line (unconverted options: warnings), then exit\n\n"
-            "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
-            "            7 MPI, 8 GPU, 9 internal error, 75 a checkpointed campaign stopped by a\n"
-            "            signal (run the same command again to continue), 128+N stopped by signal N\n"
-            "            (130 SIGINT, 138 SIGUSR1, 143 SIGTERM)\n");
+    fprintf(
+        out,
+        "usage: stemsim [options] config.ini\n"
+        "       mpirun -np N stemsim [options] config.ini\n\n"
+        "Simulates STEM images (multislice or PRISM) and writes one HDF5 file.\n\n"
+        "options:\n"
+        "  -s, --set SECTION.KEY=VALUE  override a config key (repeatable)\n"
+        "  -n, --dry-run                print the derived plan and the work split, then exit\n"
+        "  -q, --quiet                  no progress output\n"
+        "  -v, --verbose                more output\n"
+        "      --restart                a checkpointed campaign starts over (its checkpoint is emptied)\n"
+        "      --convergence            compute a window of at most 4 x 4 probes at the scan's centre as configured\n"
+        "                               and at half the pixel size and half the slice thickness, print each\n"
+        "                               [images] range's mean in both and its change; writes no output file\n"
+        "      --help-config            print every config key with unit and default\n"
+        "  -h, --help                   this help\n"
+        "  -V, --version                print the version and what it was built with (GPU engine, MPI, HDF5, FFTW)\n"
+        "      --from-prismatic [PARAMS] [--xyz FILE] [-- PRISMATIC OPTIONS]\n"
+        "                               print a config.ini converted from a Prismatic parameter file\n"
+        "                               and/or command line (unconverted options: warnings), then exit\n\n"
+        "exit codes: 0 ok, 2 usage, 3 config, 4 input model, 5 memory, 6 output I/O,\n"
+        "            7 MPI, 8 GPU, 9 internal error, 75 a checkpointed campaign stopped by a\n"
+        "            signal (run the same command again to continue), 128+N stopped by signal N\n"
+        "            (130 SIGINT, 138 SIGUSR1, 143 SIGTERM)\n");
 }
 
 /* Parsed identically on every rank; only rank 0 prints about it. */
@@ -132,7 +133,8 @@ static void resolve_model_path(stem_config *cfg)
 /* Rank 0 reads the table and the model; everyone receives them and checks
  * it holds what rank 0 holds. A campaign rotates the model per tilt itself:
  * it is only tiled here. */
-static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, stem_atoms *atoms, MPI_Comm world, int rank)
+static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, stem_atoms *atoms, MPI_Comm world,
+                       int rank)
 {
     int err = STEM_OK;
     if (rank == 0) {
@@ -142,7 +144,9 @@ static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, 
         if (!err) err = stem_series_campaign_wanted(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
     }
     err = stem_mpi_agree(err, world);
-    if (!err) err = stem_mpi_agree(stem_mpi_bcast(potentials, sizeof(stem_atom_potential) * (STEM_MAX_Z + 1), 0, world), world);
+    if (!err)
+        err =
+            stem_mpi_agree(stem_mpi_bcast(potentials, sizeof(stem_atom_potential) * (STEM_MAX_Z + 1), 0, world), world);
     if (!err) err = stem_mpi_agree(stem_mpi_bcast_atoms(atoms, 0, world), world);
     if (!err) err = stem_mpi_agree(stem_check_same_inputs(atoms, potentials, world), world);
     return err;
@@ -186,7 +190,8 @@ static void print_decomposition(const stem_plan *plan)
         long pb, pe, bb, be;
         stem_split_range(plan->n_probes, L->group_size, gr, &pb, &pe);
         stem_split_range(plan->n_beams, L->group_size, gr, &bb, &be);
-        printf("  rank %4d  group %3d  probes [%ld, %ld) (%ld)  beams [%ld, %ld) (%ld)\n", r, g, pb, pe, pe - pb, bb, be, be - bb);
+        printf("  rank %4d  group %3d  probes [%ld, %ld) (%ld)  beams [%ld, %ld) (%ld)\n", r, g, pb, pe, pe - pb, bb,
+               be, be - bb);
     }
     /* node-shared windows: each node receives the other nodes' shares once (rank 0's node
      * size taken for all); otherwise every rank receives all but its own */
@@ -199,7 +204,10 @@ static void print_decomposition(const stem_plan *plan)
            (L->n_groups > 1 ? plan->mem_results : 0) / 1073741824.0);
 }
 
-static int compare_strings(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 /* Everything stemsim reads: the output may be none of them. */
 static int list_inputs(const stem_config *cfg, stem_input_ref inputs[7])
@@ -207,9 +215,10 @@ static int list_inputs(const stem_config *cfg, stem_input_ref inputs[7])
     int n = 0;
     inputs[n++] = (stem_input_ref){"config file", cfg->config_path};
     inputs[n++] = (stem_input_ref){"XYZ model ([sample] xyz)", cfg->xyz};
-    inputs[n++] = (stem_input_ref){cfg->opt.parametrisation == STEM_PARAM_LOBATO ? "scattering-factor table (STEMSIM_LOBATO)"
-                                                                              : "scattering-factor table (STEMSIM_KIRKLAND)",
-                                   stem_parametrisation_path(cfg->opt.parametrisation)};
+    inputs[n++] =
+        (stem_input_ref){cfg->opt.parametrisation == STEM_PARAM_LOBATO ? "scattering-factor table (STEMSIM_LOBATO)"
+                                                                       : "scattering-factor table (STEMSIM_KIRKLAND)",
+                         stem_parametrisation_path(cfg->opt.parametrisation)};
     if (cfg->fft_wisdom[0]) inputs[n++] = (stem_input_ref){"FFTW wisdom file ([compute] fft_wisdom)", cfg->fft_wisdom};
     if (cfg->positions[0]) inputs[n++] = (stem_input_ref){"probe positions file ([scan] positions)", cfg->positions};
     if (cfg->opt.potential_file[0])
@@ -261,8 +270,10 @@ static int campaign_inputs(const stem_config *cfg, const stem_atoms *atoms, stem
 {
     if (!stem_series_campaign_wanted(cfg)) {
         if (stem_series_active(cfg))
-            return STEM_FAIL(STEM_ERR_CONFIG, "%s: a [series] or depths campaign keeps its finished units in its "
-                             "checkpoint: [output] checkpoint = false is for single runs only", cfg->config_path);
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "%s: a [series] or depths campaign keeps its finished units in its "
+                             "checkpoint: [output] checkpoint = false is for single runs only",
+                             cfg->config_path);
         return STEM_OK;
     }
     STEM_TRY(stem_series_build(cfg, series));
@@ -282,10 +293,12 @@ static void print_campaign(const stem_config *cfg, const stem_series *s, const s
         printf("  depth slices");
         for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) printf(" %d", s->depth_slice[k]);
         printf(" (of %.6g Angstrom", plan->dz);
-        if (stem_plan_thin_last(plan)) printf(", the last %.6g: the exit surface at %.6g", plan->dz_last, stem_plan_depth(plan, plan->n_slices));
+        if (stem_plan_thin_last(plan))
+            printf(", the last %.6g: the exit surface at %.6g", plan->dz_last, stem_plan_depth(plan, plan->n_slices));
         printf(")\n");
     }
-    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d point%s: beam tilts x defoci x depths)\n",
+    printf("  units    %d tilts x %d configurations = %d (each computes its tilt's %d point%s: beam tilts x defoci x "
+           "depths)\n",
            s->n_tilts, plan->n_configs, s->n_tilts * plan->n_configs, stem_series_per_tilt(s),
            stem_series_per_tilt(s) == 1 ? "" : "s");
     printf("  checkpoint directory %s (the plan above is the thickest tilt's)\n", dir);
@@ -325,8 +338,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     const stem_atoms *model = thickest.n ? &thickest : atoms; /* what the plan is built from */
     /* what groups share out: configurations, or a campaign's units (tilts x configurations) */
     int work_items = series->n_points ? series->n_tilts * cfg->frozen_phonons : cfg->frozen_phonons;
-    if (!err) err = stem_mpi_agree(stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared,
-                                                  cfg->ranks_per_node), world);
+    if (!err)
+        err = stem_mpi_agree(
+            stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared, cfg->ranks_per_node), world);
     if (!err) err = load_positions(cfg, model, world, rank, positions);
     if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, positions, &m->layout), world);
     if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world); /* before anything is allocated */
@@ -334,20 +348,29 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
     const stem_options *opt = &cfg->opt;
-    const char *stored = opt->save_potential ? "[output] save_potential" : opt->potential_file[0] ? "[simulation] potential_file"
-                       : opt->save_smatrix ? "[output] save_smatrix" : opt->smatrix_file[0] ? "[simulation] smatrix_file" : NULL;
+    const char *stored = opt->save_potential ? "[output] save_potential"
+        : opt->potential_file[0]             ? "[simulation] potential_file"
+        : opt->save_smatrix                  ? "[output] save_smatrix"
+        : opt->smatrix_file[0]               ? "[simulation] smatrix_file"
+                                             : NULL;
     if (!err && stored && plan->dist)
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: %s is not available with a distributed FFT (each rank "
-                                       "builds rows of the slices): run without it", cfg->config_path, stored),
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG,
+                                       "%s: %s is not available with a distributed FFT (each rank "
+                                       "builds rows of the slices): run without it",
+                                       cfg->config_path, stored),
                              world);
     if (!err && plan->dist && series->depth_slice) /* the slabs' unit (mpi/dist_hrtem.c) records the exit surface */
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] depths with a distributed FFT: not built yet (the "
+        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG,
+                                       "%s: [output] depths with a distributed FFT: not built yet (the "
                                        "slabs record the exit surface only): set [compute] distributed_fft = off, or "
-                                       "run each depth as a sample of that thickness", cfg->config_path), world);
+                                       "run each depth as a sample of that thickness",
+                                       cfg->config_path),
+                             world);
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
-    if (!err && series->depth_slice) stem_plan_count_depths(plan, series->n[STEM_SERIES_DEPTH]); /* PRISM: an S-matrix each */
+    if (!err && series->depth_slice)
+        stem_plan_count_depths(plan, series->n[STEM_SERIES_DEPTH]); /* PRISM: an S-matrix each */
     stem_atoms_free(&thickest);
     if (!err && o->dry_run && !o->variant && rank == 0) {
         stem_plan_print(plan, stdout);
@@ -371,7 +394,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
     if (!err && !o->dry_run && engine->uses_fftw) {
         err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan); /* agreed: every rank or none */
-        if (err) stem_output_target_discard(target);          /* the temporary file exists by now */
+        if (err) stem_output_target_discard(target);           /* the temporary file exists by now */
     }
     if (!err && o->dry_run && !o->variant && series->n_points) { /* what the real run would find in its checkpoint */
         stem_series_job job = {m, cfg, series, plan, engine, atoms, potentials, target, NULL, o->restart};
@@ -468,7 +491,8 @@ static int compute_and_write(const stem_config *cfg, const stem_atom_potential *
                                      plan->opt.save_smatrix ? &smatrix : NULL, 0, NULL, NULL};
         if (!err)
             err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts, &stored);
-        else stem_output_target_discard(target);
+        else
+            stem_output_target_discard(target);
         stem_potential_source_free(&src);
         stem_phase_add(STEM_PHASE_WRITE, tw);
         free(ini);
@@ -525,7 +549,8 @@ static int convergence_variant(const cli_options *o, MPI_Comm world, int rank, c
                     &s->engine, &s->target);
     free(v.overrides);
     if (!err && s->series.n_points)
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "--convergence: not with a [series] or depths campaign"), world);
+        err =
+            stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "--convergence: not with a [series] or depths campaign"), world);
     if (!err && means) err = stem_convergence_means(&s->m, &s->plan, &s->engine, &s->atoms, s->potentials, means);
     return err;
 }
@@ -545,16 +570,20 @@ static int run_convergence(const cli_options *o, MPI_Comm world, int rank)
     int err = convergence_variant(o, world, rank, sets[0], 0, &s[0], NULL); /* the whole scan: where the window goes */
     for (int refined = 0; refined < 2 && !err; refined++) {
         n[refined] = stem_convergence_overrides(&s[0].plan, &s[0].cfg, refined, sets[refined]);
-        if (n[refined] < 0) err = STEM_ERR_CONFIG;
-        else snprintf(sets[refined][n[refined]++], STEM_CONVERGENCE_SET_LEN, "output.overwrite=true"); /* none written */
+        if (n[refined] < 0)
+            err = STEM_ERR_CONFIG;
+        else
+            snprintf(sets[refined][n[refined]++], STEM_CONVERGENCE_SET_LEN, "output.overwrite=true"); /* none written */
     }
     err = stem_mpi_agree(err, world);
     teardown(&s[0]);
     memset(&s[0], 0, sizeof s[0]);
     for (int refined = 0; refined < 2 && !err; refined++) {
-        if (rank == 0) stem_info("--convergence: %s", refined ? "refined (half the pixel size and slice thickness)"
-                                                                : "as configured");
-        err = convergence_variant(o, world, rank, sets[refined], n[refined], &s[refined], means + refined * STEM_MAX_IMAGES);
+        if (rank == 0)
+            stem_info("--convergence: %s",
+                      refined ? "refined (half the pixel size and slice thickness)" : "as configured");
+        err = convergence_variant(o, world, rank, sets[refined], n[refined], &s[refined],
+                                  means + refined * STEM_MAX_IMAGES);
     }
     if (!err && rank == 0) stem_convergence_report(stdout, &s[0].plan, &s[1].plan, means, means + STEM_MAX_IMAGES);
     teardown(&s[0]);
@@ -617,8 +646,11 @@ static int local_action(int argc, char **argv)
 static int agree_cli(int argc, char **argv, cli_options *o, int rank)
 {
     int err = parse_cli(argc, argv, o, rank);
-    if (err && rank != 0) err = STEM_FAIL(err, "the command line of rank %d is not valid (an unknown option, a "
-                                          "missing value, or not exactly one config file)", rank);
+    if (err && rank != 0)
+        err = STEM_FAIL(err,
+                        "the command line of rank %d is not valid (an unknown option, a "
+                        "missing value, or not exactly one config file)",
+                        rank);
     err = stem_mpi_agree(err, MPI_COMM_WORLD);
     const int flags[] = {o->dry_run, o->restart, o->convergence};
     const char *const names[] = {"--dry-run", "--restart", "--convergence"};
@@ -637,8 +669,10 @@ static int start_mpi(int *argc, char ***argv, stem_mpi_session *session)
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) {
         stem_mpi_session_remove(session);
-        return STEM_FAIL(STEM_ERR_MPI, "MPI_Init_thread failed (MPI error %d): MPI could not start (see its "
-                         "messages above)", rc);
+        return STEM_FAIL(STEM_ERR_MPI,
+                         "MPI_Init_thread failed (MPI error %d): MPI could not start (see its "
+                         "messages above)",
+                         rc);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     return STEM_OK;

@@ -96,7 +96,8 @@ void stem_memory_limit_choose(double config_gib, int ranks_on_node, stem_memory_
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         STEM_MEMORY_FRACTION * (double)rl.rlim_cur < out->bytes) {
         out->bytes = STEM_MEMORY_FRACTION * (double)rl.rlim_cur;
-        snprintf(out->source, sizeof out->source, "%.0f%% of this process's address-space limit RLIMIT_AS (ulimit -v), %.2f GiB",
+        snprintf(out->source, sizeof out->source,
+                 "%.0f%% of this process's address-space limit RLIMIT_AS (ulimit -v), %.2f GiB",
                  100 * STEM_MEMORY_FRACTION, (double)rl.rlim_cur / GIB);
     }
 }

@@ -7,8 +7,8 @@
 #define STEM_MEMORY_FRACTION 0.8 /* headroom for libraries, MPI buffers, the OS */
 
 typedef struct {
-    double bytes;      /* per rank */
-    char source[256];  /* what set it, for the plan and for refusals */
+    double bytes;     /* per rank */
+    char source[256]; /* what set it, for the plan and for refusals */
 } stem_memory_limit;
 
 /* The tightest cgroup memory limit of this process (bytes; 0: none), read

@@ -26,7 +26,8 @@ int stem_propagator_build(const stem_plan *plan, stem_complex *prop)
         for (int j = 0; j < ny; j++) {
             double qy = stem_fft_index(j, ny) / plan->cell[1];
             for (int i = 0; i < nx; i++)
-                prop[k * grid + (size_t)j * nx + i] = stem_propagator_at(plan, dz, stem_fft_index(i, nx) / plan->cell[0], qy);
+                prop[k * grid + (size_t)j * nx + i] =
+                    stem_propagator_at(plan, dz, stem_fft_index(i, nx) / plan->cell[0], qy);
         }
     }
     return STEM_OK;
@@ -154,7 +155,8 @@ int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const 
     int err = prop && job.waves && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
     job.prop = prop;
     stem_work work = {&job, ms_setup, ms_work, ms_teardown};
-    if (!err) err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "multislice probes");
+    if (!err)
+        err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "multislice probes");
     stem_fft_free(prop);
     free(job.waves);
     free(job.intensity);

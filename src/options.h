@@ -17,11 +17,11 @@ typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1, STEM_GPU_GEMM_T
 
 typedef struct {
     /* [probe] */
-    double source_size;      /* FWHM of the Gaussian effective source, Angstrom (coherence.h; 0: none) */
-    double focal_spread;     /* standard deviation of defocus, Angstrom (coherence.h; 0: coherent); the plan's:
+    double source_size;  /* FWHM of the Gaussian effective source, Angstrom (coherence.h; 0: none) */
+    double focal_spread; /* standard deviation of defocus, Angstrom (coherence.h; 0: coherent); the plan's:
                               * the one [probe] Cc and energy_spread give, when they are set */
-    int soft_aperture;       /* the aperture's edge softened over one grid pixel (probe.c) */
-    int focal_points;        /* Gauss-Hermite points over the focal spread; config 0: auto, the plan's resolved (>= 1) */
+    int soft_aperture;   /* the aperture's edge softened over one grid pixel (probe.c) */
+    int focal_points;    /* Gauss-Hermite points over the focal spread; config 0: auto, the plan's resolved (>= 1) */
     /* [simulation] */
     double potential_radius; /* Angstrom */
     int oversampling;        /* [simulation] transmission_oversampling: transmission functions formed on a grid this
@@ -34,33 +34,36 @@ typedef struct {
     int thermal;
     /* [detector], [output]: what is written; the plan's save_4d is on for cbed (the pattern is the output) */
     int save_3d, save_4d, save_dpc, save_pacbed;
-    int save_exit_wave;      /* hrtem: write /exit_wave */
-    int save_potential;      /* write /potential (every configuration's slices) */
-    int save_smatrix;        /* PRISM: write /smatrix (every configuration's compact S-matrix) */
-    int layout_emd;          /* [output] layout: 0 stemsim's own, 1 Prismatic's EMD tree (io/emd.h) */
-    int standard_errors;     /* [output] standard_errors (channels.h: stem_channel_error_width) */
+    int save_exit_wave;  /* hrtem: write /exit_wave */
+    int save_potential;  /* write /potential (every configuration's slices) */
+    int save_smatrix;    /* PRISM: write /smatrix (every configuration's compact S-matrix) */
+    int layout_emd;      /* [output] layout: 0 stemsim's own, 1 Prismatic's EMD tree (io/emd.h) */
+    int standard_errors; /* [output] standard_errors (channels.h: stem_channel_error_width) */
     /* [hrtem] */
     double objective_aperture_mrad; /* objective aperture semi-angle (0: none, the band limit) */
     /* [compute] */
-    int device;              /* stem_device */
+    int device; /* stem_device */
     int gpus_per_rank, streams_per_gpu;
-    int memory_mode;         /* stem_memory_mode */
-    int fft_callbacks;       /* stem_fft_callbacks: GPU multiplies folded into cuFFT's loads */
-    int gpu_deterministic;   /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
-    int fft_planning;        /* stem_fft_planning */
+    int memory_mode;       /* stem_memory_mode */
+    int fft_callbacks;     /* stem_fft_callbacks: GPU multiplies folded into cuFFT's loads */
+    int gpu_deterministic; /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
+    int fft_planning;      /* stem_fft_planning */
     /* [debug]: kernel variants for benchmarking */
-    int gpu_prism_output;    /* stem_gpu_output_variant */
-    int gpu_tile;            /* 0: automatic */
-    int gpu_gemm;            /* stem_gpu_gemm */
-    int gpu_prism_resident;  /* 1: auto, 0: off */
-    int gpu_gemm_check;      /* time the PRISM output's CGEMMs alone after the step (log) */
-    int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
+    int gpu_prism_output;   /* stem_gpu_output_variant */
+    int gpu_tile;           /* 0: automatic */
+    int gpu_gemm;           /* stem_gpu_gemm */
+    int gpu_prism_resident; /* 1: auto, 0: off */
+    int gpu_gemm_check;     /* time the PRISM output's CGEMMs alone after the step (log) */
+    int gpu_transmission;   /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
 } stem_options;
 
 /* FFTW_MEASURE instead of FFTW_ESTIMATE ([compute] fft_planning = measure). */
 static inline int stem_options_fft_measure(const stem_options *o) { return o->fft_planning == STEM_FFT_MEASURE; }
 
 /* hrtem's objective aperture semi-angle in rad (0: none). */
-static inline double stem_options_objective_aperture(const stem_options *o) { return o->objective_aperture_mrad * 1e-3; }
+static inline double stem_options_objective_aperture(const stem_options *o)
+{
+    return o->objective_aperture_mrad * 1e-3;
+}
 
 #endif

@@ -6,8 +6,8 @@
 
 #include "stem.h"
 
-static const char *const phase_names[STEM_N_PHASES] = {
-    "table", "transmission", "broadcast", "S-matrix", "gather", "arrange", "probes", "wait", "reduction", "write"};
+static const char *const phase_names[STEM_N_PHASES] = {"table",   "transmission", "broadcast", "S-matrix",  "gather",
+                                                       "arrange", "probes",       "wait",      "reduction", "write"};
 static double total[STEM_N_PHASES], logged[STEM_N_PHASES];
 
 double stem_phase_add(stem_phase p, double t0)

@@ -7,9 +7,9 @@
 
 #include "stem.h"
 
-static const double electron_rest_kev = 510.99895;  /* m0 c^2 */
-static const double hc_kev_angstrom = 12.398419843; /* h c */
-static const double bohr_angstrom = 0.529177210903; /* a0 */
+static const double electron_rest_kev = 510.99895;   /* m0 c^2 */
+static const double hc_kev_angstrom = 12.398419843;  /* h c */
+static const double bohr_angstrom = 0.529177210903;  /* a0 */
 static const double e_volt_angstrom = 14.3996454784; /* e / (4 pi eps0) */
 
 double stem_wavelength(double energy_kev)
@@ -21,13 +21,14 @@ double stem_interaction_constant(double energy_kev)
 {
     double volts = energy_kev * 1e3;
     return 2 * M_PI / (stem_wavelength(energy_kev) * volts) * (electron_rest_kev + energy_kev) /
-           (2 * electron_rest_kev + energy_kev);
+        (2 * electron_rest_kev + energy_kev);
 }
 
 double stem_chromatic_focal_spread(double cc_angstrom, double fwhm_ev, double energy_kev)
 {
     double sigma_ev = fwhm_ev / (2 * sqrt(2 * log(2)));
-    double e_star_ev = energy_kev * 1e3 * (1 + energy_kev / (2 * electron_rest_kev)) / (1 + energy_kev / electron_rest_kev);
+    double e_star_ev =
+        energy_kev * 1e3 * (1 + energy_kev / (2 * electron_rest_kev)) / (1 + energy_kev / electron_rest_kev);
     return cc_angstrom * sigma_ev / e_star_ev;
 }
 
@@ -71,9 +72,10 @@ double stem_atom_potential_at(const stem_atom_potential *p, double R)
     double v = 0;
     for (int i = 0; i < p->n; i++) {
         double m = p->rate[i];
-        v += p->amp[i] * (p->kind[i] == STEM_TERM_YUKAWA       ? exp(-m * R) / R
-                          : p->kind[i] == STEM_TERM_EXPONENTIAL ? exp(-m * R)
-                                                                : exp(-m * R * R));
+        v += p->amp[i] *
+            (p->kind[i] == STEM_TERM_YUKAWA            ? exp(-m * R) / R
+                 : p->kind[i] == STEM_TERM_EXPONENTIAL ? exp(-m * R)
+                                                       : exp(-m * R * R));
     }
     return v;
 }
@@ -90,18 +92,24 @@ double stem_bessel_k0(double x)
     if (x <= 2) {
         double t = x * x / 4;
         return -log(x / 2) * bessel_i0_small(x) - 0.57721566 +
-               t * (0.42278420 + t * (0.23069756 + t * (0.03488590 + t * (0.00262698 + t * (0.00010750 + t * 0.0000074)))));
+            t *
+            (0.42278420 + t * (0.23069756 + t * (0.03488590 + t * (0.00262698 + t * (0.00010750 + t * 0.0000074)))));
     }
     double t = 2 / x;
     return exp(-x) / sqrt(x) *
-           (1.25331414 + t * (-0.07832358 + t * (0.02189568 + t * (-0.01062446 + t * (0.00587872 + t * (-0.00251540 + t * 0.00053208))))));
+        (1.25331414 +
+         t *
+             (-0.07832358 +
+              t * (0.02189568 + t * (-0.01062446 + t * (0.00587872 + t * (-0.00251540 + t * 0.00053208))))));
 }
 
 /* I1 and K1 from Abramowitz & Stegun 9.8.3, 9.8.7, 9.8.8. */
 static double bessel_i1_small(double x)
 {
     double t = (x / 3.75) * (x / 3.75);
-    return x * (0.5 + t * (0.87890594 + t * (0.51498869 + t * (0.15084934 + t * (0.02658733 + t * (0.00301532 + t * 0.00032411))))));
+    return x *
+        (0.5 +
+         t * (0.87890594 + t * (0.51498869 + t * (0.15084934 + t * (0.02658733 + t * (0.00301532 + t * 0.00032411))))));
 }
 
 double stem_bessel_k1(double x)
@@ -109,11 +117,17 @@ double stem_bessel_k1(double x)
     if (x <= 2) {
         double t = x * x / 4;
         return (x * log(x / 2) * bessel_i1_small(x) + 1 +
-                t * (0.15443144 + t * (-0.67278579 + t * (-0.18156897 + t * (-0.01919402 + t * (-0.00110404 + t * -0.00004686)))))) / x;
+                t *
+                    (0.15443144 +
+                     t * (-0.67278579 + t * (-0.18156897 + t * (-0.01919402 + t * (-0.00110404 + t * -0.00004686)))))) /
+            x;
     }
     double t = 2 / x;
     return exp(-x) / sqrt(x) *
-           (1.25331414 + t * (0.23498619 + t * (-0.03655620 + t * (0.01504268 + t * (-0.00780353 + t * (0.00325614 + t * -0.00068245))))));
+        (1.25331414 +
+         t *
+             (0.23498619 +
+              t * (-0.03655620 + t * (0.01504268 + t * (-0.00780353 + t * (0.00325614 + t * -0.00068245))))));
 }
 
 /* Over all z: a Yukawa gives 2 amp K0(m r), an exponential 2 amp r K1(m r) (-> 2 amp / m at
@@ -123,9 +137,12 @@ double stem_projected_potential(const stem_atom_potential *p, double r)
     double v = 0;
     for (int i = 0; i < p->n; i++) {
         double m = p->rate[i], x = m * r;
-        if (p->kind[i] == STEM_TERM_YUKAWA) v += 2 * p->amp[i] * stem_bessel_k0(x);
-        else if (p->kind[i] == STEM_TERM_EXPONENTIAL) v += 2 * p->amp[i] * (x > 0 ? r * stem_bessel_k1(x) : 1 / m);
-        else v += p->amp[i] * sqrt(M_PI / m) * exp(-m * r * r);
+        if (p->kind[i] == STEM_TERM_YUKAWA)
+            v += 2 * p->amp[i] * stem_bessel_k0(x);
+        else if (p->kind[i] == STEM_TERM_EXPONENTIAL)
+            v += 2 * p->amp[i] * (x > 0 ? r * stem_bessel_k1(x) : 1 / m);
+        else
+            v += p->amp[i] * sqrt(M_PI / m) * exp(-m * r * r);
     }
     return v;
 }

@@ -77,7 +77,8 @@ static int check_optics(stem_plan *plan)
     if (plan->algorithm == STEM_ALG_HRTEM) { /* no probe: only the tilted plane wave must lie in the band */
         double qx = plan->plane_k[0] / plan->cell[0], qy = plan->plane_k[1] / plan->cell[1];
         if (hypot(qx, qy) >= plan->q_limit)
-            return STEM_FAIL(STEM_ERR_CONFIG, "[probe] beam tilt %.1f mrad lies beyond the anti-aliased band (%.1f mrad)",
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "[probe] beam tilt %.1f mrad lies beyond the anti-aliased band (%.1f mrad)",
                              hypot(qx, qy) * plan->lambda * 1e3, plan->q_limit * plan->lambda * 1e3);
         return STEM_OK;
     }
@@ -91,17 +92,18 @@ static int check_optics(stem_plan *plan)
     }
     double off = hypot(plan->aperture_q[0], plan->aperture_q[1]);
     if (off > 0 && off + q_probe >= plan->q_limit)
-        return STEM_FAIL(STEM_ERR_CONFIG,
-                         "[probe] beam tilt and aperture shift (%.1f mrad off axis) put the %g mrad aperture beyond the "
-                         "anti-aliased band (%.1f mrad): use a smaller tilt or pixel_size <= %.4f Angstrom",
-                         off * plan->lambda * 1e3, plan->semiangle_mrad, plan->q_limit * plan->lambda * 1e3,
-                         plan->lambda / (3 * (plan->alpha + off * plan->lambda)));
+        return STEM_FAIL(
+            STEM_ERR_CONFIG,
+            "[probe] beam tilt and aperture shift (%.1f mrad off axis) put the %g mrad aperture beyond the "
+            "anti-aliased band (%.1f mrad): use a smaller tilt or pixel_size <= %.4f Angstrom",
+            off * plan->lambda * 1e3, plan->semiangle_mrad, plan->q_limit * plan->lambda * 1e3,
+            plan->lambda / (3 * (plan->alpha + off * plan->lambda)));
     return STEM_OK;
 }
 
 /* Scan positions along one axis: start, start+step, ... < end (one position if start == end). */
-static int scan_axis(const stem_config *cfg, double start, double end, double cell, const char *key_end,
-                     int end_given, double *x0, int *count)
+static int scan_axis(const stem_config *cfg, double start, double end, double cell, const char *key_end, int end_given,
+                     double *x0, int *count)
 {
     if (cfg->scan_units == STEM_SCAN_FRACTIONAL) {
         start *= cell;
@@ -113,11 +115,14 @@ static int scan_axis(const stem_config *cfg, double start, double end, double ce
         return STEM_FAIL(STEM_ERR_CONFIG, "[scan] window %g..%g Angstrom (%s) lies outside the cell 0..%g Angstrom",
                          start, end, key_end, cell);
     if (end < start)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[scan] %s (%g Angstrom) is before the start (%g Angstrom)", key_end, end, start);
+        return STEM_FAIL(STEM_ERR_CONFIG, "[scan] %s (%g Angstrom) is before the start (%g Angstrom)", key_end, end,
+                         start);
     *x0 = start;
     long n = end > start ? (long)ceil((end - start) / cfg->step - 1e-9) : 1;
     if (n < 1) n = 1;
-    if (n > 1000000) return STEM_FAIL(STEM_ERR_CONFIG, "[scan] step %g Angstrom gives %ld positions along one axis (limit 1e6)", cfg->step, n);
+    if (n > 1000000)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[scan] step %g Angstrom gives %ld positions along one axis (limit 1e6)",
+                         cfg->step, n);
     *count = (int)n;
     return STEM_OK;
 }
@@ -130,8 +135,10 @@ static int choose_scan(stem_plan *plan, const stem_config *cfg, const stem_posit
         plan->scan_x0 = plan->algorithm == STEM_ALG_CBED ? cfg->x_start * (frac ? plan->cell[0] : 1) : 0;
         plan->scan_y0 = plan->algorithm == STEM_ALG_CBED ? cfg->y_start * (frac ? plan->cell[1] : 1) : 0;
         if (plan->scan_x0 < 0 || plan->scan_x0 > plan->cell[0] || plan->scan_y0 < 0 || plan->scan_y0 > plan->cell[1])
-            return STEM_FAIL(STEM_ERR_CONFIG, "[scan] x_start, y_start: the CBED probe (%g, %g) Angstrom lies outside "
-                             "the cell", plan->scan_x0, plan->scan_y0);
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "[scan] x_start, y_start: the CBED probe (%g, %g) Angstrom lies outside "
+                             "the cell",
+                             plan->scan_x0, plan->scan_y0);
         plan->scan_nx = plan->scan_ny = 1;
         plan->n_probes = 1;
         plan->scan_step = 1;
@@ -145,10 +152,10 @@ static int choose_scan(stem_plan *plan, const stem_config *cfg, const stem_posit
         plan->scan_ny = 1;
         return STEM_OK;
     }
-    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", cfg->x_end_given,
-                       &plan->scan_x0, &plan->scan_nx));
-    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", cfg->y_end_given,
-                       &plan->scan_y0, &plan->scan_ny));
+    STEM_TRY(scan_axis(cfg, cfg->x_start, cfg->x_end, plan->cell[0], "x_end", cfg->x_end_given, &plan->scan_x0,
+                       &plan->scan_nx));
+    STEM_TRY(scan_axis(cfg, cfg->y_start, cfg->y_end, plan->cell[1], "y_end", cfg->y_end_given, &plan->scan_y0,
+                       &plan->scan_ny));
     plan->scan_step = cfg->step;
     plan->n_probes = (long)plan->scan_nx * plan->scan_ny;
     return STEM_OK;
@@ -198,12 +205,14 @@ static int check_prism_window(const stem_plan *plan, const stem_config *cfg)
         if (f[k] == 1 || (plan->cell[k] / f[k] >= d && out[k] >= STEM_MIN_DETECTOR_PIXELS)) continue;
         int best = f[k] - 1;
         while (best > 1 && !prism_f_fits(cfg, given[k], plan->cell[k], best, d)) best--;
-        return STEM_FAIL(STEM_ERR_CONFIG,
-                         "[simulation] %s = %d is too coarse for this %.3f Angstrom cell: the PRISM window (%.3f Angstrom) "
-                         "must hold the probe (diameter %.3f Angstrom: 1.22 lambda/alpha plus the aberrations' geometric blur) and the "
-                         "detector needs at least %d pixels; use %s <= %d%s",
-                         key[k], f[k], plan->cell[k], plan->cell[k] / f[k], d, STEM_MIN_DETECTOR_PIXELS, key[k],
-                         best < 1 ? 1 : best, best <= 1 ? " (1 is multislice's accuracy) or a larger cell (tile_x/tile_y)" : "");
+        return STEM_FAIL(
+            STEM_ERR_CONFIG,
+            "[simulation] %s = %d is too coarse for this %.3f Angstrom cell: the PRISM window (%.3f Angstrom) "
+            "must hold the probe (diameter %.3f Angstrom: 1.22 lambda/alpha plus the aberrations' geometric blur) and "
+            "the "
+            "detector needs at least %d pixels; use %s <= %d%s",
+            key[k], f[k], plan->cell[k], plan->cell[k] / f[k], d, STEM_MIN_DETECTOR_PIXELS, key[k], best < 1 ? 1 : best,
+            best <= 1 ? " (1 is multislice's accuracy) or a larger cell (tile_x/tile_y)" : "");
     }
     return STEM_OK;
 }
@@ -233,7 +242,8 @@ static int choose_beams(stem_plan *plan)
         }
     plan->n_beams = n;
     if (n == 0)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[probe] semiangle %g mrad holds no plane wave of the %g x %g Angstrom cell "
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[probe] semiangle %g mrad holds no plane wave of the %g x %g Angstrom cell "
                          "(with interpolation %d x %d); enlarge the aperture or the cell",
                          plan->semiangle_mrad, plan->cell[0], plan->cell[1], plan->fx, plan->fy);
     return STEM_OK;
@@ -301,7 +311,6 @@ static void choose_oversampling(stem_plan *plan, const stem_atoms *atoms)
     set_potential_grid(plan);
 }
 
-
 static int count_species(const stem_atoms *atoms)
 {
     unsigned char seen[STEM_MAX_Z + 1] = {0};
@@ -325,15 +334,18 @@ static int pattern_axis(int n, double step_mrad, double max_mrad, int b, const c
     *bins = (hi - lo + 1) / b;
     *first = lo + (hi - lo + 1 - *bins * b) / 2; /* the remainder dropped from both ends alike */
     if (*bins < 1)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[detector] cbed_bin = %d exceeds the %d pixels of the cropped pattern along %s "
-                         "(a larger cbed_max_angle or a smaller cbed_bin)", b, hi - lo + 1, axis);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[detector] cbed_bin = %d exceeds the %d pixels of the cropped pattern along %s "
+                         "(a larger cbed_max_angle or a smaller cbed_bin)",
+                         b, hi - lo + 1, axis);
     return STEM_OK;
 }
 
 static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
 {
     if (cfg->cbed_max_angle > plan->max_angle_mrad * 1.0001)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[detector] cbed_max_angle = %g mrad is beyond the largest simulated angle %.1f mrad",
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[detector] cbed_max_angle = %g mrad is beyond the largest simulated angle %.1f mrad",
                          cfg->cbed_max_angle, plan->max_angle_mrad);
     plan->cbed_bin = cfg->cbed_bin;
     double mrad = plan->lambda * 1e3;
@@ -358,7 +370,8 @@ static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
 {
     double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
     if (shared > 1) return (planes + 1) * S / shared; /* each rank computes its beams in place */
-    return (planes + 1) * S + (plan->layout.group_size > 1 ? planes * S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
+    return (planes + 1) * S +
+        (plan->layout.group_size > 1 ? planes * S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
 }
 
 /* Every large buffer of a run, per rank (mpi/phonon_loop.c, detector.c, engines), and the process
@@ -372,8 +385,8 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     double shared = plan->layout.shared_ranks > 1 ? plan->layout.shared_ranks : 1;
     /* transmission functions of every slice (node-shared with the CPU engine, which
      * leaves building them to the campaign), the model and one displaced copy */
-    plan->mem_potential = 8.0 * grid * plan->n_slices / (plan->opt.device == STEM_DEVICE_CPU ? shared : 1) +
-                          48.0 * plan->n_atoms * 2;
+    plan->mem_potential =
+        8.0 * grid * plan->n_slices / (plan->opt.device == STEM_DEVICE_CPU ? shared : 1) + 48.0 * plan->n_atoms * 2;
     /* the transmission build's workers: a potential and a wave on the oversampled grid each */
     double m = plan->opt.oversampling;
     plan->mem_potential += 12.0 * m * m * grid * (plan->opt.device == STEM_DEVICE_GPU ? 1 : plan->threads);
@@ -387,14 +400,15 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
      * GPU may leave the transmission functions to the campaign (counted for the room check) */
     plan->mem_node_shared = 0;
     if (shared > 1)
-        plan->mem_node_shared = (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) +
-                                plan->mem_smatrix * shared;
+        plan->mem_node_shared =
+            (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) + plan->mem_smatrix * shared;
     plan->mem_results = per_probe * local_probes;
     if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) /* one defocus's results beside the sums */
         plan->mem_results *= 2;
     /* standard errors over configurations: their state and the sums before each configuration
      * (none for 4D patterns), and each configuration's images summed over the scan */
-    plan->mem_results += stem_channel_error_bytes_per_probe(plan) * local_probes + 8.0 * plan->n_configs * plan->n_images;
+    plan->mem_results +=
+        stem_channel_error_bytes_per_probe(plan) * local_probes + 8.0 * plan->n_configs * plan->n_images;
     if (plan->n_configs > 1 && !stem_channel_error_width(plan, STEM_CH_IMAGES)) /* the images before a configuration */
         plan->mem_results += 8.0 * plan->n_images * local_probes;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
@@ -404,10 +418,10 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     plan->mem_detector = 16.0 * plan->out_nx * plan->out_ny; /* bin, mask, two angles per pixel */
     /* each worker's waves (twice: FFTW's scratch) and pattern; the propagators (multislice.c) */
     plan->mem_workspace = (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads +
-                          8.0 * grid * (1 + stem_plan_thin_last(plan));
+        8.0 * grid * (1 + stem_plan_thin_last(plan));
     plan->mem_runtime = stem_process_resident_bytes() + STEM_WRITE_BUFFER_BYTES;
     plan->mem_total = plan->mem_runtime + plan->mem_potential + plan->mem_table + plan->mem_smatrix +
-                      plan->mem_results + plan->mem_detector + plan->mem_workspace;
+        plan->mem_results + plan->mem_detector + plan->mem_workspace;
     stem_memory_limit limit;
     stem_memory_limit_choose(max_memory_gib, plan->layout.ranks_on_node, &limit);
     plan->mem_limit = limit.bytes;
@@ -459,7 +473,7 @@ static void resolve_options(stem_plan *plan, const stem_config *cfg)
 {
     plan->opt = cfg->opt;
     if (cfg->algorithm == STEM_ALG_CBED) plan->opt.save_4d = 1; /* the pattern is the output */
-    if (cfg->cc > 0 && cfg->energy_spread > 0) /* config.c refuses them together with focal_spread */
+    if (cfg->cc > 0 && cfg->energy_spread > 0)                  /* config.c refuses them together with focal_spread */
         plan->opt.focal_spread = stem_chromatic_focal_spread(cfg->cc, cfg->energy_spread, cfg->energy_kev);
     plan->batch_given = cfg->batch_size_given;
 }
@@ -513,12 +527,14 @@ static void log_slicing(const stem_plan *plan)
 {
     double rest = plan->cell[2] - plan->n_slices * plan->dz;
     if (stem_plan_thin_last(plan))
-        stem_info("slices: the %.6f Angstrom cell is %.6g slices of %.9g Angstrom: %d slices, the last %.9g Angstrom thick",
-                  plan->cell[2], plan->cell[2] / plan->dz, plan->dz, plan->n_slices, plan->dz_last);
+        stem_info(
+            "slices: the %.6f Angstrom cell is %.6g slices of %.9g Angstrom: %d slices, the last %.9g Angstrom thick",
+            plan->cell[2], plan->cell[2] / plan->dz, plan->dz, plan->n_slices, plan->dz_last);
     else if (fabs(rest) > 1e-9 * plan->dz)
-        stem_info("slices: the %.6f Angstrom cell is %d slices of %.9g Angstrom to within %.2g Angstrom (at most %g of a "
-                  "slice is taken as rounding in the model): %d slices", plan->cell[2], plan->n_slices, plan->dz, fabs(rest),
-                  STEM_SLICE_FIT, plan->n_slices);
+        stem_info(
+            "slices: the %.6f Angstrom cell is %d slices of %.9g Angstrom to within %.2g Angstrom (at most %g of a "
+            "slice is taken as rounding in the model): %d slices",
+            plan->cell[2], plan->n_slices, plan->dz, fabs(rest), STEM_SLICE_FIT, plan->n_slices);
 }
 
 /* hrtem on a distributed FFT: whether (on: always; auto: a group of several ranks, and only when
@@ -533,9 +549,10 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     if (cfg->distributed_fft == STEM_DIST_AUTO && serial <= plan->mem_limit) return;
     plan->dist = 1;
     if (plan->opt.oversampling > 1 && L->world_rank == 0)
-        stem_warn("the distributed FFT forms the transmission functions on the run's grid: transmission_oversampling "
-                  "%d is not applied (heavy atoms' high-angle scattering is then less accurate: docs/physics.md, Potentials)",
-                  plan->opt.oversampling);
+        stem_warn(
+            "the distributed FFT forms the transmission functions on the run's grid: transmission_oversampling "
+            "%d is not applied (heavy atoms' high-angle scattering is then less accurate: docs/physics.md, Potentials)",
+            plan->opt.oversampling);
     plan->opt.oversampling = 1; /* a slab's potential is built on the run's grid (dist_hrtem.c) */
     set_potential_grid(plan);
     stem_dist_fft_slabs(plan->nx, plan->ny, L->group_size, L->group_rank, &plan->dist_rows, &plan->dist_row0,
@@ -544,7 +561,7 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     plan->probe_end = 1;
     /* no rank holds the whole diffraction pattern: the detector channels are off (the total stays) */
     int asked = plan->n_images || plan->seg_n || plan->opt.save_3d || plan->opt.save_4d || plan->opt.save_dpc ||
-                plan->opt.save_pacbed;
+        plan->opt.save_pacbed;
     if (asked && L->world_rank == 0)
         stem_warn("the distributed FFT holds the wave in slabs, so no rank has the whole diffraction pattern: the "
                   "exit wave's rings, images, segments, 4D patterns, PACBED and DPC are not written; the HRTEM image, "
@@ -560,7 +577,7 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     /* wave, work, propagator (two with a thinner last slice), lens; one slice's potential rows */
     plan->mem_workspace = (4 + stem_plan_thin_last(plan)) * buffer + 4.0 * slab;
     plan->mem_total = plan->mem_runtime + plan->mem_potential + plan->mem_table + plan->mem_smatrix +
-                      plan->mem_results + plan->mem_detector + plan->mem_workspace;
+        plan->mem_results + plan->mem_detector + plan->mem_workspace;
 }
 
 int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
@@ -576,7 +593,7 @@ int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms
     plan->sigma = stem_interaction_constant(cfg->energy_kev);
     plan->alpha = cfg->semiangle_mrad * 1e-3;
     memcpy(plan->cell, atoms->cell, sizeof plan->cell);
-    for (int a = 0; a < 2; a++) { /* small angles: theta = lambda q */
+    for (int a = 0; a < 2; a++) {               /* small angles: theta = lambda q */
         if (cfg->algorithm == STEM_ALG_HRTEM) { /* the illumination on the grid; the lens centred on the axis */
             plan->plane_k[a] = (int)lround(cfg->beam_tilt_mrad[a] * 1e-3 / plan->lambda * plan->cell[a]);
             continue;
@@ -590,7 +607,8 @@ int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms
     plan->nx = choose_grid(cfg->grid_x, plan->cell[0], cfg->pixel_size, plan->fx);
     plan->ny = choose_grid(cfg->grid_y, plan->cell[1], cfg->pixel_size, plan->fy);
     if ((double)plan->nx * plan->ny > 1.0e9)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] pixel_size %g gives a %d x %d grid: too large", cfg->pixel_size, plan->nx, plan->ny);
+        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] pixel_size %g gives a %d x %d grid: too large", cfg->pixel_size,
+                         plan->nx, plan->ny);
     plan->dx = plan->cell[0] / plan->nx;
     plan->dy = plan->cell[1] / plan->ny;
     choose_oversampling(plan, atoms);
@@ -615,17 +633,21 @@ int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms
     plan->seg_outer = cfg->segment_outer;
     plan->seg_rotation = cfg->segment_rotation * M_PI / 180;
     if (plan->seg_n && cfg->segment_outer > plan->max_angle_mrad * 1.0001)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[detector] segment_outer = %g mrad is beyond the largest simulated angle %.1f mrad "
-                         "(reduce [simulation] pixel_size to reach it)", cfg->segment_outer, plan->max_angle_mrad);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[detector] segment_outer = %g mrad is beyond the largest simulated angle %.1f mrad "
+                         "(reduce [simulation] pixel_size to reach it)",
+                         cfg->segment_outer, plan->max_angle_mrad);
     for (int i = 0; i < cfg->n_images; i++)
         if (cfg->images[i].inner_mrad >= plan->max_angle_mrad)
-            return STEM_FAIL(STEM_ERR_CONFIG, "[images] %s starts at %g mrad, beyond the largest simulated angle %.1f mrad "
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "[images] %s starts at %g mrad, beyond the largest simulated angle %.1f mrad "
                              "(reduce [simulation] pixel_size to reach it)",
                              cfg->images[i].name, cfg->images[i].inner_mrad, plan->max_angle_mrad);
     for (int i = 0; i < cfg->n_images; i++)
         if (cfg->images[i].outer_mrad > plan->max_angle_mrad * 1.0001 && cfg->images[i].outer_mrad < 1e9 &&
             plan->layout.world_rank == 0)
-            stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to %.1f mrad",
+            stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to "
+                      "%.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
     STEM_TRY(choose_scan(plan, cfg, positions));
     stem_source_blur_warn(plan); /* mirrored edges: say so */
@@ -640,7 +662,8 @@ int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
     choose_distribution(plan, cfg);
-    if (plan->dist) STEM_TRY(stem_dist_fft_check(plan->nx, plan->ny, plan->layout.group_size)); /* before any collective */
+    if (plan->dist)
+        STEM_TRY(stem_dist_fft_check(plan->nx, plan->ny, plan->layout.group_size)); /* before any collective */
     return STEM_OK;
 }
 
@@ -655,11 +678,11 @@ void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
 {
     double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
     double more = (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
-    double stored = per_probe; /* one point's values in the stored unit */
+    double stored = per_probe;                               /* one point's values in the stored unit */
     if (plan->dist && plan->dist_rows > 0) /* whole images (the group's rows gathered) and the total */
         stored = (per_probe - 8.0) * plan->ny / (double)plan->dist_rows + 8.0;
     if (plan->layout.group_rank == 0) more += points_per_unit * stored * plan->n_probes; /* the stored unit */
-    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix) /* and the S-matrix it keeps */
+    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix)                          /* and the S-matrix it keeps */
         more += 8.0 * plan->n_beams * plan->crop_ny * (double)plan->crop_nx;
     plan->mem_results += more;
     plan->mem_total += more;
@@ -678,8 +701,8 @@ void stem_plan_count_depths(stem_plan *plan, int planes)
 /* What helps when one part of the estimate is too large. */
 static const char *memory_advice(const stem_plan *plan)
 {
-    const double part[6] = {plan->mem_potential, plan->mem_table, plan->mem_smatrix, plan->mem_results,
-                            plan->mem_detector, plan->mem_workspace};
+    const double part[6] = {plan->mem_potential, plan->mem_table,    plan->mem_smatrix,
+                            plan->mem_results,   plan->mem_detector, plan->mem_workspace};
     static const char *advice[6] = {
         "every rank holds the transmission functions of all slices, and each thread building them a slice on the "
         "grid [simulation] transmission_oversampling times finer, so more ranks do not help: use thicker slices, a "
@@ -687,7 +710,8 @@ static const char *memory_advice(const stem_plan *plan)
         "the potential's profile table is large: lower [simulation] potential_radius (more ranks do not help)",
         "every rank holds the whole S-matrix (one per depth of a thickness series), so more ranks do not help: raise "
         "[simulation] interpolation_x/y, use a coarser pixel_size or fewer [output] depths",
-        "results are split over the ranks of a group: use more ranks (or nodes), fewer scan positions, or save_4d = false",
+        "results are split over the ranks of a group: use more ranks (or nodes), fewer scan positions, or save_4d = "
+        "false",
         "the detector is large: use a coarser [simulation] pixel_size",
         "each worker thread has its own workspace: use fewer [compute] threads or a smaller batch_size"};
     int big = 0;
@@ -699,9 +723,12 @@ static const char *memory_advice(const stem_plan *plan)
 /* "1.25 GiB", "12.0 MiB", "3 KiB": refusals of tiny limits stay readable. */
 static const char *format_bytes(double b, char *out, size_t n)
 {
-    if (b >= 1073741824.0) snprintf(out, n, "%.2f GiB", b / 1073741824.0);
-    else if (b >= 1048576.0) snprintf(out, n, "%.1f MiB", b / 1048576.0);
-    else snprintf(out, n, "%.0f KiB", b / 1024.0);
+    if (b >= 1073741824.0)
+        snprintf(out, n, "%.2f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0)
+        snprintf(out, n, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(out, n, "%.0f KiB", b / 1024.0);
     return out;
 }
 
@@ -733,11 +760,12 @@ static int check_shared_room(const stem_plan *plan)
     double room;
     int groups;
     double need = shared_need(plan, &room, dir, sizeof dir, &groups);
-    return STEM_FAIL(STEM_ERR_MEMORY,
-                     "node-shared memory (transmission functions and S-matrix of %d group(s) on this node) needs %s in %s, "
-                     "which has %s free: give it room (containers: --shm-size; Open MPI: --mca osc_sm_backing_directory "
-                     "DIR) or set [compute] node_shared = false (one copy per rank)",
-                     groups, format_bytes(need, f[0], 32), dir, format_bytes(room, f[1], 32));
+    return STEM_FAIL(
+        STEM_ERR_MEMORY,
+        "node-shared memory (transmission functions and S-matrix of %d group(s) on this node) needs %s in %s, "
+        "which has %s free: give it room (containers: --shm-size; Open MPI: --mca osc_sm_backing_directory "
+        "DIR) or set [compute] node_shared = false (one copy per rank)",
+        groups, format_bytes(need, f[0], 32), dir, format_bytes(room, f[1], 32));
 }
 
 int stem_plan_check_memory(const stem_plan *plan)
@@ -745,16 +773,16 @@ int stem_plan_check_memory(const stem_plan *plan)
     STEM_TRY(check_shared_room(plan));
     if (plan->mem_total <= plan->mem_limit) return STEM_OK;
     char f[9][32];
-    return STEM_FAIL(STEM_ERR_MEMORY,
-                     "the plan needs %s per rank (runtime %s, transmission %s, lookup table %s, S-matrix %s, results %s, "
-                     "detector %s, workspace %s) but only %s is allowed (%s%s); %s",
-                     format_bytes(plan->mem_total, f[0], 32), format_bytes(plan->mem_runtime, f[8], 32),
-                     format_bytes(plan->mem_potential, f[1], 32),
-                     format_bytes(plan->mem_table, f[2], 32), format_bytes(plan->mem_smatrix, f[3], 32),
-                     format_bytes(plan->mem_results, f[4], 32), format_bytes(plan->mem_detector, f[5], 32),
-                     format_bytes(plan->mem_workspace, f[6], 32), format_bytes(plan->mem_limit, f[7], 32),
-                     plan->mem_limit_source, plan->mem_limit_from_config ? "" : "; [compute] max_memory sets another",
-                     memory_advice(plan));
+    return STEM_FAIL(
+        STEM_ERR_MEMORY,
+        "the plan needs %s per rank (runtime %s, transmission %s, lookup table %s, S-matrix %s, results %s, "
+        "detector %s, workspace %s) but only %s is allowed (%s%s); %s",
+        format_bytes(plan->mem_total, f[0], 32), format_bytes(plan->mem_runtime, f[8], 32),
+        format_bytes(plan->mem_potential, f[1], 32), format_bytes(plan->mem_table, f[2], 32),
+        format_bytes(plan->mem_smatrix, f[3], 32), format_bytes(plan->mem_results, f[4], 32),
+        format_bytes(plan->mem_detector, f[5], 32), format_bytes(plan->mem_workspace, f[6], 32),
+        format_bytes(plan->mem_limit, f[7], 32), plan->mem_limit_source,
+        plan->mem_limit_from_config ? "" : "; [compute] max_memory sets another", memory_advice(plan));
 }
 
 void stem_plan_print(const stem_plan *plan, FILE *out)
@@ -764,64 +792,77 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "plan:\n");
     fprintf(out, "  algorithm          %s", stem_algorithm_name(plan->algorithm));
     if (plan->algorithm == STEM_ALG_PRISM) fprintf(out, " (interpolation %d x %d)", plan->fx, plan->fy);
-    fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0], plan->cell[1], plan->cell[2]);
+    fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0],
+            plan->cell[1], plan->cell[2]);
     fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
-    fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx, plan->dy);
+    fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx,
+            plan->dy);
     fprintf(out, "  slices             %d of %.9g Angstrom", plan->n_slices, plan->dz);
-    if (stem_plan_thin_last(plan)) fprintf(out, ", the last %.9g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
+    if (stem_plan_thin_last(plan))
+        fprintf(out, ", the last %.9g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
     fprintf(out, "\n");
     fprintf(out, "  band limit         %.1f mrad (2/3 of Nyquist)\n", plan->max_angle_mrad);
     fprintf(out, "  transmission       formed on a %dx finer grid (%.4f A pixels; heaviest element Z = %d)\n",
             plan->opt.oversampling, fmax(plan->dx, plan->dy) / plan->opt.oversampling, plan->heaviest_z);
     fprintf(out, "  beams              %d plane waves inside %.2f mrad\n", plan->n_beams, plan->alpha * 1e3);
     if (plan->algorithm == STEM_ALG_PRISM)
-        fprintf(out, "  S-matrix           %d beams x %d x %d pixels (%.3f GiB)\n", plan->n_beams, plan->crop_nx, plan->crop_ny,
-                8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
+        fprintf(out, "  S-matrix           %d beams x %d x %d pixels (%.3f GiB)\n", plan->n_beams, plan->crop_nx,
+                plan->crop_ny, 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
     fprintf(out, "  detector           %d x %d pixels, %d rings of %g mrad, %d images\n", plan->out_nx, plan->out_ny,
             plan->n_bins, plan->ring_width, plan->n_images);
     if (plan->algorithm == STEM_ALG_HRTEM)
-        fprintf(out, "  illumination       a plane wave on Fourier pixel (%d, %d) (tilt %.3f, %.3f mrad)\n", plan->plane_k[0],
-                plan->plane_k[1], plan->plane_k[0] / plan->cell[0] * plan->lambda * 1e3,
+        fprintf(out, "  illumination       a plane wave on Fourier pixel (%d, %d) (tilt %.3f, %.3f mrad)\n",
+                plan->plane_k[0], plan->plane_k[1], plan->plane_k[0] / plan->cell[0] * plan->lambda * 1e3,
                 plan->plane_k[1] / plan->cell[1] * plan->lambda * 1e3);
     if (plan->dist) {
         int P = plan->layout.group_size;
         double moved = 48.0 * plan->nx * plan->ny * (P - 1) / ((double)P * P); /* 6 transforms per slice */
-        fprintf(out, "  distributed FFT    FFTW-MPI over the %d ranks of each group: this rank's rows [%ld, %ld) and "
-                "Fourier columns [%ld, %ld); %.1f MiB moved per rank and slice\n", P, plan->dist_row0,
-                plan->dist_row0 + plan->dist_rows, plan->dist_col0, plan->dist_col0 + plan->dist_cols, moved / 1048576.0);
-    }
-    else if (plan->algorithm == STEM_ALG_CBED)
+        fprintf(out,
+                "  distributed FFT    FFTW-MPI over the %d ranks of each group: this rank's rows [%ld, %ld) and "
+                "Fourier columns [%ld, %ld); %.1f MiB moved per rank and slice\n",
+                P, plan->dist_row0, plan->dist_row0 + plan->dist_rows, plan->dist_col0,
+                plan->dist_col0 + plan->dist_cols, moved / 1048576.0);
+    } else if (plan->algorithm == STEM_ALG_CBED)
         fprintf(out, "  probe              one, at (%.3f, %.3f) Angstrom\n", plan->scan_x0, plan->scan_y0);
     else if (plan->positions)
         fprintf(out, "  scan               %ld probes at the positions of [scan] positions\n", plan->n_probes);
     else
         fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx,
                 plan->scan_ny, plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
-    fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups, L->group_size);
+    fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups,
+            L->group_size);
     double se_bytes = stem_channel_error_bytes_per_probe(plan) * (double)(plan->probe_end - plan->probe_begin);
     if (se_bytes > 0)
-        fprintf(out, "  standard errors    over the configurations (/standard_error), %.1f MiB on this rank\n", se_bytes / 1048576.0);
+        fprintf(out, "  standard errors    over the configurations (/standard_error), %.1f MiB on this rank\n",
+                se_bytes / 1048576.0);
     else
-        fprintf(out, "  standard errors    none (%s)\n", plan->n_configs < 2            ? "one configuration"
-                                                      : !plan->opt.standard_errors ? "[output] standard_errors = false"
-                                                                                   : "the wave in slabs");
-    fprintf(out, "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
-            L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
-            plan->threads, plan->batch_size);
+        fprintf(out, "  standard errors    none (%s)\n",
+                plan->n_configs < 2              ? "one configuration"
+                    : !plan->opt.standard_errors ? "[output] standard_errors = false"
+                                                 : "the wave in slabs");
+    fprintf(
+        out,
+        "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
+        L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
+        plan->threads, plan->batch_size);
     if (plan->opt.focal_spread > 0)
-        fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n", plan->opt.focal_spread,
-                plan->opt.focal_points, plan->focal_auto ? ", chosen by focal_points = auto" : "");
+        fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n",
+                plan->opt.focal_spread, plan->opt.focal_points,
+                plan->focal_auto ? ", chosen by focal_points = auto" : "");
     fprintf(out, "  FFT planning       %s%s%s\n", stem_options_fft_measure(&plan->opt) ? "measure" : "estimate",
             plan->fft_wisdom[0] ? ", " : "", plan->fft_wisdom);
     if (L->shared_ranks > 1)
-        fprintf(out, "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on this node\n",
+        fprintf(out,
+                "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on "
+                "this node\n",
                 plan->algorithm == STEM_ALG_PRISM ? "S-matrix and " : "", L->shared_ranks, L->group);
     else if (L->group_size > 1 && L->not_shared)
         fprintf(out, "  node-shared        off: %s\n", L->not_shared);
-    fprintf(out, "  memory per rank    %.3f GiB (runtime %.3f, transmission %.3f, lookup table %.3f, S-matrix %.3f, "
-                 "results %.3f, detector %.3f, workspace %.3f)\n",
-            plan->mem_total / GiB, plan->mem_runtime / GiB, plan->mem_potential / GiB, plan->mem_table / GiB, plan->mem_smatrix / GiB,
-            plan->mem_results / GiB, plan->mem_detector / GiB, plan->mem_workspace / GiB);
+    fprintf(out,
+            "  memory per rank    %.3f GiB (runtime %.3f, transmission %.3f, lookup table %.3f, S-matrix %.3f, "
+            "results %.3f, detector %.3f, workspace %.3f)\n",
+            plan->mem_total / GiB, plan->mem_runtime / GiB, plan->mem_potential / GiB, plan->mem_table / GiB,
+            plan->mem_smatrix / GiB, plan->mem_results / GiB, plan->mem_detector / GiB, plan->mem_workspace / GiB);
     fprintf(out, "  memory limit       %.2f GiB per rank (%s)\n", plan->mem_limit / GiB, plan->mem_limit_source);
 }
 

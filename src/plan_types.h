@@ -17,10 +17,10 @@
 typedef struct {
     int world_size, world_rank;
     int n_groups, group, group_size, group_rank; /* frozen-phonon rank groups */
-    int ranks_on_node;                            /* for default threads / memory */
-    int local_rank;                               /* rank within the node (GPU assignment) */
-    int shared_ranks;                             /* ranks of this group sharing node memory (1: none) */
-    const char *not_shared;                       /* why node sharing is off (NULL: on) */
+    int ranks_on_node;                           /* for default threads / memory */
+    int local_rank;                              /* rank within the node (GPU assignment) */
+    int shared_ranks;                            /* ranks of this group sharing node memory (1: none) */
+    const char *not_shared;                      /* why node sharing is off (NULL: on) */
 } stem_layout;
 
 /* Probe aberrations as chi (probe.c) uses them. */
@@ -32,15 +32,15 @@ typedef struct {
 typedef struct {
     stem_layout layout;
     int algorithm;
-    stem_options opt;    /* the config's, resolved: focal spread from Cc, focal_points and oversampling auto,
+    stem_options opt; /* the config's, resolved: focal spread from Cc, focal_points and oversampling auto,
                           * save_4d for cbed (resolve_options, choose_focal_points, choose_oversampling) */
-    int focal_auto;      /* [probe] focal_points = auto chose opt.focal_points (coherence.h) */
-    int batch_given;     /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
+    int focal_auto;   /* [probe] focal_points = auto chose opt.focal_points (coherence.h) */
+    int batch_given;  /* [compute] batch_size was set (the GPU engine sizes batches itself otherwise) */
     /* optics */
     double energy_kev;
-    double lambda;   /* Angstrom */
-    double sigma;    /* rad / (V Angstrom) */
-    double alpha;    /* probe semi-angle, rad */
+    double lambda;        /* Angstrom */
+    double sigma;         /* rad / (V Angstrom) */
+    double alpha;         /* probe semi-angle, rad */
     double tilt_q[2];     /* beam tilt as a wave vector, 1/Angstrom: chi and aperture centred here (STEM) */
     int plane_k[2];       /* hrtem: the plane wave's Fourier indices (the beam tilt on the grid) */
     double aperture_q[2]; /* the aperture's centre, 1/Angstrom (tilt plus aperture shift) */
@@ -48,13 +48,13 @@ typedef struct {
     stem_aberrations aberr;
     /* simulation grid (full resolution) */
     int nx, ny;
-    double dx, dy;   /* Angstrom */
+    double dx, dy; /* Angstrom */
     double cell[3];
     int n_slices;
-    int heaviest_z;  /* the model's heaviest element (choose_oversampling) */
+    int heaviest_z;     /* the model's heaviest element (choose_oversampling) */
     int pot_nx, pot_ny; /* the potential's grid: opt.oversampling times the run's (potential.c) */
-    double dz;       /* every slice's thickness but the last's */
-    double dz_last;  /* the last slice's (Angstrom): dz, or thinner where the cell is no whole number of slices */
+    double dz;          /* every slice's thickness but the last's */
+    double dz_last;     /* the last slice's (Angstrom): dz, or thinner where the cell is no whole number of slices */
     /* hrtem on a distributed FFT (mpi/dist_fft.h): this rank's real-space rows and
      * transposed Fourier-space columns of the group's one wave; dist 0: serial */
     int dist;
@@ -66,7 +66,7 @@ typedef struct {
     /* a campaign's point plans: 1 + their sample tilt's index, which names the tilt's stored
      * potential and S-matrix in potential_file and smatrix_file (0: a run's /potential, /smatrix) */
     int campaign_tilt;
-    double q_limit;  /* anti-aliasing band limit, 1/Angstrom (2/3 of Nyquist) */
+    double q_limit; /* anti-aliasing band limit, 1/Angstrom (2/3 of Nyquist) */
     /* PRISM interpolation factors (1 for multislice) */
     int fx, fy;
     /* Fourier box that holds the band-limited wave: the S-matrix grid (PRISM)
@@ -77,13 +77,13 @@ typedef struct {
     double out_dqx, out_dqy; /* 1/Angstrom per detector pixel */
     /* detector */
     int n_bins;
-    double ring_width;       /* mrad */
-    int seg_n, seg_rings;    /* segmented detector: azimuthal segments (0: none), rings */
+    double ring_width;    /* mrad */
+    int seg_n, seg_rings; /* segmented detector: azimuthal segments (0: none), rings */
     /* 4D patterns and PACBED as written: cbed_nx x cbed_ny bins of cbed_bin^2 detector pixels,
      * the first at centred detector pixel (cbed_x0, cbed_y0) (centre: out_nx/2, out_ny/2) */
     int cbed_nx, cbed_ny, cbed_bin, cbed_x0, cbed_y0;
     double seg_inner, seg_outer, seg_rotation; /* mrad, mrad, rad */
-    double max_angle_mrad;   /* largest angle that is simulated */
+    double max_angle_mrad;                     /* largest angle that is simulated */
     int n_images;
     stem_image_range images[STEM_MAX_IMAGES];
     /* scan */
@@ -105,7 +105,7 @@ typedef struct {
     int threads, batch_size;
     /* memory (bytes, per rank) */
     double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;
-    double mem_runtime; /* the process before its buffers: libraries, MPI, HDF5, FFTW, the model (in mem_total) */
+    double mem_runtime;     /* the process before its buffers: libraries, MPI, HDF5, FFTW, the model (in mem_total) */
     char fft_wisdom[64];    /* measured FFTW plans: the shared wisdom's hash (mpi/fft_wisdom.c); "" otherwise */
     double mem_node_shared; /* bytes of this group's node-shared windows on this node (0: none) */
     char mem_limit_source[256]; /* what set mem_limit (config, cgroup, rlimit, RAM) */

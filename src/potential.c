@@ -50,7 +50,8 @@ static void finite_radial_tables(const stem_atom_potential *p, const stem_potent
         double r = radius_of(i, cutoff), v = stem_projected_potential(p, r) - v_cut;
         stem_half_projections(p, r, t->z_nodes, t->n_nodes, F);
         for (int k = 0; k < t->n_nodes; k++)
-            tabs[(size_t)k * RADIAL_POINTS + i] = (float)(v > 0 && F[t->n_nodes - 1] > 0 ? 0.5 * v * F[k] / F[t->n_nodes - 1] : 0);
+            tabs[(size_t)k * RADIAL_POINTS + i] =
+                (float)(v > 0 && F[t->n_nodes - 1] > 0 ? 0.5 * v * F[k] / F[t->n_nodes - 1] : 0);
     }
 }
 
@@ -59,12 +60,19 @@ static double bessel_i0_scaled(double x)
 {
     if (x < 3.75) {
         double t = (x / 3.75) * (x / 3.75);
-        double i0 = 1 + t * (3.5156229 + t * (3.0899424 + t * (1.2067492 + t * (0.2659732 + t * (0.0360768 + t * 0.0045813)))));
+        double i0 =
+            1 + t * (3.5156229 + t * (3.0899424 + t * (1.2067492 + t * (0.2659732 + t * (0.0360768 + t * 0.0045813)))));
         return i0 * exp(-x);
     }
     double u = 3.75 / x;
-    double p = 0.39894228 + u * (0.01328592 + u * (0.00225319 + u * (-0.00157565 + u * (0.00916281 +
-               u * (-0.02057706 + u * (0.02635537 + u * (-0.01647633 + u * 0.00392377)))))));
+    double p = 0.39894228 +
+        u *
+            (0.01328592 +
+             u *
+                 (0.00225319 +
+                  u *
+                      (-0.00157565 +
+                       u * (0.00916281 + u * (-0.02057706 + u * (0.02635537 + u * (-0.01647633 + u * 0.00392377)))))));
     return p / sqrt(x);
 }
 
@@ -166,8 +174,10 @@ static int radial_work(void *ctx, int w, long i0, long i1)
         const stem_atom_potential *p = &job->potentials[t->species_z[s]];
         float *tab = job->tabs + (size_t)s * t->n_nodes * RADIAL_POINTS;
         int r0 = c * (RADIAL_POINTS / RADIAL_CHUNKS), r1 = r0 + RADIAL_POINTS / RADIAL_CHUNKS;
-        if (t->finite) finite_radial_tables(p, t, t->cutoff, r0, r1, tab);
-        else if (c == 0) radial_table(p, t->cutoff, tab);
+        if (t->finite)
+            finite_radial_tables(p, t, t->cutoff, r0, r1, tab);
+        else if (c == 0)
+            radial_table(p, t->cutoff, tab);
     }
     return STEM_OK;
 }
@@ -258,7 +268,8 @@ int stem_atom_slice_weights(const stem_plan *plan, const stem_potential_table *t
     }
     /* the slice's share: part(top) - part(bottom), the first and last slices reaching out
      * to everything above and below them */
-    double top = s == 0 ? -INFINITY : s * plan->dz - z, bottom = s == plan->n_slices - 1 ? INFINITY : (s + 1) * plan->dz - z;
+    double top = s == 0 ? -INFINITY : s * plan->dz - z,
+           bottom = s == plan->n_slices - 1 ? INFINITY : (s + 1) * plan->dz - z;
     int n = 0;
     add_partial(t, bottom, 1.0, w, &n);
     add_partial(t, top, -1.0, w, &n);
@@ -328,8 +339,8 @@ int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table 
     return STEM_OK;
 }
 
-int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s0,
-                          int s1, float *V)
+int stem_potential_slices(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s0, int s1,
+                          float *V)
 {
     potential_grid g = grid_of(plan);
     size_t grid = (size_t)g.nx * g.ny;

@@ -14,8 +14,8 @@ typedef struct {
     int n_species;
     int species_z[STEM_MAX_Z + 1];
     int species_of_z[STEM_MAX_Z + 1]; /* -1 if absent */
-    int finite;         /* finite projection: a profile per depth node (potential.c) */
-    int n_nodes;        /* depth nodes per species: 1 (infinite projection) or the finite ones */
+    int finite;                       /* finite projection: a profile per depth node (potential.c) */
+    int n_nodes;                      /* depth nodes per species: 1 (infinite projection) or the finite ones */
     double z_nodes[32]; /* finite: the depths (Angstrom, up to the cutoff) the profiles are tabulated at */
     double cutoff;      /* Angstrom */
     double blur_sigma;  /* Angstrom: the Gaussian every profile is blurred with */
@@ -43,8 +43,8 @@ int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, c
 /* The same in two steps, so that ranks can share the work: species, sizes and the
  * (unfilled) profiles; then profiles [k0, k1) of table->n_profiles. */
 int stem_potential_table_init(const stem_plan *plan, const stem_atoms *atoms, stem_potential_table *table);
-int stem_potential_table_profiles(const stem_plan *plan, const stem_atom_potential *potentials, stem_potential_table *table,
-                                 long k0, long k1);
+int stem_potential_table_profiles(const stem_plan *plan, const stem_atom_potential *potentials,
+                                  stem_potential_table *table, long k0, long k1);
 void stem_potential_table_free(stem_potential_table *table);
 /* The slice an atom at depth z belongs to (atoms on a boundary: the slice starting there). */
 int stem_potential_slice_of(const stem_plan *plan, double z);
@@ -58,8 +58,8 @@ int stem_atom_slice_weights(const stem_plan *plan, const stem_potential_table *t
 const float *stem_atom_profile(const stem_potential_table *t, int species);
 /* The blurred projected potential of slices [s0, s1) into V ([slice - s0][ny][nx], V Angstrom):
  * the samples stem_potential_deblur turns into the band-limited potential. */
-int stem_potential_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
-                          int s0, int s1, float *V);
+int stem_potential_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms, int s0,
+                          int s1, float *V);
 /* Rows [row0, row0 + rows) of slice s's blurred projected potential into V ([rows][nx]): what
  * one rank of a distributed FFT builds (the same sums as stem_potential_slices). */
 int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms, int s,

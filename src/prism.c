@@ -107,8 +107,7 @@ static int smatrix_beams(const stem_plan *plan, const stem_complex *trans, int f
     int err = prop && job.waves && job.box && job.fft && job.fft_box ? STEM_OK : STEM_ERR_MEMORY;
     job.prop = prop;
     stem_work work = {&job, smatrix_setup, smatrix_work, smatrix_teardown};
-    if (!err)
-        err = stem_dispatch_shared(&work, count, plan->batch_size, workers, "S-matrix plane waves", shared_next);
+    if (!err) err = stem_dispatch_shared(&work, count, plan->batch_size, workers, "S-matrix plane waves", shared_next);
     stem_fft_free(prop);
     free(job.waves);
     free(job.box);
@@ -124,8 +123,8 @@ int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, s
 
 int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue)
 {
-    return smatrix_beams(plan, trans, queue->first, queue->count, queue->S + (size_t)queue->first * stem_prism_beam_stride(plan),
-                         queue->next);
+    return smatrix_beams(plan, trans, queue->first, queue->count,
+                         queue->S + (size_t)queue->first * stem_prism_beam_stride(plan), queue->next);
 }
 
 void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,
@@ -163,7 +162,7 @@ typedef struct {
     const stem_complex *S;
     const stem_detector *det;
     stem_result *res;
-    size_t win_stride;           /* complex numbers from one window to the next (aligned like the first) */
+    size_t win_stride;             /* complex numbers from one window to the next (aligned like the first) */
     stem_complex **coef, **window; /* per worker: [OUTPUT_RUN][n_beams], [OUTPUT_RUN][win_stride] */
     float **coef_t;                /* per worker: the coefficients transposed, re then im, 2 x [n_beams][OUTPUT_RUN] */
     float **intensity;
@@ -177,7 +176,8 @@ static int output_setup(void *ctx, int w)
     size_t win = (size_t)plan->out_nx * plan->out_ny;
     job->coef[w] = stem_fft_alloc((size_t)OUTPUT_RUN * plan->n_beams, "beam coefficients");
     job->window[w] = stem_fft_alloc(OUTPUT_RUN * job->win_stride, "probe windows");
-    job->coef_t[w] = (float *)stem_fft_alloc((size_t)OUTPUT_RUN * plan->n_beams, "beam coefficients"); /* 2 floats each */
+    job->coef_t[w] =
+        (float *)stem_fft_alloc((size_t)OUTPUT_RUN * plan->n_beams, "beam coefficients"); /* 2 floats each */
     job->intensity[w] = stem_alloc(sizeof(float) * win, "diffraction pattern");
     if (!job->coef[w] || !job->window[w] || !job->coef_t[w] || !job->intensity[w]) return STEM_ERR_MEMORY;
     return stem_fft_create(&job->fft[w], plan->out_nx, plan->out_ny, 1, job->window[w],
@@ -226,8 +226,9 @@ static void run_sums(const stem_complex *restrict s, int nb, const float *restri
     memcpy(acc_im + 8, &im1, sizeof im1);
 }
 
-void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re, const float *coef_im,
-                               const int *ox, int oy, int n, int wx, int wy, stem_complex *window, size_t win_stride)
+void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re,
+                               const float *coef_im, const int *ox, int oy, int n, int wx, int wy, stem_complex *window,
+                               size_t win_stride)
 {
     int span = ox[n - 1] - ox[0] + wx; /* ox ascending along the row */
     float re[STEM_PRISM_RUN], im[STEM_PRISM_RUN];
@@ -297,8 +298,8 @@ int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_d
 {
     int workers = plan->threads;
     /* windows one after another at FFTW's alignment of the first (64 bytes) */
-    output_job job = {.plan = plan, .S = S, .det = det, .res = res,
-                      .win_stride = ((size_t)plan->out_nx * plan->out_ny + 7) / 8 * 8};
+    output_job job = {
+        .plan = plan, .S = S, .det = det, .res = res, .win_stride = ((size_t)plan->out_nx * plan->out_ny + 7) / 8 * 8};
     job.coef = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.window = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.coef_t = stem_calloc(workers, sizeof(float *), "worker buffers");

@@ -49,7 +49,8 @@ int stem_prism_window_origin(double x, double cell, int crop, int window);
  * is the sum in beam order with the plain complex product, as a probe alone would get it,
  * so results do not depend on how probes are grouped into runs. */
 enum { STEM_PRISM_RUN = 16 };
-void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re, const float *coef_im,
-                               const int *ox, int oy, int n, int wx, int wy, stem_complex *window, size_t win_stride);
+void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re,
+                               const float *coef_im, const int *ox, int oy, int n, int wx, int wy, stem_complex *window,
+                               size_t win_stride);
 
 #endif

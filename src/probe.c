@@ -12,7 +12,8 @@ double stem_probe_chi(const stem_plan *plan, double qx, double qy)
     double tx = lambda * qx, ty = lambda * qy, t2 = tx * tx + ty * ty;
     double phi = atan2(ty, tx), c1 = c[STEM_C10], a1 = c[STEM_C12], c3 = c[STEM_C30], c5 = c[STEM_C50];
     /* C10, C12, C30, C50 as stemsim always evaluated them (results unchanged to the bit) */
-    double w = 0.5 * c1 * t2 + 0.5 * a1 * t2 * cos(2 * (phi - phi_nm[STEM_C12])) + 0.25 * c3 * t2 * t2 + c5 * t2 * t2 * t2 / 6;
+    double w =
+        0.5 * c1 * t2 + 0.5 * a1 * t2 * cos(2 * (phi - phi_nm[STEM_C12])) + 0.25 * c3 * t2 * t2 + c5 * t2 * t2 * t2 / 6;
     double theta = sqrt(t2);
     for (int k = 0; k < STEM_N_ABERR; k++) { /* the others: C_nm theta^(n+1) / (n+1) cos(m (phi - phi_nm)) */
         if (k == STEM_C10 || k == STEM_C12 || k == STEM_C30 || k == STEM_C50 || c[k] == 0) continue;
@@ -66,7 +67,8 @@ void stem_probe_beam_coefficients(const stem_plan *plan, double x, double y, ste
 {
     double norm = 0;
     for (int b = 0; b < plan->n_beams; b++) {
-        coef[b] = stem_probe_coefficient(plan, plan->beam_kx[b] / plan->cell[0], plan->beam_ky[b] / plan->cell[1], x, y);
+        coef[b] =
+            stem_probe_coefficient(plan, plan->beam_kx[b] / plan->cell[0], plan->beam_ky[b] / plan->cell[1], x, y);
         norm += crealf(coef[b]) * crealf(coef[b]) + cimagf(coef[b]) * cimagf(coef[b]);
     }
     float scale = (float)(1 / sqrt(norm));

@@ -21,9 +21,12 @@ static void test_poison(const stem_plan *plan, stem_result *res)
 {
     const char *hook = getenv("STEMSIM_TEST_POISON_RESULT");
     if (!hook || !res->total || res->n_probes < 1) return;
-    if (!strcmp(hook, "nan")) res->total[0] = NAN;
-    else if (!strcmp(hook, "zero")) res->total[0] = 0;
-    else if (!strcmp(hook, "gain")) res->total[0] = 2 * stem_result_total_max(plan);
+    if (!strcmp(hook, "nan"))
+        res->total[0] = NAN;
+    else if (!strcmp(hook, "zero"))
+        res->total[0] = 0;
+    else if (!strcmp(hook, "gain"))
+        res->total[0] = 2 * stem_result_total_max(plan);
 }
 
 static int check_channel(const stem_plan *plan, const stem_result *res, int ch, const char *where)
@@ -33,9 +36,12 @@ static int check_channel(const stem_plan *plan, const stem_result *res, int ch, 
     if (i < 0) return STEM_OK;
     double v = stem_channel_table[ch].is_float ? ((const float *)res->data[ch])[i] : ((const double *)res->data[ch])[i];
     if (!stem_channel_per_probe(ch))
-        return STEM_FAIL(STEM_ERR_INTERNAL, "result check%s: %s bin %ld is %g, not a finite number; nothing is "
-                         "published (please report, with the config)", where, stem_channel_table[ch].name, i, v);
-    return STEM_FAIL(STEM_ERR_INTERNAL, "result check%s: %s of probe %ld (value %ld) is %g, not a finite number: a "
+        return STEM_FAIL(STEM_ERR_INTERNAL,
+                         "result check%s: %s bin %ld is %g, not a finite number; nothing is "
+                         "published (please report, with the config)",
+                         where, stem_channel_table[ch].name, i, v);
+    return STEM_FAIL(STEM_ERR_INTERNAL,
+                     "result check%s: %s of probe %ld (value %ld) is %g, not a finite number: a "
                      "numerical failure or damaged input; nothing is published (please report, with the config)",
                      where, stem_channel_table[ch].name, plan->probe_begin + i / w, i % w, v);
 }
@@ -53,9 +59,11 @@ int stem_result_check(const stem_plan *plan, stem_result *res, int with_scan, co
     double most = stem_result_total_max(plan);
     for (long p = 0; res->total && p < res->n_probes; p++)
         if (!(res->total[p] > 0 && res->total[p] <= most))
-            return STEM_FAIL(STEM_ERR_INTERNAL, "result check%s: the total intensity of probe %ld is %.9g, outside (0, "
-                             "%g]: the beam %s; nothing is published (please report, with the config)", where,
-                             plan->probe_begin + p, res->total[p], most,
-                             res->total[p] > 0 ? "gained intensity" : "lost all its intensity (or a number is not finite)");
+            return STEM_FAIL(STEM_ERR_INTERNAL,
+                             "result check%s: the total intensity of probe %ld is %.9g, outside (0, "
+                             "%g]: the beam %s; nothing is published (please report, with the config)",
+                             where, plan->probe_begin + p, res->total[p], most,
+                             res->total[p] > 0 ? "gained intensity"
+                                               : "lost all its intensity (or a number is not finite)");
     return STEM_OK;
 }

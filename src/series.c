@@ -9,8 +9,8 @@
 
 #include "plan.h"
 
-const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x", "tilt_y", "beam_tilt_x", "beam_tilt_y",
-                                                                "defocus", "depth"};
+const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x",      "tilt_y",  "beam_tilt_x",
+                                                               "beam_tilt_y", "defocus", "depth"};
 const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "mrad", "mrad", "Angstrom", "Angstrom"};
 
 /* One finite decimal number filling the whole token. */
@@ -37,10 +37,12 @@ static int parse_range(const char *text, const char *what, double **values, int 
     if (number(a, &start) || number(b, &step) || number(c, &stop))
         return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': start, step and stop must be plain numbers", what, text);
     if (step == 0 || (stop - start) / step < -1e-9)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': the step must be non-zero and lead from start to stop", what, text);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': the step must be non-zero and lead from start to stop", what,
+                         text);
     double count = floor((stop - start) / step + 1e-9) + 1;
     if (count > STEM_SERIES_MAX_VALUES)
-        return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': %.0f values, at most %d", what, text, count, STEM_SERIES_MAX_VALUES);
+        return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': %.0f values, at most %d", what, text, count,
+                         STEM_SERIES_MAX_VALUES);
     *n = (int)count;
     if (!(*values = stem_calloc((size_t)*n, sizeof(double), "series values"))) return STEM_ERR_MEMORY;
     for (int i = 0; i < *n; i++) (*values)[i] = start + i * step; /* not accumulated: no drift */
@@ -57,7 +59,8 @@ int stem_series_parse(const char *text, const char *what, double **values, int *
         while (len && isspace((unsigned char)text[len - 1])) len--;
         char tok[256];
         snprintf(tok, sizeof tok, "%.*s", (int)len, text);
-        if (strpbrk(tok, " \t")) return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': a range is one token start:step:stop", what, text);
+        if (strpbrk(tok, " \t"))
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': a range is one token start:step:stop", what, text);
         return parse_range(tok, what, values, n);
     }
     char *copy = strdup(text);
@@ -90,7 +93,7 @@ int stem_series_parse(const char *text, const char *what, double **values, int *
 
 static const char *series_text(const stem_config *cfg, int axis)
 {
-    const char *t[STEM_SERIES_N_AXES] = {cfg->series_tilt_x, cfg->series_tilt_y, cfg->series_beam_tilt_x,
+    const char *t[STEM_SERIES_N_AXES] = {cfg->series_tilt_x,      cfg->series_tilt_y,  cfg->series_beam_tilt_x,
                                          cfg->series_beam_tilt_y, cfg->series_defocus, cfg->depths};
     return t[axis];
 }
@@ -126,8 +129,8 @@ int stem_series_build(const stem_config *cfg, stem_series *s)
 {
     memset(s, 0, sizeof *s);
     /* the exit surface stands for "no depth axis" until depths are resolved */
-    const double single[STEM_SERIES_N_AXES] = {cfg->tilt_x, cfg->tilt_y, cfg->beam_tilt_mrad[0], cfg->beam_tilt_mrad[1],
-                                               cfg->aberr_c[STEM_C10], 0};
+    const double single[STEM_SERIES_N_AXES] = {
+        cfg->tilt_x, cfg->tilt_y, cfg->beam_tilt_mrad[0], cfg->beam_tilt_mrad[1], cfg->aberr_c[STEM_C10], 0};
     for (int a = 0; a < STEM_SERIES_N_AXES; a++) {
         char what[64];
         snprintf(what, sizeof what, "[%s] %s", series_section(a), series_key(a));
@@ -146,8 +149,8 @@ int stem_series_build(const stem_config *cfg, stem_series *s)
                 err = STEM_FAIL(STEM_ERR_CONFIG, "%s: %g degrees is outside [-180, 180]", what, s->v[a][i]);
         for (int i = 0; !err && a == STEM_SERIES_DEPTH && s->given[a] && i < s->n[a]; i++)
             if (s->v[a][i] <= 0)
-                err = STEM_FAIL(STEM_ERR_CONFIG, "%s: %g Angstrom: a depth must lie below the entrance surface (> 0)", what,
-                                s->v[a][i]);
+                err = STEM_FAIL(STEM_ERR_CONFIG, "%s: %g Angstrom: a depth must lie below the entrance surface (> 0)",
+                                what, s->v[a][i]);
         if (err) {
             stem_series_free(s);
             return err;
@@ -164,7 +167,8 @@ static int depths_every(stem_series *s, int every, int slices)
 {
     int n = (slices + every - 1) / every;
     if (n > STEM_MAX_DEPTHS)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[output] depth_every = %d: %d depths, at most %d", every, n, STEM_MAX_DEPTHS);
+        return STEM_FAIL(STEM_ERR_CONFIG, "[output] depth_every = %d: %d depths, at most %d", every, n,
+                         STEM_MAX_DEPTHS);
     free(s->v[STEM_SERIES_DEPTH]);
     STEM_ALLOC(s->v[STEM_SERIES_DEPTH], n, "depths");
     STEM_ALLOC(s->depth_slice, n, "depths");
@@ -185,8 +189,10 @@ static int nearest_boundary(double d, int slices, double dz, double dz_last)
     long k = lround(d / dz);
     if (k < 1) k = 1;
     if (k >= slices - 1) /* near the exit: the thinner last slice moves the last boundary up */
-        k = fabs(d - boundary_depth(slices - 1, slices, dz, dz_last)) < fabs(d - boundary_depth(slices, slices, dz, dz_last))
-                ? slices - 1 : slices;
+        k = fabs(d - boundary_depth(slices - 1, slices, dz, dz_last)) <
+                fabs(d - boundary_depth(slices, slices, dz, dz_last))
+            ? slices - 1
+            : slices;
     return k < 1 ? 1 : (int)k;
 }
 
@@ -195,19 +201,22 @@ static int depths_rounded(stem_series *s, double dz, int slices, double dz_last)
 {
     int n = s->n[STEM_SERIES_DEPTH];
     double thickness = boundary_depth(slices, slices, dz, dz_last);
-    if (n > STEM_MAX_DEPTHS) return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %d depths, at most %d", n, STEM_MAX_DEPTHS);
+    if (n > STEM_MAX_DEPTHS)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %d depths, at most %d", n, STEM_MAX_DEPTHS);
     STEM_ALLOC(s->depth_slice, n, "depths");
     for (int k = 0; k < n; k++) {
         double d = s->v[STEM_SERIES_DEPTH][k];
         if (d - thickness >= 0.5 * dz_last)
-            return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %g Angstrom is below the exit surface: the sample%s has %d "
-                             "slices of %g Angstrom (%g Angstrom)", d, s->n_tilts > 1 ? " at its thinnest tilt" : "",
-                             slices, dz, thickness);
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "[output] depths: %g Angstrom is below the exit surface: the sample%s has %d "
+                             "slices of %g Angstrom (%g Angstrom)",
+                             d, s->n_tilts > 1 ? " at its thinnest tilt" : "", slices, dz, thickness);
         int slice = nearest_boundary(d, slices, dz, dz_last);
         if (k > 0 && slice <= s->depth_slice[k - 1])
-            return STEM_FAIL(STEM_ERR_CONFIG, "[output] depths: %g Angstrom %s %g Angstrom (slices of %g Angstrom): give "
-                             "depths in increasing order, at least one slice apart", d,
-                             slice == s->depth_slice[k - 1] ? "falls on the same slice as" : "comes after",
+            return STEM_FAIL(STEM_ERR_CONFIG,
+                             "[output] depths: %g Angstrom %s %g Angstrom (slices of %g Angstrom): give "
+                             "depths in increasing order, at least one slice apart",
+                             d, slice == s->depth_slice[k - 1] ? "falls on the same slice as" : "comes after",
                              s->v[STEM_SERIES_DEPTH][k - 1], dz);
         s->depth_slice[k] = slice;
     }
@@ -223,8 +232,9 @@ int stem_series_resolve_depths(stem_series *s, const stem_config *cfg, double th
     for (int k = 0; k < s->n[STEM_SERIES_DEPTH]; k++) {
         double was = s->v[STEM_SERIES_DEPTH][k], now = boundary_depth(s->depth_slice[k], slices, dz, dz_last);
         if (cfg->depth_every == 0 && fabs(was - now) > 1e-9 * dz)
-            stem_info("depth %g Angstrom rounded to %g Angstrom (slice %d of %g Angstrom%s)", was, now, s->depth_slice[k],
-                      dz, s->depth_slice[k] == slices && dz_last != dz ? ": the exit surface, the last slice thinner" : "");
+            stem_info("depth %g Angstrom rounded to %g Angstrom (slice %d of %g Angstrom%s)", was, now,
+                      s->depth_slice[k], dz,
+                      s->depth_slice[k] == slices && dz_last != dz ? ": the exit surface, the last slice thinner" : "");
         s->v[STEM_SERIES_DEPTH][k] = now;
     }
     return count_points(s);
@@ -240,7 +250,8 @@ static int beam_axis_on_grid(stem_series *s, int a, double lambda, double length
                       stem_series_axis_name[a], was, now, length);
         for (int j = 0; j < i; j++)
             if (fabs(s->v[a][j] - now) <= 1e-9 * (fabs(now) + 1))
-                return STEM_FAIL(STEM_ERR_CONFIG, "[series] %s: %g mrad falls on the same plane wave (%g mrad) as an "
+                return STEM_FAIL(STEM_ERR_CONFIG,
+                                 "[series] %s: %g mrad falls on the same plane wave (%g mrad) as an "
                                  "earlier value: on the %g Angstrom cell the plane waves are %.3g mrad apart",
                                  stem_series_axis_name[a], was, now, length, lambda / length * 1e3);
         s->v[a][i] = now;
@@ -260,8 +271,10 @@ int stem_series_resolve_beam_tilts(stem_series *s, double lambda, const double c
             if (r > reach) reach = r;
         }
     if (reach * 1e-3 / lambda >= q_limit)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[series] beam tilts reach %.1f mrad, beyond the anti-aliased band (%.1f mrad): "
-                         "use smaller tilts or a smaller pixel_size", reach, q_limit * lambda * 1e3);
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "[series] beam tilts reach %.1f mrad, beyond the anti-aliased band (%.1f mrad): "
+                         "use smaller tilts or a smaller pixel_size",
+                         reach, q_limit * lambda * 1e3);
     return STEM_OK;
 }
 

@@ -28,8 +28,8 @@ typedef struct {
     int n[STEM_SERIES_N_AXES];     /* values per axis (1 when not given: the single run's value) */
     double *v[STEM_SERIES_N_AXES]; /* deg, deg, mrad, mrad, Angstrom, Angstrom (depths: once resolved, k * dz;
                                       beam tilts: once resolved, on the grid) */
-    int *depth_slice;              /* depths resolved: slices above each detection plane (ascending); NULL: the exit only */
-    int n_points, n_tilts;         /* all points; distinct (tilt_x, tilt_y) pairs */
+    int *depth_slice;      /* depths resolved: slices above each detection plane (ascending); NULL: the exit only */
+    int n_points, n_tilts; /* all points; distinct (tilt_x, tilt_y) pairs */
 } stem_series;
 
 extern const char *const stem_series_axis_name[STEM_SERIES_N_AXES];  /* "tilt_x", ..., "beam_tilt_x", ..., "depth" */

@@ -9,7 +9,7 @@
 
 static volatile sig_atomic_t stem_signal_caught = 0;
 static volatile sig_atomic_t stem_signal_done = 0;
-static volatile sig_atomic_t stem_signal_checkpoint = 0; /* a campaign keeps its finished units */
+static volatile sig_atomic_t stem_signal_checkpoint = 0;      /* a campaign keeps its finished units */
 static volatile sig_atomic_t stem_signal_deadline_status = 0; /* the exit status of a missed deadline (0: none) */
 static int stem_signal_rank = 0;
 /* Written only with the signals held, read by the handler: the unfinished output and
@@ -47,7 +47,8 @@ static void stem_signal_watchdog(int sig)
     if (!stem_signal_caught && stem_signal_deadline_status) {
         if (stem_signal_rank == 0)
             stem_signal_say("stemsim: error: gave up waiting for the ranks to close the discarded output together "
-                            "(a full disk left HDF5's ranks out of step); its files are removed\n", NULL, NULL);
+                            "(a full disk left HDF5's ranks out of step); its files are removed\n",
+                            NULL, NULL);
         _exit(stem_signal_deadline_status);
     }
     _exit(stem_signal_status(stem_signal_caught ? stem_signal_caught : SIGTERM));
@@ -57,7 +58,8 @@ static void stem_signal_handler(int sig)
 {
     if (stem_signal_done) {
         if (stem_signal_rank == 0)
-            stem_signal_say("stemsim: received ", stem_signal_name(sig), " after the result was published; it is complete\n");
+            stem_signal_say("stemsim: received ", stem_signal_name(sig),
+                            " after the result was published; it is complete\n");
         return;
     }
     if (stem_signal_caught) {

@@ -26,9 +26,10 @@ int stem_dist_fft_check(int nx, int ny, int ranks)
     int most = ranks - 1;
     while (most > 1 && !every_rank_has_rows(nx, ny, most)) most--;
     long by = (ny + ranks - 1) / ranks, bx = (nx + ranks - 1) / ranks;
-    return STEM_FAIL(STEM_ERR_CONFIG, "[compute] distributed_fft: the %d x %d grid cannot be shared by the %d ranks of a "
+    return STEM_FAIL(STEM_ERR_CONFIG,
+                     "[compute] distributed_fft: the %d x %d grid cannot be shared by the %d ranks of a "
                      "group: FFTW-MPI gives each rank %ld of its %d rows and %ld of its %d Fourier columns, which "
                      "leaves the last ranks none; use at most %d rank%s per group (more [compute] fp_groups, or fewer "
-                     "ranks), a finer grid ([simulation] pixel_size), or distributed_fft = off", nx, ny, ranks, by,
-                     ny, bx, nx, most, most == 1 ? "" : "s");
+                     "ranks), a finer grid ([simulation] pixel_size), or distributed_fft = off",
+                     nx, ny, ranks, by, ny, bx, nx, most, most == 1 ? "" : "s");
 }

@@ -70,14 +70,16 @@ int stem_result_alloc_errors(const stem_plan *plan, stem_result *res)
     }
     /* the scan means' errors in the log need each configuration's images even without the maps' */
     if (plan->n_configs > 1 && plan->n_images > 0 && !res->before[STEM_CH_IMAGES])
-        STEM_ALLOC(res->before[STEM_CH_IMAGES], (size_t)(res->n_probes * res->width[STEM_CH_IMAGES]), "images before a configuration");
+        STEM_ALLOC(res->before[STEM_CH_IMAGES], (size_t)(res->n_probes * res->width[STEM_CH_IMAGES]),
+                   "images before a configuration");
     return STEM_OK;
 }
 
 void stem_result_errors_begin(stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (res->before[ch]) memcpy(res->before[ch], res->data[ch], sizeof(double) * (size_t)(res->n_probes * res->width[ch]));
+        if (res->before[ch])
+            memcpy(res->before[ch], res->data[ch], sizeof(double) * (size_t)(res->n_probes * res->width[ch]));
 }
 
 /* Welford's update of M2 from the sums before (b) and after (a) the k-th sample x = a - b:
@@ -122,8 +124,10 @@ void stem_result_errors_add(stem_result *res, int config)
     if (k < 2) return; /* M2 of one sample is 0 */
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         if (!res->err[ch]) continue;
-        if (stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL) welford_ratio(res, ch, k);
-        else welford_mean(res, ch, k);
+        if (stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL)
+            welford_ratio(res, ch, k);
+        else
+            welford_mean(res, ch, k);
     }
 }
 

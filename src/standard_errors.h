@@ -12,9 +12,9 @@
 typedef struct {
     const char *name;
     double inner_mrad, outer_mrad;
-    double mean;           /* the image averaged over the scan and the configurations */
-    double se;             /* standard error of mean over configurations; NaN with one configuration */
-    double pixel_se;       /* root mean square over the scan of the image's per-probe standard error (NaN: none) */
+    double mean;     /* the image averaged over the scan and the configurations */
+    double se;       /* standard error of mean over configurations; NaN with one configuration */
+    double pixel_se; /* root mean square over the scan of the image's per-probe standard error (NaN: none) */
     int n_configs;
 } stem_image_error;
 

@@ -12,20 +12,22 @@
 /* Exit codes (documented in docs/running.md, "Exit codes"). */
 typedef enum {
     STEM_OK = 0,
-    STEM_ERR_USAGE = 2,    /* bad command line */
-    STEM_ERR_CONFIG = 3,   /* bad config.ini key or value */
-    STEM_ERR_INPUT = 4,    /* bad or missing XYZ model / data file */
-    STEM_ERR_MEMORY = 5,   /* plan exceeds the memory allowed, or allocation failed */
-    STEM_ERR_IO = 6,       /* output file cannot be written */
-    STEM_ERR_MPI = 7,      /* MPI failure */
-    STEM_ERR_GPU = 8,      /* CUDA / cuFFT failure */
-    STEM_ERR_INTERNAL = 9, /* a bug: please report */
+    STEM_ERR_USAGE = 2,            /* bad command line */
+    STEM_ERR_CONFIG = 3,           /* bad config.ini key or value */
+    STEM_ERR_INPUT = 4,            /* bad or missing XYZ model / data file */
+    STEM_ERR_MEMORY = 5,           /* plan exceeds the memory allowed, or allocation failed */
+    STEM_ERR_IO = 6,               /* output file cannot be written */
+    STEM_ERR_MPI = 7,              /* MPI failure */
+    STEM_ERR_GPU = 8,              /* CUDA / cuFFT failure */
+    STEM_ERR_INTERNAL = 9,         /* a bug: please report */
     STEM_STOPPED_CHECKPOINTED = 75 /* stopped by a signal with its finished units in the checkpoint:
                                       run the same command again to continue (EX_TEMPFAIL) */
 } stem_status;
 
 #ifdef __cplusplus
-typedef struct { float re, im; } stem_complex; /* layout of float _Complex */
+typedef struct {
+    float re, im;
+} stem_complex; /* layout of float _Complex */
 extern "C" {
 #else
 #include <complex.h>
@@ -38,20 +40,19 @@ int stem_fail(int code, const char *file, int line, const char *func, const char
     __attribute__((format(printf, 5, 6)));
 #define STEM_FAIL(code, ...) stem_fail((code), __FILE__, __LINE__, __func__, __VA_ARGS__)
 /* An internal invariant (a bug if false, exit 9), distinct from user errors. */
-#define STEM_ASSERT(cond, ...)                                                                     \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            char stem_assert_msg_[512];                                                            \
-            snprintf(stem_assert_msg_, sizeof stem_assert_msg_, __VA_ARGS__);                      \
-            return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): %s: %s", #cond,  \
-                             stem_assert_msg_);                                                    \
-        }                                                                                          \
+#define STEM_ASSERT(cond, ...)                                                                                         \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            char stem_assert_msg_[512];                                                                                \
+            snprintf(stem_assert_msg_, sizeof stem_assert_msg_, __VA_ARGS__);                                          \
+            return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): %s: %s", #cond, stem_assert_msg_);    \
+        }                                                                                                              \
     } while (0)
 /* Propagate a non-zero status up the stack (PetscCall style). */
-#define STEM_TRY(expr)                  \
-    do {                                \
-        int stem_rc_ = (expr);          \
-        if (stem_rc_) return stem_rc_;  \
+#define STEM_TRY(expr)                                                                                                 \
+    do {                                                                                                               \
+        int stem_rc_ = (expr);                                                                                         \
+        if (stem_rc_) return stem_rc_;                                                                                 \
     } while (0)
 
 /* Logging: the only process-wide state (level, rank, progress switch). */
@@ -73,10 +74,10 @@ void stem_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Checked allocation: NULL plus a reported STEM_ERR_MEMORY on failure. */
 void *stem_alloc(size_t bytes, const char *what);
 void *stem_calloc(size_t count, size_t size, const char *what);
-#define STEM_ALLOC(ptr, count, what)                                            \
-    do {                                                                        \
-        (ptr) = stem_calloc((size_t)(count), sizeof(*(ptr)), (what));           \
-        if (!(ptr)) return STEM_ERR_MEMORY;                                     \
+#define STEM_ALLOC(ptr, count, what)                                                                                   \
+    do {                                                                                                               \
+        (ptr) = stem_calloc((size_t)(count), sizeof(*(ptr)), (what));                                                  \
+        if (!(ptr)) return STEM_ERR_MEMORY;                                                                            \
     } while (0)
 
 /* Before a hot loop written for vectors: an AVX2 clone beside the baseline one, chosen when

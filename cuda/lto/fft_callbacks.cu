@@ -28,7 +28,8 @@ static __device__ __forceinline__ cufftComplex load_multiply(void *data, unsigne
 
 /* The same callback under C and C++ linkage: how cuFFT looks the name up has changed
  * between releases, so gpu_propagate.cu tries the names of GPU_FFT_LOAD_NAMES in turn. */
-extern "C" __device__ cufftComplex stem_fft_load_multiply(void *data, unsigned long long offset, void *info, void *shared)
+extern "C" __device__ cufftComplex stem_fft_load_multiply(void *data, unsigned long long offset, void *info,
+                                                          void *shared)
 {
     (void)shared;
     return load_multiply(data, offset, info);

@@ -93,7 +93,8 @@ template <class A, class B> static double rel_err(const A *a, const B *b, size_t
 // report() of a against b, then the same with a one element (shift numbers) out of
 // place: that must exceed the tolerance a hundredfold (and 1e-3), or the check is blind.
 template <class A, class B>
-static void compare(const char *kernel, const char *size, const A *a, const B *b, size_t n, size_t shift, double tol, float us)
+static void compare(const char *kernel, const char *size, const A *a, const B *b, size_t n, size_t shift, double tol,
+                    float us)
 {
     report(kernel, size, rel_err(a, b, n), tol, us);
     double moved = rel_err(a + shift, b, n - shift);
@@ -165,8 +166,8 @@ static int check_detect(const stem_plan *base, int n, int reps, cudaStream_t s, 
     for (int r = 0; r < reps; r++) STEM_TRY(gpu_det_run(&g, dw, npix, NULL, scale, n, dres, dcbed, dwork, sm_count, s));
     float us = t.stop_us(s, reps);
     char size[96], name[32];
-    std::snprintf(size, sizeof size, "%d probes x %dx%d px, %d rings, %d tiles", n, plan->out_nx, plan->out_ny, plan->n_bins,
-                  g.tiles);
+    std::snprintf(size, sizeof size, "%d probes x %dx%d px, %d rings, %d tiles", n, plan->out_nx, plan->out_ny,
+                  plan->n_bins, g.tiles);
     std::snprintf(name, sizeof name, "k_detect %s", fixed ? "fixed" : "atomic");
     compare(name, size, rec.data(), ref.data(), ref.size(), 1, 1e-5, us);
     std::snprintf(name, sizeof name, "k_detect 4D %s", fixed ? "fixed" : "atomic");
@@ -189,7 +190,9 @@ static int check_detect(const stem_plan *base, int n, int reps, cudaStream_t s, 
     }
     if (fixed) failures += !same;
     std::printf("| %-12s | %-34s | same bits after 5 repeats, 4 launch sizes, 1-3 probe batches: %s |\n", name, size,
-                same ? "yes" : fixed ? "NO (FAIL)" : "no (atomics: expected)");
+                same        ? "yes"
+                    : fixed ? "NO (FAIL)"
+                            : "no (atomics: expected)");
     stem_result_free(&res);
     gpu_free(dw);
     gpu_free(dres);
@@ -222,8 +225,10 @@ static int report_fft_batches(int nx, int ny)
         CUFFT_CALL(cufftExecC2C(h, d, d, CUFFT_FORWARD));
         CUDA_CALL(cudaMemcpy(out.data(), d + (size_t)places[k] * grid, sizeof(float2) * grid, cudaMemcpyDeviceToHost));
         cufftDestroy(h);
-        if (k == 0) first = out;
-        else same &= !std::memcmp(out.data(), first.data(), sizeof(float2) * grid);
+        if (k == 0)
+            first = out;
+        else
+            same &= !std::memcmp(out.data(), first.data(), sizeof(float2) * grid);
     }
     gpu_free(d);
     std::printf("| cuFFT batch  | %dx%d C2C in batches of 1, 7 and 64   | same bits: %s (reported only) |\n", nx, ny,
@@ -254,7 +259,7 @@ static int check_crop(const stem_plan *plan, int n, int reps, cudaStream_t s)
         for (int j = 0; j < plan->crop_ny; j++)
             for (int i = 0; i < plan->crop_nx; i++) {
                 size_t gk = (size_t)stem_box_to_grid(j, plan->crop_ny, plan->ny) * plan->nx +
-                            stem_box_to_grid(i, plan->crop_nx, plan->nx);
+                    stem_box_to_grid(i, plan->crop_nx, plan->nx);
                 std::complex<float> a(w[b * grid + gk].x, w[b * grid + gk].y), c(prop[gk].x, prop[gk].y), r = a * c;
                 ref[b * cbox + (size_t)j * plan->crop_nx + i] = make_float2(r.real(), r.imag());
             }
@@ -327,8 +332,9 @@ static int check_hrtem_lens(const stem_plan *plan, int reps, cudaStream_t s)
     compare("k_add_int", size, image.data(), image_ref.data(), grid, 1, 1e-6, us);
     if (stopped == 0 || stopped == grid) {
         failures++;
-        std::printf("| k_lens       | the objective aperture stops %zu of %zu pixels: the check cannot see it | FAIL |\n",
-                    stopped, grid);
+        std::printf(
+            "| k_lens       | the objective aperture stops %zu of %zu pixels: the check cannot see it | FAIL |\n",
+            stopped, grid);
     }
     gpu_free(dw);
     gpu_free(dout);
@@ -553,7 +559,8 @@ static int check_output(const stem_plan *plan, int T, int reps, cudaStream_t s)
     STEM_TRY(gpu_direct_windows(dwin, dS, cx, cy, nb, tl.x0, tl.y0, dpr, &tl, dcoef, P, wx, wy, s));
     CUDA_CALL(cudaMemcpy(out.data(), dwin, sizeof(float2) * out.size(), cudaMemcpyDeviceToHost));
     t.start(s);
-    for (int r = 0; r < reps; r++) STEM_TRY(gpu_direct_windows(dwin, dS, cx, cy, nb, tl.x0, tl.y0, dpr, &tl, dcoef, P, wx, wy, s));
+    for (int r = 0; r < reps; r++)
+        STEM_TRY(gpu_direct_windows(dwin, dS, cx, cy, nb, tl.x0, tl.y0, dpr, &tl, dcoef, P, wx, wy, s));
     us = t.stop_us(s, reps);
     std::snprintf(size, sizeof size, "%d windows %dx%d, %d beams", P, wx, wy, nb);
     // FP32 sums of nb products (32 lanes, then a 5-step tree): worst case about
@@ -623,7 +630,8 @@ struct prop_case {
 };
 
 static int prop_case_create(prop_case &c, const stem_plan *base, int nx, int ny, int batch, int n_slices, int callbacks,
-                            int streaming, const stem_complex *host_trans, const float2 *dev_trans, const float2 *dev_prop)
+                            int streaming, const stem_complex *host_trans, const float2 *dev_trans,
+                            const float2 *dev_prop)
 {
     c.plan = *base;
     c.plan.nx = nx;
@@ -708,8 +716,9 @@ static int check_fft_callbacks(const stem_plan *base, int nx, int ny, int batch,
         CUFFT_CALL(cufftExecC2C(sep.w.fft, sep.w.waves, sep.w.waves, CUFFT_INVERSE));
     }
     float us_pair = t.stop_us(sep.w.stream, reps * n_slices);
-    std::printf("| per slice   | %-34s | pair %.1f us | separate kernels %.1f us (%.2fx) | callbacks %.1f us (%.2fx) |\n",
-                size, us_pair, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
+    std::printf(
+        "| per slice   | %-34s | pair %.1f us | separate kernels %.1f us (%.2fx) | callbacks %.1f us (%.2fx) |\n", size,
+        us_pair, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
     gpu_prop_worker_free(&sep.w);
     gpu_prop_worker_free(&fused.w);
     gpu_prop_worker_free(&fused_stream.w);
@@ -742,11 +751,11 @@ static int time_output_gemm(int reps)
             for (int r = -1; r < reps; r++) {
                 if (r == 0) t.start(0);
                 if (layout == 0) // as the engine: C[p][col] = A^T(col, b) B(b, p)
-                    CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, B, nb, 0,
-                                                          &zero, C, m, sC, rows));
+                    CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, B, nb,
+                                                          0, &zero, C, m, sC, rows));
                 else // transposed: C[col][p] = B^T(p, b) A(b, col)
-                    CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, P, m, nb, &one, B, nb, 0, A, nb, sA,
-                                                          &zero, C, P, sC, rows));
+                    CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, P, m, nb, &one, B, nb, 0, A, nb,
+                                                          sA, &zero, C, P, sC, rows));
             }
             float us = t.stop_us(0, reps);
             double flops = 8.0 * m * P * nb * rows;
@@ -757,10 +766,10 @@ static int time_output_gemm(int reps)
         timer t;
         for (int r = -1; r < reps; r++) {
             if (r == 0) t.start(0);
-            CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 128, P, nb, &one, A, nb, 134LL * nb, B, nb, 0,
-                                                  &zero, C, 134, 134LL * P, rows));
-            CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 6, P, nb, &one, A + 128 * nb, nb, 134LL * nb,
-                                                  B, nb, 0, &zero, C + 128, 134, 134LL * P, rows));
+            CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 128, P, nb, &one, A, nb, 134LL * nb, B,
+                                                  nb, 0, &zero, C, 134, 134LL * P, rows));
+            CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 6, P, nb, &one, A + 128 * nb, nb,
+                                                  134LL * nb, B, nb, 0, &zero, C + 128, 134, 134LL * P, rows));
         }
         float us = t.stop_us(0, reps);
         std::printf("| output CGEMM | as the engine, 134 = 128 + 6 columns | %.1f us | %.1f TFLOP/s |\n", us,
@@ -792,12 +801,14 @@ int main(int argc, char **argv)
     std::printf("|---|---|---|---|---|---|\n");
     // aberrations so that chi (up to about 2 rad) enters the probe and beam coefficients; the probe
     // (3.5 Angstrom across) still fits the PRISM window of half the cell
-    const char *ini = "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
-                      "[simulation]\npixel_size = 0.05\nalgorithm = prism\n"
-                      "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 1\nsave_4d = true\n"
-                      "segments = 4\nsegment_inner = 5\nsegment_outer = 40\nsegment_rings = 2\nsegment_rotation = 10\n";
-    const char *ini_ms = "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
-                         "[simulation]\npixel_size = 0.05\nalgorithm = multislice\n";
+    const char *ini =
+        "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
+        "[simulation]\npixel_size = 0.05\nalgorithm = prism\n"
+        "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 1\nsave_4d = true\n"
+        "segments = 4\nsegment_inner = 5\nsegment_outer = 40\nsegment_rings = 2\nsegment_rotation = 10\n";
+    const char *ini_ms =
+        "[sample]\nxyz = inline\n[probe]\nsoft_aperture = true\nC10 = 20\nC12 = 10\nphi12 = 30\nC30 = 5e4\n"
+        "[simulation]\npixel_size = 0.05\nalgorithm = multislice\n";
     // a window of at most 2048 pixels: the fixed-order detector's one-tile path
     const char *ini_one = "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.15\nalgorithm = prism\n"
                           "interpolation_x = 2\ninterpolation_y = 2\n[detector]\nring_width = 2\n";

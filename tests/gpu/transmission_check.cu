@@ -52,14 +52,17 @@ int main(int argc, char **argv)
     static stem_atom_potential kirkland[STEM_MAX_Z + 1];
     stem_potential_table table;
     stem_engine engine;
-    const char *si = "Si unit cell\n5.43 5.43 5.43\n14 0 0 0 1 0.076\n14 2.715 2.715 0 1 0.076\n14 2.715 0 2.715 1 0.076\n"
-                     "14 0 2.715 2.715 1 0.076\n14 1.3575 1.3575 1.3575 1 0.076\n14 4.0725 4.0725 1.3575 1 0.076\n"
-                     "14 4.0725 1.3575 4.0725 1 0.076\n14 1.3575 4.0725 4.0725 1 0.076\n-1\n";
+    const char *si =
+        "Si unit cell\n5.43 5.43 5.43\n14 0 0 0 1 0.076\n14 2.715 2.715 0 1 0.076\n14 2.715 0 2.715 1 0.076\n"
+        "14 0 2.715 2.715 1 0.076\n14 1.3575 1.3575 1.3575 1 0.076\n14 4.0725 4.0725 1.3575 1 0.076\n"
+        "14 4.0725 1.3575 4.0725 1 0.076\n14 1.3575 4.0725 4.0725 1 0.076\n-1\n";
     int err = stem_config_load_string(&cfg, "transmission_check.ini", ini);
     if (!err) err = stem_xyz_read_string("transmission_check.xyz", si, &atoms);
     if (!err) err = stem_atoms_prepare(&atoms, &cfg);
     if (!err) err = stem_plan_build(&plan, &cfg, &atoms, NULL, &L);
-    if (!err) err = stem_atom_potentials_load(STEM_PARAM_KIRKLAND, kirkland_path ? kirkland_path : "data/kirkland_params.txt", kirkland);
+    if (!err)
+        err = stem_atom_potentials_load(STEM_PARAM_KIRKLAND, kirkland_path ? kirkland_path : "data/kirkland_params.txt",
+                                        kirkland);
     if (!err) err = stem_potential_table_build(&plan, &atoms, kirkland, &table);
     if (!err) err = stem_atoms_displace(&atoms, 1234, 3, 1, &displaced);
     if (!err) err = stem_atoms_displace(&atoms, 1234, 3, 1, &moved);
@@ -88,8 +91,9 @@ int main(int argc, char **argv)
     double e = max_rel(gpu.data(), cpu.data(), n), e_moved = max_rel(shifted.data(), cpu.data(), n);
     std::printf("%ld atoms, %d x %d pixels x %d slices: CPU %.3f s (%d threads), GPU %.3f s (first call %.3f s)\n",
                 displaced.n, plan.nx, plan.ny, plan.n_slices, t1 - t0, plan.threads, t3 - t2, t2 - t1);
-    std::printf("| transmission (gpu_transmission) | max |t_gpu - t_cpu| / max |t_cpu| | %.2e | tolerance %.0e | %s |\n", e,
-                tol, e <= tol ? "ok" : "FAIL");
+    std::printf(
+        "| transmission (gpu_transmission) | max |t_gpu - t_cpu| / max |t_cpu| | %.2e | tolerance %.0e | %s |\n", e,
+        tol, e <= tol ? "ok" : "FAIL");
     std::printf("| sensitivity: model moved by one pixel | same measure | %.2e | must exceed %.0e | %s |\n", e_moved,
                 100 * tol, e_moved > 100 * tol ? "ok" : "FAIL");
     int same = std::memcmp(gpu.data(), again.data(), n * sizeof(stem_complex)) == 0;

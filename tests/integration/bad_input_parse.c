@@ -98,8 +98,10 @@ static int write_substituted(const char *case_path, const char *data_dir, const 
     snprintf(dir, sizeof dir, "%s", case_path);
     char *slash = strrchr(dir, '/');
     const char *base = slash ? slash + 1 : case_path;
-    if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
     snprintf(out, size, "%s/%s", scratch, base);
     FILE *f = fopen(out, "wb");
     const char *const token[] = {"@DATA@", "@DIR@", "@TMP@"}, *const value[] = {data_dir, dir, scratch};
@@ -109,7 +111,8 @@ static int write_substituted(const char *case_path, const char *data_dir, const 
         if (k < 3) {
             fputs(value[k], f);
             i += strlen(token[k]);
-        } else fputc(text[i++], f);
+        } else
+            fputc(text[i++], f);
     }
     free(text);
     return f && fclose(f) == 0;
@@ -129,8 +132,10 @@ static int load_model(const char *xyz, const stem_config *cfg)
 static void model_path(const stem_config *cfg, char *out, size_t size)
 {
     const char *slash = strrchr(cfg->config_path, '/');
-    if (cfg->xyz[0] == '/' || !slash) snprintf(out, size, "%s", cfg->xyz);
-    else snprintf(out, size, "%.*s/%s", (int)(slash - cfg->config_path), cfg->config_path, cfg->xyz);
+    if (cfg->xyz[0] == '/' || !slash)
+        snprintf(out, size, "%s", cfg->xyz);
+    else
+        snprintf(out, size, "%.*s/%s", (int)(slash - cfg->config_path), cfg->config_path, cfg->xyz);
 }
 
 /* what stemsim's setup() does with the case before any MPI step: the config,

@@ -28,7 +28,7 @@
 
 typedef struct {
     stem_config cfg;
-    stem_atoms atoms;   /* prepared (tiled) model, not displaced */
+    stem_atoms atoms; /* prepared (tiled) model, not displaced */
     stem_plan plan;
     stem_atom_potential kirkland[STEM_MAX_Z + 1];
     stem_complex *trans;

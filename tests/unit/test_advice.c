@@ -10,8 +10,8 @@
 #include "sim.h"
 
 /* Si [100], tiled 2 x 2 x 2 (10.86 A), with the optics and sampling of `extra`. */
-#define SI_CASE                                                                                                 \
-    "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\ntile_x = 2\ntile_y = 2\ntile_z = 2\n"           \
+#define SI_CASE                                                                                                        \
+    "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\ntile_x = 2\ntile_y = 2\ntile_z = 2\n"               \
     "[scan]\nx_end = 0.1\ny_end = 0.1\n[compute]\nthreads = 1\n"
 
 static const double LAMBDA_300 = 0.0196875; /* Angstrom, 300 keV (Kirkland's table: 0.01969) */
@@ -59,7 +59,8 @@ static double focal_worst(const stem_plan *plan, double sigma, double k_max)
 static void check_focal_auto(void)
 {
     /* the case: sigma 35 A, 300 keV, 25 mrad; k up to pi lambda q_max^2, q_max = alpha / lambda */
-    const char *ini = SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\nfocal_spread = 35\n[simulation]\npixel_size = 0.05\n";
+    const char *ini =
+        SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\nfocal_spread = 35\n[simulation]\npixel_size = 0.05\n";
     double q = 0.025 / LAMBDA_300, k_max = M_PI * LAMBDA_300 * q * q;
     sim_case s;
     CHECK_INT_EQ(sim_prepare(&s, ini, NULL), STEM_OK);
@@ -80,14 +81,19 @@ static void check_focal_auto(void)
     CHECK(err7 > 1e-3);
     sim_free(&s);
     /* the explicit value stays; no spread: one point */
-    CHECK_INT_EQ(sim_prepare(&s, SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\nfocal_spread = 35\nfocal_points = 5\n"
-                                     "[simulation]\npixel_size = 0.05\n",
-                             NULL), STEM_OK);
+    CHECK_INT_EQ(sim_prepare(&s,
+                             SI_CASE
+                             "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\nfocal_spread = 35\nfocal_points = 5\n"
+                             "[simulation]\npixel_size = 0.05\n",
+                             NULL),
+                 STEM_OK);
     CHECK_INT_EQ(s.plan.opt.focal_points, 5);
     CHECK(!s.plan.focal_auto);
     sim_free(&s);
-    CHECK_INT_EQ(sim_prepare(&s, SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.05\n",
-                             NULL), STEM_OK);
+    CHECK_INT_EQ(sim_prepare(&s,
+                             SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.05\n",
+                             NULL),
+                 STEM_OK);
     double off[STEM_MAX_FOCAL_POINTS], w[STEM_MAX_FOCAL_POINTS];
     CHECK_INT_EQ(stem_focal_points(&s.plan, off, w), 1);
     CHECK_INT_EQ(s.plan.opt.focal_points, 1);
@@ -135,19 +141,22 @@ static void check_each_advice(void)
     stem_advice *a = stem_calloc(1, sizeof *a, "test advice");
     /* band limit: 0.05 A pixels reach ~135 mrad at 300 keV, inside HAADF 70-200 */
     advise(SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.05\n"
-                   "slice_thickness = 1.3575\n[images]\nHAADF = 70 200\n", NULL, a);
+                   "slice_thickness = 1.3575\n[images]\nHAADF = 70 200\n",
+           NULL, a);
     char need[32];
     snprintf(need, sizeof need, "pixel_size <= %.2g A", floor(LAMBDA_300 / (3 * 0.2) * 1000) / 1000);
     CHECK_MSG(has(a, "band_limit", need), "expected '%s'", need);
     CHECK(has(a, "band_limit", "HAADF range 70-200 mrad"));
     /* depth of field lambda / alpha^2 = 31.5 A at 300 keV, 25 mrad: 5.43 A slices are more than 1/8 */
     advise(SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.05\n"
-                   "slice_thickness = 5.43\n[images]\nHAADF = 70 120\n", NULL, a);
+                   "slice_thickness = 5.43\n[images]\nHAADF = 70 120\n",
+           NULL, a);
     CHECK(has(a, "slice_focus", "use slice_thickness <= 3.9 A"));
     CHECK(!has(a, "band_limit", NULL));
     /* largest angle: 200 mrad x 2.715 A = 0.54 A sideways > 0.61 lambda / alpha = 0.48 A */
     advise(SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.03\n"
-                   "slice_thickness = 2.715\n[images]\nHAADF = 70 200\n", NULL, a);
+                   "slice_thickness = 2.715\n[images]\nHAADF = 70 200\n",
+           NULL, a);
     snprintf(need, sizeof need, "slice_thickness <= %.2g A", floor(0.61 * LAMBDA_300 / 0.025 / 0.2 * 10) / 10);
     CHECK_MSG(has(a, "slice_angle", need), "expected '%s'", need);
     CHECK(!has(a, "slice_focus", NULL));
@@ -184,7 +193,8 @@ static void check_each_advice(void)
     CHECK(has(a, "prism_window", "interpolation 2 x 2"));
     /* none: Si at 200 keV, 20 mrad, 0.05 A, 1.36 A slices, detectors inside the band, multislice */
     advise(SI_CASE "[beam]\nenergy = 200\n[probe]\nsemiangle = 20\nfocal_spread = 20\n[simulation]\npixel_size = 0.05\n"
-                   "slice_thickness = 1.3575\n[images]\nBF = 0 20\nHAADF = 60 150\n", NULL, a);
+                   "slice_thickness = 1.3575\n[images]\nBF = 0 20\nHAADF = 60 150\n",
+           NULL, a);
     CHECK_INT_EQ(a->n, 0);
     char *text = stem_advice_to_text(a);
     CHECK(text && !strcmp(text, ""));
@@ -201,11 +211,13 @@ static void check_error_line(void)
 {
     char line[256];
     stem_advice_error_line("HAADF", 70, 200, 0.0335, 0.0004, 8, line, sizeof line);
-    expect_line(line, "HAADF 70-200 mrad: 0.0335 +- 0.0004 (1.2%) over 8 configurations; 32 would bring it "
-                            "to 0.6%");
+    expect_line(line,
+                "HAADF 70-200 mrad: 0.0335 +- 0.0004 (1.2%) over 8 configurations; 32 would bring it "
+                "to 0.6%");
     stem_advice_error_line("HAADF", 70, 200, 0.0335, 0, 1, line, sizeof line);
-    expect_line(line, "HAADF 70-200 mrad: 0.0335 from 1 configuration: no error can be estimated; run >= 8 "
-                            "for an error bar");
+    expect_line(line,
+                "HAADF 70-200 mrad: 0.0335 from 1 configuration: no error can be estimated; run >= 8 "
+                "for an error bar");
     /* 0.8% at 8: halving would pass the 0.5% target, so 8 (0.8 / 0.5)^2 = 20.5 -> 21 reach it */
     stem_advice_error_line("ADF", 25, 75, 0.1, 0.0008, 8, line, sizeof line);
     expect_line(line, "ADF 25-75 mrad: 0.1000 +- 0.0008 (0.8%) over 8 configurations; 21 would bring it to 0.5%");

@@ -44,10 +44,12 @@ static void check_periodic_cosines(double sigma_steps)
     for (int a = 0; a < 5; a++)
         for (int b = 0; b < 4; b++) {
             double v[16 * 10], want[16 * 10];
-            double gain = gauss_ft(sigma_steps * step, kxs[a] / (nx * step)) * gauss_ft(sigma_steps * step, kys[b] / (ny * step));
+            double gain =
+                gauss_ft(sigma_steps * step, kxs[a] / (nx * step)) * gauss_ft(sigma_steps * step, kys[b] / (ny * step));
             for (int j = 0; j < ny; j++)
                 for (int i = 0; i < nx; i++) {
-                    double c = cos(2 * M_PI * kxs[a] * i / nx) * cos(2 * M_PI * kys[b] * j / ny + (kys[b] == 5 ? 0 : 0.3));
+                    double c =
+                        cos(2 * M_PI * kxs[a] * i / nx) * cos(2 * M_PI * kys[b] * j / ny + (kys[b] == 5 ? 0 : 0.3));
                     v[j * nx + i] = c;
                     want[j * nx + i] = gain * c;
                 }
@@ -55,7 +57,8 @@ static void check_periodic_cosines(double sigma_steps)
             for (int k = 0; k < nx * ny; k++) worst = fmax(worst, fabs(v[k] - want[k]));
             worst_gain = fmin(worst_gain, gain);
         }
-    printf("periodic cosines, sigma %.1f steps: max |blurred - exp(-2 pi^2 sigma^2 q^2) cos| %.2g (smallest factor %.3g)\n",
+    printf("periodic cosines, sigma %.1f steps: max |blurred - exp(-2 pi^2 sigma^2 q^2) cos| %.2g (smallest factor "
+           "%.3g)\n",
            sigma_steps, worst, worst_gain);
     CHECK_MSG(worst <= 1e-13, "sigma %.1f steps: cosines off exp(-2 pi^2 sigma^2 q^2) by %.3g", sigma_steps, worst);
 }
@@ -72,7 +75,8 @@ static void check_mirrored_cosines(double sigma_steps)
     for (int kx = 0; kx < nx; kx += 2)
         for (int ky = 0; ky < ny; ky++) {
             double v[9 * 6], want[9 * 6];
-            double gain = gauss_ft(sigma_steps * step, kx / (2.0 * nx * step)) * gauss_ft(sigma_steps * step, ky / (2.0 * ny * step));
+            double gain = gauss_ft(sigma_steps * step, kx / (2.0 * nx * step)) *
+                gauss_ft(sigma_steps * step, ky / (2.0 * ny * step));
             for (int j = 0; j < ny; j++)
                 for (int i = 0; i < nx; i++) {
                     double c = cos(M_PI * kx * (i + 0.5) / nx) * cos(M_PI * ky * (j + 0.5) / ny);
@@ -82,8 +86,10 @@ static void check_mirrored_cosines(double sigma_steps)
             CHECK_INT_EQ(stem_source_blur(&p, v, 1), STEM_OK);
             for (int k = 0; k < nx * ny; k++) worst = fmax(worst, fabs(v[k] - want[k]));
         }
-    printf("mirrored cosines, sigma %.1f steps: max |blurred - exp(-2 pi^2 sigma^2 q^2) cos| %.2g\n", sigma_steps, worst);
-    CHECK_MSG(worst <= 1e-13, "mirrored, sigma %.1f steps: cosines off exp(-2 pi^2 sigma^2 q^2) by %.3g", sigma_steps, worst);
+    printf("mirrored cosines, sigma %.1f steps: max |blurred - exp(-2 pi^2 sigma^2 q^2) cos| %.2g\n", sigma_steps,
+           worst);
+    CHECK_MSG(worst <= 1e-13, "mirrored, sigma %.1f steps: cosines off exp(-2 pi^2 sigma^2 q^2) by %.3g", sigma_steps,
+              worst);
 }
 
 /* One band-limited image of a 6 x 4.8 A cell (three cosines), scanned at 0.6 and at 0.3 A,
@@ -93,8 +99,8 @@ static double cell_image(double x, double y, double sigma)
 {
     double L[2] = {6, 4.8};
     return 1 + 0.5 * gauss_ft(sigma, 2 / L[0]) * cos(2 * M_PI * 2 * x / L[0]) +
-           0.3 * gauss_ft(sigma, 3 / L[1]) * sin(2 * M_PI * 3 * y / L[1]) +
-           0.2 * gauss_ft(sigma, hypot(4 / L[0], 3 / L[1])) * cos(2 * M_PI * (4 * x / L[0] + 3 * y / L[1]) + 1);
+        0.3 * gauss_ft(sigma, 3 / L[1]) * sin(2 * M_PI * 3 * y / L[1]) +
+        0.2 * gauss_ft(sigma, hypot(4 / L[0], 3 / L[1])) * cos(2 * M_PI * (4 * x / L[0] + 3 * y / L[1]) + 1);
 }
 
 static void check_step_independence(void)
@@ -111,7 +117,8 @@ static void check_step_independence(void)
             for (int i = 0; i < nx; i++) v[j * nx + i] = cell_image(i * step, j * step, 0);
         CHECK_INT_EQ(stem_source_blur(&p, v, 1), STEM_OK);
         for (int j = 0; j < ny; j++)
-            for (int i = 0; i < nx; i++) worst = fmax(worst, fabs(v[j * nx + i] - cell_image(i * step, j * step, sigma)));
+            for (int i = 0; i < nx; i++)
+                worst = fmax(worst, fabs(v[j * nx + i] - cell_image(i * step, j * step, sigma)));
         free(v);
     }
     printf("one image scanned at 0.6 and 0.3 A, 0.9 A FWHM source: max |blurred - closed form| %.2g\n", worst);
@@ -203,8 +210,10 @@ static void plan_warning(const char *scan, char *text, size_t size)
 {
     sim_case *s = calloc(1, sizeof *s);
     REQUIRE(s);
-    snprintf(warn_ini, sizeof warn_ini, "[sample]\nxyz = %s/Si100_unitcell.xyz\n[probe]\nsemiangle = 20\nsource_size = 1\n"
-             "[scan]\n%s\n[simulation]\npixel_size = 0.05\n", STEMSIM_TEST_DATA_DIR, scan);
+    snprintf(warn_ini, sizeof warn_ini,
+             "[sample]\nxyz = %s/Si100_unitcell.xyz\n[probe]\nsemiangle = 20\nsource_size = 1\n"
+             "[scan]\n%s\n[simulation]\npixel_size = 0.05\n",
+             STEMSIM_TEST_DATA_DIR, scan);
     capture_stderr(build_plan, s, text, size);
     REQUIRE(warn_err == STEM_OK);
     sim_free(s);

@@ -29,7 +29,8 @@ static void test_values_and_defaults(void)
     stem_config c, d0;
     char *msg;
     int err = parse("[sample]\nxyz = model.xyz\ntile_x = 3\n[beam]\nenergy = 300\n[probe]\nsemiangle = 24.5\n"
-                    "defocus = -55\n[simulation]\nalgorithm = PRISM\nthermal = yes\ninterpolation_x = 2\n", &c, &msg);
+                    "defocus = -55\n[simulation]\nalgorithm = PRISM\nthermal = yes\ninterpolation_x = 2\n",
+                    &c, &msg);
     CHECK_INT_EQ(err, STEM_OK);
     CHECK(!strcmp(c.xyz, "model.xyz"));
     CHECK_INT_EQ(c.tile_x, 3);
@@ -70,7 +71,8 @@ static void test_values_and_defaults(void)
     /* explicit images */
     err = parse("[sample]\nxyz = m.xyz\n[images]\nMAADF = 40 80\nmy_bf = 0 10\n", &c, &msg);
     CHECK_INT_EQ(err, STEM_OK);
-    CHECK(c.n_images == 2 && !strcmp(c.images[0].name, "MAADF") && c.images[0].inner_mrad == 40 && c.images[1].outer_mrad == 10);
+    CHECK(c.n_images == 2 && !strcmp(c.images[0].name, "MAADF") && c.images[0].inner_mrad == 40 &&
+          c.images[1].outer_mrad == 10);
     free(msg);
 }
 
@@ -89,7 +91,8 @@ static void expect_error(const char *text, int code, const char *piece1, const c
 static void test_errors(void)
 {
     /* unknown key: nearest key suggested, with the line */
-    expect_error("[sample]\nxyz = m.xyz\n[probe]\nsemiangel = 20\n", STEM_ERR_CONFIG, "t.ini:4", "did you mean [probe] semiangle");
+    expect_error("[sample]\nxyz = m.xyz\n[probe]\nsemiangel = 20\n", STEM_ERR_CONFIG, "t.ini:4",
+                 "did you mean [probe] semiangle");
     expect_error("[simulation]\npixelsize = 0.1\n[sample]\nxyz = m.xyz\n", STEM_ERR_CONFIG, "t.ini:2",
                  "did you mean [simulation] pixel_size");
     /* right key, wrong section */
@@ -109,12 +112,14 @@ static void test_errors(void)
     /* duplicate key: an error naming the key and the second line */
     expect_error("[sample]\nxyz = m.xyz\n[probe]\nsemiangle = 20\ndefocus = 0\nsemiangle = 25\n", STEM_ERR_CONFIG,
                  "duplicate key [probe] semiangle", "t.ini:6");
-    expect_error("[sample]\nxyz = m.xyz\n[images]\nBF = 0 20\nBF = 0 25\n", STEM_ERR_CONFIG, "duplicate image 'BF'", "t.ini:5");
+    expect_error("[sample]\nxyz = m.xyz\n[images]\nBF = 0 20\nBF = 0 25\n", STEM_ERR_CONFIG, "duplicate image 'BF'",
+                 "t.ini:5");
     /* bad values */
     expect_error("[sample]\nxyz = m.xyz\n[beam]\nenergy = 200kV\n", STEM_ERR_CONFIG, "t.ini:4", "not a finite number");
     expect_error("[sample]\nxyz = m.xyz\n[beam]\nenergy = -5\n", STEM_ERR_CONFIG, "t.ini:4", "out of range");
     expect_error("[sample]\nxyz = m.xyz\n[simulation]\nfrozen_phonons = 2.5\n", STEM_ERR_CONFIG, "t.ini:4", "integer");
-    expect_error("[sample]\nxyz = m.xyz\n[simulation]\nalgorithm = prims\n", STEM_ERR_CONFIG, "t.ini:4", "multislice|prism");
+    expect_error("[sample]\nxyz = m.xyz\n[simulation]\nalgorithm = prims\n", STEM_ERR_CONFIG, "t.ini:4",
+                 "multislice|prism");
     expect_error("[sample]\nxyz = m.xyz\n[simulation]\nthermal = maybe\n", STEM_ERR_CONFIG, "t.ini:4", "true or false");
     expect_error("[sample]\nxyz = m.xyz\n[images]\nX = 50 20\n", STEM_ERR_CONFIG, "t.ini:4", "inner < outer");
     expect_error("[sample]\nxyz = m.xyz\n[scan]\nx_start = 0.6\nx_end = 0.4\n", STEM_ERR_CONFIG, "x_end", NULL);
@@ -207,7 +212,8 @@ static void test_xyz(void)
 {
     stem_atoms a;
     char *msg;
-    int err = read_xyz("a model\n 5 6 7\n14 1 2 3 1 0.05\n\n6 0.5 0.5 0.5\n79 5 6 7 0.25\n-1\nanything after the end\n", &a, &msg);
+    int err = read_xyz("a model\n 5 6 7\n14 1 2 3 1 0.05\n\n6 0.5 0.5 0.5\n79 5 6 7 0.25\n-1\nanything after the end\n",
+                       &a, &msg);
     CHECK_INT_EQ(err, STEM_OK);
     CHECK_INT_EQ(a.n, 3);
     CHECK(a.cell[0] == 5 && a.cell[1] == 6 && a.cell[2] == 7);
@@ -283,7 +289,8 @@ static void test_depths(void)
     stem_series s;
     char *msg = NULL;
     CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = -20 20\n[output]\ndepths = 2 4.1 8\n"
-                "[simulation]\nslice_thickness = 2\n", &cfg, &msg) == STEM_OK);
+                "[simulation]\nslice_thickness = 2\n",
+                &cfg, &msg) == STEM_OK);
     free(msg);
     CHECK(stem_series_active(&cfg));
     CHECK(stem_series_build(&cfg, &s) == STEM_OK);
@@ -326,7 +333,8 @@ static void test_depths(void)
     CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = 0\n[output]\ndepths = 9.6\n", &cfg, &msg) == STEM_OK);
     free(msg);
     CHECK(stem_series_build(&cfg, &s) == STEM_OK);
-    CHECK(stem_series_resolve_depths(&s, &cfg, 9) == STEM_ERR_CONFIG); /* more than half the last slice below the exit */
+    CHECK(stem_series_resolve_depths(&s, &cfg, 9) ==
+          STEM_ERR_CONFIG); /* more than half the last slice below the exit */
     stem_series_free(&s);
     CHECK(parse("[sample]\nxyz = a.xyz\n[series]\ndefocus = 0\n[output]\ndepth_every = 2\n", &cfg, &msg) == STEM_OK);
     free(msg);
@@ -353,9 +361,7 @@ static void test_series(void)
     int n;
     CHECK(stem_series_parse("-60:3:60", "t", &v, &n) == STEM_OK);
     CHECK(n == 41);
-    if (n == 41) {
-        CHECK(v[0] == -60 && v[20] == 0 && v[40] == 60);
-    }
+    if (n == 41) { CHECK(v[0] == -60 && v[20] == 0 && v[40] == 60); }
     free(v);
     CHECK(stem_series_parse("0:0.1:1", "t", &v, &n) == STEM_OK); /* 10 steps of an inexact 0.1: still inclusive */
     CHECK(n == 11);
@@ -405,7 +411,8 @@ static void test_beam_tilts(void)
     stem_config cfg;
     char *msg = NULL;
     CHECK(parse("[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = hrtem\n[series]\ntilt_x = 0 10\n"
-                "beam_tilt_x = -3 0 3.2\nbeam_tilt_y = 0 2\ndefocus = -20 20\n", &cfg, &msg) == STEM_OK);
+                "beam_tilt_x = -3 0 3.2\nbeam_tilt_y = 0 2\ndefocus = -20 20\n",
+                &cfg, &msg) == STEM_OK);
     free(msg);
     stem_series s;
     CHECK(stem_series_build(&cfg, &s) == STEM_OK);

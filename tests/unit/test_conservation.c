@@ -28,17 +28,20 @@ static void check_case(const char *what, sim_case *s, double lo, double hi, int 
         tmin = fmin(tmin, r->total[p]);
         tmax = fmax(tmax, r->total[p]);
         outside = fmax(outside, beyond);
-        CHECK_MSG(r->total[p] >= lo && r->total[p] <= hi, "%s probe %ld: total intensity %.7f outside [%g, %g]", what, p,
-                  r->total[p], lo, hi);
-        CHECK_MSG(fabs(rings - r->total[p]) <= 1e-6, "%s probe %ld: sum of rings %.7f != total %.7f", what, p, rings, r->total[p]);
+        CHECK_MSG(r->total[p] >= lo && r->total[p] <= hi, "%s probe %ld: total intensity %.7f outside [%g, %g]", what,
+                  p, r->total[p], lo, hi);
+        CHECK_MSG(fabs(rings - r->total[p]) <= 1e-6, "%s probe %ld: sum of rings %.7f != total %.7f", what, p, rings,
+                  r->total[p]);
         if (vacuum)
             CHECK_MSG(beyond <= 1e-6, "%s probe %ld: %.3g of the intensity beyond ring %d (semiangle %g mrad)", what, p,
                       beyond, last_bf_ring, alpha);
         /* The BF image (0..alpha) of a vacuum probe holds everything. */
-        if (vacuum) CHECK_MSG(fabs(r->images[p * r->n_images + 0] - r->total[p]) <= 1e-6, "%s probe %ld: BF %.7f", what, p,
-                              r->images[p * r->n_images + 0]);
+        if (vacuum)
+            CHECK_MSG(fabs(r->images[p * r->n_images + 0] - r->total[p]) <= 1e-6, "%s probe %ld: BF %.7f", what, p,
+                      r->images[p * r->n_images + 0]);
     }
-    printf("%-34s %3ld probes: total in [%.7f, %.7f], max beyond the BF disk %.2e\n", what, r->n_probes, tmin, tmax, outside);
+    printf("%-34s %3ld probes: total in [%.7f, %.7f], max beyond the BF disk %.2e\n", what, r->n_probes, tmin, tmax,
+           outside);
 }
 
 static void run_case(const char *what, const char *ini, const stem_atoms *model, double lo, double hi, int vacuum)
@@ -55,16 +58,18 @@ int main(void)
     stem_log_init(0, STEM_LOG_QUIET);
     stem_atoms vac;
     REQUIRE(stem_xyz_read_string("vacuum.xyz", vacuum_xyz, &vac) == STEM_OK);
-    const char *common_vac = "[sample]\nxyz = inline\n[probe]\nsemiangle = 20\ndefocus = -30\ncs = 0.001\n"
-                             "[scan]\nunits = angstrom\nx_start = 0.05\nx_end = 10.8\ny_start = 0.1\ny_end = 10.8\nstep = 3.5\n"
-                             "[detector]\nring_width = 1\n[compute]\nthreads = 2\n[simulation]\npixel_size = 0.1\n"
-                             "slice_thickness = 1.3575\n";
+    const char *common_vac =
+        "[sample]\nxyz = inline\n[probe]\nsemiangle = 20\ndefocus = -30\ncs = 0.001\n"
+        "[scan]\nunits = angstrom\nx_start = 0.05\nx_end = 10.8\ny_start = 0.1\ny_end = 10.8\nstep = 3.5\n"
+        "[detector]\nring_width = 1\n[compute]\nthreads = 2\n[simulation]\npixel_size = 0.1\n"
+        "slice_thickness = 1.3575\n";
     char ini[2048];
     snprintf(ini, sizeof ini, "%salgorithm = multislice\n", common_vac);
     run_case("vacuum, multislice", ini, &vac, 1 - 1e-3, 1 + 1e-3, 1);
     for (int f = 1; f <= 4; f *= 2) {
         char what[64];
-        snprintf(ini, sizeof ini, "%salgorithm = prism\ninterpolation_x = %d\ninterpolation_y = %d\n", common_vac, f, f);
+        snprintf(ini, sizeof ini, "%salgorithm = prism\ninterpolation_x = %d\ninterpolation_y = %d\n", common_vac, f,
+                 f);
         snprintf(what, sizeof what, "vacuum, PRISM f = %d", f);
         run_case(what, ini, &vac, 1 - 1e-3, 1 + 1e-3, 1);
     }

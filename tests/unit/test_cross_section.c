@@ -62,8 +62,8 @@ typedef struct {
 
 /* One atom Z fx, fy pixels past a pixel near the centre of a cell x cell Angstrom cell,
  * pixel px, detector [lo, hi) mrad, transmission_oversampling m (0: auto). */
-static cross_sections measure(int Z, double occupancy, double cell, double px, double fx, double fy, double lo, double hi,
-                              int m)
+static cross_sections measure(int Z, double occupancy, double cell, double px, double fx, double fy, double lo,
+                              double hi, int m)
 {
     char ini[512];
     snprintf(ini, sizeof ini,
@@ -130,13 +130,15 @@ static void test_light_atoms_born(void)
     for (int k = 0; k < 3; k++) {
         cross_sections c = measure(zs[k], occ[k], 10, 0.03, 0.5, 0.25, 40, 120, 0);
         double born = c.stemsim / c.born_table - 1, thin = c.stemsim / c.thin_phase - 1;
-        printf("Z = %2d occupancy %.1f, 40-120 mrad, 0.03 A: stemsim %.6g A^2, first Born (f_e) %.6g (%+.2f%%), thin phase "
-               "%.6g (%+.2f%%)\n", zs[k], occ[k], c.stemsim, c.born_table, 100 * born, c.thin_phase, 100 * thin);
+        printf("Z = %2d occupancy %.1f, 40-120 mrad, 0.03 A: stemsim %.6g A^2, first Born (f_e) %.6g (%+.2f%%), thin "
+               "phase "
+               "%.6g (%+.2f%%)\n",
+               zs[k], occ[k], c.stemsim, c.born_table, 100 * born, c.thin_phase, 100 * thin);
         if (k < 2)
-            CHECK_MSG(fabs(born) <= 0.005, "Z = %d occupancy %g: cross-section %.4g, first Born %.4g (%+.2f%%)", zs[k], occ[k],
-                      c.stemsim, c.born_table, 100 * born);
-        CHECK_MSG(fabs(thin) <= 0.005, "Z = %d occupancy %g: cross-section %.4g, thin phase %.4g (%+.2f%%)", zs[k], occ[k],
-                  c.stemsim, c.thin_phase, 100 * thin);
+            CHECK_MSG(fabs(born) <= 0.005, "Z = %d occupancy %g: cross-section %.4g, first Born %.4g (%+.2f%%)", zs[k],
+                      occ[k], c.stemsim, c.born_table, 100 * born);
+        CHECK_MSG(fabs(thin) <= 0.005, "Z = %d occupancy %g: cross-section %.4g, thin phase %.4g (%+.2f%%)", zs[k],
+                  occ[k], c.stemsim, c.thin_phase, 100 * thin);
     }
 }
 
@@ -147,20 +149,24 @@ static void test_heavy_atom_thin_phase(void)
     for (int o = 0; o < 4; o++) {
         cross_sections c = measure(79, 1, 10, 0.03, offsets[o][0], offsets[o][1], 70, 200, 0);
         double rel = c.stemsim / c.thin_phase - 1;
-        printf("Au at (%.2f, %.2f) px, 70-200 mrad, 0.03 A: stemsim %.6g A^2, thin phase %.6g (%+.2f%%), first Born %.6g "
-               "(%+.1f%% above the thin phase)\n",
-               offsets[o][0], offsets[o][1], c.stemsim, c.thin_phase, 100 * rel, c.born_table,
-               100 * (c.born_table / c.thin_phase - 1));
+        printf(
+            "Au at (%.2f, %.2f) px, 70-200 mrad, 0.03 A: stemsim %.6g A^2, thin phase %.6g (%+.2f%%), first Born %.6g "
+            "(%+.1f%% above the thin phase)\n",
+            offsets[o][0], offsets[o][1], c.stemsim, c.thin_phase, 100 * rel, c.born_table,
+            100 * (c.born_table / c.thin_phase - 1));
         CHECK_MSG(fabs(rel) <= 0.02, "Au at (%.2f, %.2f) px: %.4g vs thin phase %.4g (%+.2f%%)", offsets[o][0],
                   offsets[o][1], c.stemsim, c.thin_phase, 100 * rel);
         lo = fmin(lo, c.stemsim), hi = fmax(hi, c.stemsim);
     }
     printf("Au: spread over sub-pixel offsets %.3f%%\n", 100 * (hi - lo) / lo);
-    CHECK_MSG(hi - lo <= 0.002 * lo, "Au cross-section varies by %.3f%% with the sub-pixel position", 100 * (hi - lo) / lo);
+    CHECK_MSG(hi - lo <= 0.002 * lo, "Au cross-section varies by %.3f%% with the sub-pixel position",
+              100 * (hi - lo) / lo);
     /* without oversampling the strong phase is cut at the band limit: the negative control */
     cross_sections c1 = measure(79, 1, 10, 0.03, 0, 0, 70, 200, 1);
-    printf("Au without oversampling: %.6g A^2 (%+.1f%% from the thin phase)\n", c1.stemsim, 100 * (c1.stemsim / c1.thin_phase - 1));
-    CHECK_MSG(fabs(c1.stemsim / c1.thin_phase - 1) > 0.02, "oversampling 1 is already within 2%%: the check cannot fail");
+    printf("Au without oversampling: %.6g A^2 (%+.1f%% from the thin phase)\n", c1.stemsim,
+           100 * (c1.stemsim / c1.thin_phase - 1));
+    CHECK_MSG(fabs(c1.stemsim / c1.thin_phase - 1) > 0.02,
+              "oversampling 1 is already within 2%%: the check cannot fail");
 }
 
 int main(void)

@@ -129,7 +129,8 @@ static void conserved(const char *what, const stem_result *r)
         double rings = 0;
         for (int b = 0; b < r->n_bins; b++) rings += r->rings[p * r->n_bins + b];
         CHECK_MSG(r->total[p] >= 0.98 && r->total[p] <= 1 + 1e-3, "%s probe %ld: total %.7f", what, p, r->total[p]);
-        CHECK_MSG(fabs(rings - r->total[p]) <= 1e-6, "%s probe %ld: rings %.7f != total %.7f", what, p, rings, r->total[p]);
+        CHECK_MSG(fabs(rings - r->total[p]) <= 1e-6, "%s probe %ld: rings %.7f != total %.7f", what, p, rings,
+                  r->total[p]);
     }
 }
 

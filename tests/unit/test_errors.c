@@ -111,7 +111,8 @@ static void unequal_groups(const stem_result *single)
     static const int group_of[CONFIGS] = {0, 1, 2, 0, 1, 0, 0};
     stem_plan p = small_plan(CONFIGS);
     stem_result g[3];
-    for (int i = 0; i < 3; i++) CHECK(stem_result_alloc(&p, &g[i]) == STEM_OK && stem_result_alloc_errors(&p, &g[i]) == STEM_OK);
+    for (int i = 0; i < 3; i++)
+        CHECK(stem_result_alloc(&p, &g[i]) == STEM_OK && stem_result_alloc_errors(&p, &g[i]) == STEM_OK);
     for (int c = 0; c < CONFIGS; c++) add_config(&g[group_of[c]], c);
     for (int i = 0; i < 3; i++) stem_result_errors_merge_begin(&g[i]);
     /* the sums over the groups (MPI_Allreduce), the same on every group */
@@ -131,7 +132,8 @@ static void unequal_groups(const stem_result *single)
     stem_result_finalise(&g[0], CONFIGS);
     check_against_formulas(&g[0], "groups of 4, 2, 1");
     for (long k = 0; k < PROBES * IMAGES; k++)
-        CHECK_MSG(fabs(g[0].err[STEM_CH_IMAGES][k] - single->err[STEM_CH_IMAGES][k]) <= 1e-7 * single->err[STEM_CH_IMAGES][k],
+        CHECK_MSG(fabs(g[0].err[STEM_CH_IMAGES][k] - single->err[STEM_CH_IMAGES][k]) <=
+                      1e-7 * single->err[STEM_CH_IMAGES][k],
                   "groups vs one group, image value %ld", k);
     for (int i = 0; i < 3; i++) stem_result_free(&g[i]);
 }
@@ -156,8 +158,10 @@ static void image_errors(stem_result *r)
         CHECK_CLOSE(e[i].mean, (double)mean, 1e-13);
         CHECK_MSG(fabs(e[i].se - se) <= 1e-6 * se, "image %d: se %.12g vs %.12g", i, e[i].se, se);
         double s2 = 0; /* the per-probe standard errors' root mean square */
-        for (long q = 0; q < PROBES; q++) s2 += se_mean(STEM_CH_IMAGES, q * IMAGES + i) * se_mean(STEM_CH_IMAGES, q * IMAGES + i);
-        CHECK_MSG(fabs(e[i].pixel_se - sqrt(s2 / PROBES)) <= 1e-7 * sqrt(s2 / PROBES), "image %d: pixel se %.12g", i, e[i].pixel_se);
+        for (long q = 0; q < PROBES; q++)
+            s2 += se_mean(STEM_CH_IMAGES, q * IMAGES + i) * se_mean(STEM_CH_IMAGES, q * IMAGES + i);
+        CHECK_MSG(fabs(e[i].pixel_se - sqrt(s2 / PROBES)) <= 1e-7 * sqrt(s2 / PROBES), "image %d: pixel se %.12g", i,
+                  e[i].pixel_se);
     }
 }
 
@@ -173,7 +177,8 @@ static void one_configuration(void)
     stem_result_finalise(&r, 1);
     stem_image_error e[IMAGES];
     stem_result_image_errors(&p, &r, e);
-    CHECK_CLOSE(e[0].mean, (value(STEM_CH_IMAGES, 0, 0) + value(STEM_CH_IMAGES, 0, 2) + value(STEM_CH_IMAGES, 0, 4)) / 3, 1e-15);
+    CHECK_CLOSE(e[0].mean,
+                (value(STEM_CH_IMAGES, 0, 0) + value(STEM_CH_IMAGES, 0, 2) + value(STEM_CH_IMAGES, 0, 4)) / 3, 1e-15);
     CHECK(isnan(e[0].se) && isnan(e[0].pixel_se) && e[0].n_configs == 1);
     stem_result_free(&r);
 }

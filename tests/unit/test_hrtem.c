@@ -26,7 +26,8 @@ static void test_vacuum(void)
         sim_case s;
         char ini[1024];
         double px = 1e3 * stem_wavelength(200) / 10.86; /* mrad per Fourier pixel */
-        snprintf(ini, sizeof ini, "[sample]\nxyz = inline\n[simulation]\nalgorithm = hrtem\npixel_size = 0.1\n"
+        snprintf(ini, sizeof ini,
+                 "[sample]\nxyz = inline\n[simulation]\nalgorithm = hrtem\npixel_size = 0.1\n"
                  "slice_thickness = 1.3575\n[probe]\nbeam_tilt_x = %.17g\nbeam_tilt_y = %.17g\nC10 = -50\nC30 = 2e4\n"
                  "C23 = 800\n[hrtem]\nobjective_aperture = %g\n[output]\nsave_exit_wave = true\n",
                  2 * px, -px, stop ? 1.5 * px : 0.0);
@@ -58,9 +59,10 @@ static void test_vacuum(void)
 
 static void test_crystal(void)
 {
-    const char *base = "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\ntile_x = 2\ntile_y = 2\ntile_z = 2\n"
-                       "[simulation]\nalgorithm = hrtem\npixel_size = 0.1\nslice_thickness = 1.3575\n"
-                       "[output]\nsave_exit_wave = true\n";
+    const char *base =
+        "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\ntile_x = 2\ntile_y = 2\ntile_z = 2\n"
+        "[simulation]\nalgorithm = hrtem\npixel_size = 0.1\nslice_thickness = 1.3575\n"
+        "[output]\nsave_exit_wave = true\n";
     sim_case s;
     REQUIRE(sim_setup(&s, base, NULL) == STEM_OK);
     size_t grid = (size_t)s.plan.nx * s.plan.ny;
@@ -75,7 +77,8 @@ static void test_crystal(void)
         contrast_lo = fmin(contrast_lo, img[p]), contrast_hi = fmax(contrast_hi, img[p]);
     }
     CHECK_MSG(worst <= 1e-5, "perfect lens: image differs from |exit wave|^2 by %.3g", worst);
-    CHECK_MSG(contrast_hi - contrast_lo >= 0.05, "the crystal's image has no contrast (%.3g)", contrast_hi - contrast_lo);
+    CHECK_MSG(contrast_hi - contrast_lo >= 0.05, "the crystal's image has no contrast (%.3g)",
+              contrast_hi - contrast_lo);
     printf("Si 2x2x2, perfect lens: image = |exit wave|^2 to %.1e (image in [%.3f, %.3f])\n", worst, contrast_lo,
            contrast_hi);
     /* a lens with aberrations: coherent, and with a vanishing focal spread */

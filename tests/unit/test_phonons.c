@@ -32,7 +32,7 @@ static double wrap_diff(double d) { return d - CELL * floor(d / CELL + 0.5); }
 static int same_positions(const stem_atoms *a, const stem_atoms *b)
 {
     return a->n == b->n && !memcmp(a->x, b->x, a->n * sizeof(double)) && !memcmp(a->y, b->y, a->n * sizeof(double)) &&
-           !memcmp(a->z, b->z, a->n * sizeof(double));
+        !memcmp(a->z, b->z, a->n * sizeof(double));
 }
 
 static void test_no_motion(void)
@@ -128,8 +128,10 @@ static void test_statistics(void)
         for (int k = 0; k < 3; k++) {
             double rms = sqrt(sum2[k] / N), kurt = sum4[k] / N / pow(sum2[k] / N, 2);
             CHECK_MSG(fabs(rms - s[half]) <= 0.03 * s[half], "sigma %g: rms along %c = %.5f", s[half], axis[k], rms);
-            CHECK_MSG(fabs(sum[k] / N) <= 6 * s[half] / sqrt(N), "sigma %g: mean along %c = %.5f", s[half], axis[k], sum[k] / N);
-            CHECK_MSG(fabs(kurt - 3) <= 6 * sqrt(24 / N), "sigma %g: kurtosis along %c = %.4f (Gaussian: 3)", s[half], axis[k], kurt);
+            CHECK_MSG(fabs(sum[k] / N) <= 6 * s[half] / sqrt(N), "sigma %g: mean along %c = %.5f", s[half], axis[k],
+                      sum[k] / N);
+            CHECK_MSG(fabs(kurt - 3) <= 6 * sqrt(24 / N), "sigma %g: kurtosis along %c = %.4f (Gaussian: 3)", s[half],
+                      axis[k], kurt);
             printf("sigma %.3f axis %c: rms %.5f (%.2f%%), mean %+.2e, kurtosis %.3f\n", s[half], axis[k], rms,
                    100 * (rms / s[half] - 1), sum[k] / N, kurt);
         }
@@ -159,9 +161,10 @@ static void transmission_of(const char *ini, const stem_atoms *model, int config
 
 static void test_transmission_configs(void)
 {
-    const char *ini = "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\n"
-                      "tile_x = 2\ntile_y = 2\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\nthermal = true\nseed = 42\n"
-                      "frozen_phonons = 4\n[scan]\nstep = 1\n[compute]\nthreads = 2\n";
+    const char *ini =
+        "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\n"
+        "tile_x = 2\ntile_y = 2\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\nthermal = true\nseed = 42\n"
+        "frozen_phonons = 4\n[scan]\nstep = 1\n[compute]\nthreads = 2\n";
     stem_atoms si;
     REQUIRE(stem_xyz_read(STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz", &si) == STEM_OK);
     REQUIRE(si.n == 8 && si.sigma[0] > 0);
@@ -173,7 +176,8 @@ static void test_transmission_configs(void)
     CHECK_MSG(!memcmp(t0, t0b, n * sizeof(stem_complex)), "configuration 0 built twice differs");
     double diff = 0;
     for (size_t i = 0; i < n; i++) diff = fmax(diff, cabsf(t0[i] - t1[i]));
-    CHECK_MSG(diff > 1e-3, "configurations 0 and 1 with sigma = 0.076 are (nearly) identical: max |t0 - t1| = %g", diff);
+    CHECK_MSG(diff > 1e-3, "configurations 0 and 1 with sigma = 0.076 are (nearly) identical: max |t0 - t1| = %g",
+              diff);
     stem_fft_free(t1);
     for (long i = 0; i < si.n; i++) si.sigma[i] = 0;
     transmission_of(ini, &si, 1, &t1, &n);

@@ -11,7 +11,7 @@
 
 static double k0_quadrature(double x) { return ref_k0_quadrature(x, 1e-3); }
 
-static const double h2_2m0e = 150.4126;        /* h^2 / (2 m0 e) in V Angstrom^2 */
+static const double h2_2m0e = 150.4126; /* h^2 / (2 m0 e) in V Angstrom^2 */
 static const double m0c2_kev = 510.99895;
 
 static double vz_closed_form(const stem_kirkland *p, double r) { return ref_projected_potential(p, r, 1e-3); }
@@ -52,8 +52,8 @@ static void test_interaction_constant(void)
 static void test_kirkland_table(stem_kirkland *k)
 {
     /* Si (Z = 14) as printed in Kirkland's Appendix C. */
-    const double si[12] = {1.06543892, 1.04118455, 0.120143691, 68.7113368, 0.180915263, 0.0887533926,
-                           1.12065620, 3.70062619, 0.0305452816, 0.214097897, 1.59963502, 9.99096638};
+    const double si[12] = {1.06543892, 1.04118455, 0.120143691,  68.7113368,  0.180915263, 0.0887533926,
+                           1.12065620, 3.70062619, 0.0305452816, 0.214097897, 1.59963502,  9.99096638};
     for (int i = 0; i < 3; i++) {
         CHECK_REL(k[14].a[i], si[2 * i], 1e-6);
         CHECK_REL(k[14].b[i], si[2 * i + 1], 1e-6);
@@ -106,8 +106,8 @@ static void test_projected_potential(stem_kirkland *k, const stem_atom_potential
         double expect = 0;
         for (int j = 0; j < 3; j++) expect += p->a[j] / p->b[j] + p->c[j];
         expect *= 2 * M_PI * ref_a0 * ref_e_va;
-        CHECK_MSG(fabs(sum - expect) <= 1e-4 * expect, "Z = %d: integral %.8g vs 2 pi a0 e sum(a/b + c) = %.8g",
-                  zs[i], sum, expect);
+        CHECK_MSG(fabs(sum - expect) <= 1e-4 * expect, "Z = %d: integral %.8g vs 2 pi a0 e sum(a/b + c) = %.8g", zs[i],
+                  sum, expect);
     }
 }
 
@@ -145,8 +145,8 @@ static void test_lobato_and_half_projections(const stem_atom_potential *kirkland
         CHECK_MSG(p->n == 10, "Z = %d: %d terms", zs[i], p->n);
         for (double r = 0.01; r < 3; r *= 2.3) {
             double direct = 2 * z_integral(p, r, 0, 60);
-            CHECK_MSG(fabs(stem_projected_potential(p, r) - direct) <= 2e-6 * direct, "Lobato Z = %d r = %g: %.9g vs %.9g",
-                      zs[i], r, stem_projected_potential(p, r), direct);
+            CHECK_MSG(fabs(stem_projected_potential(p, r) - direct) <= 2e-6 * direct,
+                      "Lobato Z = %d r = %g: %.9g vs %.9g", zs[i], r, stem_projected_potential(p, r), direct);
         }
         double sum = 0, du = 1e-3;
         for (double u = -14; u < 3.5; u += du) sum += stem_projected_potential(p, exp(u)) * 2 * M_PI * exp(2 * u) * du;
@@ -177,8 +177,8 @@ static void test_lobato_and_half_projections(const stem_atom_potential *kirkland
             stem_half_projections(both[b], r, depths, 5, half);
             for (int k = 0; k < 5; k++) {
                 double direct = z_integral(both[b], r, 0, depths[k]);
-                CHECK_MSG(fabs(half[k] - direct) <= 1e-6 * direct + 1e-12, "half projection r = %g z = %g: %.9g vs %.9g", r,
-                          depths[k], half[k], direct);
+                CHECK_MSG(fabs(half[k] - direct) <= 1e-6 * direct + 1e-12,
+                          "half projection r = %g z = %g: %.9g vs %.9g", r, depths[k], half[k], direct);
             }
             CHECK_REL(half[4], 0.5 * stem_projected_potential(both[b], r), 2e-6);
         }

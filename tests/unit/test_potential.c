@@ -115,7 +115,8 @@ static double compare_spectrum(const pot_case *c, double ax, double ay, const st
             double complex acc = 0;
             for (int j = 0; j < ny; j++) acc += rows[(size_t)j * nx + k] * cexp(-2 * M_PI * I * (double)l * j / ny);
             acc *= area / ((double)nx * ny);
-            double qx = stem_fft_index(k, nx) / pl->cell[0], qy = stem_fft_index(l, ny) / pl->cell[1], q = hypot(qx, qy);
+            double qx = stem_fft_index(k, nx) / pl->cell[0], qy = stem_fft_index(l, ny) / pl->cell[1],
+                   q = hypot(qx, qy);
             if (fabs(q - band) < 1e-9 * band) continue; /* on the edge: rounding decides */
             if (q > band) {
                 beyond = fmax(beyond, cabs(acc));
@@ -178,7 +179,8 @@ static void test_integral(void)
             double rc = radii[m];
             snprintf(ini, sizeof ini,
                      "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.1\nslice_thickness = 2\n"
-                     "potential_radius = %g\n[compute]\nthreads = 2\n", rc);
+                     "potential_radius = %g\n[compute]\nthreads = 2\n",
+                     rc);
             pot_case c;
             double at[3] = {12.03, 11.96, 1.0};
             pot_build(&c, ini, 24, 2, 1, at, zs[k], 1.0);
@@ -188,10 +190,11 @@ static void test_integral(void)
             pot_free(&c);
             double expect = full - cutoff_loss(p, rc); /* rc = 10: the loss is < 1e-6 relative */
             CHECK_MSG(fabs(sum - expect) <= 1e-5 * expect,
-                      "Z = %d rc = %g: sum(V) dx dy = %.7g, expected %.7g (2 pi a0 e sum(a/b + c) = %.7g, cutoff removes %.4g)",
+                      "Z = %d rc = %g: sum(V) dx dy = %.7g, expected %.7g (2 pi a0 e sum(a/b + c) = %.7g, cutoff "
+                      "removes %.4g)",
                       zs[k], rc, sum, expect, full, full - expect);
-            printf("Z = %2d rc = %4.1f: sum(V) dx dy = %.6f V A^2, expected %.6f (full %.6f), relative diff %.2e\n", zs[k],
-                   rc, sum, expect, full, (sum - expect) / expect);
+            printf("Z = %2d rc = %4.1f: sum(V) dx dy = %.6f V A^2, expected %.6f (full %.6f), relative diff %.2e\n",
+                   zs[k], rc, sum, expect, full, (sum - expect) / expect);
         }
     }
 }
@@ -255,8 +258,8 @@ static void test_transmission(void)
         mean_expected /= grid;
         mean_t /= grid;
         if (occ == 0) CHECK_LE(dev1, 1e-6);
-        CHECK_MSG(cabs(mean_t - mean_expected) <= 1e-5, "occupancy %d: mean(t) = %g%+gi, mean(exp(i sigma V)) = %g%+gi", occ,
-                  creal(mean_t), cimag(mean_t), creal(mean_expected), cimag(mean_expected));
+        CHECK_MSG(cabs(mean_t - mean_expected) <= 1e-5, "occupancy %d: mean(t) = %g%+gi, mean(exp(i sigma V)) = %g%+gi",
+                  occ, creal(mean_t), cimag(mean_t), creal(mean_expected), cimag(mean_expected));
         stem_fft fft;
         REQUIRE(stem_fft_create(&fft, pl->nx, pl->ny, 1, t, 0) == STEM_OK);
         stem_fft_forward(&fft, t);
@@ -265,8 +268,10 @@ static void test_transmission(void)
             for (int i = 0; i < pl->nx; i++) {
                 double qx = stem_fft_index(i, pl->nx) / pl->cell[0], qy = stem_fft_index(j, pl->ny) / pl->cell[1];
                 double a = cabsf(t[(size_t)j * pl->nx + i]);
-                if (hypot(qx, qy) > (2.0 / 3.0) * 0.5 / pl->dx * (1 + 1e-9)) outside += a * a;
-                else inside += a * a;
+                if (hypot(qx, qy) > (2.0 / 3.0) * 0.5 / pl->dx * (1 + 1e-9))
+                    outside += a * a;
+                else
+                    inside += a * a;
             }
         CHECK_LE(outside, 1e-12 * inside);
         stem_fft_destroy(&fft);
@@ -276,17 +281,22 @@ static void test_transmission(void)
     /* oversampling 2 at 0.1 A = the 0.05 A run's transmission inside the 0.1 A band */
     pot_case a, b;
     double at[3] = {3.03, 4.01, 1.0};
-    pot_build(&a, "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.1\nslice_thickness = 2\n"
-                  "potential_radius = 3\ntransmission_oversampling = 2\n[compute]\nthreads = 2\n", 12, 2, 1, at, 79, 1);
-    pot_build(&b, "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.05\nslice_thickness = 2\n"
-                  "potential_radius = 3\ntransmission_oversampling = 1\n[compute]\nthreads = 2\n", 12, 2, 1, at, 79, 1);
+    pot_build(&a,
+              "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.1\nslice_thickness = 2\n"
+              "potential_radius = 3\ntransmission_oversampling = 2\n[compute]\nthreads = 2\n",
+              12, 2, 1, at, 79, 1);
+    pot_build(&b,
+              "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.05\nslice_thickness = 2\n"
+              "potential_radius = 3\ntransmission_oversampling = 1\n[compute]\nthreads = 2\n",
+              12, 2, 1, at, 79, 1);
     REQUIRE(b.plan.nx == 2 * a.plan.nx && b.plan.ny == 2 * a.plan.ny);
     size_t ga = (size_t)a.plan.nx * a.plan.ny, gb = (size_t)b.plan.nx * b.plan.ny;
     stem_complex *ta = stem_fft_alloc(ga, "t"), *tb = stem_fft_alloc(gb, "t");
     REQUIRE(ta && tb && stem_transmission_build(&a.plan, &a.table, &a.atoms, ta) == STEM_OK);
     REQUIRE(stem_transmission_build(&b.plan, &b.table, &b.atoms, tb) == STEM_OK);
     stem_fft fa, fb;
-    REQUIRE(stem_fft_create(&fa, a.plan.nx, a.plan.ny, 1, ta, 0) == STEM_OK && stem_fft_create(&fb, b.plan.nx, b.plan.ny, 1, tb, 0) == STEM_OK);
+    REQUIRE(stem_fft_create(&fa, a.plan.nx, a.plan.ny, 1, ta, 0) == STEM_OK &&
+            stem_fft_create(&fb, b.plan.nx, b.plan.ny, 1, tb, 0) == STEM_OK);
     stem_fft_forward(&fa, ta);
     stem_fft_forward(&fb, tb);
     double worst = 0, norm = cabsf(ta[0]);
@@ -298,7 +308,8 @@ static void test_transmission(void)
             stem_complex vb = tb[(size_t)((ky + b.plan.ny) % b.plan.ny) * b.plan.nx + (kx + b.plan.nx) % b.plan.nx] / 4;
             worst = fmax(worst, cabs(ta[(size_t)j * a.plan.nx + i] - vb) / norm);
         }
-    printf("oversampling 2 at 0.1 A against the 0.05 A transmission in the band: within %.2e of the mean beam\n", worst);
+    printf("oversampling 2 at 0.1 A against the 0.05 A transmission in the band: within %.2e of the mean beam\n",
+           worst);
     CHECK_MSG(worst <= 1e-5, "oversampled transmission differs from the finer run's by %.3g", worst);
     stem_fft_destroy(&fa);
     stem_fft_destroy(&fb);

@@ -44,47 +44,52 @@ static void compare(const char *what, const stem_result *a, const stem_result *b
 static void test_f1_equals_multislice(void)
 {
     char ini[2048];
-    const char *common = "tile_x = 2\ntile_y = 2\ntile_z = 2\n[probe]\nsemiangle = 22\ndefocus = -40\ncs = 0.002\n"
-                         "[scan]\nstep = 2.715\n[detector]\nring_width = 1\n[compute]\nthreads = 2\n"
-                         "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\ninterpolation_y = 1\n";
+    const char *common =
+        "tile_x = 2\ntile_y = 2\ntile_z = 2\n[probe]\nsemiangle = 22\ndefocus = -40\ncs = 0.002\n"
+        "[scan]\nstep = 2.715\n[detector]\nring_width = 1\n[compute]\nthreads = 2\n"
+        "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\ninterpolation_y = 1\n";
     /* also a rectangular cell (x/y mix-ups), with batches that leave idle
      * slots (5 probes per batch for 6 x 4 probes) on 2 threads */
-    const char *rect = "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsemiangle = 18\ndefocus = 25\nastigmatism = 15\n"
-                       "astigmatism_angle = 30\n[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n[compute]\nthreads = 2\n"
-                       "batch_size = 5\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\n"
-                       "interpolation_y = 1\n";
+    const char *rect =
+        "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsemiangle = 18\ndefocus = 25\nastigmatism = 15\n"
+        "astigmatism_angle = 30\n[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n[compute]\nthreads = 2\n"
+        "batch_size = 5\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\n"
+        "interpolation_y = 1\n";
     /* and the soft aperture (its edge pixels carry weights between 0 and 1) */
-    const char *soft = "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsoft_aperture = true\nsemiangle = 18\ndefocus = 25\n"
-                       "[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n[compute]\nthreads = 2\n"
-                       "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\ninterpolation_y = 1\n";
+    const char *soft =
+        "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsoft_aperture = true\nsemiangle = 18\ndefocus = 25\n"
+        "[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n[compute]\nthreads = 2\n"
+        "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\ninterpolation_x = 1\ninterpolation_y = 1\n";
     /* and a tilted beam with a displaced aperture (PRISM: the probe's coefficients shifted) */
-    const char *tilted = "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsemiangle = 18\ndefocus = 25\nbeam_tilt_x = 6\n"
-                         "beam_tilt_y = -4\naperture_shift_x = 1.5\n[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n"
-                         "[compute]\nthreads = 2\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\n"
-                         "interpolation_x = 1\ninterpolation_y = 1\n";
+    const char *tilted =
+        "tile_x = 3\ntile_y = 2\ntile_z = 1\n[probe]\nsemiangle = 18\ndefocus = 25\nbeam_tilt_x = 6\n"
+        "beam_tilt_y = -4\naperture_shift_x = 1.5\n[scan]\nstep = 2.715\n[detector]\nring_width = 1.5\n"
+        "[compute]\nthreads = 2\n[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\n"
+        "interpolation_x = 1\ninterpolation_y = 1\n";
     for (int k = 0; k < 4; k++) {
-    const char *setup = k == 3 ? tilted : k == 2 ? soft : k ? rect : common;
-    sim_case ms, pr;
-    snprintf(ini, sizeof ini, "[sample]\nxyz = %s\n%salgorithm = multislice\n", si_xyz, setup);
-    REQUIRE(sim_setup(&ms, ini, NULL) == STEM_OK);
-    snprintf(ini, sizeof ini, "[sample]\nxyz = %s\n%salgorithm = prism\n", si_xyz, setup);
-    REQUIRE(sim_setup(&pr, ini, NULL) == STEM_OK);
-    REQUIRE(ms.plan.nx == pr.plan.nx && ms.plan.ny == pr.plan.ny);
-    REQUIRE(k ? (ms.plan.n_slices == 4 && pr.plan.n_probes == 24) : (ms.plan.n_slices == 8 && pr.plan.n_probes == 16));
-    CHECK_INT_EQ(pr.plan.out_nx, ms.plan.out_nx);
-    CHECK_INT_EQ(pr.plan.out_ny, ms.plan.out_ny);
-    REQUIRE(sim_run(&ms) == STEM_OK);
-    REQUIRE(sim_run(&pr) == STEM_OK);
-    static const char *what[] = {"Si 2x2x2, PRISM f = 1 vs multislice", "Si 3x2x1, PRISM f = 1 vs multislice",
-                                 "Si 3x2x1 soft aperture, PRISM f = 1 vs multislice",
-                                 "Si 3x2x1 tilted beam, PRISM f = 1 vs multislice"};
-    compare(what[k], &pr.res, &ms.res, 1e-4);
-    /* the comparison is not vacuous: the crystal scatters out of the BF disk */
-    double adf = 0;
-    for (long p = 0; p < ms.res.n_probes; p++) adf = fmax(adf, ms.res.images[p * ms.res.n_images + 2]);
-    CHECK_GE(adf, 0.003);
-    sim_free(&ms);
-    sim_free(&pr);
+        const char *setup = k == 3 ? tilted : k == 2 ? soft : k ? rect : common;
+        sim_case ms, pr;
+        snprintf(ini, sizeof ini, "[sample]\nxyz = %s\n%salgorithm = multislice\n", si_xyz, setup);
+        REQUIRE(sim_setup(&ms, ini, NULL) == STEM_OK);
+        snprintf(ini, sizeof ini, "[sample]\nxyz = %s\n%salgorithm = prism\n", si_xyz, setup);
+        REQUIRE(sim_setup(&pr, ini, NULL) == STEM_OK);
+        REQUIRE(ms.plan.nx == pr.plan.nx && ms.plan.ny == pr.plan.ny);
+        REQUIRE(k ? (ms.plan.n_slices == 4 && pr.plan.n_probes == 24)
+                  : (ms.plan.n_slices == 8 && pr.plan.n_probes == 16));
+        CHECK_INT_EQ(pr.plan.out_nx, ms.plan.out_nx);
+        CHECK_INT_EQ(pr.plan.out_ny, ms.plan.out_ny);
+        REQUIRE(sim_run(&ms) == STEM_OK);
+        REQUIRE(sim_run(&pr) == STEM_OK);
+        static const char *what[] = {"Si 2x2x2, PRISM f = 1 vs multislice", "Si 3x2x1, PRISM f = 1 vs multislice",
+                                     "Si 3x2x1 soft aperture, PRISM f = 1 vs multislice",
+                                     "Si 3x2x1 tilted beam, PRISM f = 1 vs multislice"};
+        compare(what[k], &pr.res, &ms.res, 1e-4);
+        /* the comparison is not vacuous: the crystal scatters out of the BF disk */
+        double adf = 0;
+        for (long p = 0; p < ms.res.n_probes; p++) adf = fmax(adf, ms.res.images[p * ms.res.n_images + 2]);
+        CHECK_GE(adf, 0.003);
+        sim_free(&ms);
+        sim_free(&pr);
     }
 }
 
@@ -96,7 +101,8 @@ static void test_window_wrap(int fx, int fy, int tx, int ty)
     snprintf(ini, sizeof ini,
              "[sample]\nxyz = %s\ntile_x = %d\ntile_y = %d\n[probe]\nsemiangle = 20\ndefocus = -20\n"
              "[detector]\nring_width = 2\n[compute]\nthreads = 2\n[simulation]\nalgorithm = prism\npixel_size = 0.1\n"
-             "slice_thickness = 1.3575\ninterpolation_x = %d\ninterpolation_y = %d\n", si_xyz, tx, ty, fx, fy);
+             "slice_thickness = 1.3575\ninterpolation_x = %d\ninterpolation_y = %d\n",
+             si_xyz, tx, ty, fx, fy);
     sim_case a, b;
     REQUIRE(sim_setup(&a, ini, NULL) == STEM_OK);
     const stem_plan *pa = &a.plan;
@@ -124,13 +130,15 @@ static void test_window_wrap(int fx, int fy, int tx, int ty)
     snprintf(ini, sizeof ini,
              "[sample]\nxyz = inline\n[probe]\nsemiangle = 20\ndefocus = -20\n"
              "[detector]\nring_width = 2\n[compute]\nthreads = 2\n[simulation]\nalgorithm = prism\npixel_size = 0.1\n"
-             "slice_thickness = 1.3575\ninterpolation_x = %d\ninterpolation_y = %d\n", fx, fy);
+             "slice_thickness = 1.3575\ninterpolation_x = %d\ninterpolation_y = %d\n",
+             fx, fy);
     REQUIRE(sim_setup(&b, ini, &shifted) == STEM_OK);
-    REQUIRE(b.plan.nx == pa->nx && b.plan.ny == pa->ny && b.plan.crop_nx == pa->crop_nx && b.plan.crop_ny == pa->crop_ny &&
-            b.plan.n_beams == pa->n_beams);
-    printf("f = %d x %d, cell %.2f x %.2f: grid %d x %d, S-matrix grid %d x %d, window %d x %d; shift (%d, %d) pixels = "
-           "(%.4f, %.4f) Angstrom\n", fx, fy, L0, L1, pa->nx, pa->ny, pa->crop_nx, pa->crop_ny, pa->out_nx, pa->out_ny, sx,
-           sy, ax, ay);
+    REQUIRE(b.plan.nx == pa->nx && b.plan.ny == pa->ny && b.plan.crop_nx == pa->crop_nx &&
+            b.plan.crop_ny == pa->crop_ny && b.plan.n_beams == pa->n_beams);
+    printf(
+        "f = %d x %d, cell %.2f x %.2f: grid %d x %d, S-matrix grid %d x %d, window %d x %d; shift (%d, %d) pixels = "
+        "(%.4f, %.4f) Angstrom\n",
+        fx, fy, L0, L1, pa->nx, pa->ny, pa->crop_nx, pa->crop_ny, pa->out_nx, pa->out_ny, sx, sy, ax, ay);
     /* probes whose windows wrap: both corners, and each edge (fractions of the cell) */
     const double probes[5][2] = {{0.003, 0.005}, {0.994, 0.985}, {0.002, 0.997}, {0.497, 0.001}, {0.998, 0.56}};
     for (int k = 0; k < 5; k++) {
@@ -202,7 +210,8 @@ static void test_gather_windows(int n, int ox0, int step, int oy)
         }
     CHECK_MSG(mismatches == 0 && unwritten == 0 && spilled == 0,
               "run of %d from x %d (step %d), y %d: %d values differ from the plain sum, %d unwritten, %d written "
-              "outside the windows", n, ox0, step, oy, mismatches, unwritten, spilled);
+              "outside the windows",
+              n, ox0, step, oy, mismatches, unwritten, spilled);
     free(S);
     free(win);
 }
@@ -216,8 +225,8 @@ int main(void)
     test_window_wrap(2, 4, 2, 3); /* rectangular cell, different factors: catches x/y mix-ups */
     test_gather_windows(1, 3, 1, 2);
     test_gather_windows(16, -5, 1, -3); /* wraps on the left and at the top */
-    test_gather_windows(16, 30, 2, 20);  /* wraps on the right and at the bottom */
+    test_gather_windows(16, 30, 2, 20); /* wraps on the right and at the bottom */
     test_gather_windows(7, 0, 3, 0);
-    test_gather_windows(16, 0, 0, 0);    /* probes on the same window */
+    test_gather_windows(16, 0, 0, 0); /* probes on the same window */
     return check_exit("test_prism");
 }

@@ -90,11 +90,12 @@ int main(void)
      * slices), 200 keV, 20 mrad, no aberrations, 0.1 Angstrom pixels
      * (21.72 / 224 = 0.097 Angstrom: band limit 86.2 mrad), no frozen phonons; 22 x 22 probes over one unit
      * cell; 1 mrad rings, re-binned to 5, 10, 20 mrad. */
-    const char *common = "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\ntile_x = 4\ntile_y = 4\ntile_z = 2\n"
-                         "[beam]\nenergy = 200\n[probe]\nsemiangle = 20\n"
-                         "[scan]\nunits = angstrom\nx_end = 5.43\ny_end = 5.43\nstep = 0.25\n"
-                         "[detector]\nring_width = 1\n[compute]\nthreads = 2\n"
-                         "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\n";
+    const char *common =
+        "[sample]\nxyz = " STEMSIM_TEST_DATA_DIR "/Si100_unitcell.xyz\ntile_x = 4\ntile_y = 4\ntile_z = 2\n"
+        "[beam]\nenergy = 200\n[probe]\nsemiangle = 20\n"
+        "[scan]\nunits = angstrom\nx_end = 5.43\ny_end = 5.43\nstep = 0.25\n"
+        "[detector]\nring_width = 1\n[compute]\nthreads = 2\n"
+        "[simulation]\npixel_size = 0.1\nslice_thickness = 1.3575\n";
     char ini[4096];
     sim_case ref;
     snprintf(ini, sizeof ini, "%salgorithm = multislice\n", common);
@@ -117,7 +118,8 @@ int main(void)
         beams[k] = pr.plan.n_beams;
         /* the interpolation is really in effect: every f-th beam, window L/f */
         CHECK_INT_EQ(pr.plan.out_nx * f, pr.plan.crop_nx);
-        CHECK_MSG(fabs(pr.plan.n_beams * f * f / 941.0 - 1) < 0.1, "f = %d: %d beams (941 / f^2 expected)", f, pr.plan.n_beams);
+        CHECK_MSG(fabs(pr.plan.n_beams * f * f / 941.0 - 1) < 0.1, "f = %d: %d beams (941 / f^2 expected)", f,
+                  pr.plan.n_beams);
         CHECK_LE(pixel_mrad[k], 5.0); /* every ring width below is larger than the PRISM detector pixel */
         double *m = measured[k];
         for (int i = 0; i < 4; i++) m[i] = image_error(&pr.res, &ref.res, i, 0);
@@ -131,10 +133,12 @@ int main(void)
         sim_free(&pr);
     }
 
-    printf("\nPRISM against multislice, Si [100] 4x4x2 cells (21.72 x 21.72 x 10.86 A, 8 slices), 200 keV, 20 mrad,\n"
-           "0.1 A pixels (band limit %.1f mrad), 22 x 22 probes over one unit cell. PRISM detector pixel: %.2f mrad (f = 2),\n"
-           "%.2f mrad (f = 4); %d and %d beams. Relative RMS ||prism - multislice|| / ||multislice|| over the scan.\n\n",
-           ref.plan.max_angle_mrad, pixel_mrad[0], pixel_mrad[1], beams[0], beams[1]);
+    printf(
+        "\nPRISM against multislice, Si [100] 4x4x2 cells (21.72 x 21.72 x 10.86 A, 8 slices), 200 keV, 20 mrad,\n"
+        "0.1 A pixels (band limit %.1f mrad), 22 x 22 probes over one unit cell. PRISM detector pixel: %.2f mrad (f = "
+        "2),\n"
+        "%.2f mrad (f = 4); %d and %d beams. Relative RMS ||prism - multislice|| / ||multislice|| over the scan.\n\n",
+        ref.plan.max_angle_mrad, pixel_mrad[0], pixel_mrad[1], beams[0], beams[1]);
     printf("| quantity | f = 2 measured | f = 2 asserted | f = 4 measured | f = 4 asserted |\n|---|---|---|---|---|\n");
     for (int i = 0; i < N_ROWS && recorded[i].name[0]; i++) {
         double b2 = 1.25 * recorded[i].f2 + 2e-5, b4 = 1.25 * recorded[i].f4 + 2e-5;

@@ -24,7 +24,8 @@ typedef struct {
 static void probe_build(probe_case *c, const char *extra_ini)
 {
     char ini[2048];
-    snprintf(ini, sizeof ini, "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.1\n[compute]\nthreads = 2\n%s", extra_ini);
+    snprintf(ini, sizeof ini, "[sample]\nxyz = inline\n[simulation]\npixel_size = 0.1\n[compute]\nthreads = 2\n%s",
+             extra_ini);
     memset(c, 0, sizeof *c);
     REQUIRE(stem_config_load_string(&c->cfg, "probe.ini", ini) == STEM_OK);
     REQUIRE(stem_xyz_read_string("vacuum.xyz", "vacuum\n12 10 2\n1 6 5 1 0 0\n", &c->atoms) == STEM_OK);
@@ -73,7 +74,8 @@ static void test_chi(void)
     probe_build(&c, "[probe]\nastigmatism = 40\nastigmatism_angle = 30\n");
     for (int i = 0; i < 4; i++) {
         double q2 = qs[i][0] * qs[i][0] + qs[i][1] * qs[i][1], phi = atan2(qs[i][1], qs[i][0]);
-        CHECK_CLOSE(stem_probe_chi(&c.plan, qs[i][0], qs[i][1]), M_PI * lambda * 40 * q2 * cos(2 * (phi - M_PI / 6)), 1e-12);
+        CHECK_CLOSE(stem_probe_chi(&c.plan, qs[i][0], qs[i][1]), M_PI * lambda * 40 * q2 * cos(2 * (phi - M_PI / 6)),
+                    1e-12);
     }
     /* Astigmatism is two-fold: chi(q) = chi(-q), and it vanishes at 45 degrees from its axis. */
     CHECK_CLOSE(stem_probe_chi(&c.plan, 0.3, 0.2), stem_probe_chi(&c.plan, -0.3, -0.2), 1e-12);
@@ -121,7 +123,8 @@ static void test_aperture(void)
     /* the probe phase is exp(-i chi(q) - 2 pi i q.r) */
     int i0 = 3, j0 = 2;
     double qx = i0 / 12.0, qy = j0 / 10.0;
-    double complex expect = cexp(-I * stem_probe_chi(p, qx, qy) - 2 * M_PI * I * (qx * 1.234 + qy * 5.678)) / sqrt((double)inside);
+    double complex expect =
+        cexp(-I * stem_probe_chi(p, qx, qy) - 2 * M_PI * I * (qx * 1.234 + qy * 5.678)) / sqrt((double)inside);
     CHECK_CLOSE(cabs(psi[(size_t)j0 * p->nx + i0] - expect), 0, 1e-6);
     /* PRISM coefficients for f = 1 are the same plane waves */
     stem_complex *coef = stem_fft_alloc(p->n_beams, "coefficients");
@@ -229,8 +232,9 @@ static void test_vacuum_propagation(void)
         worst = fmax(worst, cabsf(w[k] - ref[k]));
         peak = fmax(peak, cabsf(ref[k]));
     }
-    CHECK_MSG(worst <= 1e-5 * peak, "C1 = -%g probe after %g Angstrom of vacuum vs C1 = 0 probe: max |diff| %.3g (peak %.3g)",
-              T, T, worst, peak);
+    CHECK_MSG(worst <= 1e-5 * peak,
+              "C1 = -%g probe after %g Angstrom of vacuum vs C1 = 0 probe: max |diff| %.3g (peak %.3g)", T, T, worst,
+              peak);
     stem_fft_destroy(&fft);
     stem_fft_free(trans);
     stem_fft_free(prop);
@@ -250,9 +254,9 @@ static void test_krivanek(void)
         const char *name;
         int n, m;
         double c, phi_deg;
-    } terms[] = {{"C21", 2, 1, 2e3, 35}, {"C23", 2, 3, 1.8e3, -50}, {"C32", 3, 2, 6e4, 70},
-                 {"C34", 3, 4, 7e4, -15}, {"C41", 4, 1, 2.5e6, 110}, {"C43", 4, 3, 2.2e6, -80},
-                 {"C45", 4, 5, 2.4e6, 10}, {"C52", 5, 2, 1.2e8, 45}, {"C54", 5, 4, 1.3e8, -30},
+    } terms[] = {{"C21", 2, 1, 2e3, 35},   {"C23", 2, 3, 1.8e3, -50}, {"C32", 3, 2, 6e4, 70},
+                 {"C34", 3, 4, 7e4, -15},  {"C41", 4, 1, 2.5e6, 110}, {"C43", 4, 3, 2.2e6, -80},
+                 {"C45", 4, 5, 2.4e6, 10}, {"C52", 5, 2, 1.2e8, 45},  {"C54", 5, 4, 1.3e8, -30},
                  {"C56", 5, 6, 1.1e8, 60}};
     const double qs[3][2] = {{0.3, 0.1}, {-0.2, 0.5}, {0.45, -0.35}};
     for (size_t t = 0; t < sizeof terms / sizeof terms[0]; t++) {
@@ -265,7 +269,7 @@ static void test_krivanek(void)
         for (int i = 0; i < 3; i++) {
             double theta = lambda * hypot(qs[i][0], qs[i][1]), phi = atan2(qs[i][1], qs[i][0]);
             double want = 2 * M_PI / lambda * terms[t].c * pow(theta, terms[t].n + 1) / (terms[t].n + 1) *
-                          cos(terms[t].m * (phi - phi0));
+                cos(terms[t].m * (phi - phi0));
             CHECK_CLOSE(stem_probe_chi(&c.plan, qs[i][0], qs[i][1]), want, 1e-9 * fabs(want) + 1e-12);
             /* m-fold symmetry: the same phase 360/m degrees further round */
             double r = hypot(qs[i][0], qs[i][1]), turn = phi + 2 * M_PI / terms[t].m;
@@ -289,7 +293,8 @@ static void test_krivanek(void)
 static void test_tilt(void)
 {
     probe_case flat, tilted, shifted;
-    const char *optics = "[probe]\nsemiangle = 20\ndefocus = -60\ncs = 0.01\nastigmatism = 12\nastigmatism_angle = 20\n";
+    const char *optics =
+        "[probe]\nsemiangle = 20\ndefocus = -60\ncs = 0.01\nastigmatism = 12\nastigmatism_angle = 20\n";
     char ini[1024];
     probe_build(&flat, optics);
     double px = flat.plan.lambda / flat.plan.cell[0] * 1e3, py = flat.plan.lambda / flat.plan.cell[1] * 1e3; /* mrad */
@@ -300,7 +305,8 @@ static void test_tilt(void)
     probe_build(&shifted, ini);
     int nx = flat.plan.nx, ny = flat.plan.ny;
     size_t grid = (size_t)nx * ny;
-    stem_complex *a = stem_fft_alloc(grid, "probe"), *b = stem_fft_alloc(grid, "probe"), *c = stem_fft_alloc(grid, "probe");
+    stem_complex *a = stem_fft_alloc(grid, "probe"), *b = stem_fft_alloc(grid, "probe"),
+                 *c = stem_fft_alloc(grid, "probe");
     REQUIRE(a && b && c);
     stem_probe_fourier(&flat.plan, 3.1, 4.7, a);
     stem_probe_fourier(&tilted.plan, 3.1, 4.7, b);
@@ -318,12 +324,14 @@ static void test_tilt(void)
             if (cabsf(ap) > 0) phase_diff = fmax(phase_diff, cabsf(ap - want));
             peak = fmax(peak, cabsf(want));
         }
-    CHECK_MSG(tilt_err <= 1e-5 * peak, "tilted probe vs shifted coefficients: max |diff| %.3g (peak %.3g)", tilt_err, peak);
-    CHECK_MSG(mag_err <= 1e-5 * peak, "aperture shift: |coefficients| differ from the shifted aperture by %.3g", mag_err);
+    CHECK_MSG(tilt_err <= 1e-5 * peak, "tilted probe vs shifted coefficients: max |diff| %.3g (peak %.3g)", tilt_err,
+              peak);
+    CHECK_MSG(mag_err <= 1e-5 * peak, "aperture shift: |coefficients| differ from the shifted aperture by %.3g",
+              mag_err);
     CHECK_MSG(phase_diff >= 0.1 * peak, "aperture shift moved the aberrations too (phases agree to %.3g)", phase_diff);
     printf("beam tilt (%d, %d) pixels: coefficients = shifted untilted ones to %.2e of the peak; aperture shift: "
-           "magnitudes to %.2e, phases differ by up to %.2f of the peak\n", kx, ky, tilt_err / peak, mag_err / peak,
-           phase_diff / peak);
+           "magnitudes to %.2e, phases differ by up to %.2f of the peak\n",
+           kx, ky, tilt_err / peak, mag_err / peak, phase_diff / peak);
     stem_fft_free(a);
     stem_fft_free(b);
     stem_fft_free(c);

@@ -58,7 +58,8 @@ static void test_config_syntax(void)
     REQUIRE(stem_config_load_string(&cfg, "t.ini", SI "[probe]\ndefocus = -12.5;underfocus\n") == STEM_OK);
     CHECK_CLOSE(cfg.defocus, -12.5, 0);
     /* indented keys and sections are ordinary lines, not continuations */
-    REQUIRE(stem_config_load_string(&cfg, "t.ini", SI "  [probe]\n\tdefocus = 7\n    semiangle = 21 ; mrad\n") == STEM_OK);
+    REQUIRE(stem_config_load_string(&cfg, "t.ini", SI "  [probe]\n\tdefocus = 7\n    semiangle = 21 ; mrad\n") ==
+            STEM_OK);
     CHECK_CLOSE(cfg.defocus, 7, 0);
     CHECK_CLOSE(cfg.semiangle_mrad, 21, 0);
     CHECK(stem_config_load_string(&cfg, "t.ini", SI "# a comment\n  ; another\n[beam]\nenergy = 300\n") == STEM_OK);
@@ -78,7 +79,8 @@ static void test_config_syntax(void)
         free(msg);
     }
     /* plain numbers that look alike stay valid */
-    REQUIRE(stem_config_load_string(&cfg, "t.ini", SI "[probe]\ndefocus = 0.5\ncs = -0\n[sample]\ntile_x = 10\n") == STEM_OK);
+    REQUIRE(stem_config_load_string(&cfg, "t.ini", SI "[probe]\ndefocus = 0.5\ncs = -0\n[sample]\ntile_x = 10\n") ==
+            STEM_OK);
     CHECK_CLOSE(cfg.defocus, 0.5, 0);
     CHECK_INT_EQ(cfg.tile_x, 10);
 
@@ -205,7 +207,8 @@ static void test_duplicate_atoms(void)
     check_capture c;
     /* x = 0 and x = a are one position in a periodic cell; lines 3 and 5 */
     capture_stderr_begin(&c);
-    REQUIRE(stem_xyz_read_string("dup.xyz", "c\n5 5 5\n14 0 1 1 1 0\n14 2 2 2 1 0\n14 5.0 1.004 1 1 0\n", &a) == STEM_OK);
+    REQUIRE(stem_xyz_read_string("dup.xyz", "c\n5 5 5\n14 0 1 1 1 0\n14 2 2 2 1 0\n14 5.0 1.004 1 1 0\n", &a) ==
+            STEM_OK);
     char *msg = capture_stderr_end(&c);
     CHECK_CONTAINS(msg, "lines 3 and 5 give the same atom (Z = 14)");
     free(msg);
@@ -240,7 +243,8 @@ static void test_cgroup(void)
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "mkdir -p %s/cg2/job/step %s/cg1/memory/slurm/job && echo max > %s/cg2/job/step/memory.max && "
-             "echo 4294967296 > %s/cg2/job/memory.max && echo 9223372036854771712 > %s/cg1/memory/slurm/job/memory.limit_in_bytes && "
+             "echo 4294967296 > %s/cg2/job/memory.max && echo 9223372036854771712 > "
+             "%s/cg1/memory/slurm/job/memory.limit_in_bytes && "
              "echo 1073741824 > %s/cg1/memory/slurm/memory.limit_in_bytes",
              tmpdir, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
     REQUIRE(system(cmd) == 0);
@@ -290,8 +294,10 @@ static void test_prism_window(void)
     /* the probe (1.53 Angstrom Airy disc) fits the suggested window */
     CHECK(best >= 2 && best < 8);
     char fixed[512];
-    snprintf(fixed, sizeof fixed, SI "[sample]\ntile_x = 2\ntile_y = 2\n[simulation]\nalgorithm = prism\n"
-                                     "interpolation_x = %d\ninterpolation_y = 2\n", best);
+    snprintf(fixed, sizeof fixed,
+             SI "[sample]\ntile_x = 2\ntile_y = 2\n[simulation]\nalgorithm = prism\n"
+                "interpolation_x = %d\ninterpolation_y = 2\n",
+             best);
     CHECK_INT_EQ(sim_prepare(&s, fixed, NULL), STEM_OK);
     CHECK(10.86 / best >= stem_plan_probe_diameter(&s.plan));
     sim_free(&s);

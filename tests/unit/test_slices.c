@@ -17,7 +17,11 @@ static const char *vacuum_xyz = "vacuum: one H atom of occupancy 0\n10.86 10.86 
 
 static void test_counts(void)
 {
-    static const struct { double cell, dz; int n; double last; } cases[] = {
+    static const struct {
+        double cell, dz;
+        int n;
+        double last;
+    } cases[] = {
         {47.969841, 1.998743, 24, 1.998743}, /* GaAs [110] from a 6-decimal file: 24.0000045 slices */
         {10.000001, 2, 5, 2},
         {9.99999, 2, 5, 2},
@@ -30,8 +34,8 @@ static void test_counts(void)
         double last = 0;
         int n = stem_slice_count(cases[i].cell, cases[i].dz, &last);
         CHECK_MSG(n == cases[i].n && fabs(last - cases[i].last) <= 1e-9,
-                  "cell %.9g in slices of %.9g: %d slices, the last %.9g (expected %d, %.9g)", cases[i].cell, cases[i].dz,
-                  n, last, cases[i].n, cases[i].last);
+                  "cell %.9g in slices of %.9g: %d slices, the last %.9g (expected %d, %.9g)", cases[i].cell,
+                  cases[i].dz, n, last, cases[i].n, cases[i].last);
     }
 }
 
@@ -41,8 +45,10 @@ static void vacuum_case(sim_case *s, const char *algorithm, const char *extra)
     stem_atoms vac;
     char ini[1024];
     REQUIRE(stem_xyz_read_string("vacuum.xyz", vacuum_xyz, &vac) == STEM_OK);
-    snprintf(ini, sizeof ini, "[sample]\nxyz = inline\n[simulation]\nalgorithm = %s\npixel_size = 0.1\n"
-             "slice_thickness = 2\n%s", algorithm, extra);
+    snprintf(ini, sizeof ini,
+             "[sample]\nxyz = inline\n[simulation]\nalgorithm = %s\npixel_size = 0.1\n"
+             "slice_thickness = 2\n%s",
+             algorithm, extra);
     REQUIRE(sim_setup(s, ini, &vac) == STEM_OK);
     REQUIRE(s->plan.n_slices == 5 && s->plan.dz == 2 && fabs(s->plan.dz_last - 1) < 1e-12);
     stem_atoms_free(&vac);
@@ -72,7 +78,8 @@ static void test_vacuum_probe(void)
     vacuum_case(&s, "multislice", "[probe]\nsemiangle = 25\ndefocus = -30\ncs = 0.003\n");
     const stem_plan *p = &s.plan;
     size_t grid = (size_t)p->nx * p->ny;
-    stem_complex *prop = stem_propagator_alloc(p), *w = stem_fft_alloc(grid, "wave"), *ref = stem_fft_alloc(grid, "ref");
+    stem_complex *prop = stem_propagator_alloc(p), *w = stem_fft_alloc(grid, "wave"),
+                 *ref = stem_fft_alloc(grid, "ref");
     REQUIRE(prop && w && ref);
     stem_fft fft;
     REQUIRE(stem_fft_create(&fft, p->nx, p->ny, 1, w, 0) == STEM_OK);
@@ -84,11 +91,13 @@ static void test_vacuum_probe(void)
     for (int j = 0; j < p->ny; j++)
         for (int i = 0; i < p->nx; i++) {
             size_t k = (size_t)j * p->nx + i;
-            stem_complex want = ref[k] * fresnel(p, stem_fft_index(i, p->nx) / p->cell[0], stem_fft_index(j, p->ny) / p->cell[1], 9);
+            stem_complex want =
+                ref[k] * fresnel(p, stem_fft_index(i, p->nx) / p->cell[0], stem_fft_index(j, p->ny) / p->cell[1], 9);
             worst = fmax(worst, cabsf(w[k] - want));
             peak = fmax(peak, cabsf(want));
         }
-    printf("probe through 9 A of vacuum (slices of 2): max |diff| from Fresnel over 9 A %.3g (peak %.3g)\n", worst, peak);
+    printf("probe through 9 A of vacuum (slices of 2): max |diff| from Fresnel over 9 A %.3g (peak %.3g)\n", worst,
+           peak);
     CHECK_MSG(worst <= 1e-5 * peak, "probe after 9 A of vacuum vs exp(-i pi lambda q^2 9): max |diff| %.3g (peak %.3g)",
               worst, peak);
     stem_fft_destroy(&fft);
@@ -150,8 +159,10 @@ static void atoms_exit_wave(double cell_z, const char *projection, sim_case *s, 
     char xyz[512], ini[512];
     snprintf(xyz, sizeof xyz, atoms_xyz, cell_z);
     REQUIRE(stem_xyz_read_string("atoms.xyz", xyz, &a) == STEM_OK);
-    snprintf(ini, sizeof ini, "[sample]\nxyz = inline\n[simulation]\nalgorithm = hrtem\npixel_size = 0.1\n"
-             "slice_thickness = 2\nthermal = false\nprojection = %s\n", projection);
+    snprintf(ini, sizeof ini,
+             "[sample]\nxyz = inline\n[simulation]\nalgorithm = hrtem\npixel_size = 0.1\n"
+             "slice_thickness = 2\nthermal = false\nprojection = %s\n",
+             projection);
     REQUIRE(sim_setup(s, ini, &a) == STEM_OK);
     stem_atoms_free(&a);
     *wave = stem_fft_alloc((size_t)s->plan.nx * s->plan.ny, "wave");
@@ -176,15 +187,17 @@ static void test_atoms(const char *projection)
     for (int j = 0; j < p->ny; j++)
         for (int i = 0; i < p->nx; i++) {
             size_t k = (size_t)j * p->nx + i;
-            stem_complex extra = fresnel(p, stem_fft_index(i, p->nx) / p->cell[0], stem_fft_index(j, p->ny) / p->cell[1], 1);
+            stem_complex extra =
+                fresnel(p, stem_fft_index(i, p->nx) / p->cell[0], stem_fft_index(j, p->ny) / p->cell[1], 1);
             worst = fmax(worst, cabsf(w9[k] * extra - w10[k]));
             moved = fmax(moved, cabsf(w9[k] - w10[k]));
             peak = fmax(peak, cabsf(w10[k]));
         }
     printf("atoms, %s projection: 9 A cell + 1 A of vacuum vs 10 A cell: max |diff| %.3g (peak %.3g; the two cells' "
-           "exit waves differ by %.3g)\n", projection, worst, peak, moved);
-    CHECK_MSG(worst <= 1e-3 * moved, "9 A cell propagated 1 A further vs 10 A cell: max |diff| %.3g (they differ by %.3g)",
-              worst, moved);
+           "exit waves differ by %.3g)\n",
+           projection, worst, peak, moved);
+    CHECK_MSG(worst <= 1e-3 * moved,
+              "9 A cell propagated 1 A further vs 10 A cell: max |diff| %.3g (they differ by %.3g)", worst, moved);
     CHECK_MSG(moved >= 1e-4 * peak, "the 9 A and 10 A cells' exit waves should differ (by %.3g)", moved);
     stem_fft_free(w9);
     stem_fft_free(w10);
