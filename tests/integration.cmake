@@ -416,6 +416,9 @@ set_tests_properties(docs_site PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIME
 # include which, no include cycles between modules, src/ headers declare only src/ functions.
 add_test(NAME levels COMMAND bash ${CMAKE_SOURCE_DIR}/tests/levels.sh)
 set_tests_properties(levels PROPERTIES LABELS "unit;docs" TIMEOUT 30)
+# The style: every tracked C/CUDA source formatted as .clang-format says (clang-format 14).
+add_test(NAME format COMMAND bash ${CMAKE_SOURCE_DIR}/tests/format.sh)
+set_tests_properties(format PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIMEOUT 120)
 # Prismatic's own parameter files (tests/reference/prismatic/, written by Prismatic 2.0 itself)
 # converted with --from-prismatic and run; stemsim's rings against Prismatic's stored numbers
 # within measured bands. Needs the converter of issue 30 item 2 (nan = unset, '0 0' windows,
