@@ -347,9 +347,18 @@ static void test_depths(void)
     free(msg);
     CHECK(parse("[sample]\nxyz = a.xyz\n[output]\ndepths = 2\ndepth_every = 2\n", &cfg, &msg) == STEM_ERR_CONFIG);
     free(msg);
-    CHECK(parse("[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = prism\n[output]\ndepths = 2\n", &cfg, &msg) ==
-          STEM_ERR_CONFIG);
-    CHECK(msg && strstr(msg, "multislice"));
+    /* every algorithm records depths; a stored S-matrix is the exit surface's */
+    for (int a = 0; a < 4; a++) {
+        static const char *alg[] = {"multislice", "prism", "hrtem", "cbed"};
+        char ini[160];
+        snprintf(ini, sizeof ini, "[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = %s\n[output]\ndepths = 2\n",
+                 alg[a]);
+        CHECK_MSG(parse(ini, &cfg, &msg) == STEM_OK, "depths with algorithm = %s: %s", alg[a], msg ? msg : "");
+        free(msg);
+    }
+    CHECK(parse("[sample]\nxyz = a.xyz\n[simulation]\nalgorithm = prism\n[output]\ndepths = 2\nsave_smatrix = true\n",
+                &cfg, &msg) == STEM_ERR_CONFIG);
+    CHECK(msg && strstr(msg, "exit surface"));
     free(msg);
 }
 
