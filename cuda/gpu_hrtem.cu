@@ -339,14 +339,6 @@ static int hr_record(hr_ctx *c, const stem_plan *plan, const stem_detector *det,
     return hr_lens_image(c, plan, res);
 }
 
-/* Points [i, n) with point i's beam tilt: the consecutive ones (they differ only in the lens). */
-static int hr_same_tilt_end(const stem_plan *plans, int i, int n)
-{
-    int j = i + 1;
-    while (j < n && !memcmp(plans[j].plane_k, plans[i].plane_k, sizeof plans[i].plane_k)) j++;
-    return j;
-}
-
 /* Each beam tilt's plane wave through the slices once, every point with that tilt recorded at
  * each detection plane (res[point * planes + plane]), as src/hrtem.c stem_hrtem_points. */
 static int hr_points(hr_ctx *c, const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
@@ -354,7 +346,7 @@ static int hr_points(hr_ctx *c, const stem_plan *plans, int n, const stem_comple
 {
     int planes = stem_plan_n_planes(&plans[0]);
     for (int i = 0, j; i < n; i = j) {
-        j = hr_same_tilt_end(plans, i, n);
+        j = stem_hrtem_same_tilt_end(plans, i, n);
         STEM_TRY(hr_plane_wave(c, &plans[i]));
         for (int k = 0, above = 0; k < planes; k++) {
             int below = stem_plan_plane_slices(&plans[i], k);

@@ -43,18 +43,14 @@ long stem_channel_width(const stem_plan *plan, int ch)
     }
 }
 
-static double channel_bytes(const stem_plan *plan, stem_channel_scope scope)
+double stem_channel_bytes_per_probe(const stem_plan *plan)
 {
     double bytes = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (stem_channel_table[ch].scope == scope)
+        if (stem_channel_per_probe(ch))
             bytes += (double)stem_channel_width(plan, ch) * (stem_channel_table[ch].is_float ? 4 : 8);
     return bytes;
 }
-
-double stem_channel_bytes_per_probe(const stem_plan *plan) { return channel_bytes(plan, STEM_SCOPE_PROBE); }
-
-double stem_channel_bytes_per_scan(const stem_plan *plan) { return channel_bytes(plan, STEM_SCOPE_SCAN); }
 
 long stem_channel_error_width(const stem_plan *plan, int ch)
 {

@@ -98,8 +98,6 @@ long stem_channel_width(const stem_plan *plan, int ch);
 static inline int stem_channel_per_probe(int ch) { return stem_channel_table[ch].scope == STEM_SCOPE_PROBE; }
 /* Bytes per probe of every produced per-probe channel (the memory estimate). */
 double stem_channel_bytes_per_probe(const stem_plan *plan);
-/* Bytes of every produced scan channel's row (the output estimate). */
-double stem_channel_bytes_per_scan(const stem_plan *plan);
 /* Doubles per probe of channel ch's standard-error state (0: none): with two or more
  * configurations, for the channels that have one and are written (rings with save_3d,
  * DPC with save_dpc) unless [output] standard_errors = false; twice the width for STEM_FINAL_PER_TOTAL (the co-moments with

@@ -22,49 +22,74 @@ void stem_hrtem_plane_wave_rows(const stem_plan *plan, long row0, long rows, ste
         }
 }
 
-int stem_hrtem_propagate(const stem_plan *plan, const stem_complex *trans, stem_complex *wave, int from, int to)
+/* What a plane wave's propagation through the slices needs: the propagators and an FFT plan on wave. */
+typedef struct {
+    stem_complex *prop;
+    stem_fft fft;
+} propagation;
+
+static int propagation_open(const stem_plan *plan, stem_complex *wave, propagation *p)
 {
-    stem_complex *prop = stem_propagator_alloc(plan);
-    stem_fft fft = {0};
-    int err = prop ? STEM_OK : STEM_ERR_MEMORY;
-    if (!err) err = stem_fft_create(&fft, plan->nx, plan->ny, 1, wave, stem_options_fft_measure(&plan->opt));
-    if (!err) {
-        if (from == 0) stem_hrtem_plane_wave_rows(plan, 0, plan->ny, wave);
-        stem_multislice_propagate(plan, trans, prop, &fft, wave, 1, from, to);
-    }
-    stem_fft_destroy(&fft);
-    stem_fft_free(prop);
-    return err;
+    memset(p, 0, sizeof *p);
+    p->prop = stem_propagator_alloc(plan);
+    if (!p->prop) return STEM_ERR_MEMORY;
+    return stem_fft_create(&p->fft, plan->nx, plan->ny, 1, wave, stem_options_fft_measure(&plan->opt));
+}
+
+static void propagation_close(propagation *p)
+{
+    stem_fft_destroy(&p->fft);
+    stem_fft_free(p->prop);
 }
 
 int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_complex *wave)
 {
-    return stem_hrtem_propagate(plan, trans, wave, 0, plan->n_slices);
+    propagation p;
+    int err = propagation_open(plan, wave, &p);
+    if (!err) {
+        stem_hrtem_plane_wave_rows(plan, 0, plan->ny, wave);
+        stem_multislice_propagate(plan, trans, p.prop, &p.fft, wave, 1, 0, plan->n_slices);
+    }
+    propagation_close(&p);
+    return err;
 }
 
-/* Points [i, n) with point i's beam tilt: the consecutive ones (they differ only in the lens). */
-static int same_tilt_end(const stem_plan *plans, int i, int n)
+int stem_hrtem_same_tilt_end(const stem_plan *plans, int i, int n)
 {
     int j = i + 1;
     while (j < n && !memcmp(plans[j].plane_k, plans[i].plane_k, sizeof plans[i].plane_k)) j++;
     return j;
 }
 
+/* Points [i, j), one beam tilt: its plane wave through the slices once, every point recorded at
+ * each detection plane (the wave goes on in Fourier space from one plane to the next). */
+static int tilt_points(const stem_plan *plans, int i, int j, const stem_complex *trans, const stem_detector *det,
+                       stem_complex *wave, stem_result *res)
+{
+    const stem_plan *plan = &plans[i];
+    int planes = stem_plan_n_planes(plan);
+    propagation p;
+    int err = propagation_open(plan, wave, &p);
+    if (!err) stem_hrtem_plane_wave_rows(plan, 0, plan->ny, wave);
+    for (int k = 0, above = 0; k < planes && !err; k++) {
+        int below = stem_plan_plane_slices(plan, k);
+        stem_multislice_propagate(plan, trans, p.prop, &p.fft, wave, 1, above, below);
+        for (int q = i; q < j && !err; q++) err = stem_hrtem_record(&plans[q], wave, det, &res[(size_t)q * planes + k]);
+        above = below;
+    }
+    propagation_close(&p);
+    return err;
+}
+
 int stem_hrtem_points(const stem_plan *plans, int n, const stem_complex *trans, const stem_detector *det,
                       stem_result *res)
 {
-    int planes = stem_plan_n_planes(&plans[0]), err = STEM_OK;
+    int err = STEM_OK;
     stem_complex *wave = stem_fft_alloc((size_t)plans[0].nx * plans[0].ny, "exit wave");
     if (!wave) return STEM_ERR_MEMORY;
     for (int i = 0, j; i < n && !err; i = j) {
-        j = same_tilt_end(plans, i, n);
-        for (int k = 0, above = 0; k < planes && !err; k++) {
-            int below = stem_plan_plane_slices(&plans[i], k);
-            err = stem_hrtem_propagate(&plans[i], trans, wave, above, below);
-            for (int q = i; q < j && !err; q++)
-                err = stem_hrtem_record(&plans[q], wave, det, &res[(size_t)q * planes + k]);
-            above = below;
-        }
+        j = stem_hrtem_same_tilt_end(plans, i, n);
+        err = tilt_points(plans, i, j, trans, det, wave, res);
     }
     stem_fft_free(wave);
     return err;

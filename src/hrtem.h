@@ -10,9 +10,9 @@
  * the grid) through every slice; wave (nx x ny) ends in Fourier space, band-limited,
  * normalised so that a unit plane wave in vacuum is 1 at its own frequency. */
 int stem_hrtem_exit_wave(const stem_plan *plan, const stem_complex *trans, stem_complex *wave);
-/* The same wave through slices [from, to) only: from 0 starts the plane wave; otherwise wave
- * holds the Fourier-space wave below `from` slices (a detection plane of a thickness series). */
-int stem_hrtem_propagate(const stem_plan *plan, const stem_complex *trans, stem_complex *wave, int from, int to);
+/* The end of the run of points from i with point i's beam tilt (consecutive points of one
+ * tilt differ only in the lens, and share its exit wave): the first j > i whose tilt differs, or n. */
+int stem_hrtem_same_tilt_end(const stem_plan *plans, int i, int n);
 /* n points of one configuration (points in series order; each beam tilt's consecutive points
  * differ only in the lens): each tilt's plane wave through the slices once, every point with
  * that tilt recorded at each detection plane into res[point * planes + plane] (planes:
