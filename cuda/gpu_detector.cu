@@ -50,7 +50,7 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
 {
     memset(g, 0, sizeof *g);
     g->n_pix = det->n_pixels;
-    g->n_bins = plan->n_bins;
+    g->n_bins = (int)stem_channel_width(plan, STEM_CH_RINGS); /* recorded only when written (save_3d) */
     g->n_images = plan->n_images;
     g->ox = plan->out_nx;
     g->oy = plan->out_ny;
@@ -59,7 +59,8 @@ int gpu_det_create(const stem_plan *plan, const stem_detector *det, int gather_f
     g->has_4d = stem_channel_width(plan, STEM_CH_CBED) > 0 || plan->opt.save_pacbed;
     g->fixed_order = plan->opt.gpu_deterministic;
     g->tiles = det_tiles(g->n_pix);
-    g->warps = det_warps(g->n_bins, g->n_seg, g->n_images);
+    /* the plan's ring count, recorded or not: the warps, and so the fixed order of the sums, stay */
+    g->warps = det_warps(plan->n_bins, g->n_seg, g->n_images);
     if (g->has_4d && !(g->pattern_bin = stem_pattern_bins_centred(plan, det))) return STEM_ERR_MEMORY;
     /* k_detect writes the record as [rings][images][total][com x, y][segments]: the channel table must agree */
     STEM_ASSERT(stem_channel_record_offset(plan, STEM_CH_IMAGES) == g->n_bins &&
@@ -200,7 +201,7 @@ static __global__ void __launch_bounds__(DET_THREADS)
                 if (mk >> m & 1u) img[m] += I;
             if (seg) sg = seg[k];
         }
-        warp_bin_add(bins, scratch, b, I, lane);
+        if (n_bins) warp_bin_add(bins, scratch, b, I, lane);
         if (seg) warp_bin_add(bins + n_bins, scratch, sg, I, lane);
     }
     tot = warp_sum(tot);
@@ -272,7 +273,7 @@ static __global__ void __launch_bounds__(DET_THREADS)
         }
         int b = bin[k];
         if (b < 0) continue;
-        atomicAdd(&sh[b], I);
+        if (n_bins) atomicAdd(&sh[b], I);
         if (seg && seg[k] >= 0) atomicAdd(&sh[n_bins + n_images + 3 + seg[k]], I);
         float2 th = theta[k];
         tot += I;

@@ -29,7 +29,7 @@ long stem_channel_width(const stem_plan *plan, int ch)
         return 0;
     }
     switch ((stem_channel_id)ch) {
-    case STEM_CH_RINGS: return plan->n_bins;
+    case STEM_CH_RINGS: return plan->opt.save_3d ? plan->n_bins : 0; /* never written: never recorded nor stored */
     case STEM_CH_IMAGES: return plan->n_images;
     case STEM_CH_TOTAL: return 1;
     case STEM_CH_COM: return 2; /* accumulated always: DPC needs no second pass */

@@ -88,13 +88,13 @@ void stem_detector_free(stem_detector *det)
 
 void stem_detect(const stem_detector *det, const float *intensity, stem_result *res, long p)
 {
-    double *rings = res->rings + p * res->n_bins, *images = res->images + p * res->n_images;
+    double *rings = res->rings ? res->rings + p * res->n_bins : NULL, *images = res->images + p * res->n_images;
     double total = 0, cx = 0, cy = 0;
     for (int k = 0; k < det->n_pixels; k++) {
         float v = intensity[k];
         if (det->bin[k] < 0) continue;
         total += v;
-        rings[det->bin[k]] += v;
+        if (rings) rings[det->bin[k]] += v;
         cx += v * det->theta_x[k];
         cy += v * det->theta_y[k];
         for (uint32_t m = det->image_mask[k]; m; m &= m - 1) images[__builtin_ctz(m)] += v;
