@@ -451,3 +451,9 @@ if(STEMSIM_PYTHON)
   add_test(NAME composition_readme COMMAND ${STEMSIM_PYTHON} ${_composition} --check-readme ${CMAKE_SOURCE_DIR}/README.md)
   set_tests_properties(composition_selftest composition_readme PROPERTIES LABELS "composition;docs" TIMEOUT 30)
 endif()
+
+# benchmarks/README.md's summary table is generated from benchmarks/results/summary.csv
+if(STEMSIM_PYTHON)
+  add_test(NAME benchmarks_summary COMMAND ${STEMSIM_PYTHON} ${CMAKE_SOURCE_DIR}/benchmarks/summary.py --check-readme)
+  set_tests_properties(benchmarks_summary PROPERTIES LABELS "docs" TIMEOUT 30)
+endif()
