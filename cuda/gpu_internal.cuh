@@ -328,5 +328,8 @@ int gpu_hrtem_add_intensity(float *image, const float2 *w, double weight, size_t
 /* gpu_potential.cu: the engine's transmission step (src/potential.c's on the first GPU). */
 int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_potential_table *table,
                      const stem_atoms *atoms, stem_complex *trans);
+/* Where the host buffer `host` (bytes long) holds the functions the last build kept on this
+ * GPU: copy them to dst there (*copied = 1); else *copied = 0 (upload them from the host). */
+int gpu_transmission_kept_copy(const stem_complex *host, float2 *dst, size_t bytes, int *copied);
 
 #endif

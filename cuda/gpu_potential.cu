@@ -5,7 +5,9 @@
  * sums do not depend on the order the atoms arrive in, so the result is the same bits
  * run after run), divides the blur out inside the band, takes exp(i sigma V),
  * band-limits, and the slice is copied to the host buffer the campaign owns
- * (it is broadcast to the group and uploaded like a CPU-built one). */
+ * (it is broadcast to the group and uploaded like a CPU-built one; where the GPU has room
+ * the slices also stay there, and the next upload of that buffer is a device copy). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,9 @@ typedef struct gpu_tr_ctx {
     long long *V;                      /* one slice's blurred potential, fixed point (potential's grid) */
     float2 *tf;                        /* its potential, then exp(i sigma V) (potential's grid) */
     float2 *t;                         /* one slice's transmission function (the run's grid) */
+    float2 *all;                       /* or every slice's, kept for the next step (NULL: no room) */
+    cudaEvent_t built[2];              /* slice s done (s % 2): its copy to the host may start */
+    cudaStream_t copies;               /* the copies to the host, beside the next slice's kernels */
     gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices, sorted by slice */
     long atoms_cap;
     long *first;              /* first entry of each slice (n_slices + 1) */
@@ -39,6 +44,46 @@ typedef struct gpu_tr_ctx {
     int has_fft, has_fft_run;
     cudaStream_t stream;
 } tr_ctx;
+
+/* The last configuration's transmission functions stay on the first GPU (tr_ctx.all) after
+ * their copy to the host buffer `host`: the step that uploads that buffer next copies them
+ * device to device instead (gpu_transmission_kept_copy). Valid from a build's end to the next
+ * build's start; the lock orders a build ahead on a helper thread against that copy. */
+static struct {
+    pthread_mutex_t lock;
+    const stem_complex *host;
+    const float2 *dev;
+    size_t bytes;
+    int device;
+} kept = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, -1};
+
+static void kept_set(const stem_complex *host, const float2 *dev, size_t bytes, int device)
+{
+    pthread_mutex_lock(&kept.lock);
+    kept.host = host;
+    kept.dev = dev;
+    kept.bytes = bytes;
+    kept.device = device;
+    pthread_mutex_unlock(&kept.lock);
+}
+
+int gpu_transmission_kept_copy(const stem_complex *host, float2 *dst, size_t bytes, int *copied)
+{
+    int device = -1;
+    *copied = 0;
+    CUDA_CALL(cudaGetDevice(&device));
+    pthread_mutex_lock(&kept.lock);
+    cudaError_t e = cudaSuccess;
+    if (kept.dev && kept.host == host && kept.bytes == bytes && kept.device == device) {
+        e = cudaMemcpyAsync(dst, kept.dev, bytes, cudaMemcpyDeviceToDevice, 0);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(0); /* done before a build may overwrite it */
+        *copied = e == cudaSuccess;
+    }
+    pthread_mutex_unlock(&kept.lock);
+    if (e != cudaSuccess)
+        return gpu_fail_cuda(e, "cudaMemcpy(kept transmission functions)", __FILE__, __LINE__, __func__);
+    return STEM_OK;
+}
 
 /* V[wrapped pixel] += weight * h(r): one block per atom of the slice, each thread a pixel of
  * the atom's box; the same lookup as potential.c's add_profile_rows. */
@@ -106,6 +151,11 @@ static __global__ void k_run_band(float2 *__restrict__ t, const float2 *__restri
 
 static void tr_release(tr_ctx *c)
 {
+    kept_set(NULL, NULL, 0, -1);
+    for (int i = 0; i < 2; i++)
+        if (c->built[i]) cudaEventDestroy(c->built[i]);
+    if (c->copies) cudaStreamDestroy(c->copies);
+    gpu_free(c->all);
     if (c->has_fft) cufftDestroy(c->fft);
     if (c->has_fft_run) cufftDestroy(c->fft_run);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -129,7 +179,7 @@ void gpu_transmission_cache_free(gpu_engine_state *st)
 }
 
 /* What does not depend on the configuration: the profiles, one slice's buffers, the plan. */
-static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_table *table)
+static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_table *table, int keep_all)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
     size_t p_bytes = sizeof(float) * (size_t)table->n_profiles * table->points; /* species x depth nodes */
@@ -145,6 +195,11 @@ static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_tabl
     GPU_ALLOC(c->V, sizeof(long long) * fine, "slice potential");
     GPU_ALLOC(c->tf, sizeof(float2) * fine, "slice transmission function (oversampled)");
     GPU_ALLOC(c->t, sizeof(float2) * grid, "slice transmission function");
+    if (keep_all) {
+        GPU_ALLOC(c->all, sizeof(float2) * grid * plan->n_slices, "transmission functions (kept on the GPU)");
+        CUDA_CALL(cudaStreamCreateWithFlags(&c->copies, cudaStreamNonBlocking));
+        for (int i = 0; i < 2; i++) CUDA_CALL(cudaEventCreateWithFlags(&c->built[i], cudaEventDisableTiming));
+    }
     CUFFT_CALL(cufftPlan2d(&c->fft, c->fny, c->fnx, CUFFT_C2C));
     c->has_fft = 1;
     CUFFT_CALL(cufftSetStream(c->fft, c->stream));
@@ -223,8 +278,8 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
 }
 
 /* One slice: blurred potential on the potential's grid, the blur divided out, exp(i sigma V),
- * the run's band; into host memory. */
-static int tr_slice(tr_ctx *c, int s, stem_complex *out)
+ * the run's band; into out on the device (queued on the step's stream). */
+static int tr_slice(tr_ctx *c, int s, float2 *out)
 {
     const stem_plan *plan = c->plan;
     const stem_potential_table *t = c->table;
@@ -251,12 +306,48 @@ static int tr_slice(tr_ctx *c, int s, stem_complex *out)
     k_phase<<<blocks, 256, 0, c->stream>>>(c->tf, (float)plan->sigma, fine);
     CUDA_LAUNCH();
     CUFFT_CALL(cufftExecC2C(c->fft, c->tf, c->tf, CUFFT_FORWARD));
-    k_run_band<<<gpu_blocks(grid, 256), 256, 0, c->stream>>>(c->t, c->tf, nx, ny, c->fnx, c->fny, plan->cell[0],
+    k_run_band<<<gpu_blocks(grid, 256), 256, 0, c->stream>>>(out, c->tf, nx, ny, c->fnx, c->fny, plan->cell[0],
                                                              plan->cell[1], plan->q_limit * plan->q_limit);
     CUDA_LAUNCH();
-    CUFFT_CALL(cufftExecC2C(m > 1 ? c->fft_run : c->fft, c->t, c->t, CUFFT_INVERSE));
-    CUDA_CALL(cudaMemcpyAsync(out, c->t, sizeof(float2) * grid, cudaMemcpyDeviceToHost, c->stream));
-    CUDA_CALL(cudaStreamSynchronize(c->stream));
+    CUFFT_CALL(cufftExecC2C(m > 1 ? c->fft_run : c->fft, out, out, CUFFT_INVERSE));
+    return STEM_OK;
+}
+
+/* Slice s, computed into its place in c->all, copied to the host on the copy stream while
+ * the next slice's kernels run (a copy to pageable memory holds this thread until done). */
+static int tr_slice_copy(tr_ctx *c, int s, stem_complex *host)
+{
+    size_t grid = (size_t)c->plan->nx * c->plan->ny;
+    CUDA_CALL(cudaStreamWaitEvent(c->copies, c->built[s % 2], 0));
+    CUDA_CALL(
+        cudaMemcpyAsync(host, c->all + (size_t)s * grid, sizeof(float2) * grid, cudaMemcpyDeviceToHost, c->copies));
+    return STEM_OK;
+}
+
+/* Every slice into trans; with room on the GPU they are also kept there (kept_set). */
+static int tr_all_slices(tr_ctx *c, int device, stem_complex *trans)
+{
+    const stem_plan *plan = c->plan;
+    size_t grid = (size_t)plan->nx * plan->ny;
+    kept_set(NULL, NULL, 0, -1); /* c->all is about to change */
+    for (int s = 0; s < plan->n_slices; s++) {
+        if (!c->all) { /* one slice buffer: compute, copy, next */
+            STEM_TRY(tr_slice(c, s, c->t));
+            CUDA_CALL(cudaMemcpyAsync(trans + (size_t)s * grid, c->t, sizeof(float2) * grid, cudaMemcpyDeviceToHost,
+                                      c->stream));
+            CUDA_CALL(cudaStreamSynchronize(c->stream));
+            continue;
+        }
+        STEM_TRY(tr_slice(c, s, c->all + (size_t)s * grid));
+        CUDA_CALL(cudaEventRecord(c->built[s % 2], c->stream));
+        if (s > 0) STEM_TRY(tr_slice_copy(c, s - 1, trans + (size_t)(s - 1) * grid));
+    }
+    if (c->all) {
+        STEM_TRY(tr_slice_copy(c, plan->n_slices - 1, trans + (size_t)(plan->n_slices - 1) * grid));
+        CUDA_CALL(cudaStreamSynchronize(c->copies));
+        CUDA_CALL(cudaStreamSynchronize(c->stream));
+        kept_set(trans, c->all, sizeof(float2) * grid * plan->n_slices, device);
+    }
     return STEM_OK;
 }
 
@@ -283,7 +374,8 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
         }
         st->tr = (tr_ctx *)stem_calloc(1, sizeof(tr_ctx), "GPU transmission context");
         if (!st->tr) return STEM_ERR_MEMORY;
-        int err = tr_create(st->tr, plan, table);
+        double all = 8.0 * plan->nx * plan->ny * plan->n_slices; /* kept for the next step, where it fits */
+        int err = tr_create(st->tr, plan, table, need + all <= 0.25 * st->dev.usable_bytes);
         if (err) {
             gpu_transmission_cache_free(st);
             return err;
@@ -291,8 +383,7 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
     }
     tr_ctx *c = st->tr;
     int err = tr_upload_atoms(c, atoms);
-    size_t grid = (size_t)plan->nx * plan->ny;
-    for (int s = 0; !err && s < plan->n_slices; s++) err = tr_slice(c, s, trans + (size_t)s * grid);
+    if (!err) err = tr_all_slices(c, st->dev.ids[0], trans);
     if (err) gpu_transmission_cache_free(st);
     return err;
 }
