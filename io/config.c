@@ -214,7 +214,9 @@ static const key_spec key_table[] = {
      "and /axes/probe_x, /axes/probe_y"},
     {"detector", "ring_width", K_DOUBLE, OFF(ring_width), "1", 0.01, 1000, NULL, "mrad",
      "width of the annular rings of the 3D output"},
-    {"detector", "save_3d", K_BOOL, OFF(opt.save_3d), "true", 0, 0, NULL, "-", "write the ring output /rings"},
+    {"detector", "save_3d", K_BOOL, OFF(opt.save_3d), "true", 0, 0, NULL, "-",
+     "write the ring output /rings (false: the rings are not recorded at all, which saves their memory, GPU "
+     "transfers and checkpoint space)"},
     {"detector", "save_4d", K_BOOL, OFF(opt.save_4d), "false", 0, 0, NULL, "-",
      "write full diffraction patterns /cbed (large)"},
     {"detector", "cbed_max_angle", K_DOUBLE, OFF(cbed_max_angle), "0", 0, 1e4, NULL, "mrad",
