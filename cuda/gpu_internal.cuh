@@ -254,9 +254,56 @@ void gpu_out_plan_free(gpu_out_plan *op);
 /* The beam table: qx, qy, chi and the aperture's weight over the root of the sum of their squares. */
 void gpu_beam_table(const stem_plan *plan, double *bq);
 int gpu_beam_coefficients(float2 *coef, const gpu_probe *pr, const double *beam_q, int nb, int P, cudaStream_t s);
-/* win[p][wy][wx] cut from the tile product's output out[tl->h][P][tl->w]. */
+/* win[p][wy][wx] cut from the tile product's output out[tl->h][P][tl->w], or with probes_inner
+ * (the split products) out[tl->h][tl->w][P]. */
 int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int P, const gpu_tile *tl, int wx, int wy,
-                       cudaStream_t s);
+                       int probes_inner, cudaStream_t s);
+
+/* ---- split-operand products of the PRISM output (gpu_split_gemm.cu) ------------------------
+ * [debug] gpu_gemm = tf32x3 / fp16x3. The complex product C(col, p) = sum_b S(b, col) c(b, p) as
+ * one real GEMM on the tensor cores: S's 2 nb floats per pixel (re, im interleaved) against 2 P
+ * real columns built from the coefficients (column 2p gives Re C, 2p + 1 Im C). Each FP32 value x
+ * is split into hi = round(x) and lo = round(x - hi) (TF32 or FP16) and K is tripled: S as
+ * [hi | lo | hi] per pixel against the coefficients' [hi ; hi ; lo], so that one call sums
+ * hi*hi + lo*hi + hi*lo; the dropped lo*lo is ~2^-22 of the product. The tensor cores' own
+ * sums along K round toward zero, though: at the paper case's K the products come out 1e-5
+ * (FP16) to 2e-5 (TF32) small, images 2e-5 to 4e-5 (benchmarks/results/TF32X3.md), so these
+ * are options, not FP32's equal. FP16 parts are scaled by powers of two (largest value at
+ * most 2^14; undone in alpha). */
+typedef struct {
+    int fp16;               /* FP16 parts, else TF32 (in FP32 storage) */
+    int nb, kb;             /* beams; 2 nb rounded up to 8 elements: one part, 16-byte aligned */
+    size_t elem;            /* bytes of one element of a part */
+    float s_scale, c_scale; /* FP16: the powers of two applied to S and to the coefficients */
+} gpu_split_form;
+/* gemm: STEM_GPU_GEMM_TF32X3 or STEM_GPU_GEMM_FP16X3 */
+void gpu_split_form_init(gpu_split_form *f, int gemm, int nb);
+int gpu_gemm_is_split(int gemm);
+/* Bytes of the split S-matrix for n pixels, and of P probes' split coefficients. */
+size_t gpu_split_smatrix_bytes(const gpu_split_form *f, size_t n);
+size_t gpu_split_coef_bytes(const gpu_split_form *f, int P);
+/* FP16: s_scale from the largest |re|, |im| of S (n pixels of nb beams), on the device (waits
+ * for stream s) or on the host. TF32: nothing. */
+int gpu_split_scale_device(gpu_split_form *f, const float2 *S, size_t n, cudaStream_t s);
+void gpu_split_scale_host(gpu_split_form *f, const stem_complex *S, size_t n);
+/* dst[pixel][3 kb] = [hi | lo | hi] of S[pixel][nb]; pads zero. */
+int gpu_split_smatrix(const gpu_split_form *f, void *dst, const float2 *S, size_t pixels, cudaStream_t s);
+/* dst[j][3 kb] = [hi ; hi ; lo] of the real column j = 2p + (0: real part, 1: imaginary part) of coef[p][nb]. */
+int gpu_split_coefficients(const gpu_split_form *f, void *dst, const float2 *coef, int P, cudaStream_t s);
+/* C[col][j] (j < 2 P: probe j / 2's real or imaginary part, so C[col][p] as complex numbers) for
+ * m columns from A (pixels 3 kb apart) and the split coefficients; rows products, sA elements
+ * and sC floats apart. */
+int gpu_split_gemm(cublasHandle_t h, const gpu_split_form *f, const void *A, long long sA, const void *coef, float *C,
+                   int m, int P, long long sC, int rows);
+
+/* The whole product of tile tl (P probes, nb beams) as the output step makes it with gemm
+ * (stem_gpu_gemm): from src (the S-matrix, W x H pixels beam fastest, the region at (sx, sy),
+ * wrapping) and coef[p][nb] into out[tl->h][P][tl->w]; split kinds read ssrc (src split) and
+ * coef_split instead and write out[tl->h][tl->w][P] (gpu_gather_windows). Adds the FP32 flops
+ * to *flops. */
+int gpu_tile_product(cublasHandle_t h, int gemm, const gpu_split_form *f, const float2 *src, const void *ssrc, int W,
+                     int H, int nb, int sx, int sy, const gpu_tile *tl, int P, const float2 *coef,
+                     const void *coef_split, float2 *out, double *flops);
 /* [debug] gpu_prism_output = direct: win[p][j][i] = sum_b coef[p][b] src[pixel][b], src W x H pixels
  * beam fastest with the tile region at (sx, sy), wrapping. */
 int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int sx, int sy, const gpu_probe *pr,

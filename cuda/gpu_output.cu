@@ -29,15 +29,18 @@ static __global__ void k_coef(float2 *__restrict__ coef, const gpu_probe *__rest
     coef[(size_t)p * nb + b] = make_float2((float)c * a, (float)s * a);
 }
 
-/* win[p][j][i] from the product's output out[row][p][col] over the tile region. */
+/* win[p][j][i] from the product's output out[row][p][col] over the tile region, or with
+ * probes_inner (the split products) out[row][col][p]. */
 static __global__ void k_gather(float2 *__restrict__ win, const float2 *__restrict__ out,
-                                const gpu_probe *__restrict__ pr, int P, int tx0, int ty0, int tw, int wx, int wy)
+                                const gpu_probe *__restrict__ pr, int P, int tx0, int ty0, int tw, int wx, int wy,
+                                int probes_inner)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x, p = blockIdx.y;
     if (k >= wx * wy) return;
     int j = k / wx, i = k - j * wx;
     int r = pr[p].oy - ty0 + j, c = pr[p].ox - tx0 + i;
-    win[(size_t)p * wx * wy + k] = out[((size_t)r * P + p) * tw + c];
+    size_t o = probes_inner ? ((size_t)r * tw + c) * P + p : ((size_t)r * P + p) * tw + c;
+    win[(size_t)p * wx * wy + k] = out[o];
 }
 
 /* One warp per window pixel and probe: sum over beams of coef * S (S beam-fastest). */
@@ -91,10 +94,11 @@ int gpu_beam_coefficients(float2 *coef, const gpu_probe *pr, const double *beam_
 }
 
 int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int P, const gpu_tile *tl, int wx, int wy,
-                       cudaStream_t s)
+                       int probes_inner, cudaStream_t s)
 {
     if (P <= 0) return STEM_OK;
-    k_gather<<<dim3(gpu_blocks((size_t)wx * wy, 256), P), 256, 0, s>>>(win, out, pr, P, tl->x0, tl->y0, tl->w, wx, wy);
+    k_gather<<<dim3(gpu_blocks((size_t)wx * wy, 256), P), 256, 0, s>>>(win, out, pr, P, tl->x0, tl->y0, tl->w, wx, wy,
+                                                                       probes_inner);
     CUDA_LAUNCH();
     return STEM_OK;
 }
@@ -111,10 +115,21 @@ int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int
 
 /* ---- plan ------------------------------------------------------------------- */
 
+/* Split kinds ([debug] gpu_gemm = tf32x3 / fp16x3): the split form, else NULL. */
+static const gpu_split_form *plan_split_form(const stem_plan *plan, int direct, gpu_split_form *f)
+{
+    if (direct || !gpu_gemm_is_split(plan->opt.gpu_gemm)) return NULL;
+    gpu_split_form_init(f, plan->opt.gpu_gemm, plan->n_beams);
+    return f;
+}
+
 static double out_worker_bytes(const stem_plan *plan, int direct, double out_elems, int P, double unit_pixels)
 {
     double win = (double)plan->out_nx * plan->out_ny;
     double b = (direct ? 0 : 8.0 * out_elems) + 16.0 * P * win + 8.0 * plan->n_beams * P;
+    gpu_split_form f;
+    if (plan_split_form(plan, direct, &f)) /* the tile's coefficients and the streamed window, split */
+        b += (double)gpu_split_coef_bytes(&f, P) + (double)gpu_split_smatrix_bytes(&f, 1) * unit_pixels;
     b += 2.0 * (double)gpu_det_result_bytes(plan, P) + (double)gpu_det_work_bytes(plan, P);
     b += 8.0 * plan->n_beams * unit_pixels;
     return b + 40.0 * 1048576.0; /* cuBLAS workspace (GPU_BLAS_WORKSPACE), streams, plans */
@@ -144,6 +159,11 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     op->direct = plan->opt.gpu_prism_output == STEM_GPU_OUTPUT_DIRECT;
     long n_local = plan->probe_end - plan->probe_begin;
     double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
+    gpu_split_form f;
+    double S_all = S +
+        (plan_split_form(plan, op->direct, &f) /* single-transfer: S and its split */
+             ? (double)gpu_split_smatrix_bytes(&f, (size_t)plan->crop_nx * plan->crop_ny)
+             : 0);
     double shared = (double)gpu_det_bytes(plan, 0) + sizeof(gpu_probe) * (double)n_local + 24.0 * plan->n_beams;
     int T0 = gpu_tile_choose(plan, OUT_CAP_BYTES), mode = plan->opt.memory_mode, chosen = -1, T = T0, U = 1;
     int tx, ty;
@@ -153,8 +173,8 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     for (T = T0; T >= 1 && chosen < 0 && mode != STEM_MEMMODE_STREAMING; T = T > 1 ? T / 2 : 0) {
         tx = T < plan->scan_nx ? T : plan->scan_nx;
         ty = T < plan->scan_ny ? T : plan->scan_ny;
-        double need =
-            shared + S + d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T) / 8, tx * ty, 0);
+        double need = shared + S_all +
+            d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T) / 8, tx * ty, 0);
         if (T == T0) need_single = need;
         if (need <= d->usable_bytes) {
             chosen = 0;
@@ -203,7 +223,7 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
     op->streaming = chosen;
     STEM_TRY(gpu_tiling_build(plan, T, chosen ? U : 1, &op->tiling));
     const gpu_tiling *t = &op->tiling;
-    op->bytes_shared = shared + (chosen ? 0 : S);
+    op->bytes_shared = shared + (chosen ? 0 : S_all);
     op->bytes_worker = out_worker_bytes(plan, op->direct, (double)t->max_out, gpu_out_window_batch(plan, t),
                                         chosen ? (double)t->max_unit : 0);
     op->bytes_total = op->bytes_shared + d->streams * op->bytes_worker;
@@ -214,7 +234,7 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
                     out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8, 1,
                                      gpu_unit_pixels(plan, T0, 1));
         if (!need_single)
-            need_single = shared + S +
+            need_single = shared + S_all +
                 d->streams * out_worker_bytes(plan, op->direct, gpu_tile_out_bytes(plan, T0) / 8, T0 * T0, 0);
         stem_info(
             "GPU memory estimate for the PRISM output step, per GPU: single-transfer %.3f GiB (S-matrix %.3f), "
@@ -224,7 +244,9 @@ int gpu_out_plan_build(const stem_plan *plan, const gpu_devices *d, int verbose,
             d->free_bytes / GPU_GIB, chosen ? "streaming window by window" : "single-transfer",
             mode == STEM_MEMMODE_AUTO ? " (auto)" : "", T, T, t->n_tiles, chosen ? ", uploaded in units of tiles" : "",
             op->bytes_total / GPU_GIB,
-            op->direct ? "one reduction per probe" : "batched CGEMM over the probes of a tile");
+            op->direct                         ? "one reduction per probe"
+                : plan_split_form(plan, 0, &f) ? "split-operand GEMM over the probes of a tile"
+                                               : "batched CGEMM over the probes of a tile");
         if (chosen)
             stem_info("  streaming: %d units of up to %d x %d tiles, largest window %.3f GiB", t->n_units, t->U, t->U,
                       8.0 * plan->n_beams * t->max_unit / GPU_GIB);
@@ -240,6 +262,7 @@ typedef struct {
     cufftHandle fft;
     int has_stream, has_blas, has_fft, has_events;
     float2 *coef, *out, *win, *region;
+    void *coef_split, *region_split; /* split kinds: the tile's coefficients, the streamed unit's S window */
     double *dres[2], *hres[2];
     float *dcbed[2], *hcbed[2];
     float *dwork;    /* the fixed-order detector's partial sums (both slots: one stream) */
@@ -253,6 +276,7 @@ typedef struct {
     double gemm_pending[2], gemm_flops, gemm_s;
     struct {
         const float2 *src;
+        const void *ssrc;
         int W, H, sx, sy, t, P;
     } last; /* the last tile's CGEMM call */
 } out_worker;
@@ -271,8 +295,34 @@ typedef struct gpu_out_ctx {
     double *beam_q[GPU_MAX_DEVICES];
     gpu_det det[GPU_MAX_DEVICES];
     out_worker *w;
-    int gemm; /* stem_gpu_gemm */
+    int gemm;                       /* stem_gpu_gemm */
+    gpu_split_form split;           /* gemm tf32x3 / fp16x3: the operands' split form */
+    void *S_split[GPU_MAX_DEVICES]; /* single-transfer: this configuration's S-matrix split (kept) */
 } out_ctx;
+
+/* Split kinds: the S-matrix split once per configuration on each GPU (single-transfer), or
+ * only the FP16 scale taken from the host S-matrix (streaming: units split as they come). */
+static int out_split_smatrix(out_ctx *c)
+{
+    const stem_plan *plan = c->plan;
+    size_t pixels = (size_t)plan->crop_nx * plan->crop_ny;
+    if (!gpu_gemm_is_split(c->gemm) || c->op.direct) return STEM_OK;
+    if (c->op.streaming) {
+        gpu_split_scale_host(&c->split, c->S, pixels);
+        return STEM_OK;
+    }
+    for (int g = 0; g < c->dev.n_gpus; g++) {
+        STEM_TRY(gpu_use_device(&c->dev, g));
+        if (!c->S_split[g]) GPU_ALLOC(c->S_split[g], gpu_split_smatrix_bytes(&c->split, pixels), "S-matrix split");
+        STEM_TRY(gpu_split_scale_device(&c->split, c->S_dev[g], pixels, 0)); /* the same S on every GPU */
+        STEM_TRY(gpu_split_smatrix(&c->split, c->S_split[g], c->S_dev[g], pixels, 0));
+    }
+    for (int g = 0; g < c->dev.n_gpus; g++) {
+        STEM_TRY(gpu_use_device(&c->dev, g));
+        CUDA_CALL(cudaDeviceSynchronize());
+    }
+    return STEM_OK;
+}
 
 /* This configuration's S-matrix on each GPU: the caller's device copies (S_given), or the
  * host S-matrix uploaded into buffers kept with the context (single-transfer), or read
@@ -296,7 +346,7 @@ static int out_bind_smatrix(out_ctx *c, const stem_complex *S, const float2 *con
         }
         CUDA_CALL(cudaMemcpy(c->S_dev[g], S, S_bytes, cudaMemcpyHostToDevice));
     }
-    return STEM_OK;
+    return out_split_smatrix(c);
 }
 
 /* Probe positions and the beam table on GPU g. */
@@ -352,6 +402,10 @@ static int out_worker_create(void *ctx, void *worker)
         CUBLAS_CALL(cublasSetAtomicsMode(w->blas, CUBLAS_ATOMICS_NOT_ALLOWED));
     }
     GPU_ALLOC(w->coef, sizeof(float2) * plan->n_beams * P, "beam coefficients");
+    int split = gpu_gemm_is_split(c->gemm) && !c->op.direct;
+    if (split) GPU_ALLOC(w->coef_split, gpu_split_coef_bytes(&c->split, P), "beam coefficients split");
+    if (split && c->op.streaming)
+        GPU_ALLOC(w->region_split, gpu_split_smatrix_bytes(&c->split, t->max_unit), "S-matrix window split");
     if (!c->op.direct) GPU_ALLOC(w->out, sizeof(float2) * (t->max_out ? t->max_out : 1), "tile product");
     GPU_ALLOC(w->win, sizeof(float2) * win * P, "probe windows");
     if (c->op.streaming)
@@ -382,6 +436,8 @@ static void out_worker_free(void *worker)
     gpu_free(w->out);
     gpu_free(w->win);
     gpu_free(w->region);
+    gpu_free(w->coef_split);
+    gpu_free(w->region_split);
     gpu_free(w->dwork);
     gpu_free(w->blas_work);
     for (int k = 0; k < 2; k++) {
@@ -399,23 +455,21 @@ static void out_worker_free(void *worker)
 
 /* C(col, p) = sum_b A(b, col) coef(b, p) for m columns (region pixels, nb apart in A, 1 apart
  * in C whose probes are ldc apart), P probes, one product per region row (rows of them, sA and
- * sC apart), with the [debug] gpu_gemm variant. */
-static int rows_gemm(out_ctx *c, out_worker *w, const float2 *A, float2 *C, int m, int P, long long sA, int ldc,
-                     long long sC, int rows)
+ * sC apart), with the [debug] gpu_gemm variant (standard, 3m, tf32). */
+static int rows_gemm(cublasHandle_t h, int gemm, int nb, const float2 *A, const float2 *coef, float2 *C, int m, int P,
+                     long long sA, int ldc, long long sC, int rows)
 {
-    int nb = c->plan->n_beams;
     const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
-    if (c->gemm == STEM_GPU_GEMM_3M)
-        CUBLAS_CALL(cublasCgemm3mStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef,
-                                                nb, 0, &zero, C, ldc, sC, rows));
-    else if (c->gemm == STEM_GPU_GEMM_TF32) /* tensor cores: inputs rounded to TF32, sums in FP32 */
-        CUBLAS_CALL(cublasGemmStridedBatchedEx(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, CUDA_C_32F, nb, sA,
-                                               w->coef, CUDA_C_32F, nb, 0, &zero, C, CUDA_C_32F, ldc, sC, rows,
+    if (gemm == STEM_GPU_GEMM_3M)
+        CUBLAS_CALL(cublasCgemm3mStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, coef, nb, 0,
+                                                &zero, C, ldc, sC, rows));
+    else if (gemm == STEM_GPU_GEMM_TF32) /* tensor cores: inputs rounded to TF32, sums in FP32 */
+        CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, CUDA_C_32F, nb, sA, coef,
+                                               CUDA_C_32F, nb, 0, &zero, C, CUDA_C_32F, ldc, sC, rows,
                                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
     else
-        CUBLAS_CALL(cublasCgemmStridedBatched(w->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, w->coef, nb,
-                                              0, &zero, C, ldc, sC, rows));
-    w->flops += 8.0 * m * P * nb * rows;
+        CUBLAS_CALL(cublasCgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &one, A, nb, sA, coef, nb, 0,
+                                              &zero, C, ldc, sC, rows));
     return STEM_OK;
 }
 
@@ -423,9 +477,11 @@ static int rows_gemm(out_ctx *c, out_worker *w, const float2 *A, float2 *C, int 
 static const char *product_name(const out_ctx *c)
 {
     if (c->op.direct) return "direct reduction";
-    return c->gemm == STEM_GPU_GEMM_3M  ? "CGEMM3M"
-        : c->gemm == STEM_GPU_GEMM_TF32 ? "CGEMM (TF32 tensor cores)"
-                                        : "CGEMM";
+    return c->gemm == STEM_GPU_GEMM_3M    ? "CGEMM3M"
+        : c->gemm == STEM_GPU_GEMM_TF32   ? "CGEMM (TF32 tensor cores)"
+        : c->gemm == STEM_GPU_GEMM_TF32X3 ? "split-operand GEMM (3xTF32 tensor cores)"
+        : c->gemm == STEM_GPU_GEMM_FP16X3 ? "split-operand GEMM (3xFP16 tensor cores)"
+                                          : "CGEMM";
 }
 
 /* sum_b coef[p][b] S[pixel][b] for every pixel of the tile region and every probe of the tile:
@@ -433,20 +489,37 @@ static const char *product_name(const out_ctx *c)
  * piece of the region that does not wrap around the source grid. (cuBLAS runs widths that are
  * multiples of 64 faster per column, but cutting a piece into such a width and the rest is not
  * faster: gpu_kernel_check --bench, "output CGEMM", benchmarks/results/GPU_LIMITS.md.) */
-static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, int W, int H, int sx, int sy, const gpu_tile *tl,
-                     int P)
+int gpu_tile_product(cublasHandle_t h, int gemm, const gpu_split_form *f, const float2 *src, const void *ssrc, int W,
+                     int H, int nb, int sx, int sy, const gpu_tile *tl, int P, const float2 *coef,
+                     const void *coef_split, float2 *out, double *flops)
 {
-    int nb = c->plan->n_beams;
     gpu_gemm_piece pc[MAX_PIECES];
     int n = gpu_tile_pieces(W, H, nb, sx, sy, tl->w, tl->h, P, pc, MAX_PIECES);
     if (n < 0) return STEM_FAIL(STEM_ERR_INTERNAL, "tile region %d x %d wraps too often", tl->w, tl->h);
-    long long sA = (long long)W * nb, sC = (long long)tl->w * P;
+    int split = gpu_gemm_is_split(gemm);
+    long long tw = tl->w;
     for (int k = 0; k < n; k++) {
-        const float2 *A = src + pc[k].a_off;
-        float2 *C = w->out + pc[k].c_off;
-        STEM_TRY(rows_gemm(c, w, A, C, pc[k].m, P, sA, tl->w, sC, pc[k].rows));
+        if (split) { /* out[row][col][p] */
+            long long pix = pc[k].a_off / nb, row = pc[k].c_off / (P * tw), col = pc[k].c_off % (P * tw);
+            const char *A = (const char *)ssrc + f->elem * 3 * f->kb * pix;
+            float *C = (float *)(out + (row * tw + col) * P);
+            STEM_TRY(
+                gpu_split_gemm(h, f, A, (long long)W * 3 * f->kb, coef_split, C, pc[k].m, P, 2 * P * tw, pc[k].rows));
+        } else {
+            STEM_TRY(rows_gemm(h, gemm, nb, src + pc[k].a_off, coef, out + pc[k].c_off, pc[k].m, P, (long long)W * nb,
+                               (int)tw, tw * P, pc[k].rows));
+        }
+        *flops += 8.0 * pc[k].m * P * nb * pc[k].rows;
     }
     return STEM_OK;
+}
+
+/* The tile's product on worker w's handle and buffers (ssrc: src split, for the split kinds). */
+static int tile_gemm(out_ctx *c, out_worker *w, const float2 *src, const void *ssrc, int W, int H, int sx, int sy,
+                     const gpu_tile *tl, int P)
+{
+    return gpu_tile_product(w->blas, c->gemm, &c->split, src, ssrc, W, H, c->plan->n_beams, sx, sy, tl, P, w->coef,
+                            w->coef_split, w->out, &w->flops);
 }
 
 static int out_flush(out_ctx *c, out_worker *w, int s, int slot)
@@ -467,8 +540,10 @@ static int out_flush(out_ctx *c, out_worker *w, int s, int slot)
     return STEM_OK;
 }
 
-/* One tile: src is the S-matrix (W x H pixels, beam fastest) and (sx, sy) the tile region's origin in it. */
-static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *src, int W, int H, int sx, int sy)
+/* One tile: src is the S-matrix (W x H pixels, beam fastest; ssrc the same split, for the split
+ * kinds) and (sx, sy) the tile region's origin in it. */
+static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *src, const void *ssrc, int W, int H,
+                    int sx, int sy)
 {
     const stem_plan *plan = c->plan;
     const gpu_tile *tl = &c->op.tiling.tile[t];
@@ -488,11 +563,13 @@ static int out_tile(out_ctx *c, out_worker *w, int slot, int t, const float2 *sr
     } else {
         double f0 = w->flops;
         CUDA_CALL(cudaEventRecord(w->gemm_ev[s][0], w->stream));
-        STEM_TRY(tile_gemm(c, w, src, W, H, sx, sy, tl, P));
+        if (w->coef_split) STEM_TRY(gpu_split_coefficients(&c->split, w->coef_split, w->coef, P, w->stream));
+        STEM_TRY(tile_gemm(c, w, src, ssrc, W, H, sx, sy, tl, P));
         CUDA_CALL(cudaEventRecord(w->gemm_ev[s][1], w->stream));
         w->gemm_pending[s] = w->flops - f0;
-        w->last.src = src, w->last.W = W, w->last.H = H, w->last.sx = sx, w->last.sy = sy, w->last.t = t, w->last.P = P;
-        STEM_TRY(gpu_gather_windows(w->win, w->out, pr, P, tl, wx, wy, w->stream));
+        w->last.src = src, w->last.ssrc = ssrc, w->last.W = W, w->last.H = H, w->last.sx = sx, w->last.sy = sy;
+        w->last.t = t, w->last.P = P;
+        STEM_TRY(gpu_gather_windows(w->win, w->out, pr, P, tl, wx, wy, w->coef_split != NULL, w->stream));
         w->s_bytes += 8.0 * region * nb;
         w->dram += 8.0 * region * nb + 8.0 * region * P + 8.0 * P * win;
     }
@@ -533,13 +610,15 @@ static int out_work(void *ctx, int wi, long u0, long u1)
                                             sizeof(float2) * nb * pc[k].px, pc[k].rows, cudaMemcpyHostToDevice,
                                             w->stream));
             w->h2d += 8.0 * nb * un->w * un->h;
+            if (w->region_split)
+                STEM_TRY(gpu_split_smatrix(&c->split, w->region_split, w->region, (size_t)un->w * un->h, w->stream));
             for (int k = un->t0; k < un->t1; k++)
-                STEM_TRY(
-                    out_tile(c, w, slot, k, w->region, un->w, un->h, t->tile[k].x0 - un->x0, t->tile[k].y0 - un->y0));
+                STEM_TRY(out_tile(c, w, slot, k, w->region, w->region_split, un->w, un->h, t->tile[k].x0 - un->x0,
+                                  t->tile[k].y0 - un->y0));
         } else {
             for (int k = un->t0; k < un->t1; k++)
-                STEM_TRY(out_tile(c, w, slot, k, c->S_dev[slot], plan->crop_nx, plan->crop_ny, t->tile[k].x0,
-                                  t->tile[k].y0));
+                STEM_TRY(out_tile(c, w, slot, k, c->S_dev[slot], c->S_split[slot], plan->crop_nx, plan->crop_ny,
+                                  t->tile[k].x0, t->tile[k].y0));
         }
     }
     STEM_TRY(out_flush(c, w, w->next, slot)); /* the older one first */
@@ -553,6 +632,7 @@ static void out_release(out_ctx *c)
     for (int g = 0; g < c->dev.n_gpus; g++) {
         gpu_use_device_quietly(&c->dev, g);
         if (c->S_owned[g]) gpu_free(c->S_dev[g]);
+        gpu_free(c->S_split[g]);
         gpu_free(c->probes[g]);
         gpu_free(c->beam_q[g]);
         gpu_det_free(&c->det[g]);
@@ -575,6 +655,7 @@ static int out_create(out_ctx *c, const stem_engine *e, const stem_plan *plan, c
     c->plan = plan;
     c->det_tables = det;
     c->gemm = plan->opt.gpu_gemm;
+    if (gpu_gemm_is_split(c->gemm)) gpu_split_form_init(&c->split, c->gemm, plan->n_beams);
     c->dev = *gpu_engine_devices(e);
     int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
     gpu_prop_plan pp;
@@ -607,7 +688,8 @@ static double gemm_isolated_rate(out_ctx *c)
             f0 = w->flops;
             t = stem_wall_time();
         }
-        if (tile_gemm(c, w, w->last.src, w->last.W, w->last.H, w->last.sx, w->last.sy, tl, w->last.P)) return 0;
+        if (tile_gemm(c, w, w->last.src, w->last.ssrc, w->last.W, w->last.H, w->last.sx, w->last.sy, tl, w->last.P))
+            return 0;
     }
     if (cudaStreamSynchronize(w->stream) != cudaSuccess) return 0;
     t = stem_wall_time() - t;

@@ -363,10 +363,13 @@ static const key_spec key_table[] = {
      "GPU PRISM output step: batched CGEMM over probe tiles, or one direct kernel per probe (benchmarking)"},
     {"debug", "gpu_tile", K_INT, OFF(opt.gpu_tile), "0", 0, 4096, NULL, "probes",
      "force the edge of the GPU PRISM output tiles (0: chosen from the GPU's memory)"},
-    {"debug", "gpu_gemm", K_ENUM, OFF(opt.gpu_gemm), "standard", 0, 0, "standard|3m|tf32", "-",
+    {"debug", "gpu_gemm", K_ENUM, OFF(opt.gpu_gemm), "standard", 0, 0, "standard|3m|tf32|tf32x3|fp16x3", "-",
      "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m; on an H100 no faster, results within 4e-8); tf32: "
      "tensor cores with TF32 inputs (10-bit mantissas, FP32 sums): on an H100 2.1x faster, images changed by "
-     "6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md)"},
+     "6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md); tf32x3 / fp16x3: each operand split into a high "
+     "and a low TF32 / FP16 part, three tensor-core products: on the paper's f = 4 case output 1.6x / 2.3x "
+     "faster, images within 4e-5 / 2e-5 (the tensor cores' sums round toward zero; "
+     "benchmarks/results/TF32X3.md)"},
     {"debug", "gpu_gemm_check", K_BOOL, OFF(opt.gpu_gemm_check), "false", 0, 0, NULL, "-",
      "after each GPU PRISM output step, time the last tile's CGEMMs again alone and log their rate beside the "
      "rate inside the step (-v; benchmarking)"},

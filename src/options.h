@@ -13,7 +13,15 @@ typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
 typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_callbacks;
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
-typedef enum { STEM_GPU_GEMM_STANDARD = 0, STEM_GPU_GEMM_3M = 1, STEM_GPU_GEMM_TF32 = 2 } stem_gpu_gemm;
+/* [debug] gpu_gemm: the PRISM output's product; TF32X3 and FP16X3 split each FP32 operand in a high and
+ * a low part and sum three tensor-core products (FP32 accuracy, cuda/gpu_output.cu) */
+typedef enum {
+    STEM_GPU_GEMM_STANDARD = 0,
+    STEM_GPU_GEMM_3M = 1,
+    STEM_GPU_GEMM_TF32 = 2,
+    STEM_GPU_GEMM_TF32X3 = 3,
+    STEM_GPU_GEMM_FP16X3 = 4
+} stem_gpu_gemm;
 
 typedef struct {
     /* [probe] */

@@ -4,7 +4,8 @@
 #   bash benchmarks/gpu/device_fft_gemm.sh
 # 1. gpu_kernel_check --bench: a slice with the multiplies inside cuFFT's loads
 #    ([compute] fft_callbacks) = with separate kernels, and both timed per slice against
-#    a bare forward + inverse cuFFT pair of the same batch (1000^2 and 1024^2, batch 8).
+#    a bare forward + inverse cuFFT pair of the same batch (1000^2 and 1024^2, batch 8); also
+#    the split tensor-core products at the paper shape (benchmarks/gpu/device_tf32x3.sh).
 # 2. The amorphous-carbon cube (benchmarks/cases/gpu_bench.ini): multislice 19 600 probes and
 #    PRISM f = 4 (4 configurations), fft_callbacks on against off; the PRISM output's
 #    CGEMMs in the step against the same calls alone ([debug] gpu_gemm_check), with 1 and

@@ -463,6 +463,58 @@ static int check_mul_bcast(const stem_plan *plan, int n, int reps, cudaStream_t 
     return STEM_OK;
 }
 
+// The tile's product by each [debug] gpu_gemm kind (gpu_tile_product, then gpu_gather_windows),
+// against the windows summed in double: max |window - reference| / max |reference| over all
+// windows. FP32 CGEMM: FP32 sums of nb products, ~5e-7 here; 1xTF32 (10-bit mantissas) ~3e-4;
+// 3xTF32 and 3xFP16 ~2e-6 at this short K (the tensor cores' sums round toward zero, an error
+// that grows with K: 1e-5 to 2e-5 at the paper case's, --split-gemm), so 1e-5 here: a wrong
+// index or part is O(1).
+static int check_tile_products(const stem_plan *plan, const gpu_tile &tl, const float2 *dS, const float2 *dcoef,
+                               const gpu_probe *dpr, int P, const std::vector<double> &wref, float2 *dprod,
+                               float2 *dwin, int reps, cudaStream_t s)
+{
+    int nb = plan->n_beams, cx = plan->crop_nx, cy = plan->crop_ny, wx = plan->out_nx, wy = plan->out_ny;
+    size_t pixels = (size_t)cx * cy;
+    cublasHandle_t h;
+    CUBLAS_CALL(cublasCreate(&h));
+    CUBLAS_CALL(cublasSetStream(h, s));
+    const int kinds[] = {STEM_GPU_GEMM_STANDARD, STEM_GPU_GEMM_TF32, STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3};
+    const char *names[] = {"FP32 CGEMM", "1xTF32", "3xTF32", "3xFP16"};
+    const double tols[] = {1e-5, 5e-3, 1e-5, 1e-5};
+    std::vector<float2> win(wref.size() / 2);
+    for (int k = 0; k < 4; k++) {
+        gpu_split_form f;
+        void *ssrc = NULL, *csplit = NULL;
+        int split = gpu_gemm_is_split(kinds[k]);
+        if (split) {
+            gpu_split_form_init(&f, kinds[k], nb);
+            GPU_ALLOC(ssrc, gpu_split_smatrix_bytes(&f, pixels), "S-matrix split");
+            GPU_ALLOC(csplit, gpu_split_coef_bytes(&f, P), "coefficients split");
+            STEM_TRY(gpu_split_scale_device(&f, dS, pixels, s));
+            STEM_TRY(gpu_split_smatrix(&f, ssrc, dS, pixels, s));
+        }
+        CUDA_CALL(cudaMemset(dwin, 0xff, sizeof(float2) * win.size()));
+        double flops = 0;
+        timer t;
+        for (int r = -1; r < reps; r++) { // the first call unmeasured; each call splits the tile's coefficients
+            if (r == 0) t.start(s);
+            if (split) STEM_TRY(gpu_split_coefficients(&f, csplit, dcoef, P, s));
+            STEM_TRY(gpu_tile_product(h, kinds[k], &f, dS, ssrc, cx, cy, nb, tl.x0, tl.y0, &tl, P, dcoef, csplit, dprod,
+                                      &flops));
+        }
+        float us = t.stop_us(s, reps);
+        STEM_TRY(gpu_gather_windows(dwin, dprod, dpr, P, &tl, wx, wy, split, s));
+        CUDA_CALL(cudaMemcpy(win.data(), dwin, sizeof(float2) * win.size(), cudaMemcpyDeviceToHost));
+        char size[96];
+        std::snprintf(size, sizeof size, "tile %dx%d px, %d probes, %d beams", tl.w, tl.h, P, nb);
+        compare(names[k], size, (const float *)win.data(), wref.data(), wref.size(), 2, tols[k], us);
+        gpu_free(ssrc);
+        gpu_free(csplit);
+    }
+    cublasDestroy(h);
+    return STEM_OK;
+}
+
 // The PRISM output step's kernels on the first tile of T x T probes (its windows wrap
 // around the S-matrix's edge): beam coefficients, windows cut from the tile's product,
 // and the direct reduction over beams.
@@ -546,10 +598,10 @@ static int check_output(const stem_plan *plan, int T, int reps, cudaStream_t s)
     // k_gather: a pure copy
     out.resize(win * P);
     CUDA_CALL(cudaMemset(dwin, 0xff, sizeof(float2) * win * P));
-    STEM_TRY(gpu_gather_windows(dwin, dprod, dpr, P, &tl, wx, wy, s));
+    STEM_TRY(gpu_gather_windows(dwin, dprod, dpr, P, &tl, wx, wy, 0, s));
     CUDA_CALL(cudaMemcpy(out.data(), dwin, sizeof(float2) * out.size(), cudaMemcpyDeviceToHost));
     t.start(s);
-    for (int r = 0; r < reps; r++) STEM_TRY(gpu_gather_windows(dwin, dprod, dpr, P, &tl, wx, wy, s));
+    for (int r = 0; r < reps; r++) STEM_TRY(gpu_gather_windows(dwin, dprod, dpr, P, &tl, wx, wy, 0, s));
     us = t.stop_us(s, reps);
     std::snprintf(size, sizeof size, "%d windows %dx%d of %dx%d", P, wx, wy, tl.w, tl.h);
     compare("k_gather", size, (const float *)out.data(), wref32.data(), wref32.size(), 2, 0.0, us);
@@ -566,6 +618,7 @@ static int check_output(const stem_plan *plan, int T, int reps, cudaStream_t s)
     // FP32 sums of nb products (32 lanes, then a 5-step tree): worst case about
     // (nb/32 + 6) eps sum|terms| ~ 1e-6 of the largest window value here, typically 1e-7
     compare("k_direct", size, (const float *)out.data(), wref.data(), wref.size(), 2, 1e-5, us);
+    STEM_TRY(check_tile_products(plan, tl, dS, dcoef, dpr, P, wref, dprod, dwin, reps, s));
     gpu_free(dpr);
     gpu_free(dbq);
     gpu_free(dcoef);
@@ -782,6 +835,285 @@ static int time_output_gemm(int reps)
     return STEM_OK;
 }
 
+// ---- an experiment, not used by the engine: a fused 3xTF32 product on mma.sync ----------------
+// C[col][j] = sum_k A[j][k] B[col][k] (A: 2P x K real coefficients, B: the S-matrix region's
+// rows as they lie, K = 2 nb floats per pixel), the FP32 operands split into TF32 high and low
+// parts in registers, and each k-step's three tensor-core products (lo*hi + hi*lo + hi*hi, from
+// zero) added to FP32 accumulators with round-to-nearest adds: the tensor cores' own sums are
+// then short (3 x 8 products), unlike cuBLAS's K-long chains whose rounding toward zero shrinks
+// long sums (the 2e-5 of the split GEMMs above). Tiles: 128 rows j x 48 columns, 4 warps of 32 x 48.
+#define FX_BM 128
+#define FX_BN 48
+#define FX_BK 32
+#define FX_LD (FX_BK + 4)
+static __device__ unsigned fx_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+static __device__ void fx_mma(float *d, const unsigned *a, const unsigned *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// One tile of A (FX_BM x FX_BK) and B (FX_BN x FX_BK) from k0, zeros past the edges, into
+// registers, then shared memory. (Loading the next tile while this one is used was slower:
+// 1459 against 1177 us on an H200, benchmarks/results/TF32X3.md.)
+struct fx_stage {
+    float a[FX_BM * FX_BK / 128], b[FX_BN * FX_BK / 128];
+};
+
+static __device__ void fx_load(fx_stage &st, const float *A, const float *B, int j0, int n0, int k0, int M, int N,
+                               int K, int tid)
+{
+    for (int q = 0; q < FX_BM * FX_BK / 128; q++) {
+        int i = tid + q * 128, r = i / FX_BK, kk = i % FX_BK;
+        st.a[q] = (j0 + r < M && k0 + kk < K) ? A[(size_t)(j0 + r) * K + k0 + kk] : 0.0f;
+    }
+    for (int q = 0; q < FX_BN * FX_BK / 128; q++) {
+        int i = tid + q * 128, r = i / FX_BK, kk = i % FX_BK;
+        st.b[q] = (n0 + r < N && k0 + kk < K) ? B[(size_t)(n0 + r) * K + k0 + kk] : 0.0f;
+    }
+}
+
+static __global__ void __launch_bounds__(128)
+    k_fused_3xtf32(float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, int M, int N, int K,
+                   long long sB, long long sC)
+{
+    __shared__ float As[FX_BM][FX_LD], Bs[FX_BN][FX_LD];
+    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    int j0 = blockIdx.x * FX_BM, n0 = blockIdx.y * FX_BN;
+    B += blockIdx.z * sB;
+    C += blockIdx.z * sC;
+    float acc[2][6][4] = {};
+    fx_stage st;
+    for (int k0 = 0; k0 < K; k0 += FX_BK) {
+        fx_load(st, A, B, j0, n0, k0, M, N, K, tid);
+        for (int q = 0; q < FX_BM * FX_BK / 128; q++) As[(tid + q * 128) / FX_BK][(tid + q * 128) % FX_BK] = st.a[q];
+        for (int q = 0; q < FX_BN * FX_BK / 128; q++) Bs[(tid + q * 128) / FX_BK][(tid + q * 128) % FX_BK] = st.b[q];
+        __syncthreads();
+        for (int ks = 0; ks < FX_BK; ks += 8) {
+            unsigned ah[2][4], al[2][4], bh[6][2], bl[6][2];
+            for (int mt = 0; mt < 2; mt++)
+                for (int q = 0; q < 4; q++) {
+                    float x = As[warp * 32 + mt * 16 + g + (q & 1) * 8][ks + t4 + (q >> 1) * 4];
+                    ah[mt][q] = fx_tf32(x);
+                    al[mt][q] = fx_tf32(x - __uint_as_float(ah[mt][q]));
+                }
+            for (int nt = 0; nt < 6; nt++)
+                for (int q = 0; q < 2; q++) {
+                    float x = Bs[nt * 8 + g][ks + t4 + q * 4];
+                    bh[nt][q] = fx_tf32(x);
+                    bl[nt][q] = fx_tf32(x - __uint_as_float(bh[nt][q]));
+                }
+            for (int mt = 0; mt < 2; mt++)
+                for (int nt = 0; nt < 6; nt++) {
+                    float d[4] = {0, 0, 0, 0};
+                    fx_mma(d, al[mt], bh[nt]);
+                    fx_mma(d, ah[mt], bl[nt]);
+                    fx_mma(d, ah[mt], bh[nt]);
+                    for (int q = 0; q < 4; q++) acc[mt][nt][q] += d[q];
+                }
+        }
+        __syncthreads();
+    }
+    for (int mt = 0; mt < 2; mt++)
+        for (int nt = 0; nt < 6; nt++)
+            for (int q = 0; q < 4; q++) {
+                int j = j0 + warp * 32 + mt * 16 + g + (q >> 1) * 8, n = n0 + nt * 8 + 2 * t4 + (q & 1);
+                if (j < M && n < N) C[(size_t)n * M + j] = acc[mt][nt][q];
+            }
+}
+
+// The output step's product at the paper case's f = 4 shape (134 x 134 region pixels, 256 probes,
+// 885 beams) on random inputs, by each [debug] gpu_gemm kind through gpu_tile_product (time per
+// call for the whole tile; rate in FP32-equivalent flops, 8 m P nb per row; error: max |C - ref|
+// / max |ref| over region row 0, ref summed in double), then variants the engine does not use:
+// 3xTF32 with the pixels as rows (one call, or two), 1xTF32 on the split's high parts (the raw
+// tensor-core rate) in both orientations, and cuBLAS's FP32 emulation by BF16x9
+// (CUBLAS_COMPUTE_32F_EMULATED_16BFX9).
+static int time_split_gemm(int reps)
+{
+    const int nb = 885, P = 256, m = 134, rows = 134;
+    const size_t pixels = (size_t)m * rows, n_out = (size_t)m * P * rows;
+    std::mt19937 rng(23);
+    std::normal_distribution<float> gauss(0.0f, 1.0f);
+    std::vector<float2> S(pixels * nb), coef((size_t)P * nb), out(n_out);
+    for (auto &v : S) v = make_float2(gauss(rng), gauss(rng));
+    std::uniform_real_distribution<float> angle(-3.14159f, 3.14159f);
+    for (auto &v : coef) { // |c| = 1 / sqrt(nb), random phases: as gpu_beam_table's hard aperture
+        float a = angle(rng);
+        v = make_float2(std::cos(a) / std::sqrt((float)nb), std::sin(a) / std::sqrt((float)nb));
+    }
+    std::vector<double> ref(2 * (size_t)P * m); // region row 0: ref[p][col][re, im]
+    for (int p = 0; p < P; p++)
+        for (int c = 0; c < m; c++) {
+            double re = 0, im = 0;
+            for (int b = 0; b < nb; b++) {
+                float2 a = S[(size_t)c * nb + b], k = coef[(size_t)p * nb + b];
+                re += (double)a.x * k.x - (double)a.y * k.y;
+                im += (double)a.x * k.y + (double)a.y * k.x;
+            }
+            ref[2 * ((size_t)p * m + c)] = re, ref[2 * ((size_t)p * m + c) + 1] = im;
+        }
+    float2 *dS, *dcoef, *dout;
+    GPU_ALLOC(dS, sizeof(float2) * S.size(), "S-matrix rows");
+    GPU_ALLOC(dcoef, sizeof(float2) * coef.size(), "coefficients");
+    GPU_ALLOC(dout, sizeof(float2) * n_out, "product");
+    CUDA_CALL(cudaMemcpy(dS, S.data(), sizeof(float2) * S.size(), cudaMemcpyHostToDevice));
+    CUDA_CALL(cudaMemcpy(dcoef, coef.data(), sizeof(float2) * coef.size(), cudaMemcpyHostToDevice));
+    cublasHandle_t h;
+    CUBLAS_CALL(cublasCreate(&h));
+    gpu_tile tl = {0, P, 0, 0, m, rows};
+    const double flops = 8.0 * m * P * nb * rows;
+    auto row0_error = [&](int planes, int transposed) -> double { // row 0 of the product against ref
+        CUDA_CALL(cudaMemcpy(out.data(), dout, sizeof(float2) * n_out, cudaMemcpyDeviceToHost));
+        const float *f = (const float *)out.data();
+        std::vector<float> got(ref.size());
+        for (int p = 0; p < P; p++)
+            for (int c = 0; c < m; c++)
+                for (int i = 0; i < 2; i++)
+                    got[2 * ((size_t)p * m + c) + i] = transposed ? f[(size_t)c * 2 * P + 2 * p + i]
+                        : planes                                  ? f[((size_t)2 * p + i) * m + c]
+                                                                  : f[2 * ((size_t)p * m + c) + i];
+        return rel_err(got.data(), ref.data(), ref.size());
+    };
+    auto line = [&](const char *what, float us, double err) {
+        std::printf("| output GEMM  | %-44s | %8.1f us | %6.1f TFLOP/s (FP32-equivalent) | max error %.2e |\n", what,
+                    us, flops / us / 1e6, err);
+    };
+    const int kinds[] = {STEM_GPU_GEMM_STANDARD, STEM_GPU_GEMM_TF32, STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3};
+    const char *names[] = {"FP32 CGEMM (engine: standard)", "1xTF32 CGEMM (engine: tf32)",
+                           "3xTF32, K = 3 x 1776, probes as rows (engine)",
+                           "3xFP16, K = 3 x 1776, probes as rows (engine)"};
+    gpu_split_form f;
+    void *ssrc = NULL, *csplit = NULL;
+    for (int k = 0; k < 4; k++) {
+        int split = gpu_gemm_is_split(kinds[k]);
+        if (split) {
+            gpu_free(ssrc);
+            gpu_free(csplit);
+            gpu_split_form_init(&f, kinds[k], nb);
+            GPU_ALLOC(ssrc, gpu_split_smatrix_bytes(&f, pixels), "S-matrix split");
+            GPU_ALLOC(csplit, gpu_split_coef_bytes(&f, P), "coefficients split");
+            timer ts;
+            ts.start(0);
+            STEM_TRY(gpu_split_scale_device(&f, dS, pixels, 0));
+            STEM_TRY(gpu_split_smatrix(&f, ssrc, dS, pixels, 0));
+            float us_s = ts.stop_us(0, 1);
+            ts.start(0);
+            STEM_TRY(gpu_split_coefficients(&f, csplit, dcoef, P, 0));
+            std::printf(
+                "| split        | %s: S-matrix region (%zu pixels) %.1f us once, coefficients %.1f us per tile |\n",
+                f.fp16 ? "FP16" : "TF32", pixels, us_s, ts.stop_us(0, 1));
+        }
+        CUDA_CALL(cudaMemset(dout, 0xff, sizeof(float2) * n_out));
+        double fl = 0;
+        timer t;
+        for (int r = -1; r < reps; r++) {
+            if (r == 0) t.start(0);
+            STEM_TRY(gpu_tile_product(h, kinds[k], &f, dS, ssrc, m, rows, nb, 0, 0, &tl, P, dcoef, csplit, dout, &fl));
+        }
+        float us = t.stop_us(0, reps);
+        line(names[k], us, row0_error(0, split));
+    }
+    // the variants the engine does not use, on TF32 split arrays
+    gpu_free(ssrc);
+    gpu_free(csplit);
+    gpu_split_form_init(&f, STEM_GPU_GEMM_TF32X3, nb);
+    GPU_ALLOC(ssrc, gpu_split_smatrix_bytes(&f, pixels), "S-matrix split");
+    GPU_ALLOC(csplit, gpu_split_coef_bytes(&f, P), "coefficients split");
+    STEM_TRY(gpu_split_smatrix(&f, ssrc, dS, pixels, 0));
+    STEM_TRY(gpu_split_coefficients(&f, csplit, dcoef, P, 0));
+    const float one = 1, zero = 0;
+    const int kb = f.kb, ld = 3 * kb;
+    const float *A = (const float *)ssrc, *B = (const float *)csplit;
+    float *C = (float *)dout;
+    const long long sA = (long long)m * ld, sC = 2LL * P * m;
+    // one real TF32 product over K = k parts from part offset o: pixels as rows (C[j][col], planes
+    // of m floats) or probes as rows (C[col][j], the engine's), adding to C with beta
+    auto part_gemm = [&](int probes_rows, int o, int k, const float *beta) -> int {
+        if (probes_rows)
+            CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * P, m, k * kb, &one, B + o * kb,
+                                                   CUDA_R_32F, ld, 0, A + o * kb, CUDA_R_32F, ld, sA, beta, C,
+                                                   CUDA_R_32F, 2 * P, sC, rows, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                                   CUBLAS_GEMM_DEFAULT));
+        else
+            CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, 2 * P, k * kb, &one, A + o * kb,
+                                                   CUDA_R_32F, ld, sA, B + o * kb, CUDA_R_32F, ld, 0, beta, C,
+                                                   CUDA_R_32F, m, sC, rows, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                                   CUBLAS_GEMM_DEFAULT));
+        return STEM_OK;
+    };
+    const char *what[] = {"3xTF32, one call, pixels as rows", "3xTF32, two calls (2 parts + 1), pixels as rows",
+                          "1xTF32 real, high parts only, pixels as rows",
+                          "1xTF32 real, high parts only, probes as rows"};
+    for (int v = 0; v < 4; v++) {
+        CUDA_CALL(cudaMemset(dout, 0xff, sizeof(float2) * n_out));
+        timer t;
+        for (int r = -1; r < reps; r++) {
+            if (r == 0) t.start(0);
+            if (v == 0) STEM_TRY(part_gemm(0, 0, 3, &zero));
+            if (v == 1) STEM_TRY(part_gemm(0, 0, 2, &zero)); // [hi | lo] x [hi ; hi], then hi x lo added
+            if (v == 1) STEM_TRY(part_gemm(0, 2, 1, &one));
+            if (v >= 2) STEM_TRY(part_gemm(v == 3, 0, 1, &zero));
+        }
+        float us = t.stop_us(0, reps);
+        line(what[v], us, row0_error(v < 3, v == 3));
+    }
+    { // the fused experiment on the unsplit operands: the coefficients as 2P real rows of K = 2 nb
+        const int K = 2 * nb;
+        std::vector<float> ar((size_t)2 * P * K);
+        for (int p = 0; p < P; p++)
+            for (int b = 0; b < nb; b++) {
+                float2 c = coef[(size_t)p * nb + b];
+                float *re = &ar[(size_t)2 * p * K + 2 * b], *im = re + K;
+                re[0] = c.x, re[1] = -c.y, im[0] = c.y, im[1] = c.x;
+            }
+        float *dA;
+        GPU_ALLOC(dA, sizeof(float) * ar.size(), "coefficients as real rows");
+        CUDA_CALL(cudaMemcpy(dA, ar.data(), sizeof(float) * ar.size(), cudaMemcpyHostToDevice));
+        dim3 grid((2 * P + FX_BM - 1) / FX_BM, (m + FX_BN - 1) / FX_BN, rows);
+        CUDA_CALL(cudaMemset(dout, 0xff, sizeof(float2) * n_out));
+        timer t;
+        for (int r = -1; r < reps; r++) {
+            if (r == 0) t.start(0);
+            k_fused_3xtf32<<<grid, 128>>>((float *)dout, dA, (const float *)dS, 2 * P, m, K, (long long)m * K,
+                                          2LL * P * m);
+        }
+        CUDA_LAUNCH();
+        float us = t.stop_us(0, reps);
+        line("fused 3xTF32, mma.sync, RN adds (experiment)", us, row0_error(0, 1));
+        gpu_free(dA);
+    }
+    { // cuBLAS's BF16x9 FP32 emulation on the complex product (Blackwell's; on Hopper maybe refused)
+        const cuComplex c1 = make_cuComplex(1, 0), c0 = make_cuComplex(0, 0);
+        CUDA_CALL(cudaMemset(dout, 0xff, sizeof(float2) * n_out));
+        cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+        timer t;
+        for (int r = -1; r < reps && st == CUBLAS_STATUS_SUCCESS; r++) {
+            if (r == 0) t.start(0);
+            st = cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, P, nb, &c1, dS, CUDA_C_32F, nb,
+                                            (long long)m * nb, dcoef, CUDA_C_32F, nb, 0, &c0, dout, CUDA_C_32F, m,
+                                            (long long)m * P, rows, CUBLAS_COMPUTE_32F_EMULATED_16BFX9,
+                                            CUBLAS_GEMM_DEFAULT);
+        }
+        float us = t.stop_us(0, reps);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            line("CGEMM, CUBLAS_COMPUTE_32F_EMULATED_16BFX9", us, row0_error(0, 0));
+        else
+            std::printf("| output GEMM  | CUBLAS_COMPUTE_32F_EMULATED_16BFX9: cuBLAS status %d (not offered here) |\n",
+                        (int)st);
+    }
+    cublasDestroy(h);
+    gpu_free(ssrc);
+    gpu_free(csplit);
+    gpu_free(dS);
+    gpu_free(dcoef);
+    gpu_free(dout);
+    return STEM_OK;
+}
+
 int main(int argc, char **argv)
 {
     int count = 0;
@@ -791,7 +1123,8 @@ int main(int argc, char **argv)
     }
     stem_log_init(0, STEM_LOG_QUIET);
     int reps = argc > 1 ? std::atoi(argv[1]) : 20;
-    int bench = argc > 2 && !std::strcmp(argv[2], "--bench"); // also the benchmark sizes
+    int bench = argc > 2 && !std::strcmp(argv[2], "--bench");           // also the benchmark sizes
+    int split_only = argc > 2 && !std::strcmp(argv[2], "--split-gemm"); // the checks and the split products' timing
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     cudaStream_t s;
@@ -838,6 +1171,7 @@ int main(int argc, char **argv)
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1000, 1000, 8, 20, reps);
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1024, 1024, 8, 20, reps);
     if (!err && bench) err = time_output_gemm(reps);
+    if (!err && (bench || split_only)) err = time_split_gemm(reps);
     if (err) {
         std::printf("FAIL: set-up error %d\n", err);
         return 1;
