@@ -1,12 +1,12 @@
 /* A slice of the propagation as two passes of stemsim's own FFT kernels with the
- * multiplies inside ([compute] gpu_slices = auto): the row pass takes each row of
+ * multiplies inside ([compute] gpu_slices = fused): the row pass takes each row of
  * a wave into shared memory, runs the inverse row FFT of the previous slice, the
  * transmission multiply and the forward row FFT, and writes it back; the column
  * pass takes a tile of columns, runs the forward column FFT, the propagator
  * multiply and the inverse column FFT. A slice thus reads and writes each wave
  * twice, where cuFFT with separate multiplies does so six times.
  *
- * The 1D FFTs are mixed-radix Stockham transforms (radices 8, 7, 5, 4, 3, 2) of
+ * The 1D FFTs are mixed-radix Stockham transforms (radices 16, 8, 7, 5, 4, 3, 2) of
  * any 7-smooth length up to GPU_FUSED_MAX_N, planned at run time, each stage from
  * one shared-memory buffer to the other (holding a stage's values in registers
  * across the barrier instead needed ~120 registers a thread); the inverse
@@ -31,6 +31,18 @@ __constant__ float2 c_root7[7] = {{1.0f, 0.0f},
                                   {-0.9009688679024191f, 0.4338837391175582f},
                                   {-0.22252093395631434f, 0.9749279121818236f},
                                   {0.6234898018587336f, 0.7818314824680298f}};
+
+/* exp(-2 pi i m / 16), m < 10: the twiddles inside a radix-16 butterfly */
+__constant__ float2 c_root16[10] = {{1.0f, 0.0f},
+                                    {0.92387953251128674f, -0.38268343236508977f},
+                                    {0.70710678118654752f, -0.70710678118654752f},
+                                    {0.38268343236508977f, -0.92387953251128674f},
+                                    {0.0f, -1.0f},
+                                    {-0.38268343236508977f, -0.92387953251128674f},
+                                    {-0.70710678118654752f, -0.70710678118654752f},
+                                    {-0.92387953251128674f, -0.38268343236508977f},
+                                    {-1.0f, 0.0f},
+                                    {-0.92387953251128674f, 0.38268343236508977f}};
 
 static __device__ __forceinline__ float2 cadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
 static __device__ __forceinline__ float2 csub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
@@ -62,6 +74,26 @@ template <int R> static __device__ __forceinline__ void dft(float2 *v)
         v[1] = csub(a, v[1]);
     } else if (R == 4) {
         dft4(v[0], v[1], v[2], v[3]);
+    } else if (R == 16) { /* 4 x 4: DFTs of 4 down the columns n2, twiddles, DFTs of 4 along */
+        float2 y[16];
+#pragma unroll
+        for (int n2 = 0; n2 < 4; n2++) {
+            float2 a = v[n2], b = v[4 + n2], c = v[8 + n2], d = v[12 + n2];
+            dft4(a, b, c, d); /* y[n2][k1] */
+            y[4 * n2] = a;
+            y[4 * n2 + 1] = n2 ? gpu_cmul(b, c_root16[n2]) : b;
+            y[4 * n2 + 2] = n2 ? gpu_cmul(c, c_root16[2 * n2]) : c;
+            y[4 * n2 + 3] = n2 ? gpu_cmul(d, c_root16[3 * n2]) : d;
+        }
+#pragma unroll
+        for (int k1 = 0; k1 < 4; k1++) {
+            float2 a = y[k1], b = y[4 + k1], c = y[8 + k1], d = y[12 + k1];
+            dft4(a, b, c, d); /* X[k1 + 4 k2] */
+            v[k1] = a;
+            v[k1 + 4] = b;
+            v[k1 + 8] = c;
+            v[k1 + 12] = d;
+        }
     } else if (R == 8) { /* two DFTs of 4 (even, odd) and a radix-2 step */
         const float h = 0.70710678118654752f;
         float2 e0 = v[0], e1 = v[2], e2 = v[4], e3 = v[6], o0 = v[1], o1 = v[3], o2 = v[5], o3 = v[7];
@@ -115,12 +147,22 @@ template <bool COLS> static __device__ __forceinline__ int slot(int i, int f, in
     return pad(COLS ? i * lines + f : f * n + i);
 }
 
+/* The element-wise step between the two transforms, done by the first's last stage as it
+ * writes: v -> conj_after(conj_before(v) tab[g]), g = gbase + i gstride for element i of
+ * the line (on: the line is in the grid). */
+typedef struct {
+    const float2 *tab;
+    int conj_before, conj_after, on;
+    size_t gbase, gstride;
+} mid_op;
+
 /* One Stockham stage of radix R of line f from shared buffer in to out: this thread's
  * butterflies j = pos, pos + npos, ...; sg: the product ns of the radices before, its
- * divisor, stride = n / (ns R). Twiddles exp(-2 pi i k m / n) as powers of the table's m-th. */
+ * divisor, stride = n / (ns R). Twiddles exp(-2 pi i k m / n) as powers of the table's m-th.
+ * mid (when on): the step between the transforms, applied to the outputs. */
 template <int R, bool COLS>
 static __device__ void fft_stage(const float2 *in, float2 *out, int n, int lines, int f, int pos, int npos,
-                                 const gpu_fft_stage &sg, const float2 *__restrict__ tw)
+                                 const gpu_fft_stage &sg, const float2 *__restrict__ tw, const mid_op &mid)
 {
     const int nbf = n / R;
     for (int j = pos; j < nbf; j += npos) {
@@ -139,26 +181,41 @@ static __device__ void fft_stage(const float2 *in, float2 *out, int n, int lines
         dft<R>(v);
         int i0 = q * sg.ns * R + jm;
 #pragma unroll
-        for (int k = 0; k < R; k++) out[slot<COLS>(i0 + k * sg.ns, f, n, lines)] = v[k];
+        for (int k = 0; k < R; k++) {
+            int i = i0 + k * sg.ns;
+            float2 x = v[k];
+            if (mid.on) {
+                if (mid.conj_before) x = conj_(x);
+                if (mid.tab) x = gpu_cmul(x, __ldg(mid.tab + mid.gbase + (size_t)i * mid.gstride));
+                if (mid.conj_after) x = conj_(x);
+            }
+            out[slot<COLS>(i, f, n, lines)] = x;
+        }
     }
     __syncthreads();
 }
 
-/* The transform of line f from buf0 (buf1 the other buffer); returns the buffer holding it. */
-template <bool COLS>
+/* The transform of line f from buf0 (buf1 the other buffer); returns the buffer holding it.
+ * R16: whether the plan has radix-16 stages (a kernel without them needs fewer registers). */
+template <bool COLS, bool R16>
 static __device__ float2 *fft_lines(float2 *buf0, float2 *buf1, const gpu_fft_factors &fac, const float2 *tw, int lines,
-                                    int f, int pos, int npos)
+                                    int f, int pos, int npos, mid_op mid)
 {
     float2 *in = buf0, *out = buf1;
     for (int s = 0; s < fac.n_radix; s++) {
         const gpu_fft_stage &sg = fac.stage[s];
+        mid_op m = mid;
+        m.on = mid.on && s + 1 == fac.n_radix;
         switch (fac.radix[s]) {
-        case 2: fft_stage<2, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
-        case 3: fft_stage<3, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
-        case 4: fft_stage<4, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
-        case 5: fft_stage<5, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
-        case 7: fft_stage<7, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
-        default: fft_stage<8, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
+        case 2: fft_stage<2, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        case 3: fft_stage<3, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        case 4: fft_stage<4, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        case 5: fft_stage<5, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        case 7: fft_stage<7, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        case 16:
+            if (R16) fft_stage<16, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m);
+            break;
+        default: fft_stage<8, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
         }
         float2 *t = in;
         in = out;
@@ -173,8 +230,8 @@ typedef struct {
     const float2 *tab; /* one grid, the same for every wave of the batch */
 } fused_steps;
 
-/* The element-wise step between the transforms: undo the first's conjugation, multiply,
- * conjugate for an inverse second. */
+/* The element-wise step when only one transform runs, on the way in or out: undo the
+ * first's conjugation, multiply, conjugate for an inverse second. */
 static __device__ __forceinline__ float2 between(float2 v, const fused_steps &st, size_t g)
 {
     if (st.first == GPU_FFT_INVERSE) v = conj_(v);
@@ -187,7 +244,7 @@ static __device__ __forceinline__ float2 between(float2 v, const fused_steps &st
  * (two buffers). Rows: threadIdx.y is the row, threadIdx.x walks along it; columns:
  * threadIdx.x is the column (adjacent columns: coalesced row segments), threadIdx.y walks
  * down it. */
-template <bool COLS>
+template <bool COLS, bool R16>
 static __global__ void k_fused_pass(float2 *__restrict__ waves, int nx, int ny, fused_steps st, gpu_fft_factors fac,
                                     const float2 *__restrict__ tw, int lines)
 {
@@ -210,18 +267,19 @@ static __global__ void k_fused_pass(float2 *__restrict__ waves, int nx, int ny, 
         }
     __syncthreads();
     if (st.first != GPU_FFT_NONE) {
-        float2 *res = fft_lines<COLS>(cur, spare, fac, tw, lines, f, pos, npos);
+        mid_op mid = {st.tab,
+                      st.first == GPU_FFT_INVERSE,
+                      st.then == GPU_FFT_INVERSE,
+                      live && st.then != GPU_FFT_NONE,
+                      COLS ? (size_t)line : (size_t)line * nx,
+                      COLS ? (size_t)nx : 1};
+        float2 *res = fft_lines<COLS, R16>(cur, spare, fac, tw, lines, f, pos, npos, mid);
         spare = res == cur ? spare : cur;
         cur = res;
-        if (st.then != GPU_FFT_NONE && live) /* each thread its own elements: the next barrier suffices */
-            for (int i = pos; i < n; i += npos) {
-                int a = slot<COLS>(i, f, n, lines);
-                cur[a] = between(cur[a], st, COLS ? (size_t)i * nx + line : (size_t)line * nx + i);
-            }
     }
     if (st.then != GPU_FFT_NONE) {
-        __syncthreads();
-        cur = fft_lines<COLS>(cur, spare, fac, tw, lines, f, pos, npos);
+        mid_op none = {NULL, 0, 0, 0, 0, 0};
+        cur = fft_lines<COLS, R16>(cur, spare, fac, tw, lines, f, pos, npos, none);
     }
     if (!live) return;
     for (int i = pos; i < n; i += npos) {
@@ -233,6 +291,14 @@ static __global__ void k_fused_pass(float2 *__restrict__ waves, int nx, int ny, 
             v = between(v, st, g);
         w[g] = v;
     }
+}
+
+/* Whether a plan has radix-16 stages. */
+static int has_radix16(const gpu_fft_factors *f)
+{
+    for (int s = 0; s < f->n_radix; s++)
+        if (f->radix[s] == 16) return 1;
+    return 0;
 }
 
 /* tw[m] = exp(-2 pi i m / n), in double */
@@ -247,9 +313,17 @@ static __global__ void k_twiddles(float2 *tw, int n)
 
 /* ---- planning ---------------------------------------------------------------- */
 
-/* n as radices 7, 5, 3 then 8s with a 4, 4 4 or 2 for the rest of the power of two, and
- * each stage's ns (the product of the radices before, with its divisor) and stride;
- * 0: not 7-smooth. */
+/* STEMSIM_FUSED_RADIX in the environment (a benchmark's override: 8), else 16: the
+ * largest power-of-two radix. */
+static int max_pow2_radix(void)
+{
+    const char *env = getenv("STEMSIM_FUSED_RADIX");
+    return env && atoi(env) == 8 ? 8 : 16;
+}
+
+/* n as radices 7, 5, 3, then the power of two in the fewest stages of at most
+ * max_pow2_radix(), their sizes as even as can be (1024: 16 8 8), and each stage's ns
+ * (the product of the radices before, with its divisor) and stride; 0: not 7-smooth. */
 static int factor(int n, gpu_fft_factors *f)
 {
     memset(f, 0, sizeof *f);
@@ -260,19 +334,18 @@ static int factor(int n, gpu_fft_factors *f)
             f->radix[f->n_radix++] = odd[p];
             n /= odd[p];
         }
-    int k = 0;
+    int k = 0, max_bits = max_pow2_radix() == 16 ? 4 : 3;
     while (n % 2 == 0) {
         k++;
         n /= 2;
     }
     if (n != 1) return 0;
-    while (k >= 3 && k != 4 && f->n_radix < GPU_FFT_MAX_RADICES) {
-        f->radix[f->n_radix++] = 8;
-        k -= 3;
+    int stages = (k + max_bits - 1) / max_bits;
+    for (int s = 0; s < stages; s++) {
+        int bits = k / stages + (s < k % stages);
+        if (f->n_radix >= GPU_FFT_MAX_RADICES) return 0;
+        f->radix[f->n_radix++] = 1 << bits;
     }
-    for (; k >= 2 && f->n_radix < GPU_FFT_MAX_RADICES; k -= 2) f->radix[f->n_radix++] = 4;
-    if (k == 1 && f->n_radix < GPU_FFT_MAX_RADICES) f->radix[f->n_radix++] = 2;
-    if (k > 1 || f->n_radix >= GPU_FFT_MAX_RADICES) return 0;
     for (int s = 0, ns = 1; s < f->n_radix; ns *= f->radix[s], s++) {
         gpu_fft_stage *sg = &f->stage[s];
         sg->ns = ns;
@@ -282,10 +355,21 @@ static int factor(int n, gpu_fft_factors *f)
     return 1;
 }
 
-/* Threads along a line: about one per 8 values, at most `most`. */
-static int threads_along(int n, int most)
+/* Values per thread along a line: STEMSIM_FUSED_PER_THREAD in the environment (a
+ * benchmark's override), else the largest radix of the line's plan. */
+static int values_per_thread(const gpu_fft_factors *f)
 {
-    int t = (n + 7) / 8;
+    const char *env = getenv("STEMSIM_FUSED_PER_THREAD");
+    int v = env ? atoi(env) : 0, most = 2;
+    if (v >= 1 && v <= 64) return v;
+    for (int s = 0; s < f->n_radix; s++) most = f->radix[s] > most ? f->radix[s] : most;
+    return most;
+}
+
+/* Threads along a line: one per values_per_thread values, at most `most`. */
+static int threads_along(const gpu_fft_factors *f, int most)
+{
+    int per = values_per_thread(f), t = (f->n + per - 1) / per;
     return t < 1 ? 1 : t > most ? most : t;
 }
 
@@ -320,8 +404,8 @@ int gpu_fused_plan(int nx, int ny, gpu_fused_slice *fs, char *why, size_t why_le
     }
     fs->rows = rows_per_block(nx);
     fs->cols = cols_per_tile(ny);
-    fs->row_threads = threads_along(nx, 1024 / fs->rows);
-    fs->col_threads = threads_along(ny, 512 / fs->cols);
+    fs->row_threads = threads_along(&fs->fx, 1024 / fs->rows);
+    fs->col_threads = threads_along(&fs->fy, 512 / fs->cols);
     fs->row_smem = smem_bytes(fs->rows * nx);
     fs->col_smem = smem_bytes(fs->cols * ny);
     if (fs->row_smem > GPU_FUSED_MAX_SMEM || fs->col_smem > GPU_FUSED_MAX_SMEM || fs->col_threads < 1) {
@@ -341,10 +425,11 @@ int gpu_fused_create(gpu_fused_slice *fs)
     CUDA_LAUNCH();
     k_twiddles<<<gpu_blocks(fs->ny, 256), 256>>>(fs->tw_y, fs->ny);
     CUDA_LAUNCH();
-    CUDA_CALL(cudaFuncSetAttribute(k_fused_pass<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)GPU_FUSED_MAX_SMEM));
-    CUDA_CALL(
-        cudaFuncSetAttribute(k_fused_pass<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPU_FUSED_MAX_SMEM));
+    const int smem = (int)GPU_FUSED_MAX_SMEM;
+    CUDA_CALL(cudaFuncSetAttribute(k_fused_pass<false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CALL(cudaFuncSetAttribute(k_fused_pass<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CALL(cudaFuncSetAttribute(k_fused_pass<true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CALL(cudaFuncSetAttribute(k_fused_pass<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUDA_CALL(cudaDeviceSynchronize());
     return STEM_OK;
 }
@@ -361,7 +446,12 @@ int gpu_fused_rows(const gpu_fused_slice *fs, float2 *waves, int batch, int firs
 {
     fused_steps st = {first, then, tab};
     dim3 blocks((fs->ny + fs->rows - 1) / fs->rows, batch), threads(fs->row_threads, fs->rows);
-    k_fused_pass<false><<<blocks, threads, fs->row_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fx, fs->tw_x, fs->rows);
+    if (has_radix16(&fs->fx))
+        k_fused_pass<false, true>
+            <<<blocks, threads, fs->row_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fx, fs->tw_x, fs->rows);
+    else
+        k_fused_pass<false, false>
+            <<<blocks, threads, fs->row_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fx, fs->tw_x, fs->rows);
     CUDA_LAUNCH();
     return STEM_OK;
 }
@@ -371,7 +461,12 @@ int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int firs
 {
     fused_steps st = {first, then, tab};
     dim3 blocks((fs->nx + fs->cols - 1) / fs->cols, batch), threads(fs->cols, fs->col_threads);
-    k_fused_pass<true><<<blocks, threads, fs->col_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fy, fs->tw_y, fs->cols);
+    if (has_radix16(&fs->fy))
+        k_fused_pass<true, true>
+            <<<blocks, threads, fs->col_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fy, fs->tw_y, fs->cols);
+    else
+        k_fused_pass<true, false>
+            <<<blocks, threads, fs->col_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fy, fs->tw_y, fs->cols);
     CUDA_LAUNCH();
     return STEM_OK;
 }

@@ -83,7 +83,7 @@ typedef struct {
 
 typedef struct {
     int n, n_radix;
-    int radix[GPU_FFT_MAX_RADICES]; /* 8, 7, 5, 4, 3 or 2, applied in this order */
+    int radix[GPU_FFT_MAX_RADICES]; /* 16, 8, 7, 5, 4, 3 or 2, applied in this order */
     gpu_fft_stage stage[GPU_FFT_MAX_RADICES];
 } gpu_fft_factors;
 

@@ -357,11 +357,11 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
     return STEM_OK;
 }
 
-/* [compute] gpu_slices = auto: the fused slice kernels where they cover the grid (w->slices_fused). */
+/* [compute] gpu_slices = fused: the fused slice kernels where they cover the grid (w->slices_fused). */
 static int fused_slices_create(const stem_plan *plan, gpu_prop_worker *w)
 {
     char why[sizeof w->fft_note];
-    if (plan->opt.gpu_slices != STEM_GPU_SLICES_AUTO) return STEM_OK;
+    if (plan->opt.gpu_slices != STEM_GPU_SLICES_FUSED) return STEM_OK;
     if (!gpu_fused_plan(plan->nx, plan->ny, &w->fs, why, sizeof why)) {
         snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
         return STEM_OK;

@@ -754,7 +754,7 @@ static double copy_bandwidth(size_t bytes, int reps)
     return 2.0 * bytes / (us * 1e-6);
 }
 
-// gpu_propagate in the fused slice kernels ([compute] gpu_slices = auto) against cuFFT with
+// gpu_propagate in the fused slice kernels ([compute] gpu_slices = fused) against cuFFT with
 // separate multiplies (gpu_slices = cufft), whole, split at a slice and streaming; then per
 // probe-slice against a bare cuFFT forward + inverse pair, each pass alone with its achieved
 // bandwidth, and the floor: the fused slice's bytes (each wave read and written twice, the
@@ -775,10 +775,10 @@ static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, 
     int err = prop_case_create(ref, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 0, ht, dt, dp);
     if (!err)
         err = prop_case_create(fused, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 0, ht, dt, dp,
-                               STEM_GPU_SLICES_AUTO);
+                               STEM_GPU_SLICES_FUSED);
     if (!err)
         err = prop_case_create(fused_stream, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 1, ht, dt, dp,
-                               STEM_GPU_SLICES_AUTO);
+                               STEM_GPU_SLICES_FUSED);
     STEM_TRY(err);
     char size[64];
     std::snprintf(size, sizeof size, "%d waves x %dx%d, %d slices", batch, nx, ny, n_slices);
