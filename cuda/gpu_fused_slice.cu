@@ -147,22 +147,13 @@ template <bool COLS> static __device__ __forceinline__ int slot(int i, int f, in
     return pad(COLS ? i * lines + f : f * n + i);
 }
 
-/* The element-wise step between the two transforms, done by the first's last stage as it
- * writes: v -> conj_after(conj_before(v) tab[g]), g = gbase + i gstride for element i of
- * the line (on: the line is in the grid). */
-typedef struct {
-    const float2 *tab;
-    int conj_before, conj_after, on;
-    size_t gbase, gstride;
-} mid_op;
-
 /* One Stockham stage of radix R of line f from shared buffer in to out: this thread's
  * butterflies j = pos, pos + npos, ...; sg: the product ns of the radices before, its
  * divisor, stride = n / (ns R). Twiddles exp(-2 pi i k m / n) as powers of the table's m-th.
- * mid (when on): the step between the transforms, applied to the outputs. */
+ */
 template <int R, bool COLS>
 static __device__ void fft_stage(const float2 *in, float2 *out, int n, int lines, int f, int pos, int npos,
-                                 const gpu_fft_stage &sg, const float2 *__restrict__ tw, const mid_op &mid)
+                                 const gpu_fft_stage &sg, const float2 *__restrict__ tw)
 {
     const int nbf = n / R;
     for (int j = pos; j < nbf; j += npos) {
@@ -181,16 +172,7 @@ static __device__ void fft_stage(const float2 *in, float2 *out, int n, int lines
         dft<R>(v);
         int i0 = q * sg.ns * R + jm;
 #pragma unroll
-        for (int k = 0; k < R; k++) {
-            int i = i0 + k * sg.ns;
-            float2 x = v[k];
-            if (mid.on) {
-                if (mid.conj_before) x = conj_(x);
-                if (mid.tab) x = gpu_cmul(x, __ldg(mid.tab + mid.gbase + (size_t)i * mid.gstride));
-                if (mid.conj_after) x = conj_(x);
-            }
-            out[slot<COLS>(i, f, n, lines)] = x;
-        }
+        for (int k = 0; k < R; k++) out[slot<COLS>(i0 + k * sg.ns, f, n, lines)] = v[k];
     }
     __syncthreads();
 }
@@ -199,23 +181,21 @@ static __device__ void fft_stage(const float2 *in, float2 *out, int n, int lines
  * R16: whether the plan has radix-16 stages (a kernel without them needs fewer registers). */
 template <bool COLS, bool R16>
 static __device__ float2 *fft_lines(float2 *buf0, float2 *buf1, const gpu_fft_factors &fac, const float2 *tw, int lines,
-                                    int f, int pos, int npos, mid_op mid)
+                                    int f, int pos, int npos)
 {
     float2 *in = buf0, *out = buf1;
     for (int s = 0; s < fac.n_radix; s++) {
         const gpu_fft_stage &sg = fac.stage[s];
-        mid_op m = mid;
-        m.on = mid.on && s + 1 == fac.n_radix;
         switch (fac.radix[s]) {
-        case 2: fft_stage<2, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
-        case 3: fft_stage<3, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
-        case 4: fft_stage<4, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
-        case 5: fft_stage<5, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
-        case 7: fft_stage<7, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        case 2: fft_stage<2, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
+        case 3: fft_stage<3, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
+        case 4: fft_stage<4, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
+        case 5: fft_stage<5, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
+        case 7: fft_stage<7, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
         case 16:
-            if (R16) fft_stage<16, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m);
+            if (R16) fft_stage<16, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw);
             break;
-        default: fft_stage<8, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw, m); break;
+        default: fft_stage<8, COLS>(in, out, fac.n, lines, f, pos, npos, sg, tw); break;
         }
         float2 *t = in;
         in = out;
@@ -230,8 +210,8 @@ typedef struct {
     const float2 *tab; /* one grid, the same for every wave of the batch */
 } fused_steps;
 
-/* The element-wise step when only one transform runs, on the way in or out: undo the
- * first's conjugation, multiply, conjugate for an inverse second. */
+/* The element-wise step between the transforms: undo the first's conjugation, multiply,
+ * conjugate for an inverse second. */
 static __device__ __forceinline__ float2 between(float2 v, const fused_steps &st, size_t g)
 {
     if (st.first == GPU_FFT_INVERSE) v = conj_(v);
@@ -267,19 +247,18 @@ static __global__ void k_fused_pass(float2 *__restrict__ waves, int nx, int ny, 
         }
     __syncthreads();
     if (st.first != GPU_FFT_NONE) {
-        mid_op mid = {st.tab,
-                      st.first == GPU_FFT_INVERSE,
-                      st.then == GPU_FFT_INVERSE,
-                      live && st.then != GPU_FFT_NONE,
-                      COLS ? (size_t)line : (size_t)line * nx,
-                      COLS ? (size_t)nx : 1};
-        float2 *res = fft_lines<COLS, R16>(cur, spare, fac, tw, lines, f, pos, npos, mid);
+        float2 *res = fft_lines<COLS, R16>(cur, spare, fac, tw, lines, f, pos, npos);
         spare = res == cur ? spare : cur;
         cur = res;
+        if (st.then != GPU_FFT_NONE && live) /* each thread its own elements: the next barrier suffices */
+            for (int i = pos; i < n; i += npos) {
+                int a = slot<COLS>(i, f, n, lines);
+                cur[a] = between(cur[a], st, COLS ? (size_t)i * nx + line : (size_t)line * nx + i);
+            }
     }
     if (st.then != GPU_FFT_NONE) {
-        mid_op none = {NULL, 0, 0, 0, 0, 0};
-        cur = fft_lines<COLS, R16>(cur, spare, fac, tw, lines, f, pos, npos, none);
+        __syncthreads();
+        cur = fft_lines<COLS, R16>(cur, spare, fac, tw, lines, f, pos, npos);
     }
     if (!live) return;
     for (int i = pos; i < n; i += npos) {
@@ -313,16 +292,17 @@ static __global__ void k_twiddles(float2 *tw, int n)
 
 /* ---- planning ---------------------------------------------------------------- */
 
-/* STEMSIM_FUSED_RADIX in the environment (a benchmark's override: 8), else 16: the
- * largest power-of-two radix. */
+/* The largest power-of-two radix: 8, or 16 with STEMSIM_FUSED_RADIX=16 in the environment
+ * (a benchmark's override). Radix 16 takes 1024 in 3 stages instead of 4 but needs ~70
+ * registers a thread against 48, and measured slower on an H200 (FUSED_SLICE.md). */
 static int max_pow2_radix(void)
 {
     const char *env = getenv("STEMSIM_FUSED_RADIX");
-    return env && atoi(env) == 8 ? 8 : 16;
+    return env && atoi(env) == 16 ? 16 : 8;
 }
 
 /* n as radices 7, 5, 3, then the power of two in the fewest stages of at most
- * max_pow2_radix(), their sizes as even as can be (1024: 16 8 8), and each stage's ns
+ * max_pow2_radix(), their sizes as even as can be (1024: 8 8 4 4, or 16 8 8), and each stage's ns
  * (the product of the radices before, with its divisor) and stride; 0: not 7-smooth. */
 static int factor(int n, gpu_fft_factors *f)
 {

@@ -7,7 +7,7 @@
 #   at 512^2 to 4096^2 with the engine's batch: max error, time per probe-slice against a
 #   bare cuFFT pair, each pass alone with its bandwidth, and the floor.
 # sweep: the kernels' shape at 1000^2 to 4096^2, knobs from the defaults (read when the kernels are
-#   planned, for benchmarks only): STEMSIM_FUSED_RADIX = 8 (largest power-of-two radix, else 16),
+#   planned, for benchmarks only): STEMSIM_FUSED_RADIX = 16 (largest power-of-two radix, else 8),
 #   STEMSIM_FUSED_PER_THREAD (values per thread along a line, else the largest radix),
 #   STEMSIM_FUSED_COLS (columns per tile of the column pass).
 # jobs: whole processes on the amorphous-carbon cube (benchmarks/cases/gpu_bench.ini,
@@ -26,8 +26,8 @@ if [ "$what" = all ] || [ "$what" = kernels ]; then
 fi
 if [ "$what" = all ] || [ "$what" = sweep ]; then # the kernels' shape: knobs from the defaults
   for n in 1000 1024 2048 4096; do
-    for knob in "" STEMSIM_FUSED_RADIX=8 "STEMSIM_FUSED_RADIX=8 STEMSIM_FUSED_COLS=2" \
-      "STEMSIM_FUSED_RADIX=8 STEMSIM_FUSED_COLS=8" STEMSIM_FUSED_COLS=2 STEMSIM_FUSED_PER_THREAD=8; do
+    for knob in "" STEMSIM_FUSED_COLS=2 STEMSIM_FUSED_COLS=8 STEMSIM_FUSED_RADIX=16 \
+      "STEMSIM_FUSED_RADIX=16 STEMSIM_FUSED_COLS=2"; do
       echo "== $n^2 ${knob:-defaults}"
       env $knob "$build"/tests/gpu_kernel_check 10 --fused $n | grep -E "per probe-slice|FAIL" | cut -c1-400
     done
