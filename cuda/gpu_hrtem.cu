@@ -18,7 +18,7 @@ extern "C" {
 
 /* What the propagation depends on: a context serves every plan that agrees on these. */
 typedef struct {
-    int nx, ny, n_slices, memory_mode, fft_callbacks;
+    int nx, ny, n_slices, memory_mode, fft_callbacks, gpu_slices;
     double cell[2], dz, dz_last, lambda, q_limit;
 } hr_geometry;
 
@@ -53,6 +53,7 @@ static hr_geometry geometry_of(const stem_plan *plan)
     g.n_slices = plan->n_slices;
     g.memory_mode = plan->opt.memory_mode;
     g.fft_callbacks = plan->opt.fft_callbacks;
+    g.gpu_slices = plan->opt.gpu_slices;
     g.cell[0] = plan->cell[0];
     g.cell[1] = plan->cell[1];
     g.dz = plan->dz;

@@ -69,6 +69,46 @@ typedef struct {
     int *beam_k;      /* [n_beams][2]: kx, ky (S-matrix) */
 } gpu_prop_shared;
 
+/* ---- fused slices (gpu_fused_slice.cu) ----------------------------------- */
+
+#define GPU_FUSED_MAX_N 4096            /* longest side the fused kernels take */
+#define GPU_FUSED_MAX_SMEM (227 * 1024) /* shared memory a block may have (Hopper) */
+#define GPU_FFT_MAX_RADICES 16
+enum { GPU_FFT_NONE = 0, GPU_FFT_FORWARD = 1, GPU_FFT_INVERSE = 2 };
+
+typedef struct {
+    int ns, stride;        /* product of the radices before; n / (ns radix) */
+    unsigned magic, shift; /* j / ns as gpu_fft_divide's multiply-high */
+} gpu_fft_stage;
+
+typedef struct {
+    int n, n_radix;
+    int radix[GPU_FFT_MAX_RADICES]; /* 16, 8, 7, 5, 4, 3 or 2, applied in this order */
+    gpu_fft_stage stage[GPU_FFT_MAX_RADICES];
+} gpu_fft_factors;
+
+typedef struct {
+    int nx, ny;
+    gpu_fft_factors fx, fy;
+    int rows, row_threads;     /* rows per block of the row pass, threads along each */
+    int cols, col_threads;     /* columns per tile of the column pass, threads down each */
+    size_t row_smem, col_smem; /* bytes of shared memory per block */
+    float2 *tw_x, *tw_y;       /* exp(-2 pi i m / n) for m < nx, ny */
+} gpu_fused_slice;
+
+/* Whether the fused kernels cover an nx x ny grid (then fs planned), and what does the
+ * transforms in words (why). */
+int gpu_fused_plan(int nx, int ny, gpu_fused_slice *fs, char *why, size_t why_len);
+/* The twiddle tables of a planned fs on the current GPU. */
+int gpu_fused_create(gpu_fused_slice *fs);
+void gpu_fused_free(gpu_fused_slice *fs);
+/* One pass over each row (columns) of batch waves: the transform first (GPU_FFT_NONE or
+ * a direction), the multiply by tab[ny][nx] (NULL: none), the transform then; unnormalised. */
+int gpu_fused_rows(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
+                   cudaStream_t s);
+int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
+                   cudaStream_t s);
+
 /* One stream's workspace. */
 typedef struct {
     cudaStream_t stream, copy;
@@ -79,7 +119,9 @@ typedef struct {
     /* [compute] fft_callbacks: a forward plan multiplying by the slice's transmission
      * function and an inverse plan multiplying by the propagator as cuFFT loads the waves */
     cufftHandle fft_t, fft_p;
-    int fused;                    /* fft_t and fft_p exist and gpu_propagate uses them */
+    int fused;        /* fft_t and fft_p exist and gpu_propagate uses them */
+    int slices_fused; /* [compute] gpu_slices: the slices in the kernels of fs */
+    gpu_fused_slice fs;
     gpu_fft_load_factor *factors; /* device [2]: the two plans' callback data */
     void *fft_work;               /* the plans' shared work area (they run on one stream) */
     char fft_note[200];           /* how the multiplies are done, for the log */

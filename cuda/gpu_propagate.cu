@@ -359,6 +359,21 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
     return STEM_OK;
 }
 
+/* [compute] gpu_slices = fused: the fused slice kernels where they cover the grid (w->slices_fused). */
+static int fused_slices_create(const stem_plan *plan, gpu_prop_worker *w)
+{
+    char why[sizeof w->fft_note];
+    if (plan->opt.gpu_slices != STEM_GPU_SLICES_FUSED) return STEM_OK;
+    if (!gpu_fused_plan(plan->nx, plan->ny, &w->fs, why, sizeof why)) {
+        snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
+        return STEM_OK;
+    }
+    STEM_TRY(gpu_fused_create(&w->fs));
+    w->slices_fused = 1;
+    snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
+    return STEM_OK;
+}
+
 int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_prop_worker *w)
 {
     memset(w, 0, sizeof *w);
@@ -384,7 +399,8 @@ int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_p
     CUFFT_CALL(cufftSetAutoAllocation(w->fft, 0));
     CUFFT_CALL(make_batch_plan(plan, pp, w->fft, &work));
     if (plan->opt.fft_callbacks != STEM_FFT_CALLBACKS_ON) {
-        snprintf(w->fft_note, sizeof w->fft_note, "multiplies as separate kernels");
+        snprintf(w->fft_note, sizeof w->fft_note, "cuFFT, multiplies as separate kernels");
+        STEM_TRY(fused_slices_create(plan, w));
     } else {
         STEM_TRY(fused_plans_create(plan, pp, w, &work_t, &work_p));
         if (!w->fused)
@@ -417,6 +433,7 @@ void gpu_prop_worker_free(gpu_prop_worker *w)
         cufftDestroy(w->fft_p);
     }
     gpu_free(w->factors);
+    gpu_fused_free(&w->fs);
     gpu_free(w->fft_work);
     gpu_free(w->waves);
     gpu_free(w->slice[0]);
@@ -516,10 +533,39 @@ static int propagate_fused(const stem_plan *plan, const gpu_prop_plan *pp, const
     return STEM_OK;
 }
 
+/* gpu_propagate in the fused slice kernels: a row pass (the previous slice's inverse row
+ * FFT, the transmission multiply, the forward row FFT) and a column pass (the forward
+ * column FFT, the propagator multiply, the inverse column FFT) per slice; the last slice's
+ * column pass only transforms, leaving the batch in Fourier space as cuFFT's path does. */
+static int propagate_slices_fused(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh,
+                                  const stem_complex *host_trans, gpu_prop_worker *w, int from, int to)
+{
+    size_t grid = (size_t)plan->nx * plan->ny;
+    int rows_first = GPU_FFT_NONE; /* whether the rows still wait for their inverse transform */
+    if (from >= to) return STEM_OK;
+    if (from > 0) { /* in Fourier space: the propagator the consumer applied only to its pixels */
+        STEM_TRY(gpu_fused_cols(&w->fs, w->waves, pp->batch, GPU_FFT_NONE, sh->prop, GPU_FFT_INVERSE, w->stream));
+        rows_first = GPU_FFT_INVERSE;
+    }
+    for (int s = from; s < to; s++) {
+        const float2 *t = pp->streaming ? stream_slice_in(plan, host_trans, w, s) : sh->trans + (size_t)s * grid;
+        if (!t)
+            return gpu_fail_cuda(cudaGetLastError(), "streaming a transmission function", __FILE__, __LINE__, __func__);
+        STEM_TRY(gpu_fused_rows(&w->fs, w->waves, pp->batch, rows_first, t, GPU_FFT_FORWARD, w->stream));
+        if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[s & 1], w->stream));
+        int last = s + 1 == to;
+        STEM_TRY(gpu_fused_cols(&w->fs, w->waves, pp->batch, GPU_FFT_FORWARD, last ? NULL : sh->prop,
+                                last ? GPU_FFT_NONE : GPU_FFT_INVERSE, w->stream));
+        rows_first = GPU_FFT_INVERSE;
+    }
+    return STEM_OK;
+}
+
 int gpu_propagate(const stem_plan *plan, const gpu_prop_plan *pp, const gpu_prop_shared *sh,
                   const stem_complex *host_trans, gpu_prop_worker *w, int from, int to)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
+    if (w->slices_fused) return propagate_slices_fused(plan, pp, sh, host_trans, w, from, to);
     if (w->fused) return propagate_fused(plan, pp, sh, host_trans, w, from, to);
     if (from > 0) { /* the propagator the consumer applied only to its own pixels, then back to real space */
         STEM_TRY(gpu_mul_bcast(w->waves, sh->prop, grid, pp->batch, w->stream));

@@ -6,7 +6,8 @@
 # and the exit wave within 1e-5 from the same transmission functions, every
 # dataset within 1e-4 with the GPU's own) for a plain run with an objective
 # aperture, a beam-tilt x defocus series and a focal spread with 2 configurations,
-# single-transfer, streaming and the multiplies in cuFFT's loads; a GPU image of
+# single-transfer, streaming and the multiplies in cuFFT's loads; multislice, PRISM and
+# detection planes with [compute] gpu_slices = fused; a GPU image of
 # another defocus must fail the comparison. Skips (exit 77) with a message when
 # no usable GPU exists.
 #   gpu_vs_cpu.sh STEMSIM CHECK_H5_PY PYTHON CONFIG WORKDIR
@@ -37,6 +38,18 @@ done
 # detection planes: the GPU continues the waves after each plane as the CPU does
 depths=(--set simulation.algorithm=multislice --set output.depth_every=1)
 "$exe" "${common[@]}" "${depths[@]}" --set compute.device=cpu --set output.file="$work/cpu_depths.h5" "$cfg" || exit 1
+# [compute] gpu_slices = fused (cuda/gpu_fused_slice.cu; the 224^2 grid is 7-smooth): multislice,
+# the S-matrix step, and detection planes inside the sample (the slices split at each plane)
+for alg in multislice prism depths; do
+  args=(--set simulation.algorithm=$alg) ref="$work/cpu_$alg.h5"
+  [ $alg = depths ] && args=("${depths[@]}")
+  "$exe" -v "${common[@]:1}" "${args[@]}" --set compute.device=gpu --set compute.gpu_slices=fused \
+      --set output.file="$work/gpu_${alg}_fused.h5" "$cfg" > "$work/gpu_${alg}_fused.log" 2>&1 || exit 1
+  echo "== $alg, gpu_slices = fused"
+  grep -q "fused slice kernels" "$work/gpu_${alg}_fused.log" || { echo "FAIL: the fused kernels did not run"; fail=1; }
+  "$py" "$check" compare "$work/gpu_${alg}_fused.h5" "$ref" --tol 1e-4 \
+      --datasets images,rings,cbed,dpc_com_x,dpc_com_y || fail=1
+done
 for mode in single streaming; do
   "$exe" "${common[@]}" "${depths[@]}" --set compute.device=gpu --set compute.memory_mode=$mode \
       --set output.file="$work/gpu_depths_$mode.h5" "$cfg" || exit 1

@@ -4,6 +4,7 @@
 //
 //   gpu_kernel_check [reps [--bench]]   (ctest: gpu_kernel_check, label gpu; --bench adds
 //                                        the propagation at the benchmarks' grid sizes)
+//   gpu_kernel_check reps --fused N     (the fused slices alone at N^2, the engine's batch)
 //
 // | kernel (launcher)                 | reference (CPU engine)                                  |
 // | k_detect (gpu_det_run)            | stem_detect: rings, images, total, DPC, 4D; fixed order |
@@ -22,6 +23,10 @@
 // | gpu_propagate with fft_callbacks  | gpu_propagate with separate k_mul_bcast kernels (above), |
 // |   (multiplies in cuFFT's loads)   |   whole, split at a slice, streaming; timed per slice   |
 // |                                   |   against a bare forward + inverse cuFFT pair           |
+// | gpu_propagate in the fused slice  | gpu_propagate with cuFFT and separate multiplies        |
+// |   kernels (k_fused_pass,          |   ([compute] gpu_slices = cufft): whole, split,         |
+// |   gpu_fused_rows/cols)            |   streaming; a size they do not cover falls back; timed |
+// |                                   |   per probe-slice against a cuFFT pair and the floor    |
 // The transmission kernels (gpu_potential.cu) are checked by gpu_transmission_check,
 // and everything together by gpu_vs_cpu.sh. Every output buffer starts as NaN
 // (bytes 0xff) where the kernel should write all of it, so a number left out fails,
@@ -684,13 +689,14 @@ struct prop_case {
 
 static int prop_case_create(prop_case &c, const stem_plan *base, int nx, int ny, int batch, int n_slices, int callbacks,
                             int streaming, const stem_complex *host_trans, const float2 *dev_trans,
-                            const float2 *dev_prop)
+                            const float2 *dev_prop, int slices = STEM_GPU_SLICES_CUFFT)
 {
     c.plan = *base;
     c.plan.nx = nx;
     c.plan.ny = ny;
     c.plan.n_slices = n_slices;
     c.plan.opt.fft_callbacks = callbacks;
+    c.plan.opt.gpu_slices = slices;
     std::memset(&c.pp, 0, sizeof c.pp);
     c.pp.batch = batch;
     c.pp.streaming = streaming;
@@ -707,7 +713,9 @@ static int prop_case_create(prop_case &c, const stem_plan *base, int nx, int ny,
 static int prop_case_run(prop_case &c, int split, std::vector<float2> &out)
 {
     size_t bytes = sizeof(float2) * c.start.size();
-    CUDA_CALL(cudaMemcpy(c.w.waves, c.start.data(), bytes, cudaMemcpyHostToDevice));
+    // on the worker's stream: a pageable cudaMemcpy may return before its data reach the
+    // device, and the worker's non-blocking stream would not wait for them
+    CUDA_CALL(cudaMemcpyAsync(c.w.waves, c.start.data(), bytes, cudaMemcpyHostToDevice, c.w.stream));
     if (split > 0) STEM_TRY(gpu_propagate(&c.plan, &c.pp, &c.sh, c.host_trans, &c.w, 0, split));
     STEM_TRY(gpu_propagate(&c.plan, &c.pp, &c.sh, c.host_trans, &c.w, split, c.plan.n_slices));
     out.resize(c.start.size());
@@ -773,6 +781,103 @@ static int check_fft_callbacks(const stem_plan *base, int nx, int ny, int batch,
         "| per slice   | %-34s | pair %.1f us | separate kernels %.1f us (%.2fx) | callbacks %.1f us (%.2fx) |\n", size,
         us_pair, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
     gpu_prop_worker_free(&sep.w);
+    gpu_prop_worker_free(&fused.w);
+    gpu_prop_worker_free(&fused_stream.w);
+    gpu_free(dt);
+    gpu_free(dp);
+    return STEM_OK;
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second) over `bytes`: the floor's unit.
+static double copy_bandwidth(size_t bytes, int reps)
+{
+    void *a, *b;
+    if (gpu_alloc_(&a, bytes, "copy test", __FILE__, __LINE__, __func__)) return NAN;
+    if (gpu_alloc_(&b, bytes, "copy test", __FILE__, __LINE__, __func__)) {
+        gpu_free(a);
+        return NAN;
+    }
+    timer t;
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+    t.start(0);
+    for (int r = 0; r < reps; r++) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+    float us = t.stop_us(0, reps);
+    gpu_free(a);
+    gpu_free(b);
+    return 2.0 * bytes / (us * 1e-6);
+}
+
+// gpu_propagate in the fused slice kernels ([compute] gpu_slices = fused) against cuFFT with
+// separate multiplies (gpu_slices = cufft), whole, split at a slice and streaming; then per
+// probe-slice against a bare cuFFT forward + inverse pair, each pass alone with its achieved
+// bandwidth, and the floor: the fused slice's bytes (each wave read and written twice, the
+// transmission function and propagator read once per batch) at the device's copy bandwidth.
+// expect_fused: whether the size is covered (else the fallback must be cuFFT's path).
+static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, int n_slices, int reps,
+                              int expect_fused)
+{
+    size_t grid = (size_t)nx * ny;
+    std::vector<float2> trans = random_phases(grid * n_slices, 1.0f, 31), prop = random_phases(grid, 1.0f / grid, 32);
+    float2 *dt, *dp;
+    GPU_ALLOC(dt, sizeof(float2) * trans.size(), "transmission functions");
+    GPU_ALLOC(dp, sizeof(float2) * grid, "propagator");
+    CUDA_CALL(cudaMemcpy(dt, trans.data(), sizeof(float2) * trans.size(), cudaMemcpyHostToDevice));
+    CUDA_CALL(cudaMemcpy(dp, prop.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
+    const stem_complex *ht = (const stem_complex *)trans.data();
+    prop_case ref, fused, fused_stream;
+    int err = prop_case_create(ref, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 0, ht, dt, dp);
+    if (!err)
+        err = prop_case_create(fused, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 0, ht, dt, dp,
+                               STEM_GPU_SLICES_FUSED);
+    if (!err)
+        err = prop_case_create(fused_stream, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 1, ht, dt, dp,
+                               STEM_GPU_SLICES_FUSED);
+    STEM_TRY(err);
+    char size[64];
+    std::snprintf(size, sizeof size, "%d waves x %dx%d, %d slices", batch, nx, ny, n_slices);
+    std::printf("| %s: %s |\n", size, fused.w.fft_note);
+    if (fused.w.slices_fused != expect_fused) {
+        std::printf("| fused slices | %s: expected %s | FAIL |\n", size, expect_fused ? "fused" : "the cuFFT fallback");
+        failures++;
+    }
+    std::vector<float2> r, a, b, c;
+    STEM_TRY(prop_case_run(ref, 0, r));
+    STEM_TRY(prop_case_run(fused, 0, a));
+    STEM_TRY(prop_case_run(fused, n_slices / 2, b));
+    STEM_TRY(prop_case_run(fused_stream, 0, c));
+    float us_ref = prop_case_time_us(ref, reps), us_fused = prop_case_time_us(fused, reps);
+    // float FFTs of unit-modulus waves: ~1e-7 per slice; other transforms, other rounding
+    compare("fused slices", size, (const float *)a.data(), (const float *)r.data(), 2 * r.size(), 2, 1e-5, us_fused);
+    compare("fused split", size, (const float *)b.data(), (const float *)r.data(), 2 * r.size(), 2, 1e-5, us_fused);
+    compare("fused stream", size, (const float *)c.data(), (const float *)r.data(), 2 * r.size(), 2, 1e-5,
+            prop_case_time_us(fused_stream, reps));
+    timer t;
+    t.start(ref.w.stream);
+    for (int k = 0; k < reps * n_slices; k++) {
+        CUFFT_CALL(cufftExecC2C(ref.w.fft, ref.w.waves, ref.w.waves, CUFFT_FORWARD));
+        CUFFT_CALL(cufftExecC2C(ref.w.fft, ref.w.waves, ref.w.waves, CUFFT_INVERSE));
+    }
+    float us_pair = t.stop_us(ref.w.stream, reps * n_slices);
+    double wave_bytes = 8.0 * grid * batch, pass_bytes = 2 * wave_bytes + 8.0 * grid;
+    double bw = copy_bandwidth((size_t)wave_bytes, reps), floor_us = 2 * pass_bytes / bw * 1e6;
+    float us_rows = NAN, us_cols = NAN;
+    if (fused.w.slices_fused) {
+        const gpu_fused_slice *fs = &fused.w.fs;
+        t.start(fused.w.stream);
+        for (int k = 0; k < reps * n_slices; k++)
+            STEM_TRY(gpu_fused_rows(fs, fused.w.waves, batch, GPU_FFT_INVERSE, dt, GPU_FFT_FORWARD, fused.w.stream));
+        us_rows = t.stop_us(fused.w.stream, reps * n_slices);
+        t.start(fused.w.stream);
+        for (int k = 0; k < reps * n_slices; k++)
+            STEM_TRY(gpu_fused_cols(fs, fused.w.waves, batch, GPU_FFT_FORWARD, dp, GPU_FFT_INVERSE, fused.w.stream));
+        us_cols = t.stop_us(fused.w.stream, reps * n_slices);
+    }
+    std::printf("| per probe-slice | %s | cuFFT pair %.2f us | cuFFT + separate multiplies %.2f us | fused %.2f us "
+                "(%.2fx the pair) | row pass %.2f us (%.0f GB/s), column pass %.2f us (%.0f GB/s) | floor %.2f us "
+                "(copy %.0f GB/s) |\n",
+                size, us_pair / batch, us_ref / batch, us_fused / batch, us_fused / us_pair, us_rows / batch,
+                pass_bytes / us_rows * 1e-3, us_cols / batch, pass_bytes / us_cols * 1e-3, floor_us / batch, bw * 1e-9);
+    gpu_prop_worker_free(&ref.w);
     gpu_prop_worker_free(&fused.w);
     gpu_prop_worker_free(&fused_stream.w);
     gpu_free(dt);
@@ -1125,6 +1230,8 @@ int main(int argc, char **argv)
     int reps = argc > 1 ? std::atoi(argv[1]) : 20;
     int bench = argc > 2 && !std::strcmp(argv[2], "--bench");           // also the benchmark sizes
     int split_only = argc > 2 && !std::strcmp(argv[2], "--split-gemm"); // the checks and the split products' timing
+    // --fused N: only the fused slices at N^2 with the engine's batch (a benchmark's sweep)
+    int only_fused = argc > 3 && !std::strcmp(argv[2], "--fused") ? std::atoi(argv[3]) : 0;
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     cudaStream_t s;
@@ -1152,6 +1259,14 @@ int main(int argc, char **argv)
     stem_atoms atoms, atoms_ms, atoms_one, atoms_hr;
     stem_plan plan, plan_ms, plan_one, plan_hr;
     int err = make_plan(ini, &cfg, &atoms, &plan);
+    if (only_fused > 0) {
+        int batch = std::max(1, std::min(128, (int)(8.0 * 1048576.0 / ((double)only_fused * only_fused))));
+        if (!err) err = make_plan(ini_ms, &cfg_ms, &atoms_ms, &plan_ms);
+        if (!err)
+            err = check_fused_slices(&plan_ms, only_fused, only_fused, batch, only_fused > 2048 ? 4 : 12, reps, 1);
+        std::printf("\n%s\n", err || failures ? "gpu_kernel_check: FAIL" : "gpu_kernel_check: PASS");
+        return err || failures ? 1 : 0;
+    }
     if (!err) err = make_plan(ini_ms, &cfg_ms, &atoms_ms, &plan_ms);
     if (!err) err = make_plan(ini_one, &cfg_one, &atoms_one, &plan_one);
     if (!err) err = make_plan(ini_hr, &cfg_hr, &atoms_hr, &plan_hr);
@@ -1170,6 +1285,15 @@ int main(int argc, char **argv)
     // the benchmarks' sizes: amorphous carbon's 1000^2 (the GPU engine's batch of 8) and SrTiO3's 1024^2
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1000, 1000, 8, 20, reps);
     if (!err && bench) err = check_fft_callbacks(&plan_ms, 1024, 1024, 8, 20, reps);
+    // fused slices: radices 8, 4 and 2; 3, 5, 7 on a non-square grid; a size they do not cover (2 x 127)
+    if (!err) err = check_fused_slices(&plan_ms, 256, 192, 4, 6, reps, 1);
+    if (!err) err = check_fused_slices(&plan_ms, 210, 350, 3, 5, reps, 1);
+    if (!err) err = check_fused_slices(&plan_ms, 254, 128, 2, 3, reps, 0);
+    // the sizes users run, each with the engine's batch (about 8 M points)
+    static const int fused_sizes[][3] = {{512, 32, 20}, {768, 14, 20}, {1000, 8, 20}, {1024, 8, 20},
+                                         {1536, 3, 12}, {2048, 2, 8},  {3000, 1, 4},  {4096, 1, 4}};
+    for (const auto &z : fused_sizes)
+        if (!err && bench) err = check_fused_slices(&plan_ms, z[0], z[0], z[1], z[2], reps, 1);
     if (!err && bench) err = time_output_gemm(reps);
     if (!err && (bench || split_only)) err = time_split_gemm(reps);
     if (err) {
