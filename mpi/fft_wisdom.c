@@ -38,12 +38,37 @@ static uint64_t wisdom_hash(const char *text)
     return h;
 }
 
-/* Every FFT shape the CPU engine plans with the plan's flags (multislice.c, prism.c, hrtem.c). */
+/* Every FFT shape the CPU engine plans with the plan's flags (multislice.c, prism.c, hrtem.c,
+ * potential.c), each once. */
+typedef struct {
+    int n;
+    int nx[5], ny[5], batch[5];
+} shape_list;
+
+static void add_shape(shape_list *l, int nx, int ny, int batch)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->nx[i] == nx && l->ny[i] == ny && l->batch[i] == batch) return;
+    l->nx[l->n] = nx;
+    l->ny[l->n] = ny;
+    l->batch[l->n++] = batch;
+}
+
+static shape_list run_shapes(const stem_plan *plan)
+{
+    shape_list l = {0};
+    add_shape(&l, plan->nx, plan->ny, plan->batch_size);                                 /* probes, or plane waves */
+    if (plan->algorithm == STEM_ALG_HRTEM) add_shape(&l, plan->nx, plan->ny, 1);         /* hrtem.c */
+    if (plan->algorithm == STEM_ALG_PRISM) add_shape(&l, plan->out_nx, plan->out_ny, 1); /* prism.c's output */
+    add_shape(&l, plan->pot_nx, plan->pot_ny, 1); /* potential.c: the transmission on its grid */
+    if (plan->pot_nx != plan->nx || plan->pot_ny != plan->ny) add_shape(&l, plan->nx, plan->ny, 1);
+    return l;
+}
+
 static int measure_shapes(const stem_plan *plan)
 {
-    STEM_TRY(stem_fft_measure(plan->nx, plan->ny, plan->batch_size)); /* probes, or plane waves */
-    if (plan->algorithm == STEM_ALG_HRTEM && plan->batch_size != 1) STEM_TRY(stem_fft_measure(plan->nx, plan->ny, 1));
-    if (plan->algorithm == STEM_ALG_PRISM) STEM_TRY(stem_fft_measure(plan->out_nx, plan->out_ny, 1));
+    shape_list l = run_shapes(plan);
+    for (int i = 0; i < l.n; i++) STEM_TRY(stem_fft_measure(l.nx[i], l.ny[i], l.batch[i]));
     return STEM_OK;
 }
 
@@ -89,30 +114,6 @@ static int leader_wisdom(const char *path, const stem_plan *plan, char **text, c
     if (!err && path[0] && grew) err = write_file(path, *text);
     free(file_text);
     return err;
-}
-
-/* Every FFT shape the CPU engine plans with the plan's flags, each once. */
-typedef struct {
-    int n;
-    int nx[3], ny[3], batch[3];
-} shape_list;
-
-static void add_shape(shape_list *l, int nx, int ny, int batch)
-{
-    for (int i = 0; i < l->n; i++)
-        if (l->nx[i] == nx && l->ny[i] == ny && l->batch[i] == batch) return;
-    l->nx[l->n] = nx;
-    l->ny[l->n] = ny;
-    l->batch[l->n++] = batch;
-}
-
-static shape_list run_shapes(const stem_plan *plan)
-{
-    shape_list l = {0};
-    add_shape(&l, plan->nx, plan->ny, plan->batch_size);
-    if (plan->algorithm == STEM_ALG_HRTEM) add_shape(&l, plan->nx, plan->ny, 1);
-    if (plan->algorithm == STEM_ALG_PRISM) add_shape(&l, plan->out_nx, plan->out_ny, 1);
-    return l;
 }
 
 /* Rank 0, one shape: its wisdom from the cache, else measured (and stored when dir is

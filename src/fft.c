@@ -37,8 +37,10 @@ static const char *find_shape_wisdom(int nx, int ny, int batch)
     return NULL;
 }
 
-/* wisdom_only: a measured plan must come from the imported wisdom (see stem_fft_wisdom_import). */
-static int create_plans(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure, int wisdom_only)
+/* wisdom_only: a measured plan must come from the imported wisdom (see stem_fft_wisdom_import);
+ * measuring: stem_fft_measure's, which times what the wisdom lacks. */
+static int create_plans(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure, int wisdom_only,
+                        int measuring)
 {
     int n[2] = {ny, nx};
     /* FFTW_MEASURE chooses algorithms by timing them, so two runs or two ranks
@@ -46,13 +48,16 @@ static int create_plans(stem_fft *fft, int nx, int ny, int batch, stem_complex *
      * runs): measured plans come from one wisdom, rank 0's, shared by the ranks and
      * kept per shape in the wisdom cache (mpi/fft_wisdom.c), so that runs sharing it
      * are bit-identical. */
-    unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
     fftwf_complex *b = (fftwf_complex *)buf;
     fft->nx = nx;
     fft->ny = ny;
     fft->batch = batch;
     pthread_mutex_lock(&stem_fft_planner_lock);
     const char *own = measure ? find_shape_wisdom(nx, ny, batch) : NULL;
+    /* measured plans only from a wisdom the ranks share (or stem_fft_measure): a shape no
+     * wisdom was shared for (CPU FFTs of a GPU run, the tests' own) is estimated */
+    if (measure && !own && !wisdom_only && !measuring) measure = 0;
+    unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
     if (own) {
         fftwf_forget_wisdom();
         fftwf_import_wisdom_from_string(own); /* checked when it was registered */
@@ -102,7 +107,7 @@ void stem_fft_destroy(stem_fft *fft)
 
 int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure)
 {
-    return create_plans(fft, nx, ny, batch, buf, measure, wisdom_imported);
+    return create_plans(fft, nx, ny, batch, buf, measure, wisdom_imported, 0);
 }
 
 int stem_fft_measure(int nx, int ny, int batch)
@@ -110,7 +115,7 @@ int stem_fft_measure(int nx, int ny, int batch)
     stem_complex *buf = stem_fft_alloc((size_t)nx * ny * batch, "FFT measurement buffer");
     if (!buf) return STEM_ERR_MEMORY;
     stem_fft fft = {0};
-    int err = create_plans(&fft, nx, ny, batch, buf, 1, 0); /* wisdom it has is reused; the rest measured */
+    int err = create_plans(&fft, nx, ny, batch, buf, 1, 0, 1); /* wisdom it has is reused; the rest measured */
     stem_fft_destroy(&fft);
     stem_fft_free(buf);
     return err;
