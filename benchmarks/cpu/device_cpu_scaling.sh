@@ -2,16 +2,18 @@
 # The CPU engine on the GPU machine's 16-core host (issue 31 item 4). Builds nothing: build/stemsim
 # (this commit, CPU-only), build/ref/stemsim (b6607a0) and build/stemsim_before (the commit before
 # the wisdom cache) carried with .device/, data/ and benchmarks/.
-#   bash benchmarks/cpu/device_cpu_scaling.sh [two|node|all]     (OUT: where tables and logs go)
+#   bash benchmarks/cpu/device_cpu_scaling.sh [two|node|all|reps]     (OUT: where tables and logs go)
 # two:  a 2-core machine emulated by `taskset -c 0,1`: cpu_bench.sh's one-rank rows (silicon,
 #       benchmarks/cases/si_benchmark.ini, 1 rank x 2 threads: multislice, PRISM f = 4 and f = 8)
-#       for b6607a0, the commit before, and this one (default fft_planning = auto, its wisdom cache
-#       filled by a first run whose cost is logged), alternating, two rounds (min is the number).
+#       for b6607a0, the commit before, this one (default fft_planning = auto, its wisdom cache
+#       filled by a first run whose cost is logged) and this one with estimate, alternating; a
+#       second round when time is left (mode all: after node).
 # node: the 100 Angstrom amorphous-carbon cube (SCALING.md's case; multislice 100 probes, PRISM f = 8
 #       15,625 probes), `mpirun -np 16` (one core each), 4 ranks x 4 cores (--map-by slot:PE=4:
 #       the plan gives each rank its 4 bound cores as threads), 2 x 8, and 1 rank x 16 threads;
 #       with the wisdom cache (default) and with fft_planning = estimate.
-# Writes $OUT/cpu_two.csv and $OUT/cpu_node.csv (case, binary, layout, wall s, per-phase seconds).
+# reps: node's four layouts with the cache (16x1, 1x16, 2x8, 4x4), three rounds alternating.
+# Writes $OUT/cpu_two.csv, $OUT/cpu_node.csv, $OUT/cpu_reps.csv (case, binary, layout, wall s, per-phase seconds).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../gpu/device_env.sh" device_cpu_scaling
 mode=${1:-all}
@@ -52,9 +54,13 @@ two_round() {
     local extra=()
     [ $c = f4 ] && extra=("${f4[@]}")
     [ $c = f8 ] && extra=("${f8[@]}")
-    for b in ref before new; do
-      timed cpu_two.csv "${c}_r$1" "$b" 1x2 taskset -c 0,1 "${!b}" -v "$si" "${extra[@]}" --set compute.threads=2 \
-          --set output.file="$work/two.h5" --set output.overwrite=true
+    for b in ref before new new_estimate; do
+      local exe_b=$new plans=()
+      [ $b = new_estimate ] && plans=(--set compute.fft_planning=estimate)
+      [ $b = ref ] && exe_b=$ref
+      [ $b = before ] && exe_b=$before
+      timed cpu_two.csv "${c}_r$1" "$b" 1x2 taskset -c 0,1 "$exe_b" -v "$si" "${extra[@]}" "${plans[@]}" \
+          --set compute.threads=2 --set output.file="$work/two.h5" --set output.overwrite=true
     done
   done
 }
@@ -85,7 +91,31 @@ node() {
   grep -h "threads, batch" "$out"/*4x4.log | head -2 > "$out/threads_4x4.txt"
 }
 
+# reps: the node layouts again, alternating, three rounds (the spread; min is the number)
+reps() {
+  python3 benchmarks/cases/gpu_make_amorphous_carbon.py "$work/aC.xyz" > /dev/null
+  local base=(benchmarks/cases/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v
+              --set output.overwrite=true --set output.file="$work/reps.h5")
+  local ms=(--set scan.x_end=42 --set scan.y_end=42)
+  local prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
+               --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+  echo "case,binary,layout,wall_s,rc,rank0,slowest" > "$out/cpu_reps.csv"
+  "$new" "${base[@]}" "${prism[@]}" --set scan.x_end=0.1 --set scan.y_end=0.1 2>&1 | grep "FFTW plans" | tee -a "$out/first_run.txt"
+  for round in 1 2 3; do
+    for c in ms prism; do
+      [ "$SECONDS" -gt 250 ] && return
+      local args=("${ms[@]}")
+      [ $c = prism ] && args=("${prism[@]}")
+      timed cpu_reps.csv "${c}_r$round" auto 16x1 mpirun -np 16 "$new" "${base[@]}" "${args[@]}"
+      timed cpu_reps.csv "${c}_r$round" auto 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${args[@]}"
+      timed cpu_reps.csv "${c}_r$round" auto 2x8 mpirun -np 2 --map-by slot:PE=8 --bind-to core "$new" "${base[@]}" "${args[@]}"
+      timed cpu_reps.csv "${c}_r$round" auto 4x4 mpirun -np 4 --map-by slot:PE=4 --bind-to core "$new" "${base[@]}" "${args[@]}"
+    done
+  done
+}
+
 case $mode in
+  reps) reps ;;
   two) two_first; two_round 1; two_round 2 ;;
   node) node ;;
   all) two_first; two_round 1; node; if [ "$SECONDS" -lt 200 ]; then two_round 2; fi ;;
