@@ -13,7 +13,7 @@ static int wisdom_imported; /* measured plans must come from the shared wisdom *
 /* Per-shape wisdom (stem_fft_wisdom_use): each measured plan is made from its own
  * shape's wisdom alone, and the process's wisdom is empty otherwise, so a plan never
  * depends on which other shapes a run needs, nor an estimated plan on any wisdom. */
-#define STEM_FFT_SHAPES 16
+#define STEM_FFT_SHAPES 64 /* a run needs at most 5 */
 static struct {
     int nx, ny, batch;
     char *text;
