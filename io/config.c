@@ -353,15 +353,24 @@ static const key_spec key_table[] = {
      "docs/parallel.md, GPU engine"},
     {"compute", "fp_groups", K_INT, OFF(fp_groups), "0", 0, 1000000, NULL, "-",
      "rank groups over which frozen-phonon configurations are spread (0: automatic)"},
-    {"compute", "fft_planning", K_ENUM, OFF(opt.fft_planning), "estimate", 0, 0, "estimate|measure", "-",
-     "FFTW planning of the CPU engine: estimate is reproducible bit for bit across runs and rank counts; "
-     "measure: rank 0 times FFTW's algorithms for every transform the run needs (often 1.2-7x faster FFTs) and "
-     "every rank uses its choice (FFTW wisdom), so results stay bit-identical across rank counts but may differ by "
-     "~1e-7 between runs unless they share [compute] fft_wisdom"},
+    {"compute", "fft_planning", K_ENUM, OFF(opt.fft_planning), "auto", 0, 0, "estimate|measure|auto", "-",
+     "FFTW planning of the CPU engine. auto: measured plans (FFTW_MEASURE, often 1.2-7x faster FFTs than estimate) "
+     "for each FFT shape, timed once per user and machine by rank 0 and kept in the wisdom cache ([compute] "
+     "fft_cache; the first run states what measuring cost), every rank planning from the same wisdom: bit-identical "
+     "across rank counts and between runs that share the cache; the distributed FFT estimates. measure: the same, and "
+     "the distributed FFT measured too (not cached). estimate: FFTW_ESTIMATE, the same bits on any run of this build "
+     "on any machine with no cache"},
     {"compute", "fft_wisdom", K_STRING, OFF(fft_wisdom), "", 0, 0, NULL, "path",
      "with fft_planning = measure: FFTW wisdom file (relative to the working directory, like [output] file); "
      "a cache: read when it exists, shapes it lacks measured by rank 0 and added (its entries are never changed; "
-     "replaced atomically), else created. Runs sharing it are bit-identical. Its hash is in the output's plan text"},
+     "replaced atomically), else created. Runs sharing it are bit-identical. Its hash is in the output's plan text; "
+     "given, it replaces the wisdom cache"},
+    {"compute", "fft_cache", K_STRING, OFF(fft_cache), "auto", 0, 0, NULL, "path",
+     "wisdom cache of measured FFT plans (fft_planning = auto or measure): a directory with one file per FFT shape "
+     "and machine, published whole and never replaced; auto: $STEMSIM_FFT_CACHE (a directory, or off), else "
+     "$XDG_CACHE_HOME/stemsim, else ~/.cache/stemsim; off: measured afresh by every run (not reproducible between "
+     "runs). A damaged or foreign file, a link, a directory others may write are ignored with a warning. The "
+     "wisdom's hash is in the output's plan text"},
     {"compute", "node_shared", K_BOOL, OFF(node_shared), "true", 0, 0, NULL, "-",
      "the ranks of a group on one node keep one copy of the transmission functions and of the PRISM S-matrix "
      "in shared memory (MPI-3 windows; each rank writes its share in place, only nodes exchange); false: one "

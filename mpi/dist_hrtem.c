@@ -134,7 +134,7 @@ static int one_configuration(const stem_mpi *m, const stem_plan *plan, dist_stat
 
 static int state_create(const stem_mpi *m, const stem_plan *plan, dist_state *st)
 {
-    int err = stem_dist_fft_create(&st->fft, m->group, plan->nx, plan->ny, stem_options_fft_measure(&plan->opt));
+    int err = stem_dist_fft_create(&st->fft, m->group, plan->nx, plan->ny, stem_options_dist_fft_measure(&plan->opt));
     size_t slab = (size_t)plan->dist_rows * plan->nx;
     if (!err && !(st->trans = stem_fft_alloc(slab * plan->n_slices + 1, "transmission rows"))) err = STEM_ERR_MEMORY;
     if (!err && !(st->V = stem_alloc(sizeof(float) * (slab + 1), "potential rows"))) err = STEM_ERR_MEMORY;

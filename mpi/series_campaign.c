@@ -174,8 +174,9 @@ static int point_plans(campaign *cp)
  * the same campaign. */
 static char *identity_text(const stem_series_job *job)
 {
-    static const char *placement[] = {"threads =",        "max_memory =", "fp_groups =", "node_shared =",
-                                      "ranks_per_node =", "fft_wisdom =", "xyz =",       "positions ="};
+    static const char *placement[] = {
+        "threads =",    "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node =",
+        "fft_wisdom =", "fft_cache =",  "xyz =",       "positions ="};
     unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->potentials);
     char *ini = stem_config_to_ini(job->cfg), *buf = NULL;
     size_t size = 0;

@@ -87,6 +87,7 @@ typedef struct {
     int distributed_fft;   /* stem_dist_mode: hrtem's wave shared by a group's ranks in slabs */
     int fp_groups;
     char fft_wisdom[STEM_PATH_MAX]; /* "": none */
+    char fft_cache[STEM_PATH_MAX];  /* wisdom cache: "auto", "off" or a directory */
     int node_shared;                /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
     int ranks_per_node; /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */

@@ -15,7 +15,8 @@ typedef struct {
 stem_complex *stem_fft_alloc(size_t count, const char *what);
 void stem_fft_free(void *p);
 /* Plan `batch` transforms of ny x nx (x fastest) in place on buf; thread safe.
- * measure: time candidate algorithms (faster, not reproducible bit for bit). */
+ * measure: measured plans (FFTW_MEASURE): from the shape's wisdom when one was given
+ * (stem_fft_wisdom_use, stem_fft_wisdom_import), else timed here. */
 int stem_fft_create(stem_fft *fft, int nx, int ny, int batch, stem_complex *buf, int measure);
 void stem_fft_forward(const stem_fft *fft, stem_complex *buf);
 void stem_fft_inverse(const stem_fft *fft, stem_complex *buf); /* unnormalised */
@@ -31,5 +32,17 @@ char *stem_fft_wisdom_export(void);
 /* Replace the process's wisdom with text; afterwards measured plans come from the
  * wisdom only (a shape it lacks is measured again, with a warning). */
 int stem_fft_wisdom_import(const char *text);
+
+/* The wisdom cache's per-shape wisdom (mpi/fft_wisdom.c): each measured shape's
+ * plans come from that shape's wisdom alone. Measure the forward and inverse
+ * transforms of one shape from no wisdom and return what FFTW chose (malloc'd
+ * text; NULL: failure, reported). */
+char *stem_fft_measure_shape(int nx, int ny, int batch);
+/* 1 when text is FFTW wisdom holding both plans of the shape (nothing measured). */
+int stem_fft_shape_wisdom_complete(int nx, int ny, int batch, const char *text);
+/* From now on, measured plans of this shape come from text (copied) alone. */
+int stem_fft_wisdom_use(int nx, int ny, int batch, const char *text);
+/* FFTW's version string (the cache's key). */
+const char *stem_fft_library_version(void);
 
 #endif

@@ -393,8 +393,8 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     }
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
     if (!err && !o->dry_run && engine->uses_fftw) {
-        err = stem_fft_wisdom_share(m, cfg->fft_wisdom, plan); /* agreed: every rank or none */
-        if (err) stem_output_target_discard(target);           /* the temporary file exists by now */
+        err = stem_fft_wisdom_share(m, cfg->fft_wisdom, cfg->fft_cache, plan); /* agreed: every rank or none */
+        if (err) stem_output_target_discard(target);                           /* the temporary file exists by now */
     }
     if (!err && o->dry_run && !o->variant && series->n_points) { /* what the real run would find in its checkpoint */
         stem_series_job job = {m, cfg, series, plan, engine, atoms, potentials, target, NULL, o->restart};

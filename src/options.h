@@ -9,7 +9,7 @@
 #define STEM_PATH_MAX 1024
 
 typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } stem_device;
-typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1 } stem_fft_planning;
+typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1, STEM_FFT_AUTO = 2 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
 typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_callbacks;
 typedef enum { STEM_GPU_SLICES_CUFFT = 0, STEM_GPU_SLICES_FUSED = 1 } stem_gpu_slices;
@@ -67,8 +67,10 @@ typedef struct {
     int gpu_transmission;   /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
 } stem_options;
 
-/* FFTW_MEASURE instead of FFTW_ESTIMATE ([compute] fft_planning = measure). */
-static inline int stem_options_fft_measure(const stem_options *o) { return o->fft_planning == STEM_FFT_MEASURE; }
+/* FFTW_MEASURE instead of FFTW_ESTIMATE for the CPU engine's serial FFTs ([compute] fft_planning = auto or measure). */
+static inline int stem_options_fft_measure(const stem_options *o) { return o->fft_planning != STEM_FFT_ESTIMATE; }
+/* The distributed FFT (FFTW-MPI) measures only when asked by name: its plans are not cached. */
+static inline int stem_options_dist_fft_measure(const stem_options *o) { return o->fft_planning == STEM_FFT_MEASURE; }
 
 /* hrtem's objective aperture semi-angle in rad (0: none). */
 static inline double stem_options_objective_aperture(const stem_options *o)

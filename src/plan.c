@@ -849,8 +849,9 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
         fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n",
                 plan->opt.focal_spread, plan->opt.focal_points,
                 plan->focal_auto ? ", chosen by focal_points = auto" : "");
-    fprintf(out, "  FFT planning       %s%s%s\n", stem_options_fft_measure(&plan->opt) ? "measure" : "estimate",
-            plan->fft_wisdom[0] ? ", " : "", plan->fft_wisdom);
+    static const char *const planning[] = {"estimate", "measure", "auto (measured, wisdom cache)"};
+    fprintf(out, "  FFT planning       %s%s%s\n", planning[plan->opt.fft_planning], plan->fft_wisdom[0] ? ", " : "",
+            plan->fft_wisdom);
     if (L->shared_ranks > 1)
         fprintf(out,
                 "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on "

@@ -378,9 +378,10 @@ static int trans_setup(void *ctx, int w)
     job->V[w] = stem_alloc(sizeof(float) * fine, "slice potential");
     job->work[w] = stem_fft_alloc(fine, "slice transmission scratch");
     if (!job->V[w] || !job->work[w]) return STEM_ERR_MEMORY;
-    STEM_TRY(stem_fft_create(&job->fine[w], g.nx, g.ny, 1, job->work[w], 0));
+    int measure = stem_options_fft_measure(&plan->opt); /* the plans of the run's shared wisdom */
+    STEM_TRY(stem_fft_create(&job->fine[w], g.nx, g.ny, 1, job->work[w], measure));
     if (g.m == 1) return STEM_OK;
-    return stem_fft_create(&job->run[w], plan->nx, plan->ny, 1, job->work[w], 0);
+    return stem_fft_create(&job->run[w], plan->nx, plan->ny, 1, job->work[w], measure);
 }
 
 static void trans_teardown(void *ctx, int w)
@@ -441,7 +442,12 @@ static void transmission_of(const stem_plan *plan, potential_grid g, const stem_
                             stem_complex *work, stem_complex *t)
 {
     size_t grid = (size_t)g.nx * g.ny;
-    for (size_t i = 0; i < grid; i++) work[i] = cexpf(I * (float)plan->sigma * crealf(work[i]));
+    float sigma = (float)plan->sigma;
+    for (size_t i = 0; i < grid; i++) { /* cexpf(i x) without its classification and exp(0): the same bits */
+        float s, c;
+        sincosf(sigma * crealf(work[i]), &s, &c);
+        work[i] = CMPLXF(c, s);
+    }
     stem_fft_forward(fine, work);
     run_band(plan, g, work, (double)grid, t);
     stem_fft_inverse(g.m > 1 ? run : fine, t);

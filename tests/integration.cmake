@@ -307,6 +307,17 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
 endif()
 
+# The FFTW wisdom cache: runs sharing it bit-identical (1, 2 runs, 3 ranks), off, damaged,
+# foreign and linked files refused and kept, linked or open directories refused, concurrent
+# first runs (tests/integration/fft_cache.py)
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  add_test(NAME fft_cache
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/fft_cache.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(fft_cache PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
+
 # Potentials: finite projection against a closed form, save_potential / potential_file
 # (1 and 3 ranks, bit for bit, refusals), Lobato against Kirkland.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)

@@ -7,16 +7,21 @@
 #     && cmake --build /tmp/ref-build -j2 --target stemsim
 # Cases: the quick start (1 rank), and the MPI test case on 2 ranks with
 # multislice and PRISM, 3 thermal configurations and every aberration.
+# Both builds plan their FFTs with FFT_PLANNING (default estimate: FFTW_ESTIMATE
+# depends on nothing but the build, whereas measured plans, the default since
+# fft_planning = auto, are timed on the machine; FFT_PLANNING=auto compares the
+# default path of two builds sharing one wisdom cache, STEMSIM_FFT_CACHE).
 set -euo pipefail
 ref=$1 new=${2:-${STEMSIM:-}} work=${3:-${OUT:-/tmp/stemsim_bit_identical}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 STEMSIM_KIRKLAND=${STEMSIM_KIRKLAND:-$root/data/kirkland_params.txt}
-small=(--set simulation.thermal=true --set simulation.frozen_phonons=3 --set probe.defocus=-20 --set probe.cs=0.01
+plans=(--set compute.fft_planning=${FFT_PLANNING:-estimate})
+small=("${plans[@]}" --set simulation.thermal=true --set simulation.frozen_phonons=3 --set probe.defocus=-20 --set probe.cs=0.01
        --set probe.astigmatism=5 --set probe.astigmatism_angle=20 --set output.overwrite=true)
 for which in ref new; do
   exe=$ref; [ $which = new ] && exe=$new
-  "$exe" -q "$root/examples/quickstart.ini" --set output.file="$work/quickstart_$which.h5" --set output.overwrite=true
+  "$exe" -q "$root/examples/quickstart.ini" "${plans[@]}" --set output.file="$work/quickstart_$which.h5" --set output.overwrite=true
   for alg in multislice prism; do
     mpirun --oversubscribe -np 2 "$exe" -q "$root/tests/integration/small.ini" "${small[@]}" \
         --set simulation.algorithm=$alg --set output.file="$work/small_${alg}_$which.h5"

@@ -46,6 +46,9 @@ static inline int sim_prepare(sim_case *s, const char *ini, const stem_atoms *mo
 {
     memset(s, 0, sizeof *s);
     STEM_TRY(stem_config_load_string(&s->cfg, "test.ini", ini));
+    /* physics against physics at fixed tolerances: estimated FFT plans, no wisdom cache (the
+     * default measured plans are tested whole-program: fft_cache, mpi_fft_wisdom_*) */
+    if (!stem_config_given(&s->cfg, "compute", "fft_planning")) s->cfg.opt.fft_planning = STEM_FFT_ESTIMATE;
     STEM_TRY(stem_atom_potentials_load(STEM_PARAM_KIRKLAND, stem_kirkland_default_path(), s->kirkland));
     if (model) {
         s->atoms.cell[0] = model->cell[0];
