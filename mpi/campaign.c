@@ -1,6 +1,6 @@
-/* The driver of every run (campaign.h). Read from the bottom: stem_campaign_run is the
- * whole flow; above it, in order of use: the shape, the unit, the two sinks with their
- * schedules, the finish and the output. */
+/* The driver of every run (campaign.h). stem_campaign_run, first below, is the whole flow;
+ * after it, in order of use: the shape, one unit, the memory sink (its schedule and finish),
+ * the checkpoint sink (its schedule, storage and read-back), the output. */
 #include "../io/config.h"
 #include "campaign.h"
 
@@ -42,8 +42,9 @@ typedef struct {
     int checkpointed;                          /* the sink: the checkpoint, or memory */
     int n_tilts, n_configs, n_optics, n_units; /* n_optics: beam tilts x defoci, the plans of one sample tilt */
     int n_planes, per_tilt; /* detection planes (depths, at least 1); points per unit (defoci x planes) */
-    stem_plan *plans;       /* checkpoint sink: [n_tilts x n_optics], the plan at each tilt's thickness, beam tilt
-                         and defocus (stable pointers); memory sink: NULL, the run's plan */
+    /* checkpoint sink: [n_tilts x n_optics], the plan at each tilt's thickness, beam tilt and
+     * defocus (stable pointers); memory sink: NULL, the run's plan */
+    stem_plan *plans;
     /* the group's working state, for any unit */
     stem_detector det;
     stem_potential_table table;
@@ -78,6 +79,56 @@ typedef struct {
     stem_potential_source potential; /* save_potential: the slices of tilt potential_tilt (-1: none) */
     int potential_tilt;
 } campaign;
+
+/* The stages, in the order stem_campaign_run calls them. */
+static void campaign_shape(campaign *cp, const stem_campaign_job *job);
+static int memory_open(campaign *cp);
+static int memory_units(campaign *cp);
+static int memory_finish(campaign *cp);
+static int checkpoint_open(campaign *cp, const char *dir);
+static int checkpoint_units(campaign *cp);
+static int checkpoint_end(campaign *cp, const char *dir, int err);
+static void report_balance(const campaign *cp);
+static int write_output(campaign *cp);
+static int checkpoint_close(campaign *cp, const char *dir, int err);
+static void campaign_free(campaign *cp);
+
+/* The whole run, top to bottom. */
+int stem_campaign_run(const stem_campaign_job *job)
+{
+    campaign cp = {0};
+    char dir[STEM_PATH_MAX];
+    stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
+    /* 1. shape: the points, the units, the sink */
+    campaign_shape(&cp, job);
+    int err = cp.checkpointed ? checkpoint_open(&cp, dir) : memory_open(&cp);
+    /* 2. the units, scheduled over the groups, each computed and handed to the sink */
+    cp.start = stem_wall_time();
+    if (cp.checkpointed) /* dynamic; stopped or failed, the checkpoint keeps every finished unit */
+        err = checkpoint_end(&cp, dir, err ? err : checkpoint_units(&cp));
+    else if (!err) /* static rounds, a safe point (errors, signals) between them */
+        err = memory_units(&cp);
+    if (!err && cp.n_run) report_balance(&cp);
+    /* 3. finish: the memory sink's sums now; the checkpoint's points as the output reads them */
+    if (!err && !cp.checkpointed) err = memory_finish(&cp);
+    /* 4. the output */
+    if (!err && !job->keep) {
+        err = write_output(&cp);
+        if (cp.checkpointed) err = checkpoint_close(&cp, dir, err);
+    }
+    campaign_free(&cp);
+    return err;
+}
+
+static void campaign_free(campaign *cp)
+{
+    stem_smatrix_store_remove(&cp->store); /* copied into the output, or not wanted after a failure */
+    stem_result_free(&cp->own_sum);
+    stem_result_free(&cp->out);
+    free(cp->scratch);
+    free(cp->plans);
+    stem_checkpoint_free(&cp->ck);
+}
 
 int stem_campaign_checkpointed(const stem_config *cfg)
 {
@@ -440,6 +491,7 @@ static int memory_units(campaign *cp)
     const stem_layout *L = &m->layout;
     int rounds = (cp->n_units + L->n_groups - 1) / L->n_groups;
     int err = group_state(cp);
+    cp->n_run = cp->n_units;
     for (int round = 0; round < rounds; round++) {
         if ((err = stem_phonon_safe_point(m, err))) break;
         int u = round * L->n_groups + L->group, next = u + L->n_groups;
@@ -1065,7 +1117,7 @@ static void report_balance(const campaign *cp)
                   lo, hi, wall, 100 * (1 - sum / (groups * wall)));
 }
 
-/* ------------------------------------------------------------ the driver */
+/* ------------------------------------------------------------ the dry run */
 
 int stem_campaign_survey(const stem_campaign_job *job)
 {
@@ -1083,43 +1135,5 @@ int stem_campaign_survey(const stem_campaign_job *job)
         err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.layout.unit_bytes, job->restart);
     free(identity);
     free(cp.plans);
-    return err;
-}
-
-static void campaign_free(campaign *cp)
-{
-    stem_smatrix_store_remove(&cp->store); /* copied into the output, or not wanted after a failure */
-    stem_result_free(&cp->own_sum);
-    stem_result_free(&cp->out);
-    free(cp->scratch);
-    free(cp->plans);
-    stem_checkpoint_free(&cp->ck);
-}
-
-/* The whole run, top to bottom. */
-int stem_campaign_run(const stem_campaign_job *job)
-{
-    campaign cp = {0};
-    char dir[STEM_PATH_MAX];
-    stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
-    /* 1. shape: the points, the units, the sink */
-    campaign_shape(&cp, job);
-    int err = cp.checkpointed ? checkpoint_open(&cp, dir) : memory_open(&cp);
-    /* 2. the units, scheduled over the groups, computed, handed to the sink */
-    cp.start = stem_wall_time();
-    cp.n_run = cp.checkpointed ? 0 : cp.n_units;
-    if (cp.checkpointed)
-        err = checkpoint_end(&cp, dir, err ? err : checkpoint_units(&cp));
-    else if (!err)
-        err = memory_units(&cp);
-    if (!err && cp.n_run) report_balance(&cp);
-    /* 3. finish: the memory sink's sums now; the checkpoint's points as the output reads them */
-    if (!err && !cp.checkpointed) err = memory_finish(&cp);
-    /* 4. the output */
-    if (!err && !job->keep) {
-        err = write_output(&cp);
-        if (cp.checkpointed) err = checkpoint_close(&cp, dir, err);
-    }
-    campaign_free(&cp);
     return err;
 }
