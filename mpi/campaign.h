@@ -21,7 +21,7 @@
  *               the checkpoint and computes only the others.
  *             The two sinks add in different orders, so each keeps the bits it always gave.
  *   finish    sums, standard errors, PACBED, source-size blur, the result check
- *   output    stem_output_write_series (io/output.h), every run. */
+ *   output    stem_output_write (io/output.h), one call for every run. */
 #ifndef STEM_CAMPAIGN_H
 #define STEM_CAMPAIGN_H
 
