@@ -516,6 +516,14 @@ static int stem_output_cbed(const stem_output *o)
     return stem_output_write_dataset(o, &d);
 }
 
+/* Whether the output has a leading depth axis ([output] depths: a detection plane each). */
+static int stem_output_has_depths(const stem_output *o)
+{
+    for (int a = 0; o->series && a < STEM_OUTPUT_MAX_LEAD; a++)
+        if (o->series->lead_name[a] && !strcmp(o->series->lead_name[a], "depth")) return 1;
+    return 0;
+}
+
 /* hrtem: the exit wave (re, im interleaved) and the image, each [ny][nx] over the cell. */
 static int stem_output_exit_wave(const stem_output *o)
 {
@@ -524,7 +532,12 @@ static int stem_output_exit_wave(const stem_output *o)
     stem_output_attr attrs[] = {
         {"units", "amplitude (a unit plane wave in vacuum is 1)", 0},
         {"axes", "scan_y, scan_x, y, x, (real, imaginary) (pixels at /axes/x, /axes/y)", 0},
-        {"description", "the exit wave below the last slice, averaged over the configurations", 0},
+        {"description",
+         stem_output_has_depths(o)
+             ? "the wave at each depth of /axes/depth (leaving the slice that ends there), averaged over the "
+               "configurations"
+             : "the exit wave below the last slice, averaged over the configurations",
+         0},
     };
     stem_output_dataset d = {
         .name = "/exit_wave",

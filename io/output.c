@@ -209,17 +209,11 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
     return rc;
 }
 
-int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
-                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
-                             const stem_output_stored *stored)
+int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
+                      int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
+                      const stem_output_stored *stored)
 {
     return stem_output_write_all(comm, target, plan, res, writes_probes, texts, series, stored);
-}
-
-int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts, const stem_output_stored *stored)
-{
-    return stem_output_write_all(comm, target, plan, (stem_result *)res, writes_probes, texts, NULL, stored);
 }
 
 double stem_output_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts)

@@ -25,13 +25,11 @@
  * sample tilts, HDF5's own): what stem_output_target_reserve holds from the start. */
 double stem_output_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts);
 
-/* stored: NULL, or what else to write (/potential, /smatrix). */
-int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, const stem_result *res,
-                      int writes_probes, const stem_output_texts *texts, const stem_output_stored *stored);
-/* The same for a series: res is the buffer series->load fills point by point; stored (NULL:
- * none) holds one potential and S-matrix per sample tilt (stored->n_tilts). */
-int stem_output_write_series(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
-                             int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
-                             const stem_output_stored *stored);
+/* Every run's one writer call. series NULL: one point, res holds it; else res is the buffer
+ * series->load fills point by point, under the series' leading axes. stored: NULL, or what
+ * else to write (/potential, /smatrix: one per sample tilt, stored->n_tilts; 0 a single run's). */
+int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
+                      int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
+                      const stem_output_stored *stored);
 
 #endif

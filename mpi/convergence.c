@@ -42,12 +42,13 @@ int stem_convergence_overrides(const stem_plan *plan, const stem_config *cfg, in
     return n;
 }
 
-int stem_convergence_means(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                           const stem_atom_potential *potentials, double *means)
+int stem_convergence_means(const stem_mpi *m, const stem_config *cfg, const stem_plan *plan, const stem_engine *engine,
+                           const stem_atoms *atoms, const stem_atom_potential *potentials, double *means)
 {
     stem_result res = {0};
-    int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
-    if (!err) err = stem_phonon_loop_run(m, plan, engine, atoms, potentials, NULL, &res);
+    stem_series plain = {0}; /* one point: the campaign's memory sink leaves its result in res */
+    stem_campaign_job job = {m, cfg, &plain, plan, engine, atoms, potentials, NULL, NULL, 0, &res};
+    int err = stem_campaign_run(&job);
     int ni = plan->n_images;
     double *local = calloc((size_t)ni + 1, sizeof *local);
     if (!err) err = stem_mpi_agree(local ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "out of memory"), m->world);

@@ -115,23 +115,6 @@ static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_re
     return STEM_OK;
 }
 
-static int one_configuration(const stem_mpi *m, const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int c,
-                             stem_result *res)
-{
-    stem_atoms displaced = {0};
-    double t = stem_wall_time();
-    int err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
-    for (int s = 0; s < plan->n_slices && !err; s++) err = build_slice(plan, st, &displaced, s);
-    stem_atoms_free(&displaced);
-    t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
-    /* the transforms are collective: a rank that failed must not leave the others in them */
-    STEM_TRY(stem_mpi_agree(err, m->group));
-    propagate(plan, st);
-    err = record(plan, st, m->group, res);
-    stem_phase_add(STEM_PHASE_PROBES, t);
-    return err;
-}
-
 static int state_create(const stem_mpi *m, const stem_plan *plan, dist_state *st)
 {
     int err = stem_dist_fft_create(&st->fft, m->group, plan->nx, plan->ny, stem_options_dist_fft_measure(&plan->opt));
@@ -161,42 +144,16 @@ static void state_free(dist_state *st)
     stem_potential_table_free(&st->table);
 }
 
-int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                        const stem_atom_potential *potentials, stem_result *res)
+void stem_dist_fft_report(const stem_mpi *m, const stem_plan *plan)
 {
     const stem_layout *L = &m->layout;
-    dist_state st = {0};
-    int err = stem_mpi_agree(state_create(m, plan, &st), m->world);
-    double t = stem_wall_time();
-    err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &st.table);
-    stem_phase_add(STEM_PHASE_TABLE, t);
-    if (!err && L->world_rank == 0)
-        stem_info("distributed FFT: %d x %d grid in slabs of %ld rows over the %d ranks of each group", plan->nx,
-                  plan->ny, plan->dist_rows, L->group_size);
-    int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
-    for (int round = 0; round < rounds && !err; round++) {
-        int c = round * L->n_groups + L->group;
-        if (c < plan->n_configs) {
-            stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-            err = one_configuration(m, plan, &st, atoms, c, res);
-        }
-        err = stem_phonon_safe_point(m, err);
-        if (!err && c < plan->n_configs) stem_phases_log_config(c, plan->n_configs);
-    }
-    state_free(&st);
-    if (err) return err;
     long count = 0;
     double fft = stem_dist_fft_seconds(&count), slowest = fft;
-    STEM_MPI_CALL(MPI_Reduce(&fft, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, m->world));
+    if (MPI_Reduce(&fft, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, m->world) != MPI_SUCCESS) return;
     stem_info("distributed FFTs: %ld transforms of %d x %d on rank 0, %.3f s on the slowest rank (transposes included; "
               "%.1f MiB moved per rank and transform)",
               count, plan->nx, plan->ny, slowest,
               8.0 * plan->nx * plan->ny * (L->group_size - 1) / L->group_size / L->group_size / 1048576.0);
-    t = stem_wall_time();
-    STEM_TRY(stem_mpi_sum_result(res, m->cross));
-    stem_result_finalise(res, plan->n_configs);
-    stem_phase_add(STEM_PHASE_REDUCTION, t);
-    return STEM_OK;
 }
 
 /* ------------------------------------------------------------ a campaign's units */
@@ -216,6 +173,9 @@ int stem_dist_unit_create(const stem_mpi *m, const stem_plan *plan, const stem_a
     double t = stem_wall_time();
     if (u) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &u->st.table);
     stem_phase_add(STEM_PHASE_TABLE, t);
+    if (!err && m->layout.world_rank == 0)
+        stem_info("distributed FFT: %d x %d grid in slabs of %ld rows over the %d ranks of each group", plan->nx,
+                  plan->ny, plan->dist_rows, m->layout.group_size);
     *out = u;
     return err;
 }

@@ -12,20 +12,17 @@
 #include "../src/physics.h"
 #include "comm.h"
 
-/* Collective over m->world: every configuration, then res summed and finalised. */
-int stem_dist_hrtem_run(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                        const stem_atom_potential *potentials, stem_result *res);
-
-/* A campaign's units on the distributed FFT (series_campaign.c), collective over m->group:
- * the state (plans, slabs, lookup table) made once from the thickest tilt's plan and
- * the tiled model; then configuration c of a tilt's model through its n point plans
- * (beam tilts and lenses sharing its slices), res[i] receiving plans[i]'s rows as
- * stem_dist_hrtem_run's configurations do. */
+/* A campaign's units on the distributed FFT (mpi/campaign.c), collective over m->group:
+ * the state (plans, slabs, lookup table) made once from the plan (a series': the thickest
+ * tilt's, with the tiled model); then configuration c of a tilt's model through its n point
+ * plans (beam tilts and lenses sharing its slices), plans[i]'s rows added into res[i]. */
 typedef struct stem_dist_unit stem_dist_unit;
 int stem_dist_unit_create(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
                           const stem_atom_potential *potentials, stem_dist_unit **out);
 int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *plans, int n, const stem_atoms *tilted,
                        int c, stem_result *res);
 void stem_dist_unit_free(stem_dist_unit *u);
+/* Rank 0 logs the distributed transforms' count and the slowest rank's time (collective over m->world). */
+void stem_dist_fft_report(const stem_mpi *m, const stem_plan *plan);
 
 #endif

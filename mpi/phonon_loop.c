@@ -1,5 +1,5 @@
-/* One configuration after another: build or receive the transmission
- * functions, run the engine on this rank's share, then reduce. */
+/* A configuration's transmission functions for the campaign's units (phonon_loop.h):
+ * built or received inside a group, built ahead, or read from potential_file. */
 #include "phonon_loop.h"
 
 #include <pthread.h>
@@ -8,20 +8,12 @@
 
 #include "../io/potential_file.h"
 #include "algorithm.h"
-#include "../src/channels.h"
-#include "../src/coherence.h"
 #include "../src/fft.h"
 #include "../src/phases.h"
 #include "../src/potential.h"
-#include "../src/signals.h"
-#include "dist_hrtem.h"
 #include "phonon_steps.h"
 
-/* Test-only hooks: STEMSIM_TEST_FAIL_RANK=r makes rank r fail as the
- * campaign starts; STEMSIM_TEST_FAULT=SITE:r makes rank r fail at SITE
- * ("transmission": its receive buffer for the broadcast transmission
- * functions cannot be allocated). */
-static int injected_failure(const stem_mpi *m, const char *site)
+int stem_phonon_injected_failure(const stem_mpi *m, const char *site)
 {
     const char *rank_env = getenv("STEMSIM_TEST_FAIL_RANK"), *fault = getenv("STEMSIM_TEST_FAULT");
     if (!strcmp(site, "campaign") && rank_env && atoi(rank_env) == m->layout.world_rank)
@@ -77,7 +69,7 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     stem_split_range(plan->n_slices, L->group_size, L->group_rank, &s0, &s1);
     double t = stem_wall_time();
     stem_atoms displaced = {0};
-    int err = L->group_rank ? injected_failure(m, "transmission") : STEM_OK;
+    int err = L->group_rank ? stem_phonon_injected_failure(m, "transmission") : STEM_OK;
     if (!err && plan->opt.potential_file[0])
         err = transmission_from_file(plan, c, (int)s0, (int)s1, trans);
     else if (!err)
@@ -111,7 +103,7 @@ int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const
         if (!prebuilt) err = build_transmission(engine, plan, atoms, table, c, trans);
         t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     } else {
-        err = injected_failure(m, "transmission");
+        err = stem_phonon_injected_failure(m, "transmission");
     }
     err = stem_mpi_agree(err, m->group); /* no rank waits in a broadcast another abandoned */
     if (!err) err = stem_mpi_bcast(trans, bytes, 0, m->group);
@@ -119,27 +111,15 @@ int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const
     return err;
 }
 
-/* Ahead: while an engine that leaves the host's cores idle (the GPU) runs
- * configuration c, the group leader builds its next one on a helper thread
- * into a second buffer. The same functions, only sooner. */
-typedef struct {
-    pthread_t thread;
-    const stem_engine *engine;
-    const stem_plan *plan;
-    const stem_atoms *atoms;
-    const stem_potential_table *table;
-    stem_complex *trans;
-    int c, err, started;
-} build_ahead;
-
+/* Ahead (phonon_loop.h): the same functions, only sooner. */
 static void *build_ahead_main(void *arg)
 {
-    build_ahead *b = (build_ahead *)arg;
+    stem_build_ahead *b = (stem_build_ahead *)arg;
     b->err = build_transmission(b->engine, b->plan, b->atoms, b->table, b->c, b->trans);
     return NULL;
 }
 
-static void build_ahead_start(build_ahead *b, int c, stem_complex *into)
+void stem_build_ahead_start(stem_build_ahead *b, int c, stem_complex *into)
 {
     b->c = c;
     b->trans = into;
@@ -147,8 +127,7 @@ static void build_ahead_start(build_ahead *b, int c, stem_complex *into)
     b->started = !pthread_create(&b->thread, NULL, build_ahead_main, b); /* not started: built when needed */
 }
 
-/* Waits for the helper; returns the configuration now in its buffer, or -1. */
-static int build_ahead_finish(build_ahead *b)
+int stem_build_ahead_finish(stem_build_ahead *b)
 {
     if (!b->started) return -1;
     double t = stem_wall_time();
@@ -156,104 +135,6 @@ static int build_ahead_finish(build_ahead *b)
     stem_phase_add(STEM_PHASE_TRANSMISSION, t); /* only the part the engine did not hide */
     b->started = 0;
     return b->err ? -1 : b->c; /* a failure here is met again, and reported, when c is built for use */
-}
-
-/* The groups' sums added up, their standard-error state combined (detector.h: the
- * between-group terms, then a sum), each configuration's scan-summed images on every rank. */
-static int combine_groups(const stem_mpi *m, const stem_plan *plan, stem_result *res)
-{
-    stem_result_errors_merge_begin(res);
-    STEM_TRY(stem_mpi_sum_result(res, m->cross));
-    stem_result_errors_merge_end(res, plan->n_configs);
-    STEM_TRY(stem_mpi_sum_errors(res, m->cross));
-    if (res->config_images && m->layout.world_size > 1)
-        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->config_images, plan->n_configs * plan->n_images, MPI_DOUBLE,
-                                    MPI_SUM, m->world));
-    return STEM_OK;
-}
-
-int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                         const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res)
-{
-    if (plan->dist) return stem_dist_hrtem_run(m, plan, atoms, potentials, res); /* the wave in slabs */
-    const stem_layout *L = &m->layout;
-    stem_detector det = {0};
-    stem_potential_table table = {0};
-    stem_complex *trans = NULL;
-    stem_shared_buffer trans_node = {.win = MPI_WIN_NULL};
-    int err = injected_failure(m, "campaign");
-    if (!err) err = stem_detector_build(plan, &det);
-    if (!err) err = stem_result_alloc_errors(plan, res);
-    err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
-    /* in the node's shared memory when the group's ranks build them together (the CPU);
-     * an engine that builds them itself (the GPU) hands each rank its own copy */
-    if (!err)
-        err = stem_node_buffer_alloc(&m->share, m->share.active && !engine->transmission,
-                                     (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
-                                     &trans_node, &trans);
-    int loaded = smatrix_io && smatrix_io->load; /* the S-matrices read back: no potential needed */
-    double t = stem_wall_time();
-    if (!loaded) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &table);
-    stem_phase_add(STEM_PHASE_TABLE, t);
-    /* rounds, not configurations: every group meets every safe point even
-     * when the groups do not divide the configurations evenly; a failure
-     * inside a round is agreed at the next one */
-    int rounds = (plan->n_configs + L->n_groups - 1) / L->n_groups;
-    stem_complex *spare = NULL;
-    /* only where the leader alone builds and broadcasts (an engine with its own transmission step,
-     * or a group of one): where the group shares the build, a leader holding configuration c
-     * already would broadcast while the others wait in the shared build's exchange */
-    int ahead_wanted = !err && !loaded && engine->host_idle && L->group_rank == 0 && rounds > 1 &&
-        (engine->transmission || L->group_size == 1);
-    if (ahead_wanted)
-        spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
-    if (ahead_wanted && !spare) err = STEM_ERR_MEMORY;
-    build_ahead ahead = {.engine = engine, .plan = plan, .atoms = atoms, .table = &table};
-    stem_algorithm_buffers buffers = {.smatrix_io = smatrix_io};
-    int ready = -1; /* the configuration whose functions trans holds */
-    for (int round = 0; round < rounds; round++) {
-        err = stem_phonon_safe_point(m, err);
-        if (err) break;
-        int c = round * L->n_groups + L->group;
-        if (c >= plan->n_configs) continue;
-        stem_info("configuration %d of %d (group %d)", c + 1, plan->n_configs, L->group);
-        if (!loaded) err = stem_phonon_transmission(m, engine, plan, atoms, &table, c, ready == c, trans, &trans_node);
-        if (err) continue;
-        buffers.config = c;
-        if (spare && c + L->n_groups < plan->n_configs) build_ahead_start(&ahead, c + L->n_groups, spare);
-        stem_result_errors_begin(res); /* the configuration's own values, for its standard errors */
-        err = stem_algorithm_run_config(engine, plan, m, trans, &det, res, &buffers);
-        if (!err) stem_result_errors_add(res, c);
-        if (spare && (ready = build_ahead_finish(&ahead)) >= 0) {
-            stem_complex *t = trans;
-            trans = spare;
-            spare = t;
-        }
-        if (!err) stem_phases_log_config(c, plan->n_configs);
-    }
-    build_ahead_finish(&ahead); /* a round left early: never free a buffer a helper writes */
-    stem_fft_free(spare);
-    stem_algorithm_buffers_free(&buffers);
-    err = stem_phonon_safe_point(m, err);
-    stem_potential_table_free(&table);
-    stem_node_buffer_free(&trans_node, trans);
-    stem_detector_free(&det);
-    if (err) return err;
-    t = stem_wall_time();
-    STEM_TRY(combine_groups(m, plan, res));
-    stem_result_finalise(res, plan->n_configs);
-    /* the scan channels (PACBED): every rank's probes of every group's configurations, exactly
-     * (the same bits on any rank count), then the mean */
-    STEM_TRY(stem_mpi_sum_scan(res, -1, m->world));
-    stem_result_scan_mean(res, (double)plan->n_configs * plan->n_probes);
-    if (plan->opt.source_size > 0) { /* only the first group's results are written */
-        err = L->group == 0 ? stem_phonon_blur(m, plan, res) : STEM_OK;
-        STEM_TRY(stem_mpi_agree(err, m->world));
-    }
-    STEM_TRY(stem_phonon_scan_errors(m, plan, res));
-    stem_result_log_errors(plan, res, "");
-    stem_phase_add(STEM_PHASE_REDUCTION, t);
-    return STEM_OK;
 }
 
 void stem_potential_source_init(stem_potential_source *src, const stem_plan *plan, const stem_atoms *atoms,

@@ -1,8 +1,10 @@
-/* The frozen-phonon loop of one run: the configurations over the rank groups, the
- * transmission functions built or received inside a group, the algorithm, the
- * reduction. (A series of runs is mpi/series_campaign.c.) */
+/* The frozen-phonon steps of a campaign's units (mpi/campaign.c): a configuration's
+ * transmission functions built or received inside a group, built ahead on a helper
+ * thread, and the potential slices that [output] save_potential writes. */
 #ifndef STEM_PHONON_LOOP_H
 #define STEM_PHONON_LOOP_H
+
+#include <pthread.h>
 
 #include "algorithm.h"
 #include "comm.h"
@@ -10,18 +12,32 @@
 #include "../src/engine.h"
 #include "../src/potential.h"
 
-/* Runs every configuration of this rank's group through the plan's algorithm
- * on the engine and leaves in res the configuration-averaged result of this
- * rank's probes (same on all groups). smatrix_io: PRISM's S-matrices stored or
- * read back (NULL: neither); when it loads them no potential is built. */
-int stem_phonon_loop_run(const stem_mpi *m, const stem_plan *plan, const stem_engine *engine, const stem_atoms *atoms,
-                         const stem_atom_potential *potentials, const stem_smatrix_io *smatrix_io, stem_result *res);
-
-/* Shared with the series campaign (series_campaign.h), collective over m->group. */
+/* Collective over m->group. */
 /* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group. */
 int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                              const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                              stem_complex *trans, const stem_shared_buffer *trans_node);
+/* Test-only hooks: STEMSIM_TEST_FAIL_RANK=r makes rank r fail at site "campaign" (as the
+ * units start); STEMSIM_TEST_FAULT=SITE:r makes rank r fail at SITE ("transmission": its
+ * receive buffer for the broadcast transmission functions cannot be allocated). */
+int stem_phonon_injected_failure(const stem_mpi *m, const char *site);
+
+/* Ahead: while an engine that leaves the host's cores idle (the GPU) runs configuration c,
+ * the group leader builds the configuration it runs next (known where the schedule is
+ * static) on a helper thread into a second buffer. Zero-initialise, then set the inputs. */
+typedef struct {
+    pthread_t thread;
+    const stem_engine *engine;
+    const stem_plan *plan;
+    const stem_atoms *atoms;
+    const stem_potential_table *table;
+    stem_complex *trans;
+    int c, err, started;
+} stem_build_ahead;
+void stem_build_ahead_start(stem_build_ahead *b, int c, stem_complex *into);
+/* Waits for the helper; returns the configuration now in its buffer, or -1 (none started, or failed). */
+int stem_build_ahead_finish(stem_build_ahead *b);
+
 /* [output] save_potential: where /potential's slices come from. Each rank builds its own
  * lookup table on first use (the loop's is gone by then) and the displaced atoms of the
  * last configuration asked for; with [simulation] potential_file they are read back. */

@@ -10,14 +10,12 @@
 #include "../cuda/gpu_engine.h"
 #include "../io/config.h"
 #include "../io/output.h"
-#include "../mpi/phonon_loop.h"
 #include "advice.h"
 #include "build_info.h"
 #include "../mpi/consistency.h"
 #include "../mpi/convergence.h"
 #include "../mpi/fft_wisdom.h"
-#include "../mpi/series_campaign.h"
-#include "../mpi/smatrix_store.h"
+#include "../mpi/campaign.h"
 #include "../io/positions.h"
 #include "../io/potential_file.h"
 #include "../io/prismatic_params.h"
@@ -141,7 +139,7 @@ static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, 
         int param = cfg->opt.parametrisation;
         err = stem_atom_potentials_load(param, stem_parametrisation_path(param), potentials);
         if (!err) err = stem_xyz_read(cfg->xyz, atoms);
-        if (!err) err = stem_series_campaign_wanted(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
+        if (!err) err = stem_campaign_checkpointed(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
     }
     err = stem_mpi_agree(err, world);
     if (!err)
@@ -172,7 +170,7 @@ static int load_positions(const stem_config *cfg, const stem_atoms *model, MPI_C
  * refusals, before its memory is planned. */
 static int check_stored_inputs(const stem_plan *plan, const stem_config *cfg)
 {
-    if (stem_series_campaign_wanted(cfg)) return STEM_OK; /* each tilt's, by the campaign (series_campaign.h) */
+    if (stem_campaign_checkpointed(cfg)) return STEM_OK; /* each tilt's, by the campaign (campaign.h) */
     if (cfg->opt.potential_file[0]) STEM_TRY(stem_potential_file_check(plan, cfg, NULL));
     if (cfg->opt.smatrix_file[0]) STEM_TRY(stem_smatrix_file_check(plan, cfg, NULL));
     return STEM_OK;
@@ -268,7 +266,7 @@ static int agree_distribution(stem_config *cfg, const stem_atoms *atoms, const s
  * memory then covers every tilt); other runs: the model as loaded. */
 static int campaign_inputs(const stem_config *cfg, const stem_atoms *atoms, stem_series *series, stem_atoms *thickest)
 {
-    if (!stem_series_campaign_wanted(cfg)) {
+    if (!stem_campaign_checkpointed(cfg)) {
         if (stem_series_active(cfg))
             return STEM_FAIL(STEM_ERR_CONFIG,
                              "%s: a [series] or depths campaign keeps its finished units in its "
@@ -397,8 +395,8 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         if (err) stem_output_target_discard(target);                           /* the temporary file exists by now */
     }
     if (!err && o->dry_run && !o->variant && series->n_points) { /* what the real run would find in its checkpoint */
-        stem_series_job job = {m, cfg, series, plan, engine, atoms, potentials, target, NULL, o->restart};
-        err = stem_series_campaign_survey(&job);
+        stem_campaign_job job = {m, cfg, series, plan, engine, atoms, potentials, target, NULL, o->restart, NULL};
+        err = stem_campaign_survey(&job);
     }
     if (!err && o->dry_run && !o->variant) stem_info("dry run: every check passed; a real run would start now");
     return err;
@@ -432,7 +430,7 @@ static char *environment_text(void)
     return buf;
 }
 
-/* A checkpointed campaign: the units, then the output from the checkpoint. */
+/* Every run: the campaign (mpi/campaign.h; a plain run is a campaign of one point) and its output. */
 static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_atom_potential *potentials,
                               const stem_atoms *atoms, const stem_series *series, const stem_mpi *m,
                               const stem_plan *plan, const stem_engine *engine, const stem_output_target *target,
@@ -442,70 +440,21 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
     char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
     stem_output_texts texts = {ini, text, env, advice};
     int err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
-    err = stem_mpi_agree(err, m->world);
-    stem_signal_keeps_checkpoint(1);
-    stem_series_job job = {m, cfg, series, plan, engine, atoms, potentials, target, &texts, o->restart};
-    if (!err) err = stem_series_campaign_run(&job);
+    err = stem_mpi_agree(err, m->world); /* the campaign and the write are collective */
+    stem_campaign_job job = {m, cfg, series, plan, engine, atoms, potentials, target, &texts, o->restart, NULL};
+    if (!err) err = stem_campaign_run(&job);
+    /* every rank agreed on the failure or the stop (the campaign agrees before each
+     * collective step): leave together, the output never published */
     if (err) stem_output_target_discard(target);
-    stem_phases_log_summary(m->world, stem_wall_time() - t0);
-    if (!err) stem_info("wrote %s in %.2f s", cfg->output_file, stem_wall_time() - t0);
+    double took = stem_wall_time() - t0, points = series->n_points ? series->n_points : 1;
+    stem_phases_log_summary(m->world, took);
+    stem_log_peak_memory(m->world);
+    if (!err)
+        stem_info("wrote %s in %.2f s (%.5f s of wall time per probe, configuration and point)", cfg->output_file, took,
+                  took / ((double)plan->n_probes * plan->n_configs * points));
     free(ini);
     free(text);
     free(env);
-    return err;
-}
-
-/* The campaign and the output, after a successful setup. */
-static int compute_and_write(const stem_config *cfg, const stem_atom_potential *potentials, const stem_atoms *atoms,
-                             const stem_mpi *m, const stem_plan *plan, const stem_engine *engine,
-                             const stem_output_target *target, const char *advice)
-{
-    stem_result res = {0};
-    stem_smatrix_store store = {.fd = -1, .own = -1};
-    double t0 = stem_wall_time();
-    /* agreed: a rank without room must not leave the others waiting in the campaign */
-    int err = stem_mpi_agree(stem_result_alloc(plan, &res), m->world);
-    if (!err) err = stem_smatrix_store_open(&store, m, plan, target); /* agreed */
-    int keeps_smatrix = !err && (store.io.load || store.io.store);
-    if (!err) err = stem_phonon_loop_run(m, plan, engine, atoms, potentials, keeps_smatrix ? &store.io : NULL, &res);
-    if (!err && plan->opt.save_smatrix) err = stem_smatrix_store_finish(&store, m);
-    /* what is not a finished simulation is never published (result_check.h) */
-    if (!err) err = stem_mpi_agree(m->layout.group == 0 ? stem_result_check(plan, &res, 1, "") : STEM_OK, m->world);
-    if (err) {
-        /* every rank agreed on the failure or the stop (the campaign agrees
-         * before each collective step): leave together */
-        stem_output_target_discard(target);
-    } else {
-        char *ini = stem_config_to_ini(cfg), *text = stem_plan_to_text(plan), *env = environment_text();
-        stem_output_texts texts = {ini, text, env, advice};
-        err = ini && text && env ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the config for the output file");
-        err = stem_mpi_agree(err, m->world); /* the write is collective */
-        double tw = stem_wall_time();
-        stem_potential_source src;
-        stem_potential_source_init(&src, plan, atoms, potentials);
-        stem_output_potential potential = {stem_potential_source_slices, &src,
-                                           cfg->opt.parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
-                                           cfg->opt.finite_projection ? "finite" : "infinite"};
-        stem_output_smatrix smatrix = {stem_smatrix_store_beam, &store};
-        stem_output_stored stored = {plan->opt.save_potential ? &potential : NULL,
-                                     plan->opt.save_smatrix ? &smatrix : NULL, 0, NULL, NULL};
-        if (!err)
-            err = stem_output_write(m->world, target, plan, &res, m->layout.group == 0, &texts, &stored);
-        else
-            stem_output_target_discard(target);
-        stem_potential_source_free(&src);
-        stem_phase_add(STEM_PHASE_WRITE, tw);
-        free(ini);
-        free(text);
-        free(env);
-        stem_phases_log_summary(m->world, stem_wall_time() - t0);
-        stem_log_peak_memory(m->world);
-        if (!err)
-            stem_info("wrote %s in %.2f s (%.5f s of wall time per probe and configuration)", cfg->output_file,
-                      stem_wall_time() - t0, (stem_wall_time() - t0) / ((double)plan->n_probes * plan->n_configs));
-    }
-    stem_smatrix_store_remove(&store); /* copied into the output, or not wanted after a failure */
-    stem_result_free(&res);
     return err;
 }
 
@@ -551,7 +500,8 @@ static int convergence_variant(const cli_options *o, MPI_Comm world, int rank, c
     if (!err && s->series.n_points)
         err =
             stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG, "--convergence: not with a [series] or depths campaign"), world);
-    if (!err && means) err = stem_convergence_means(&s->m, &s->plan, &s->engine, &s->atoms, s->potentials, means);
+    if (!err && means)
+        err = stem_convergence_means(&s->m, &s->cfg, &s->plan, &s->engine, &s->atoms, s->potentials, means);
     return err;
 }
 
@@ -607,11 +557,8 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
         free(env);
         /* the output takes rank 0's texts */
         if (rank == 0) print_advice(&s.plan, &s.atoms, s.potentials, stem_log_enabled(STEM_LOG_INFO), &advice);
-        if (s.series.n_points)
-            err = campaign_and_write(o, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target,
-                                     advice);
-        else
-            err = compute_and_write(&s.cfg, s.potentials, &s.atoms, &s.m, &s.plan, &s.engine, &s.target, advice);
+        err = campaign_and_write(o, &s.cfg, s.potentials, &s.atoms, &s.series, &s.m, &s.plan, &s.engine, &s.target,
+                                 advice);
         free(advice);
     }
     teardown(&s);

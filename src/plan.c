@@ -374,7 +374,7 @@ static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
         (plan->layout.group_size > 1 ? planes * S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
 }
 
-/* Every large buffer of a run, per rank (mpi/phonon_loop.c, detector.c, engines), and the process
+/* Every large buffer of a run, per rank (mpi/campaign.c, detector.c, engines), and the process
  * itself: its libraries and MPI's start-up peak (measured when planning) and the write's buffers. */
 static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gib)
 {

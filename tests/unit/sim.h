@@ -1,7 +1,7 @@
 /* Shared set-up for the tests that run the engines: config from an INI text,
  * model from the data directory (or built in the test), plan for a single
  * rank, transmission functions, and the CPU engines called directly through
- * the plan and stem_result API (the same sequence mpi/phonon_loop.c runs). */
+ * the plan and stem_result API (the same sequence the memory sink of mpi/campaign.c runs). */
 #ifndef STEM_TEST_SIM_H
 #define STEM_TEST_SIM_H
 
