@@ -450,7 +450,7 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
     stem_phases_log_summary(m->world, took);
     stem_log_peak_memory(m->world);
     if (!err)
-        stem_info("wrote %s in %.2f s (%.5f s of wall time per probe, configuration and point)", cfg->output_file, took,
+        stem_info("wrote %s in %.2f s (%.3g s of wall time per probe, configuration and point)", cfg->output_file, took,
                   took / ((double)plan->n_probes * plan->n_configs * points));
     free(ini);
     free(text);
