@@ -292,7 +292,7 @@ static const key_spec key_table[] = {
      "surface (a list 'a b c' or a range start:step:stop, increasing), each rounded to the nearest slice boundary "
      "(reported); the output gains a depth axis after the [series] axes; the waves stop at the deepest one; runs as a "
      "campaign; prism keeps an S-matrix per depth (memory: depths x the S-matrix) and runs its output step on each; "
-     "hrtem records its exit wave and image at each (not with a distributed FFT yet)"},
+     "hrtem records its exit wave and image at each (on the distributed FFT too)"},
     {"output", "depth_every", K_INT, OFF(depth_every), "0", 0, 100000, NULL, "slices",
      "thickness series every this many slices (and at the exit surface), instead of depths; 0: off"},
     {"series", "tilt_x", K_STRING, OFF(series_tilt_x), "", 0, 0, NULL, "deg",

@@ -66,20 +66,25 @@ static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *
     return STEM_OK;
 }
 
-/* The plane wave's rows, then every slice; the wave ends in Fourier space. */
-static void propagate(const stem_plan *plan, dist_state *st)
+/* The plane wave through slices [above, below): from its rows (above = 0), else from where the
+ * last detection plane left it in Fourier space; the wave ends in Fourier space. One call over
+ * every slice is the whole propagation, the same operations as the planes' calls together. */
+static void propagate(const stem_plan *plan, dist_state *st, int above, int below)
 {
     const stem_dist_fft *d = &st->fft;
     size_t slab = (size_t)d->rows * plan->nx;
-    stem_hrtem_plane_wave_rows(plan, d->row0, d->rows, st->wave);
-    for (int s = 0; s < plan->n_slices; s++) {
+    if (above == 0)
+        stem_hrtem_plane_wave_rows(plan, d->row0, d->rows, st->wave);
+    else
+        stem_dist_fft_inverse(d, st->wave);
+    for (int s = above; s < below; s++) {
         const stem_complex *t = st->trans + (size_t)s * slab;
         stem_multiply_grid(st->wave, t, slab);
         stem_dist_fft_forward(d, st->wave);
         /* the last slice is thinner (plan.h); a campaign's state may hold another tilt's propagator */
         int thin = s == plan->n_slices - 1 && st->prop_last && stem_plan_thin_last(plan);
         stem_multiply_grid(st->wave, thin ? st->prop_last : st->prop, (size_t)d->cols * plan->ny);
-        if (s + 1 < plan->n_slices) stem_dist_fft_inverse(d, st->wave);
+        if (s + 1 < below) stem_dist_fft_inverse(d, st->wave);
     }
 }
 
@@ -204,10 +209,16 @@ int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *pl
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     STEM_TRY(stem_mpi_agree(err, m->group)); /* the transforms are collective */
-    for (int i = 0; i < n && !err; i++) {
-        int same_tilt = i > 0 && !memcmp(plans[i].plane_k, plans[i - 1].plane_k, sizeof plans[i].plane_k);
-        if (!same_tilt) propagate(&plans[i], st);
-        err = record(&plans[i], st, m->group, &res[i]);
+    /* each beam tilt's wave once, plane by plane; res in series order, the depth fastest (hrtem.c) */
+    int planes = stem_plan_n_planes(plan);
+    for (int i = 0, j; i < n && !err; i = j) {
+        j = stem_hrtem_same_tilt_end(plans, i, n);
+        for (int k = 0, above = 0; k < planes && !err; k++) {
+            int below = stem_plan_plane_slices(plan, k);
+            propagate(&plans[i], st, above, below);
+            for (int q = i; q < j && !err; q++) err = record(&plans[q], st, m->group, &res[(size_t)q * planes + k]);
+            above = below;
+        }
     }
     stem_phase_add(STEM_PHASE_PROBES, t);
     return stem_mpi_agree(err, m->group);

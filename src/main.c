@@ -357,13 +357,6 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                                        "builds rows of the slices): run without it",
                                        cfg->config_path, stored),
                              world);
-    if (!err && plan->dist && series->depth_slice) /* the slabs' unit (mpi/dist_hrtem.c) records the exit surface */
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG,
-                                       "%s: [output] depths with a distributed FFT: not built yet (the "
-                                       "slabs record the exit surface only): set [compute] distributed_fft = off, or "
-                                       "run each depth as a sample of that thickness",
-                                       cfg->config_path),
-                             world);
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
