@@ -661,7 +661,8 @@ static int checkpoint_open(campaign *cp, const char *dir)
                              m->world);
     if (!err) err = campaign_plans(cp);
     if (!err)
-        err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, cp->n_units, cp->layout.unit_bytes, job->restart);
+        err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
+                                   cp->layout.unit_bytes, job->restart);
     free(identity);
     if (!err) announce(cp, dir);
     if (!err) err = stem_mpi_agree(counters_create(cp, m->world, m->layout.world_rank), m->world);

@@ -21,6 +21,7 @@
 #define MANIFEST_HEAD "stemsim checkpoint 1\n"
 #define UNIT_FORMAT 1u
 #define LOCK_NAME "stemsim.lock"
+#define PLANS_NAME "fft_plans" /* the FFT plans the units were computed with (note_plans) */
 
 typedef struct {
     char magic[8];
@@ -219,10 +220,11 @@ static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
     return err;
 }
 
-/* A name a checkpoint holds: manifest, manifest.tmp, unit_NNNNNNN or unit_NNNNNNN.tmp. */
+/* A name a checkpoint holds: manifest, fft_plans, unit_NNNNNNN, each also with .tmp. */
 static int checkpoint_name(const char *name)
 {
     if (!strcmp(name, "manifest") || !strcmp(name, "manifest.tmp")) return 1;
+    if (!strcmp(name, PLANS_NAME) || !strcmp(name, PLANS_NAME ".tmp")) return 1;
     if (strncmp(name, "unit_", 5)) return 0;
     for (int i = 5; i < 12; i++)
         if (name[i] < '0' || name[i] > '9') return 0;
@@ -292,8 +294,31 @@ static int take_lock(stem_checkpoint *ck)
     return STEM_OK;
 }
 
+/* Rank 0: the FFT plans the units are computed with (the shared wisdom's hash; "estimate"),
+ * written beside the manifest when absent. A resume under other plans (another CPU, another
+ * cache) runs, warned: its units and the stored ones differ at rounding level (~1e-7), so the
+ * result is not the bits an uninterrupted run gives. */
+static int note_plans(const stem_checkpoint *ck, const char *plans)
+{
+    char path[STEM_PATH_MAX + 32], mine[96];
+    snprintf(path, sizeof path, "%s/" PLANS_NAME, ck->dir);
+    snprintf(mine, sizeof mine, "%s\n", plans[0] ? plans : "estimate");
+    if (access(path, F_OK)) return write_atomic(ck->dir, path, mine, strlen(mine), "", 0, 0);
+    char *was = NULL;
+    size_t len = 0;
+    STEM_TRY(stem_input_read_all(path, "checkpoint FFT plans", STEM_ERR_IO, &was, &len));
+    if (strcmp(was, mine))
+        stem_warn("checkpoint %s: its units were computed with other FFT plans (%.*s) than this run's (%.*s): "
+                  "another CPU or wisdom cache; the results mix the two at rounding level (~1e-7) and are not the "
+                  "bits of an uninterrupted run (resume where it started, or use [compute] fft_planning = estimate "
+                  "for plans every machine shares)",
+                  ck->dir, (int)strcspn(was, "\n"), was, (int)strcspn(mine, "\n"), mine);
+    free(was);
+    return STEM_OK;
+}
+
 /* Rank 0: the directory ready and locked, its manifest checked, its finished units listed. */
-static int open_on_root(stem_checkpoint *ck, const char *identity, int restart)
+static int open_on_root(stem_checkpoint *ck, const char *identity, const char *plans, int restart)
 {
     if (mkdir(ck->dir, 0755) && errno != EEXIST)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create directory %s: %s", ck->dir, strerror(errno));
@@ -305,6 +330,7 @@ static int open_on_root(stem_checkpoint *ck, const char *identity, int restart)
     if (restart) STEM_TRY(restart_empty(ck, 1, &removed));
     int resumed;
     STEM_TRY(check_manifest(ck, identity, &resumed));
+    STEM_TRY(note_plans(ck, plans));
     stem_progress progress;
     stem_progress_begin_quiet(&progress, "checking the checkpoint's units", ck->n_units);
     for (int u = 0; u < ck->n_units; u++) {
@@ -398,8 +424,8 @@ static int survey_on_root(stem_checkpoint *ck, const char *identity, int restart
     return STEM_OK;
 }
 
-int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity, int n_units,
-                         size_t unit_bytes, int restart)
+int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity,
+                         const char *fft_plans, int n_units, size_t unit_bytes, int restart)
 {
     int rank;
     memset(ck, 0, sizeof *ck);
@@ -413,7 +439,7 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
     ck->verified = stem_calloc((size_t)n_units, 1, "checkpoint map");
     int err = ck->done && ck->verified ? STEM_OK : STEM_ERR_MEMORY;
     err = stem_mpi_agree(err, comm);
-    if (!err && rank == 0) err = open_on_root(ck, identity, restart);
+    if (!err && rank == 0) err = open_on_root(ck, identity, fft_plans, restart);
     err = stem_mpi_agree(err, comm);
     if (!err) err = stem_mpi_bcast(ck->done, (size_t)n_units, 0, comm);
     if (!err) STEM_MPI_CALL(MPI_Bcast(&ck->n_done, 1, MPI_INT, 0, comm));
@@ -468,6 +494,9 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
             return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     }
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    if (unlink(path) && errno != ENOENT)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/" PLANS_NAME, ck->dir);
     if (unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     /* the lock, held until stem_checkpoint_free: its name goes now if it is one stemsim made

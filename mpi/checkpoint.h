@@ -44,9 +44,11 @@ typedef struct {
     int lock_created;        /* rank 0 created it (and removes it with the checkpoint) */
 } stem_checkpoint;
 
-/* Collective over comm; rank 0 works on the directory, every rank learns the outcome. */
-int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity, int n_units,
-                         size_t unit_bytes, int restart);
+/* Collective over comm; rank 0 works on the directory, every rank learns the outcome.
+ * fft_plans: the run's FFT plans (plan->fft_wisdom), kept beside the manifest; a resume under
+ * other plans is warned that its units mix two sets of plans. */
+int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity,
+                         const char *fft_plans, int n_units, size_t unit_bytes, int restart);
 /* --dry-run: what a real run would find in dir (nothing, units to resume, a refusal), printed by
  * rank 0, with the real run's refusal as the result (agreed over comm); nothing is written. */
 int stem_checkpoint_survey(MPI_Comm comm, const char *dir, const char *identity, int n_units, size_t unit_bytes,

@@ -344,6 +344,39 @@ def scenario_changed_key():
     return 1 if bad else 0
 
 
+def scenario_fft_plans():
+    """A checkpoint keeps the FFT plans its units were computed with (fft_plans); resumed under
+    other plans (another CPU or wisdom cache: here a changed note) the run finishes, warned that
+    its units mix two sets of plans; the note goes with the checkpoint."""
+    name = "plans"
+    fresh(name)
+    cfg = write_config(name)
+    run(2, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "2"})
+    note = os.path.join(A.workdir, name + ".h5.checkpoint", "fft_plans")
+    bad = 0
+    if not os.path.isfile(note):
+        log("FAIL the checkpoint holds no fft_plans note")
+        return 1
+    rc, out = run(2, cfg)  # the same plans: no warning
+    if rc != 0 or "resuming" not in out or "other FFT plans" in out:
+        log(out)
+        log("FAIL a resume under the same plans: exit %d, or warned" % rc)
+        bad += 1
+    fresh(name)
+    run(2, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "2"})
+    with open(note, "w") as f:
+        f.write("wisdom 0123456789abcdef (another machine)\n")
+    rc, out = run(2, cfg)
+    if rc != 0 or "resuming" not in out or "other FFT plans" not in out:
+        log(out)
+        log("FAIL a resume under other plans: exit %d, expected 0 with the warning" % rc)
+        bad += 1
+    if os.path.exists(os.path.join(A.workdir, name + ".h5.checkpoint")):
+        log("FAIL the checkpoint (with its fft_plans note) was not removed after the output was published")
+        bad += 1
+    return 1 if bad else 0
+
+
 def scenario_ranks():
     ref = reference()
     bad = 0
