@@ -177,8 +177,8 @@ static const key_spec key_table[] = {
      "the energy may differ (the potential does not depend on it), the tilts, rotation, parametrisation, projection, "
      "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3); a damaged or "
      "unfinished file is refused (exit 4); a [series] or checkpointed campaign reads each tilt's slices from "
-     "/potential_tilts/tilt_<t> of a campaign over the same tilts (others refused, exit 4); not with a distributed "
-     "FFT"},
+     "/potential_tilts/tilt_<t> of a campaign over the same tilts (others refused, exit 4); with a distributed FFT "
+     "each rank reads its rows"},
     {"simulation", "smatrix_file", K_STRING, OFF(opt.smatrix_file), "", 0, 0, NULL, "path",
      "prism: read each configuration's compact S-matrix from /smatrix of a stemsim output written with [output] "
      "save_smatrix, instead of building the potential and propagating the beams (Prismatic's -ism; relative to the "
@@ -261,7 +261,8 @@ static const key_spec key_table[] = {
      "[configuration][slice][ny][nx], V Angstrom: the pixel averaging of the lookup undone, so the point values of the "
      "projected potential), to reuse with "
      "[simulation] potential_file (Prismatic's -sp / -ips); a [series] or checkpointed campaign writes one dataset "
-     "per sample tilt, /potential_tilts/tilt_<t> (docs/campaigns.md); not with a distributed FFT"},
+     "per sample tilt, /potential_tilts/tilt_<t> (docs/campaigns.md); with a distributed FFT the slices are built "
+     "whole for the file (estimated FFTs)"},
     {"output", "save_smatrix", K_BOOL, OFF(opt.save_smatrix), "false", 0, 0, NULL, "-",
      "prism: write /smatrix, every configuration's compact S-matrix (float32 [configuration][beam][cy][cx][2]: "
      "each beam's exit wave cut to the band-limited Fourier box and transformed back, real and imaginary) with the "

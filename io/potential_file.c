@@ -119,3 +119,14 @@ int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float
     STEM_TRY(stem_stored_read(&s, 4, start, count, H5T_NATIVE_FLOAT, V));
     return check_plausible(&s, c, s0, s1, (long)plan->pot_nx * plan->pot_ny, V);
 }
+
+int stem_potential_file_read_rows(const stem_plan *plan, int c, int s, long row0, long rows, float *V)
+{
+    char name[64];
+    stem_stored st = potential_dataset(plan, name, sizeof name);
+    hsize_t start[4] = {(hsize_t)c, (hsize_t)s, (hsize_t)row0, 0};
+    hsize_t count[4] = {1, 1, (hsize_t)rows, (hsize_t)plan->pot_nx};
+    if (rows <= 0) return STEM_OK;
+    STEM_TRY(stem_stored_read(&st, 4, start, count, H5T_NATIVE_FLOAT, V));
+    return check_plausible(&st, c, s, s + 1, rows * plan->pot_nx, V);
+}

@@ -26,5 +26,7 @@ int stem_potential_file_check(const stem_plan *plan, const stem_config *cfg, con
 /* Slices [s0, s1) of configuration c into V ([slice - s0][ny][nx], V Angstrom); values
  * that are not finite or beyond any atom's potential are refused (STEM_ERR_INPUT). */
 int stem_potential_file_read(const stem_plan *plan, int c, int s0, int s1, float *V);
+/* Rows [row0, row0 + rows) of slice s of configuration c (the distributed FFT's slab), into V. */
+int stem_potential_file_read_rows(const stem_plan *plan, int c, int s, long row0, long rows, float *V);
 
 #endif

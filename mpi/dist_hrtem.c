@@ -13,6 +13,7 @@
 #include "../src/multislice.h"
 #include "../src/phases.h"
 #include "../src/potential.h"
+#include "../io/potential_file.h"
 #include "phonon_steps.h"
 #include "dist_fft.h"
 
@@ -46,18 +47,25 @@ static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, doub
 }
 
 /* Slice s's transmission rows, as potential.c builds a whole slice: the potential, the
- * blurred potential deblurred (band-limited), exp(i sigma V), the band limit. */
-static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int s)
+ * blurred potential deblurred (band-limited), exp(i sigma V), the band limit. With
+ * [simulation] potential_file the rows of configuration c's stored slice, stored as the
+ * transmission uses it (deblurred already), take the potential's place. */
+static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int c, int s)
 {
     const stem_dist_fft *d = &st->fft;
     size_t slab = (size_t)d->rows * plan->nx;
     double grid = (double)plan->nx * plan->ny, q2max = plan->q_limit * plan->q_limit;
-    STEM_TRY(stem_potential_slice_rows(plan, &st->table, atoms, s, d->row0, d->rows, st->V));
     stem_complex *w = st->work;
-    for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
-    stem_dist_fft_forward(d, w);
-    FOR_FOURIER(plan, d, { w[at] *= (float)stem_potential_deblur(plan, &st->table, qx * qx + qy * qy); })
-    stem_dist_fft_inverse(d, w);
+    if (plan->opt.potential_file[0]) {
+        STEM_TRY(stem_potential_file_read_rows(plan, c, s, d->row0, d->rows, st->V));
+        for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
+    } else {
+        STEM_TRY(stem_potential_slice_rows(plan, &st->table, atoms, s, d->row0, d->rows, st->V));
+        for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
+        stem_dist_fft_forward(d, w);
+        FOR_FOURIER(plan, d, { w[at] *= (float)stem_potential_deblur(plan, &st->table, qx * qx + qy * qy); })
+        stem_dist_fft_inverse(d, w);
+    }
     for (size_t i = 0; i < slab; i++) w[i] = cexpf(I * (float)plan->sigma * crealf(w[i]));
     stem_dist_fft_forward(d, w);
     FOR_FOURIER(plan, d, { w[at] = qx * qx + qy * qy <= q2max ? w[at] / (float)grid : 0; })
@@ -205,7 +213,7 @@ int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *pl
     double t = stem_wall_time();
     int err = last_propagator(u, plan);
     if (!err) err = stem_atoms_displace(tilted, plan->opt.seed, c, plan->opt.thermal, &displaced);
-    for (int s = 0; s < plan->n_slices && !err; s++) err = build_slice(plan, st, &displaced, s);
+    for (int s = 0; s < plan->n_slices && !err; s++) err = build_slice(plan, st, &displaced, c, s);
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     STEM_TRY(stem_mpi_agree(err, m->group)); /* the transforms are collective */

@@ -345,18 +345,6 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
-    const stem_options *opt = &cfg->opt;
-    const char *stored = opt->save_potential ? "[output] save_potential"
-        : opt->potential_file[0]             ? "[simulation] potential_file"
-        : opt->save_smatrix                  ? "[output] save_smatrix"
-        : opt->smatrix_file[0]               ? "[simulation] smatrix_file"
-                                             : NULL;
-    if (!err && stored && plan->dist)
-        err = stem_mpi_agree(STEM_FAIL(STEM_ERR_CONFIG,
-                                       "%s: %s is not available with a distributed FFT (each rank "
-                                       "builds rows of the slices): run without it",
-                                       cfg->config_path, stored),
-                             world);
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));

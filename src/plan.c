@@ -554,6 +554,9 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
             "%d is not applied (heavy atoms' high-angle scattering is then less accurate: docs/physics.md, Potentials)",
             plan->opt.oversampling);
     plan->opt.oversampling = 1; /* a slab's potential is built on the run's grid (dist_hrtem.c) */
+    /* auto: the slabs' FFTs (FFTW-MPI) are estimated, their plans not cached; so are the few serial
+     * ones ([output] save_potential's slices), whose cached wisdom FFTW-MPI's solvers invalidate */
+    if (plan->opt.fft_planning == STEM_FFT_AUTO) plan->opt.fft_planning = STEM_FFT_ESTIMATE;
     set_potential_grid(plan);
     stem_dist_fft_slabs(plan->nx, plan->ny, L->group_size, L->group_rank, &plan->dist_rows, &plan->dist_row0,
                         &plan->dist_cols, &plan->dist_col0);

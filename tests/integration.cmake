@@ -450,7 +450,7 @@ set(_composition ${CMAKE_CURRENT_SOURCE_DIR}/composition/matrix.py)
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_f tilt_series defocus_series depths resume ranks distributed_fft emd positions potential smatrix
              focal_spread source_size series_potential series_smatrix series_distributed_fft
-             depths_distributed_fft)
+             depths_distributed_fft potential_distributed_fft)
     add_test(NAME composition_${_f}
              COMMAND ${STEMSIM_PYTHON} ${_composition} run ${_f} --stemsim $<TARGET_FILE:stemsim>
                      --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
