@@ -175,9 +175,8 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
  * group's rows gathered), else what each probe records. */
 static long unit_width(const stem_plan *plan, int ch)
 {
-    if (!plan->dist) return stem_channel_width(plan, ch);
-    long per_row = stem_channel_width(plan, ch) / (plan->dist_rows > 0 ? plan->dist_rows : 1);
-    return ch == STEM_CH_TOTAL ? stem_channel_width(plan, ch) : per_row * plan->ny;
+    if (!plan->dist || !stem_channel_image_rows(ch)) return stem_channel_width(plan, ch);
+    return stem_channel_width(plan, ch) / (plan->dist_rows > 0 ? plan->dist_rows : 1) * plan->ny;
 }
 
 static void layout_build(const stem_plan *plan, int per_tilt, unit_layout *L)
@@ -734,14 +733,15 @@ static int gather_channel(campaign *cp, int d, int ch)
 }
 
 /* A distributed FFT's channel ch of point d: every rank's rows of the image into the
- * leader's payload (the total, summed over the group on every rank: the leader's). */
+ * leader's payload (the total and the diffraction channels, summed over the group on every
+ * rank: the leader's). */
 static int gather_rows(campaign *cp, int d, int ch)
 {
     const stem_mpi *m = cp->job->m;
     const stem_plan *plan = cp->job->plan;
     char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
-    if (ch == STEM_CH_TOTAL) {
-        if (into) memcpy(into, cp->res[d].data[ch], cp->layout.elt[ch]);
+    if (!stem_channel_image_rows(ch)) {
+        if (into) memcpy(into, cp->res[d].data[ch], (size_t)cp->layout.width[ch] * cp->layout.elt[ch]);
         return STEM_OK;
     }
     int size = m->layout.group_size, err = STEM_OK;
@@ -882,7 +882,7 @@ static int checkpoint_units(campaign *cp)
 }
 
 /* Which of a unit's values of channel ch this rank holds (as it writes them): its probes,
- * or a distributed FFT's rows of the image (the total: the one value). */
+ * or a distributed FFT's rows of the image (the total and the diffraction channels: all). */
 static void rank_part(const stem_plan *plan, const unit_layout *L, int ch, size_t *first, size_t *n)
 {
     if (!plan->dist) {
@@ -891,7 +891,8 @@ static void rank_part(const stem_plan *plan, const unit_layout *L, int ch, size_
         return;
     }
     *n = (size_t)stem_channel_width(plan, ch);
-    *first = ch == STEM_CH_TOTAL || !plan->dist_rows ? 0 : (size_t)plan->dist_row0 * (*n / (size_t)plan->dist_rows);
+    *first =
+        !stem_channel_image_rows(ch) || !plan->dist_rows ? 0 : (size_t)plan->dist_row0 * (*n / (size_t)plan->dist_rows);
 }
 
 /* Channel ch of point p, this rank's probes: configuration c's values added to the sums. */

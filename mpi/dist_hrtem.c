@@ -9,13 +9,25 @@
 
 #include "../src/channels.h"
 #include "../src/coherence.h"
+#include "../src/detector.h"
 #include "../src/hrtem.h"
+#include "../src/index_maps.h"
 #include "../src/multislice.h"
 #include "../src/phases.h"
 #include "../src/potential.h"
 #include "../io/potential_file.h"
 #include "phonon_steps.h"
 #include "dist_fft.h"
+
+/* The detector's pixels on this rank's Fourier columns (detector.h's tables, compacted), with
+ * each pixel's element of the wave; built for one plan's detector geometry (key). */
+typedef struct {
+    stem_detector det;
+    size_t *at;    /* the pixel's element of this rank's Fourier columns */
+    float *values; /* scratch: the pixels' intensity */
+    double key[5]; /* lambda, out_dqx, out_dqy, q_limit, out grid: what the tables depend on */
+    int built;
+} dist_detector;
 
 typedef struct {
     stem_dist_fft fft;
@@ -24,6 +36,7 @@ typedef struct {
     stem_complex *prop_last;                 /* the thinner last slice's propagator (NULL: prop) */
     float *V;                                /* one slice's potential rows */
     stem_potential_table table;
+    dist_detector detector; /* the diffraction channels' pixels (built at the first record) */
 } dist_state;
 
 /* The body once per element of this rank's Fourier columns, with qx, qy (1/Angstrom),
@@ -96,6 +109,140 @@ static void propagate(const stem_plan *plan, dist_state *st, int above, int belo
     }
 }
 
+/* ------------------------------------------------------------ the diffraction channels */
+
+static void detector_free(dist_detector *dd)
+{
+    stem_detector_free(&dd->det);
+    free(dd->at);
+    free(dd->values);
+    memset(dd, 0, sizeof *dd);
+}
+
+/* Keeps detector pixel k of full as pixel n of dd (the tables full has). */
+static void detector_keep(const stem_detector *full, int k, int n, dist_detector *dd)
+{
+    stem_detector *det = &dd->det;
+    det->bin[n] = full->bin[k];
+    det->image_mask[n] = full->image_mask[k];
+    det->theta_x[n] = full->theta_x[k];
+    det->theta_y[n] = full->theta_y[k];
+    if (det->segment) det->segment[n] = full->segment[k];
+    if (det->pattern_bin) det->pattern_bin[n] = full->pattern_bin[k];
+}
+
+/* detector.c's tables of the detector grid (out_nx x out_ny, FFT order), kept for the pixels
+ * on this rank's Fourier columns, in the serial pixel order. */
+static int detector_columns(const stem_plan *plan, const stem_dist_fft *d, dist_detector *dd)
+{
+    stem_detector full;
+    STEM_TRY(stem_detector_build(plan, &full));
+    int ox = plan->out_nx, oy = plan->out_ny, n = 0;
+    for (int i = 0; i < ox; i++) {
+        long c = stem_box_to_grid(i, ox, plan->nx) - d->col0;
+        if (c >= 0 && c < d->cols) n += oy;
+    }
+    stem_detector *det = &dd->det;
+    det->n_pixels = n;
+    det->pattern_bins = full.pattern_bins;
+    size_t count = (size_t)n + 1;
+    int err = STEM_OK;
+    det->bin = stem_calloc(count, sizeof *det->bin, "detector bins");
+    det->image_mask = stem_calloc(count, sizeof *det->image_mask, "detector masks");
+    det->theta_x = stem_calloc(count, sizeof *det->theta_x, "detector angles");
+    det->theta_y = stem_calloc(count, sizeof *det->theta_y, "detector angles");
+    if (full.segment) det->segment = stem_calloc(count, sizeof *det->segment, "detector segments");
+    if (full.pattern_bin) det->pattern_bin = stem_calloc(count, sizeof *det->pattern_bin, "pattern bins");
+    dd->at = stem_calloc(count, sizeof *dd->at, "detector pixels' elements");
+    dd->values = stem_calloc(count, sizeof *dd->values, "detector pixels' intensity");
+    if (!det->bin || !det->image_mask || !det->theta_x || !det->theta_y || (full.segment && !det->segment) ||
+        (full.pattern_bin && !det->pattern_bin) || !dd->at || !dd->values)
+        err = STEM_ERR_MEMORY;
+    for (int j = 0, m = 0; j < oy && !err; j++)
+        for (int i = 0; i < ox; i++) {
+            long c = stem_box_to_grid(i, ox, plan->nx) - d->col0;
+            if (c < 0 || c >= d->cols) continue;
+            dd->at[m] = (size_t)c * plan->ny + (size_t)stem_box_to_grid(j, oy, plan->ny);
+            detector_keep(&full, j * ox + i, m++, dd);
+        }
+    stem_detector_free(&full);
+    return err;
+}
+
+/* This plan's detector on this rank's columns, (re)built when its geometry changed; agreed
+ * over the group (the sums that follow are collective). */
+static int detector_for(const stem_plan *plan, dist_state *st, MPI_Comm group)
+{
+    dist_detector *dd = &st->detector;
+    double key[5] = {plan->lambda, plan->out_dqx, plan->out_dqy, plan->q_limit, (double)plan->out_nx * plan->out_ny};
+    if (dd->built && !memcmp(key, dd->key, sizeof key)) return STEM_OK;
+    detector_free(dd);
+    int err = detector_columns(plan, &st->fft, dd);
+    memcpy(dd->key, key, sizeof key);
+    dd->built = !err;
+    return stem_mpi_agree(err, group);
+}
+
+/* The values of the diffraction channels in one buffer: rings, images, centre of mass,
+ * segments, 4D pattern (their widths; 0: not recorded). */
+static long diffraction_width(const stem_plan *plan, long *width)
+{
+    static const int ch[] = {STEM_CH_RINGS, STEM_CH_IMAGES, STEM_CH_COM, STEM_CH_SEGMENTS, STEM_CH_CBED};
+    long all = 0;
+    for (int k = 0; k < 5; k++) all += width[k] = stem_channel_width(plan, ch[k]);
+    return all;
+}
+
+/* stem_detect's sums over this rank's pixels of the detector (the total aside: record's). */
+static void detect_columns(const dist_detector *dd, const long *width, double *sums)
+{
+    const stem_detector *det = &dd->det;
+    double *rings = sums, *images = rings + width[0], *com = images + width[1], *segments = com + width[2],
+           *pattern = segments + width[3];
+    double cx = 0, cy = 0;
+    for (int k = 0; k < det->n_pixels; k++) {
+        float v = dd->values[k];
+        if (width[4] && det->pattern_bin[k] >= 0) pattern[det->pattern_bin[k]] += v;
+        if (det->bin[k] < 0) continue;
+        if (width[0]) rings[det->bin[k]] += v;
+        cx += v * det->theta_x[k];
+        cy += v * det->theta_y[k];
+        for (uint32_t m = det->image_mask[k]; m; m &= m - 1) images[__builtin_ctz(m)] += v;
+        if (width[3] && det->segment[k] >= 0) segments[det->segment[k]] += v;
+    }
+    if (width[2]) com[0] = cx, com[1] = cy;
+}
+
+/* The exit wave's rings, images, centre of mass, segments and 4D pattern: each rank's pixels
+ * of the detector, summed over the group; every rank of the group holds the sums. */
+static int record_diffraction(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_result *res)
+{
+    static const int ch[] = {STEM_CH_RINGS, STEM_CH_IMAGES, STEM_CH_COM, STEM_CH_SEGMENTS, STEM_CH_CBED};
+    long width[5], all = diffraction_width(plan, width);
+    if (all == 0) return STEM_OK;
+    STEM_TRY(detector_for(plan, st, group));
+    const dist_detector *dd = &st->detector;
+    for (int k = 0; k < dd->det.n_pixels; k++) {
+        stem_complex v = st->wave[dd->at[k]];
+        dd->values[k] = crealf(v) * crealf(v) + cimagf(v) * cimagf(v);
+    }
+    double *sums = stem_calloc((size_t)all, sizeof *sums, "diffraction sums");
+    int err = sums ? STEM_OK : STEM_ERR_MEMORY;
+    if (!err) detect_columns(dd, width, sums);
+    err = stem_mpi_agree(err, group);
+    if (!err && MPI_Allreduce(MPI_IN_PLACE, sums, (int)all, MPI_DOUBLE, MPI_SUM, group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the exit wave's diffraction sums failed");
+    for (long c = 0, at = 0; c < 5 && !err; at += width[c++]) {
+        if (!width[c]) continue;
+        if (stem_channel_table[ch[c]].is_float)
+            for (long i = 0; i < width[c]; i++) ((float *)res->data[ch[c]])[i] += (float)sums[at + i];
+        else
+            for (long i = 0; i < width[c]; i++) ((double *)res->data[ch[c]])[i] += sums[at + i];
+    }
+    free(sums);
+    return err;
+}
+
 /* hrtem.c's record on the slabs: the total (summed over the group), this rank's rows of
  * the exit wave and of the image through the lens over the focal spread's defoci. */
 static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_result *res)
@@ -107,6 +254,7 @@ static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_re
         total += crealf(st->wave[i]) * crealf(st->wave[i]) + cimagf(st->wave[i]) * cimagf(st->wave[i]);
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, group));
     ((double *)res->data[STEM_CH_TOTAL])[0] += total;
+    STEM_TRY(record_diffraction(plan, st, group, res));
     if (res->data[STEM_CH_EXIT]) {
         float *out = res->data[STEM_CH_EXIT];
         memcpy(st->work, st->wave, fourier * sizeof *st->work);
@@ -155,6 +303,7 @@ static void state_free(dist_state *st)
     stem_fft_free(st->prop_last);
     free(st->V);
     stem_potential_table_free(&st->table);
+    detector_free(&st->detector);
 }
 
 void stem_dist_fft_report(const stem_mpi *m, const stem_plan *plan)

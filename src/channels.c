@@ -22,11 +22,11 @@ const stem_channel stem_channel_table[STEM_N_CHANNELS] = {
 
 long stem_channel_width(const stem_plan *plan, int ch)
 {
-    if (plan->dist) { /* the wave in slabs: this rank's rows of the images, and the summed total */
-        if (ch == STEM_CH_TOTAL) return 1;
+    if (plan->dist) { /* the wave in slabs: this rank's rows of the images; the diffraction sums whole */
         if (ch == STEM_CH_HRTEM) return plan->dist_rows * plan->nx;
         if (ch == STEM_CH_EXIT) return plan->opt.save_exit_wave ? 2 * plan->dist_rows * plan->nx : 0;
-        return 0;
+        if (ch == STEM_CH_COM) return plan->opt.save_dpc ? 2 : 0; /* a collective sum: only when written */
+        if (ch == STEM_CH_PACBED) return 0;
     }
     switch ((stem_channel_id)ch) {
     case STEM_CH_RINGS: return plan->opt.save_3d ? plan->n_bins : 0; /* never written: never recorded nor stored */

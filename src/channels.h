@@ -96,6 +96,8 @@ typedef struct {
  * scan's one row. */
 long stem_channel_width(const stem_plan *plan, int ch);
 static inline int stem_channel_per_probe(int ch) { return stem_channel_table[ch].scope == STEM_SCOPE_PROBE; }
+/* A distributed FFT's channels of image rows (each rank its slab's); its others are whole sums. */
+static inline int stem_channel_image_rows(int ch) { return ch == STEM_CH_HRTEM || ch == STEM_CH_EXIT; }
 /* Bytes per probe of every produced per-probe channel (the memory estimate). */
 double stem_channel_bytes_per_probe(const stem_plan *plan);
 /* Doubles per probe of channel ch's standard-error state (0: none): with two or more

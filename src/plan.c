@@ -562,21 +562,20 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
                         &plan->dist_cols, &plan->dist_col0);
     plan->probe_begin = 0; /* every rank of the group works on the one wave */
     plan->probe_end = 1;
-    /* no rank holds the whole diffraction pattern: the detector channels are off (the total stays) */
-    int asked = plan->n_images || plan->seg_n || plan->opt.save_3d || plan->opt.save_4d || plan->opt.save_dpc ||
-        plan->opt.save_pacbed;
-    if (asked && L->world_rank == 0)
-        stem_warn("the distributed FFT holds the wave in slabs, so no rank has the whole diffraction pattern: the "
-                  "exit wave's rings, images, segments, 4D patterns, PACBED and DPC are not written; the HRTEM image, "
-                  "the exit wave and the total intensity are");
-    plan->n_images = plan->n_bins = plan->seg_n = plan->seg_rings = 0;
-    plan->opt.save_3d = plan->opt.save_4d = plan->opt.save_dpc = plan->opt.save_pacbed = 0;
+    /* PACBED's exact scan sums are not built on the slabs yet (the exit wave's other diffraction
+     * outputs are: each rank's detector pixels summed over the group) */
+    if (plan->opt.save_pacbed && L->world_rank == 0)
+        stem_warn("the distributed FFT does not write PACBED yet: the exit wave's 4D pattern (save_4d) holds the same "
+                  "pattern");
+    plan->opt.save_pacbed = 0;
     double slab = (double)plan->dist_rows * plan->nx, fourier = (double)plan->dist_cols * plan->ny;
     double buffer = 8.0 * (slab > fourier ? slab : fourier);
     plan->mem_potential = 8.0 * slab * plan->n_slices + 48.0 * plan->n_atoms * 2;
     plan->mem_node_shared = 0;
     plan->mem_results = stem_channel_bytes_per_probe(plan);
-    plan->mem_detector = 0;
+    /* the detector's tables, built whole before each rank keeps its columns' pixels (dist_hrtem.c) */
+    int detects = plan->opt.save_3d || plan->n_images || plan->seg_n || plan->opt.save_dpc || plan->opt.save_4d;
+    plan->mem_detector = detects ? 16.0 * plan->out_nx * plan->out_ny : 0;
     /* wave, work, propagator (two with a thinner last slice), lens; one slice's potential rows */
     plan->mem_workspace = (4 + stem_plan_thin_last(plan)) * buffer + 4.0 * slab;
     plan->mem_total = plan->mem_runtime + plan->mem_potential + plan->mem_table + plan->mem_smatrix +
@@ -682,8 +681,10 @@ void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
     double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
     double more = (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
     double stored = per_probe;                               /* one point's values in the stored unit */
-    if (plan->dist && plan->dist_rows > 0) /* whole images (the group's rows gathered) and the total */
-        stored = (per_probe - 8.0) * plan->ny / (double)plan->dist_rows + 8.0;
+    if (plan->dist && plan->dist_rows > 0) {                 /* whole images (the group's rows gathered), whole sums */
+        double rows = 4.0 * (stem_channel_width(plan, STEM_CH_HRTEM) + stem_channel_width(plan, STEM_CH_EXIT));
+        stored = rows * plan->ny / (double)plan->dist_rows + (per_probe - rows);
+    }
     if (plan->layout.group_rank == 0) more += points_per_unit * stored * plan->n_probes; /* the stored unit */
     if (plan->layout.group_rank == 0 && plan->opt.save_smatrix)                          /* and the S-matrix it keeps */
         more += 8.0 * plan->n_beams * plan->crop_ny * (double)plan->crop_nx;
