@@ -320,8 +320,9 @@ static const key_spec key_table[] = {
     {"compute", "distributed_fft", K_ENUM, OFF(distributed_fft), "auto", 0, 0, "auto|on|off", "-",
      "hrtem: the ranks of a group share one wave in slabs of rows with FFTW3-MPI (each builds its own rows of every "
      "slice), for cells whose wave does not fit one rank; auto: when a group has several ranks and the serial "
-     "plan exceeds max_memory; on: always (one rank too: FFTW-MPI's path; refused for the other algorithms); no series "
-     "or checkpoint then; a grid too small to give every rank of a group rows (ceil(n / ranks) each) is refused"},
+     "plan exceeds max_memory; on: always (one rank too: FFTW-MPI's path; refused for the other algorithms); series, "
+     "depths, checkpoints and stored potentials work with it (no PACBED yet); a grid too small to give every rank of a "
+     "group rows (ceil(n / ranks) each) is refused"},
     {"compute", "max_memory", K_DOUBLE, OFF(max_memory_gib), "0", 0, 1e6, NULL, "GiB",
      "memory one rank may use (0: 80% of the smaller of physical memory and the cgroup limit (Slurm --mem, containers) "
      "divided by the ranks on the node, and at most 80% of RLIMIT_AS)"},
