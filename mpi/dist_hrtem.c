@@ -59,26 +59,33 @@ static void build_propagator(const stem_plan *plan, const stem_dist_fft *d, doub
     FOR_FOURIER(plan, d, { prop[at] = stem_propagator_at(plan, dz, qx, qy); })
 }
 
-/* Slice s's transmission rows, as potential.c builds a whole slice: the potential, the
- * blurred potential deblurred (band-limited), exp(i sigma V), the band limit. With
- * [simulation] potential_file the rows of configuration c's stored slice, stored as the
- * transmission uses it (deblurred already), take the potential's place. */
+/* Slice s's potential rows as the transmission uses them, into w: configuration c's stored rows
+ * ([simulation] potential_file: stored deblurred), else the atoms' blurred potential with the
+ * blur divided out (band-limited). */
+static int potential_rows(const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int c, int s, stem_complex *w)
+{
+    const stem_dist_fft *d = &st->fft;
+    size_t slab = (size_t)d->rows * plan->nx;
+    int stored = plan->opt.potential_file[0] != 0;
+    STEM_TRY(stored ? stem_potential_file_read_rows(plan, c, s, d->row0, d->rows, st->V)
+                    : stem_potential_slice_rows(plan, &st->table, atoms, s, d->row0, d->rows, st->V));
+    for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
+    if (stored) return STEM_OK;
+    stem_dist_fft_forward(d, w);
+    FOR_FOURIER(plan, d, { w[at] *= (float)stem_potential_deblur(plan, &st->table, qx * qx + qy * qy); })
+    stem_dist_fft_inverse(d, w);
+    return STEM_OK;
+}
+
+/* Slice s's transmission rows, as potential.c builds a whole slice: the potential rows, exp(i
+ * sigma V), the band limit. */
 static int build_slice(const stem_plan *plan, dist_state *st, const stem_atoms *atoms, int c, int s)
 {
     const stem_dist_fft *d = &st->fft;
     size_t slab = (size_t)d->rows * plan->nx;
     double grid = (double)plan->nx * plan->ny, q2max = plan->q_limit * plan->q_limit;
     stem_complex *w = st->work;
-    if (plan->opt.potential_file[0]) {
-        STEM_TRY(stem_potential_file_read_rows(plan, c, s, d->row0, d->rows, st->V));
-        for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
-    } else {
-        STEM_TRY(stem_potential_slice_rows(plan, &st->table, atoms, s, d->row0, d->rows, st->V));
-        for (size_t i = 0; i < slab; i++) w[i] = st->V[i];
-        stem_dist_fft_forward(d, w);
-        FOR_FOURIER(plan, d, { w[at] *= (float)stem_potential_deblur(plan, &st->table, qx * qx + qy * qy); })
-        stem_dist_fft_inverse(d, w);
-    }
+    STEM_TRY(potential_rows(plan, st, atoms, c, s, w));
     for (size_t i = 0; i < slab; i++) w[i] = cexpf(I * (float)plan->sigma * crealf(w[i]));
     stem_dist_fft_forward(d, w);
     FOR_FOURIER(plan, d, { w[at] = qx * qx + qy * qy <= q2max ? w[at] / (float)grid : 0; })
@@ -361,7 +368,8 @@ int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *pl
     stem_atoms displaced = {0};
     double t = stem_wall_time();
     int err = last_propagator(u, plan);
-    if (!err) err = stem_atoms_displace(tilted, plan->opt.seed, c, plan->opt.thermal, &displaced);
+    if (!err && !plan->opt.potential_file[0]) /* stored slices: no atoms placed */
+        err = stem_atoms_displace(tilted, plan->opt.seed, c, plan->opt.thermal, &displaced);
     for (int s = 0; s < plan->n_slices && !err; s++) err = build_slice(plan, st, &displaced, c, s);
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);

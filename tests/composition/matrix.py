@@ -335,9 +335,10 @@ def check_defocus_series(case, tol):
     return series_check(case, tol, "defocus", [-30.0, 30.0], "probe.defocus", "defocus", drop=("defocus = 0",))
 
 
-def check_depths(case, tol):
-    """Depths 5.43 and 10.86 Angstrom of the 10.86 Angstrom sample = the sample cut there (tile_z 1, 2)."""
-    case.run("depths", ["output.depths=5.43 10.86"])
+def check_depths(case, tol, depth_sets=(), ranks=1):
+    """Depths 5.43 and 10.86 Angstrom of the 10.86 Angstrom sample (with depth_sets, on `ranks`)
+    = the sample cut there (tile_z 1, 2), run serially."""
+    case.run("depths", ["output.depths=5.43 10.86"] + list(depth_sets), ranks=ranks)
     combined = case.h5("depths")
     problems = []
     for i, tiles in enumerate((1, 2)):
@@ -442,9 +443,9 @@ def check_positions(case, tol):
     return case.compare(got, want, "positions file", tol, skip=("pacbed",))
 
 
-def check_potential(case, tol):
-    case.run("computed", ["output.save_potential=true"])
-    case.run("loaded", ["simulation.potential_file=computed.h5"])
+def check_potential(case, tol, ranks=1):
+    case.run("computed", ["output.save_potential=true"], ranks=ranks)
+    case.run("loaded", ["simulation.potential_file=computed.h5"], ranks=ranks)
     return case.compare(case.h5("loaded"), case.h5("computed"), "loaded potential", tol, skip=("potential",))
 
 
@@ -527,26 +528,16 @@ def check_series_distributed_fft(case, tol):
 
 
 def check_depths_distributed_fft(case, tol):
-    """Depths 5.43 and 10.86 Angstrom on 3 ranks sharing the wave in slabs = serial single runs of
-    the sample cut there (tile_z 1, 2)."""
+    """Depths on 3 ranks sharing the wave in slabs = serial single runs of the sample cut there."""
     case.sets = ["simulation.transmission_oversampling=1"]
-    case.run("depths", ["output.depths=5.43 10.86", "compute.distributed_fft=on"], ranks=3)
-    combined = case.h5("depths")
-    problems = []
-    for i, tiles in enumerate((1, 2)):
-        case.run("single%d" % i, ["sample.tile_z=%d" % tiles])
-        problems += case.compare(point(combined, i, ["axes/depth"]), case.h5("single%d" % i), "depth %d cells" % tiles,
-                                 tol)
-    return problems + distinct(combined, "the depths")
+    return check_depths(case, tol, ["compute.distributed_fft=on"], ranks=3)
 
 
 def check_potential_distributed_fft(case, tol):
     """On 3 ranks sharing the wave in slabs: the potential a run stores equals a serial run's, and a
     run reading it back equals the run that computed it."""
     case.sets = ["simulation.transmission_oversampling=1", "compute.distributed_fft=on"]
-    case.run("computed", ["output.save_potential=true"], ranks=3)
-    case.run("loaded", ["simulation.potential_file=computed.h5"], ranks=3)
-    problems = case.compare(case.h5("loaded"), case.h5("computed"), "loaded potential", tol, skip=("potential",))
+    problems = check_potential(case, tol, ranks=3)
     case.sets = ["simulation.transmission_oversampling=1"]
     case.run("serial", ["output.save_potential=true"])
     stored = {k: v for k, v in case.h5("computed").items() if k == "potential"}
