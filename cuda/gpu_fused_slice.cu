@@ -421,32 +421,33 @@ void gpu_fused_free(gpu_fused_slice *fs)
     fs->tw_x = fs->tw_y = NULL;
 }
 
+/* One pass over the rows (COLS false) or the tiles of columns: the kernel built with or
+ * without radix-16 stages, as the transform's factors need. */
+template <bool COLS>
+static int fused_pass(const gpu_fused_slice *fs, float2 *waves, int batch, fused_steps st, cudaStream_t s)
+{
+    const gpu_fft_factors *f = COLS ? &fs->fy : &fs->fx;
+    const float2 *tw = COLS ? fs->tw_y : fs->tw_x;
+    int lines = COLS ? fs->cols : fs->rows, across = COLS ? fs->nx : fs->ny;
+    dim3 blocks((across + lines - 1) / lines, batch);
+    dim3 threads = COLS ? dim3(fs->cols, fs->col_threads) : dim3(fs->row_threads, fs->rows);
+    size_t smem = COLS ? fs->col_smem : fs->row_smem;
+    if (has_radix16(f))
+        k_fused_pass<COLS, true><<<blocks, threads, smem, s>>>(waves, fs->nx, fs->ny, st, *f, tw, lines);
+    else
+        k_fused_pass<COLS, false><<<blocks, threads, smem, s>>>(waves, fs->nx, fs->ny, st, *f, tw, lines);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
 int gpu_fused_rows(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
                    cudaStream_t s)
 {
-    fused_steps st = {first, then, tab};
-    dim3 blocks((fs->ny + fs->rows - 1) / fs->rows, batch), threads(fs->row_threads, fs->rows);
-    if (has_radix16(&fs->fx))
-        k_fused_pass<false, true>
-            <<<blocks, threads, fs->row_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fx, fs->tw_x, fs->rows);
-    else
-        k_fused_pass<false, false>
-            <<<blocks, threads, fs->row_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fx, fs->tw_x, fs->rows);
-    CUDA_LAUNCH();
-    return STEM_OK;
+    return fused_pass<false>(fs, waves, batch, fused_steps{first, then, tab}, s);
 }
 
 int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
                    cudaStream_t s)
 {
-    fused_steps st = {first, then, tab};
-    dim3 blocks((fs->nx + fs->cols - 1) / fs->cols, batch), threads(fs->cols, fs->col_threads);
-    if (has_radix16(&fs->fy))
-        k_fused_pass<true, true>
-            <<<blocks, threads, fs->col_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fy, fs->tw_y, fs->cols);
-    else
-        k_fused_pass<true, false>
-            <<<blocks, threads, fs->col_smem, s>>>(waves, fs->nx, fs->ny, st, fs->fy, fs->tw_y, fs->cols);
-    CUDA_LAUNCH();
-    return STEM_OK;
+    return fused_pass<true>(fs, waves, batch, fused_steps{first, then, tab}, s);
 }

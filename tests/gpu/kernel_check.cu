@@ -733,6 +733,19 @@ static float prop_case_time_us(prop_case &c, int reps)
     return t.stop_us(c.w.stream, reps) / c.plan.n_slices;
 }
 
+// A bare forward + inverse pair of the case's batched plan, no multiplies: us per pair (n pairs).
+static int time_fft_pair_us(prop_case &c, int n, float *us)
+{
+    timer t;
+    t.start(c.w.stream);
+    for (int r = 0; r < n; r++) {
+        CUFFT_CALL(cufftExecC2C(c.w.fft, c.w.waves, c.w.waves, CUFFT_FORWARD));
+        CUFFT_CALL(cufftExecC2C(c.w.fft, c.w.waves, c.w.waves, CUFFT_INVERSE));
+    }
+    *us = t.stop_us(c.w.stream, n);
+    return STEM_OK;
+}
+
 // Slices with the transmission and propagator multiplies inside cuFFT's loads ([compute]
 // fft_callbacks) against the separate kernels, whole, split and streaming; then the time
 // per slice of both against a bare forward + inverse pair of the same batched plan.
@@ -769,14 +782,8 @@ static int check_fft_callbacks(const stem_plan *base, int nx, int ny, int batch,
     compare("fused split", size, (const float *)b.data(), (const float *)ref.data(), 2 * ref.size(), 2, 1e-5, us_fused);
     compare("fused stream", size, (const float *)c.data(), (const float *)ref.data(), 2 * ref.size(), 2, 1e-5,
             prop_case_time_us(fused_stream, reps));
-    // a bare forward + inverse pair of the same plan on the same batch, no multiplies
-    timer t;
-    t.start(sep.w.stream);
-    for (int r = 0; r < reps * n_slices; r++) {
-        CUFFT_CALL(cufftExecC2C(sep.w.fft, sep.w.waves, sep.w.waves, CUFFT_FORWARD));
-        CUFFT_CALL(cufftExecC2C(sep.w.fft, sep.w.waves, sep.w.waves, CUFFT_INVERSE));
-    }
-    float us_pair = t.stop_us(sep.w.stream, reps * n_slices);
+    float us_pair; // a bare forward + inverse pair of the same plan on the same batch, no multiplies
+    STEM_TRY(time_fft_pair_us(sep, reps * n_slices, &us_pair));
     std::printf(
         "| per slice   | %-34s | pair %.1f us | separate kernels %.1f us (%.2fx) | callbacks %.1f us (%.2fx) |\n", size,
         us_pair, us_sep, us_sep / us_pair, us_fused, us_fused / us_pair);
@@ -851,18 +858,14 @@ static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, 
     compare("fused split", size, (const float *)b.data(), (const float *)r.data(), 2 * r.size(), 2, 1e-5, us_fused);
     compare("fused stream", size, (const float *)c.data(), (const float *)r.data(), 2 * r.size(), 2, 1e-5,
             prop_case_time_us(fused_stream, reps));
-    timer t;
-    t.start(ref.w.stream);
-    for (int k = 0; k < reps * n_slices; k++) {
-        CUFFT_CALL(cufftExecC2C(ref.w.fft, ref.w.waves, ref.w.waves, CUFFT_FORWARD));
-        CUFFT_CALL(cufftExecC2C(ref.w.fft, ref.w.waves, ref.w.waves, CUFFT_INVERSE));
-    }
-    float us_pair = t.stop_us(ref.w.stream, reps * n_slices);
+    float us_pair;
+    STEM_TRY(time_fft_pair_us(ref, reps * n_slices, &us_pair));
     double wave_bytes = 8.0 * grid * batch, pass_bytes = 2 * wave_bytes + 8.0 * grid;
     double bw = copy_bandwidth((size_t)wave_bytes, reps), floor_us = 2 * pass_bytes / bw * 1e6;
     float us_rows = NAN, us_cols = NAN;
     if (fused.w.slices_fused) {
         const gpu_fused_slice *fs = &fused.w.fs;
+        timer t;
         t.start(fused.w.stream);
         for (int k = 0; k < reps * n_slices; k++)
             STEM_TRY(gpu_fused_rows(fs, fused.w.waves, batch, GPU_FFT_INVERSE, dt, GPU_FFT_FORWARD, fused.w.stream));
