@@ -288,6 +288,11 @@ static const key_spec key_table[] = {
     {"output", "checkpoint_dir", K_STRING, OFF(checkpoint_dir), "", 0, 0, NULL, "path",
      "the checkpoint directory (default <file>.checkpoint); on the same shared file system as the output: every "
      "rank writing probes reads it back at the end; removed once the output is published"},
+    {"output", "checkpoint_interval", K_DOUBLE, OFF(checkpoint_interval), "300", 0, 1e7, NULL, "s",
+     "how often a checkpointed campaign stores its running sums (every series point's exact sums and sums of squares, "
+     "with the set of units they hold) in checkpoint_dir: after the first round of units this many seconds after the "
+     "last store (0: after every round); a SIGTERM, SIGINT, SIGUSR1 (Slurm's warning signal) or the end stores too, "
+     "so a kill -9 loses at most this long; the checkpoint grows with the points, not the units (docs/campaigns.md)"},
     {"output", "depths", K_STRING, OFF(depths), "", 0, 0, NULL, "Angstrom",
      "thickness series (every algorithm): every output channel recorded at each of these depths below the entrance "
      "surface (a list 'a b c' or a range start:step:stop, increasing), each rounded to the nearest slice boundary "

@@ -1,96 +1,25 @@
-/* The driver of every run (campaign.h). stem_campaign_run, first below, is the whole flow;
- * after it, in order of use: the shape, one unit, the memory sink (its schedule and finish),
- * the checkpoint sink (its schedule, storage and read-back), the output. */
+/* The driver of every run (campaign.h): the flow, first below, then the shape (points,
+ * units, plans, identity), one unit's computation and the group state it needs. The rounds
+ * and the checkpoint are in campaign_rounds.c, the finished points and the output in
+ * campaign_output.c; the exact sums in src/accumulator.c and campaign_sums.c. */
 #include "../io/config.h"
-#include "campaign.h"
+#include "campaign_private.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "algorithm.h"
-#include "../src/channels.h"
-#include "../src/phases.h"
-#include "../src/result_check.h"
-#include "../src/signals.h"
-#include "phonon_loop.h"
-#include "checkpoint.h"
-#include "../io/potential_file.h"
 #include "../io/smatrix_file.h"
+#include "../src/phases.h"
+#include "../src/signals.h"
+#include "campaign_sums.h"
 #include "consistency.h"
-#include "dist_hrtem.h"
-#include "../src/slabs.h"
-#include "smatrix_store.h"
 #include "phonon_steps.h"
 
-/* Where each channel of one point sits in a unit's payload (whole scan,
- * probe-major as in stem_result), then its PACBED; a unit holds its tilt's
- * points in series order (beam tilt, defocus, then depth fastest), then, with
- * [output] save_smatrix, its S-matrix by beam ([beam][crop_ny][crop_nx], the
- * thickest tilt's plan's size: every tilt has the same beams and window). */
-typedef struct {
-    long width[STEM_N_CHANNELS];
-    size_t elt[STEM_N_CHANNELS], offset[STEM_N_CHANNELS];
-    size_t pacbed_offset, point_bytes;
-    size_t smatrix_offset, smatrix_bytes, unit_bytes;
-} unit_layout;
-
-typedef struct {
-    const stem_campaign_job *job;
-    int checkpointed;                          /* the sink: the checkpoint, or memory */
-    int n_tilts, n_configs, n_optics, n_units; /* n_optics: beam tilts x defoci, the plans of one sample tilt */
-    int n_planes, per_tilt; /* detection planes (depths, at least 1); points per unit (defoci x planes) */
-    /* checkpoint sink: [n_tilts x n_optics], the plan at each tilt's thickness, beam tilt and
-     * defocus (stable pointers); memory sink: NULL, the run's plan */
-    stem_plan *plans;
-    /* the group's working state, for any unit */
-    stem_detector det;
-    stem_potential_table table;
-    stem_complex *trans;
-    stem_shared_buffer trans_node;
-    stem_algorithm_buffers buffers;
-    const stem_smatrix_io *smatrix_io; /* PRISM's S-matrix read back or kept (NULL: neither) */
-    int tilt;                          /* the tilt whose rotated model `tilted` is (-1: none) */
-    stem_atoms tilted;
-    stem_dist_unit *dist; /* a distributed FFT's state (plan->dist) */
-    double start, busy;   /* units' start; this rank's time in its units */
-    int n_run;            /* units this run computes (the same on every rank) */
-    /* the memory sink: the group's running sums, and what a static schedule allows */
-    stem_result *sum; /* job->keep, or own_sum */
-    stem_result own_sum;
-    stem_smatrix_store store; /* [output] save_smatrix's temporaries, smatrix_file's reader */
-    stem_complex *spare;      /* the next configuration's transmission functions, built ahead */
-    stem_build_ahead ahead;
-    int ready; /* the configuration whose functions trans holds (-1: none) */
-    /* the checkpoint sink */
-    unit_layout layout;
-    stem_checkpoint ck;
-    MPI_Win win; /* rank 0's counters: [0] units handed out, [1] units finished */
-    int *counter;
-    stem_result *res;        /* [per_tilt]: one unit's points */
-    char *payload;           /* group leader: one unit */
-    stem_smatrix_io kept_io; /* smatrix_file read per tilt, or the S-matrix kept in the unit */
-    int finished_at_start;
-    stem_result out; /* the final read-back */
-    void *scratch;
-    /* the output */
-    stem_potential_source potential; /* save_potential: the slices of tilt potential_tilt (-1: none) */
-    int potential_tilt;
-} campaign;
-
-/* The stages, in the order stem_campaign_run calls them. */
 static void campaign_shape(campaign *cp, const stem_campaign_job *job);
-static int memory_open(campaign *cp);
-static int memory_units(campaign *cp);
-static int memory_finish(campaign *cp);
-static int checkpoint_open(campaign *cp, const char *dir);
-static int checkpoint_units(campaign *cp);
-static int checkpoint_end(campaign *cp, const char *dir, int err);
+static int campaign_open(campaign *cp, const char *dir);
+static int campaign_close(campaign *cp, const char *dir, int err);
 static void report_balance(const campaign *cp);
-static int write_output(campaign *cp);
-static int checkpoint_close(campaign *cp, const char *dir, int err);
 static void campaign_free(campaign *cp);
 
 /* The whole run, top to bottom. */
@@ -99,23 +28,16 @@ int stem_campaign_run(const stem_campaign_job *job)
     campaign cp = {0};
     char dir[STEM_PATH_MAX];
     stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
-    /* 1. shape: the points, the units, the sink */
+    /* 1. shape: the points, the units, the sums (and the checkpoint's state loaded into them) */
     campaign_shape(&cp, job);
-    int err = cp.checkpointed ? checkpoint_open(&cp, dir) : memory_open(&cp);
-    /* 2. the units, scheduled over the groups, each computed and handed to the sink */
-    cp.start = stem_wall_time();
-    if (cp.checkpointed) /* dynamic; stopped or failed, the checkpoint keeps every finished unit */
-        err = checkpoint_end(&cp, dir, err ? err : checkpoint_units(&cp));
-    else if (!err) /* static rounds, a safe point (errors, signals) between them */
-        err = memory_units(&cp);
+    int err = campaign_open(&cp, dir);
+    /* 2. the units in rounds, each added to the sums; the state stored as it goes */
+    cp.start = cp.last_store = stem_wall_time();
+    if (!err) err = stem_campaign_rounds(&cp, dir);
     if (!err && cp.n_run) report_balance(&cp);
-    /* 3. finish: the memory sink's sums now; the checkpoint's points as the output reads them */
-    if (!err && !cp.checkpointed) err = memory_finish(&cp);
-    /* 4. the output */
-    if (!err && !job->keep) {
-        err = write_output(&cp);
-        if (cp.checkpointed) err = checkpoint_close(&cp, dir, err);
-    }
+    /* 3. the output: each point finished from the sums, written; the checkpoint removed */
+    if (!err && job->keep) err = stem_campaign_finish_point(&cp, 0, job->keep);
+    if (!err && !job->keep) err = campaign_close(&cp, dir, stem_campaign_write_output(&cp));
     campaign_free(&cp);
     return err;
 }
@@ -123,9 +45,9 @@ int stem_campaign_run(const stem_campaign_job *job)
 static void campaign_free(campaign *cp)
 {
     stem_smatrix_store_remove(&cp->store); /* copied into the output, or not wanted after a failure */
-    stem_result_free(&cp->own_sum);
     stem_result_free(&cp->out);
-    free(cp->scratch);
+    stem_acc_free(&cp->acc);
+    free(cp->done);
     free(cp->plans);
     stem_checkpoint_free(&cp->ck);
 }
@@ -171,43 +93,16 @@ int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_s
 
 /* ------------------------------------------------------------ shape: points, units, plans */
 
-/* Channel ch's values of one probe in a unit: a distributed FFT's whole images (the
- * group's rows gathered), else what each probe records. */
-static long unit_width(const stem_plan *plan, int ch)
-{
-    if (!plan->dist || !stem_channel_image_rows(ch)) return stem_channel_width(plan, ch);
-    return stem_channel_width(plan, ch) / (plan->dist_rows > 0 ? plan->dist_rows : 1) * plan->ny;
-}
-
-static void layout_build(const stem_plan *plan, int per_tilt, unit_layout *L)
-{
-    size_t at = 0;
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* per-probe channels; PACBED's row after them */
-        L->width[ch] = stem_channel_per_probe(ch) ? unit_width(plan, ch) : 0;
-        L->elt[ch] = stem_channel_table[ch].is_float ? sizeof(float) : sizeof(double);
-        L->offset[ch] = at;
-        at += (size_t)plan->n_probes * (size_t)L->width[ch] * L->elt[ch];
-    }
-    L->pacbed_offset = at;
-    if (plan->opt.save_pacbed) at += sizeof(double) * (size_t)plan->cbed_nx * plan->cbed_ny;
-    L->point_bytes = at;
-    L->smatrix_offset = (size_t)per_tilt * L->point_bytes;
-    L->smatrix_bytes = plan->opt.save_smatrix
-        ? sizeof(stem_complex) * (size_t)plan->n_beams * plan->crop_ny * (size_t)plan->crop_nx
-        : 0;
-    L->unit_bytes = L->smatrix_offset + L->smatrix_bytes;
-}
-
 /* The campaign's points and units: a series' (tilts x configurations, each unit its tilt's
- * points), or a plain run's one point (units: its configurations); the sink by the rule. */
+ * points), or a plain run's one point (units: its configurations). */
 static void campaign_shape(campaign *cp, const stem_campaign_job *job)
 {
     const stem_series *s = job->series;
     cp->job = job;
     cp->checkpointed = stem_campaign_checkpointed(job->cfg);
-    cp->win = MPI_WIN_NULL;
     cp->trans_node.win = MPI_WIN_NULL;
     cp->store.fd = cp->store.own = -1;
+    cp->ck.lock_fd = cp->ck.store_fd = -1;
     cp->tilt = cp->potential_tilt = cp->ready = -1;
     cp->n_configs = job->plan->n_configs;
     cp->n_tilts = s->n_points ? s->n_tilts : 1;
@@ -215,11 +110,15 @@ static void campaign_shape(campaign *cp, const stem_campaign_job *job)
     cp->per_tilt = s->n_points ? stem_series_per_tilt(s) : 1;
     cp->n_optics = cp->per_tilt / cp->n_planes;
     cp->n_units = cp->n_tilts * cp->n_configs;
-    if (cp->checkpointed) layout_build(job->plan, cp->per_tilt, &cp->layout);
+    cp->n_points = cp->n_tilts * cp->per_tilt;
+    const stem_plan *plan = job->plan;
+    cp->smatrix_bytes = cp->checkpointed && plan->opt.save_smatrix
+        ? sizeof(stem_complex) * (size_t)plan->n_beams * plan->crop_ny * (size_t)plan->crop_nx
+        : 0;
 }
 
 /* Tilt t's n_optics point plans: a plain run's is its plan. */
-static const stem_plan *tilt_plans(const campaign *cp, int t)
+const stem_plan *stem_campaign_tilt_plans(const campaign *cp, int t)
 {
     return cp->plans ? &cp->plans[t * cp->n_optics] : cp->job->plan;
 }
@@ -343,7 +242,7 @@ static int tilt_model(campaign *cp, int t)
 
 /* Tilt t's model: a series' rotated to the tilt (kept for the group's next unit of the same
  * tilt), a plain run's as it was prepared. */
-static int unit_model(campaign *cp, int t, const stem_atoms **model)
+int stem_campaign_unit_model(campaign *cp, int t, const stem_atoms **model)
 {
     *model = cp->job->atoms;
     if (!cp->checkpointed) return STEM_OK;
@@ -356,13 +255,13 @@ static int unit_model(campaign *cp, int t, const stem_atoms **model)
  * collective over the group, agreed. With a static schedule (next >= 0: the unit this group
  * runs next) the group leader builds next's transmission functions ahead while the engine
  * runs this one (only where the leader alone builds them: group_state). */
-static int compute_unit(campaign *cp, int u, int next, stem_result *res)
+int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
 {
     const stem_campaign_job *job = cp->job;
     int t = u / cp->n_configs, c = u % cp->n_configs;
     const stem_atoms *model = NULL;
-    int err = stem_mpi_agree(unit_model(cp, t, &model), job->m->group);
-    const stem_plan *plans = tilt_plans(cp, t);
+    int err = stem_mpi_agree(stem_campaign_unit_model(cp, t, &model), job->m->group);
+    const stem_plan *plans = stem_campaign_tilt_plans(cp, t);
     if (cp->dist) { /* the wave in slabs: its own slices, propagation and record */
         if (!err) err = stem_dist_unit_run(cp->dist, job->m, plans, cp->n_optics, model, c, res);
         return stem_mpi_agree(err, job->m->group);
@@ -384,17 +283,14 @@ static int compute_unit(campaign *cp, int u, int next, stem_result *res)
     return stem_mpi_agree(err, job->m->group);
 }
 
-/* The sink's own buffers: the checkpoint sink's results of one unit and the leader's payload;
- * the memory sink's standard-error state of its sums (none on a distributed FFT's wave). */
-static int sink_buffers(campaign *cp)
+/* One unit's results, zeroed before each unit (the sums keep the rest); the group leader's
+ * S-matrix buffer with [output] save_smatrix on a checkpointed run. */
+static int unit_results(campaign *cp)
 {
-    const stem_plan *plan = cp->job->plan;
-    if (!cp->checkpointed) return plan->dist ? STEM_OK : stem_result_alloc_errors(plan, cp->sum);
     STEM_ALLOC(cp->res, (size_t)cp->per_tilt, "unit results");
-    for (int j = 0; j < cp->per_tilt; j++) STEM_TRY(stem_result_alloc(plan, &cp->res[j]));
-    if (cp->job->m->layout.group_rank == 0 &&
-        !(cp->payload = stem_alloc(cp->ck.unit_bytes ? cp->ck.unit_bytes : 1, "one unit's result (checkpoint)")))
-        return STEM_ERR_MEMORY;
+    for (int j = 0; j < cp->per_tilt; j++) STEM_TRY(stem_result_alloc(cp->job->plan, &cp->res[j]));
+    if (cp->smatrix_bytes && cp->job->m->layout.group_rank == 0)
+        STEM_ALLOC(cp->smatrix_unit, cp->smatrix_bytes, "one unit's S-matrix (checkpoint)");
     return STEM_OK;
 }
 
@@ -422,14 +318,14 @@ static int ahead_buffer(campaign *cp)
  * transmission functions (in the node's shared memory where the group's ranks build them
  * together: the CPU; an engine that builds them itself, the GPU, hands each rank its own
  * copy) and the lookup table, or a distributed FFT's slabs. */
-static int group_state(campaign *cp)
+int stem_campaign_group_state(campaign *cp)
 {
     const stem_campaign_job *job = cp->job;
     const stem_mpi *m = job->m;
     const stem_plan *plan = job->plan;
     int err = stem_phonon_injected_failure(m, "campaign");
     if (!err) err = stem_detector_build(plan, &cp->det);
-    if (!err) err = sink_buffers(cp);
+    if (!err) err = unit_results(cp);
     err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
     if (plan->dist)                      /* no rank holds a whole slice: the slabs' own state */
         return err ? err : stem_dist_unit_create(m, plan, job->atoms, job->potentials, &cp->dist);
@@ -445,7 +341,7 @@ static int group_state(campaign *cp)
     return err;
 }
 
-static void group_state_free(campaign *cp)
+void stem_campaign_group_state_free(campaign *cp)
 {
     stem_build_ahead_finish(&cp->ahead); /* left early: never free a buffer a helper writes */
     stem_fft_free(cp->spare);
@@ -462,140 +358,11 @@ static void group_state_free(campaign *cp)
     stem_detector_free(&cp->det);
     stem_atoms_free(&cp->tilted);
     cp->tilt = -1;
-    free(cp->payload);
-    cp->payload = NULL;
+    free(cp->smatrix_unit);
+    cp->smatrix_unit = NULL;
 }
 
-/* ------------------------------------------------------------ the memory sink */
-
-/* The group's running sums (agreed: a rank without room must not leave the others waiting in
- * the units), and PRISM's S-matrices stored or read back (smatrix_store.h; agreed). */
-static int memory_open(campaign *cp)
-{
-    const stem_campaign_job *job = cp->job;
-    cp->sum = job->keep ? job->keep : &cp->own_sum;
-    int err = stem_mpi_agree(stem_result_alloc(job->plan, cp->sum), job->m->world);
-    if (!err && !job->keep) err = stem_smatrix_store_open(&cp->store, job->m, job->plan, job->target);
-    if (!err && (cp->store.io.load || cp->store.io.store)) cp->smatrix_io = &cp->store.io;
-    cp->buffers.smatrix_io = cp->smatrix_io;
-    return err;
-}
-
-/* The memory sink's schedule, static: round r gives group g unit r x groups + g (rounds, not
- * units: every group meets every safe point even when the groups do not divide the units
- * evenly; a failure inside a round is agreed at the next). Each configuration's values are
- * added straight into the group's sums, its standard-error state updated around them. */
-static int memory_units(campaign *cp)
-{
-    const stem_mpi *m = cp->job->m;
-    const stem_layout *L = &m->layout;
-    int rounds = (cp->n_units + L->n_groups - 1) / L->n_groups;
-    int err = group_state(cp);
-    cp->n_run = cp->n_units;
-    for (int round = 0; round < rounds; round++) {
-        if ((err = stem_phonon_safe_point(m, err))) break;
-        int u = round * L->n_groups + L->group, next = u + L->n_groups;
-        if (u >= cp->n_units) continue;
-        stem_info("configuration %d of %d (group %d)", u + 1, cp->n_units, L->group);
-        double t = stem_wall_time();
-        stem_result_errors_begin(cp->sum); /* the configuration's own values, for its standard errors */
-        err = compute_unit(cp, u, next < cp->n_units ? next : -1, cp->sum);
-        if (!err) stem_result_errors_add(cp->sum, u % cp->n_configs);
-        cp->busy += stem_wall_time() - t;
-        if (!err) stem_phases_log_config(u, cp->n_units);
-    }
-    group_state_free(cp);
-    return stem_phonon_safe_point(m, err);
-}
-
-/* The groups' sums added up, their standard-error state combined (detector.h: the
- * between-group terms, then a sum), each configuration's scan-summed images on every rank. */
-static int combine_groups(const stem_mpi *m, const stem_plan *plan, stem_result *res)
-{
-    stem_result_errors_merge_begin(res);
-    STEM_TRY(stem_mpi_sum_result(res, m->cross));
-    stem_result_errors_merge_end(res, plan->n_configs);
-    STEM_TRY(stem_mpi_sum_errors(res, m->cross));
-    if (res->config_images && m->layout.world_size > 1)
-        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, res->config_images, plan->n_configs * plan->n_images, MPI_DOUBLE,
-                                    MPI_SUM, m->world));
-    return STEM_OK;
-}
-
-/* The memory sink's finish: the groups combined, the mean, the scan channels (PACBED: every
- * rank's probes of every group's configurations, exactly, the same bits on any rank count),
- * the source-size blur, the scan's standard errors; then the S-matrix temporaries closed and
- * the result checked (what is not a finished simulation is never published: result_check.h). */
-static int memory_finish(campaign *cp)
-{
-    const stem_campaign_job *job = cp->job;
-    const stem_mpi *m = job->m;
-    const stem_plan *plan = job->plan;
-    stem_result *res = cp->sum;
-    double t = stem_wall_time();
-    if (plan->dist) { /* one wave: its rows summed over the groups */
-        stem_dist_fft_report(m, plan);
-        STEM_TRY(stem_mpi_sum_result(res, m->cross));
-        stem_result_finalise(res, plan->n_configs);
-    } else {
-        STEM_TRY(combine_groups(m, plan, res));
-        stem_result_finalise(res, plan->n_configs);
-        STEM_TRY(stem_mpi_sum_scan(res, -1, m->world));
-        stem_result_scan_mean(res, (double)plan->n_configs * plan->n_probes);
-        if (plan->opt.source_size > 0) /* only the first group's results are written */
-            STEM_TRY(stem_mpi_agree(m->layout.group == 0 ? stem_phonon_blur(m, plan, res) : STEM_OK, m->world));
-        STEM_TRY(stem_phonon_scan_errors(m, plan, res));
-        stem_result_log_errors(plan, res, "");
-    }
-    stem_phase_add(STEM_PHASE_REDUCTION, t);
-    if (job->keep) return STEM_OK; /* --convergence: nothing published */
-    if (plan->opt.save_smatrix) STEM_TRY(stem_smatrix_store_finish(&cp->store, m));
-    return stem_mpi_agree(m->layout.group == 0 ? stem_result_check(plan, res, 1, "") : STEM_OK, m->world);
-}
-
-/* ------------------------------------------------------------ the checkpoint sink */
-
-static int counters_create(campaign *cp, MPI_Comm world, int rank)
-{
-    STEM_MPI_CALL(
-        MPI_Win_allocate(rank == 0 ? 2 * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, world, &cp->counter, &cp->win));
-    if (rank == 0) {
-        STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, cp->win));
-        cp->counter[0] = 0;
-        cp->counter[1] = cp->ck.n_done;
-        STEM_MPI_CALL(MPI_Win_unlock(0, cp->win));
-    }
-    STEM_MPI_CALL(MPI_Barrier(world));
-    return STEM_OK;
-}
-
-/* Atomically: counter[which] += 1, returning its old value (a group leader). */
-static int counter_take(campaign *cp, int which, int *old)
-{
-    int one = 1;
-    STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, cp->win));
-    STEM_MPI_CALL(MPI_Fetch_and_op(&one, old, MPI_INT, 0, which, MPI_SUM, cp->win));
-    STEM_MPI_CALL(MPI_Win_unlock(0, cp->win));
-    return STEM_OK;
-}
-
-/* The next unit for this group (k-th of the units still to do; >= n when none). */
-static int next_unit(campaign *cp, int *k)
-{
-    const stem_mpi *m = cp->job->m;
-    int err = m->layout.group_rank == 0 ? counter_take(cp, 0, k) : STEM_OK;
-    STEM_TRY(stem_mpi_agree(err, m->group));
-    STEM_MPI_CALL(MPI_Bcast(k, 1, MPI_INT, 0, m->group));
-    return STEM_OK;
-}
-
-/* Whether any rank of the group was asked to stop. */
-static int group_stopping(const stem_mpi *m)
-{
-    int sig = stem_signal_pending(), any = sig;
-    if (MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->group) != MPI_SUCCESS) return 1;
-    return any;
-}
+/* ------------------------------------------------------------ opening: the sums, the S-matrices, the checkpoint */
 
 /* [simulation] smatrix_file: this rank's beams of the unit's tilt (its plan names it). */
 static int load_smatrix(void *ctx, const stem_plan *plan, int c, int b0, int b1, stem_complex *S)
@@ -604,12 +371,12 @@ static int load_smatrix(void *ctx, const stem_plan *plan, int c, int b0, int b1,
     return stem_smatrix_file_read(plan, c, b0, b1, S);
 }
 
-/* [output] save_smatrix: the group leader's whole S-matrix into the unit's payload. */
+/* [output] save_smatrix: the group leader's whole S-matrix, kept for the unit's file. */
 static int keep_smatrix(void *ctx, const stem_plan *plan, int c, const stem_complex *S)
 {
     campaign *cp = ctx;
     (void)plan, (void)c;
-    memcpy(cp->payload + cp->layout.smatrix_offset, S, cp->layout.smatrix_bytes);
+    if (cp->smatrix_unit) memcpy(cp->smatrix_unit, S, cp->smatrix_bytes);
     return STEM_OK;
 }
 
@@ -620,17 +387,6 @@ static void smatrix_io_setup(campaign *cp)
         (stem_smatrix_io){opt->smatrix_file[0] ? load_smatrix : NULL, opt->save_smatrix ? keep_smatrix : NULL, cp};
     if (cp->kept_io.load || cp->kept_io.store) cp->smatrix_io = &cp->kept_io;
     cp->buffers.smatrix_io = cp->smatrix_io;
-}
-
-/* The units not yet in the checkpoint, in order (tilt-major: a group's next unit
- * usually shares its tilt's model). */
-static int *units_to_do(const campaign *cp, int *n)
-{
-    int *todo = stem_calloc((size_t)cp->n_units + 1, sizeof(int), "unit list");
-    *n = 0;
-    for (int u = 0; todo && u < cp->n_units; u++)
-        if (!cp->ck.done[u]) todo[(*n)++] = u;
-    return todo;
 }
 
 static void announce(const campaign *cp, const char *dir)
@@ -647,9 +403,20 @@ static void announce(const campaign *cp, const char *dir)
     if (cp->ck.n_done) stem_info("resuming: %d of %d units done (found in %s)", cp->ck.n_done, cp->n_units, dir);
 }
 
-/* The checkpoint sink opened: the point plans, the stored inputs checked against them (before
- * the checkpoint: a refused input leaves none), the checkpoint found or made, the counters. */
-static int checkpoint_open(campaign *cp, const char *dir)
+/* A plain run's S-matrices stored or read back beside the output (smatrix_store.h). */
+static int open_smatrix_store(campaign *cp)
+{
+    const stem_campaign_job *job = cp->job;
+    if (job->keep) return STEM_OK;
+    STEM_TRY(stem_smatrix_store_open(&cp->store, job->m, job->plan, job->target));
+    if (cp->store.io.load || cp->store.io.store) cp->smatrix_io = &cp->store.io;
+    cp->buffers.smatrix_io = cp->smatrix_io;
+    return STEM_OK;
+}
+
+/* The checkpoint found or made, its state loaded into the sums (after the point plans and the
+ * stored inputs are checked: a refused input leaves no checkpoint). */
+static int open_checkpoint(campaign *cp, const char *dir)
 {
     const stem_campaign_job *job = cp->job;
     const stem_mpi *m = job->m;
@@ -661,36 +428,31 @@ static int checkpoint_open(campaign *cp, const char *dir)
     if (!err) err = campaign_plans(cp);
     if (!err)
         err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
-                                   cp->layout.unit_bytes, job->restart);
+                                   cp->smatrix_bytes, stem_sums_state_bytes(&cp->acc), job->restart);
     free(identity);
+    if (!err) memcpy(cp->done, cp->ck.done, (size_t)cp->n_units);
+    if (!err) err = stem_sums_load(&cp->acc, m, &cp->ck);
     if (!err) announce(cp, dir);
-    if (!err) err = stem_mpi_agree(counters_create(cp, m->world, m->layout.world_rank), m->world);
     return err;
 }
 
-/* How the units ended, agreed by the whole job (every group has left its loop): a stop keeps
- * the checkpoint (exit STEM_STOPPED_CHECKPOINTED). */
-static int checkpoint_end(campaign *cp, const char *dir, int err)
+/* The sums (agreed: a rank without room must not leave the others waiting in the units), then a
+ * checkpointed run's checkpoint or a plain run's S-matrix store. */
+static int campaign_open(campaign *cp, const char *dir)
 {
-    const stem_mpi *m = cp->job->m;
-    int sig = stem_signal_pending(), stopped = sig;
-    MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
-    err = stem_mpi_agree(err, m->world);
-    if (cp->win != MPI_WIN_NULL) MPI_Win_free(&cp->win);
-    if (stopped) {
-        stem_info("stopped by signal %d: the checkpoint %s keeps every finished unit; run the same command again "
-                  "to continue (exit %d)",
-                  stopped, dir, STEM_STOPPED_CHECKPOINTED);
-        return STEM_STOPPED_CHECKPOINTED;
-    }
-    if (err && cp->ck.done) stem_info("the checkpoint %s keeps every unit finished before the failure", dir);
-    return err;
+    const stem_campaign_job *job = cp->job;
+    int err = stem_acc_alloc(job->plan, cp->n_points, &cp->acc);
+    if (!err && !(cp->done = stem_calloc((size_t)cp->n_units + 1, 1, "the units in the sums"))) err = STEM_ERR_MEMORY;
+    err = stem_mpi_agree(err, job->m->world);
+    if (!err) err = cp->checkpointed ? open_checkpoint(cp, dir) : open_smatrix_store(cp);
+    return stem_mpi_agree(err, job->m->world);
 }
 
 /* After the output: the checkpoint removed once the file is published; a stop while writing
  * (or converting) keeps it, every unit still in it. */
-static int checkpoint_close(campaign *cp, const char *dir, int err)
+static int campaign_close(campaign *cp, const char *dir, int err)
 {
+    if (!cp->checkpointed) return err;
     if (!err && cp->job->m->layout.world_rank == 0) stem_checkpoint_remove(&cp->ck);
     if (err && stem_signal_pending() && err == stem_signal_status(stem_signal_pending())) {
         stem_info("stopped by signal %d while writing the output: the checkpoint %s keeps every unit; run the "
@@ -698,406 +460,6 @@ static int checkpoint_close(campaign *cp, const char *dir, int err)
                   stem_signal_pending(), dir, STEM_STOPPED_CHECKPOINTED);
         err = STEM_STOPPED_CHECKPOINTED;
     }
-    return err;
-}
-
-/* Channel ch of point d: every rank's probes into the leader's payload. */
-static int gather_channel(campaign *cp, int d, int ch)
-{
-    const stem_mpi *m = cp->job->m;
-    const stem_plan *plan = cp->job->plan;
-    int size = m->layout.group_size, err = STEM_OK;
-    MPI_Datatype probe;
-    STEM_MPI_CALL(MPI_Type_contiguous((int)cp->layout.width[ch],
-                                      stem_channel_table[ch].is_float ? MPI_FLOAT : MPI_DOUBLE, &probe));
-    STEM_MPI_CALL(MPI_Type_commit(&probe));
-    int *counts = stem_calloc((size_t)size, sizeof(int), "gather counts");
-    int *displs = stem_calloc((size_t)size, sizeof(int), "gather counts");
-    if (!counts || !displs) err = STEM_ERR_MEMORY;
-    for (int r = 0; r < size && !err; r++) {
-        long b, e;
-        stem_split_range(plan->n_probes, size, r, &b, &e);
-        counts[r] = (int)(e - b);
-        displs[r] = (int)b;
-    }
-    err = stem_mpi_agree(err, m->group);
-    char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
-    if (!err &&
-        MPI_Gatherv(cp->res[d].data[ch], counts ? counts[m->layout.group_rank] : 0, probe, into, counts, displs, probe,
-                    0, m->group) != MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit to its group leader failed");
-    MPI_Type_free(&probe);
-    free(counts);
-    free(displs);
-    return err;
-}
-
-/* A distributed FFT's channel ch of point d: every rank's rows of the image into the
- * leader's payload (the total and the diffraction channels, summed over the group on every
- * rank: the leader's). */
-static int gather_rows(campaign *cp, int d, int ch)
-{
-    const stem_mpi *m = cp->job->m;
-    const stem_plan *plan = cp->job->plan;
-    char *into = cp->payload ? cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.offset[ch] : NULL;
-    if (!stem_channel_image_rows(ch)) {
-        if (into) memcpy(into, cp->res[d].data[ch], (size_t)cp->layout.width[ch] * cp->layout.elt[ch]);
-        return STEM_OK;
-    }
-    int size = m->layout.group_size, err = STEM_OK;
-    MPI_Datatype row; /* one image row: what the slabs are counted in */
-    STEM_MPI_CALL(MPI_Type_contiguous((int)(cp->layout.width[ch] / plan->ny), MPI_FLOAT, &row));
-    STEM_MPI_CALL(MPI_Type_commit(&row));
-    int *counts = stem_calloc((size_t)size, sizeof(int), "gather counts");
-    int *displs = stem_calloc((size_t)size, sizeof(int), "gather counts");
-    if (!counts || !displs) err = STEM_ERR_MEMORY;
-    for (int r = 0; r < size && !err; r++) {
-        long rows, row0, cols, col0;
-        stem_dist_fft_slabs(plan->nx, plan->ny, size, r, &rows, &row0, &cols, &col0); /* as the plan cut them */
-        counts[r] = (int)rows;
-        displs[r] = (int)row0;
-    }
-    err = stem_mpi_agree(err, m->group);
-    if (!err &&
-        MPI_Gatherv(cp->res[d].data[ch], counts[m->layout.group_rank], row, into, counts, displs, row, 0, m->group) !=
-            MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Gatherv of a finished unit's image rows to its group leader failed");
-    MPI_Type_free(&row);
-    free(counts);
-    free(displs);
-    return err;
-}
-
-/* The leader's exact PACBED sum of point d, as doubles, into the unit's payload. */
-static int pacbed_into_payload(campaign *cp, int d)
-{
-    const stem_result *res = &cp->res[d];
-    double *v = stem_alloc(sizeof(double) * (size_t)res->pattern_bins, "PACBED");
-    if (!v) return STEM_ERR_MEMORY;
-    stem_result_scan_values(res, STEM_CH_PACBED, v);
-    memcpy(cp->payload + (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset, v,
-           sizeof(double) * (size_t)res->pattern_bins);
-    free(v);
-    return STEM_OK;
-}
-
-/* The unit's points gathered to the group leader, which stores them; agreed over the group. */
-static int store_unit(campaign *cp, int u)
-{
-    const stem_mpi *m = cp->job->m;
-    const stem_plan *plan = cp->job->plan;
-    int err = STEM_OK, leader = m->layout.group_rank == 0;
-    for (int d = 0; d < cp->per_tilt && !err; d++) {
-        for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
-            if (cp->layout.width[ch]) err = plan->dist ? gather_rows(cp, d, ch) : gather_channel(cp, d, ch);
-        if (!err && plan->opt.save_pacbed) {
-            err = stem_mpi_sum_scan(&cp->res[d], 0, m->group); /* exact: the same bits on any group size */
-            if (!err && leader) err = pacbed_into_payload(cp, d);
-        }
-    }
-    double t = stem_wall_time();
-    if (!err && leader) err = stem_checkpoint_store(&cp->ck, u, cp->payload);
-    stem_phase_add(STEM_PHASE_WRITE, t);
-    return stem_mpi_agree(err, m->group);
-}
-
-/* Rank 0, after each unit its group finished: how far the campaign is. */
-static void report_unit(campaign *cp, int u, double took, int finished)
-{
-    const stem_series *s = cp->job->series;
-    int t = u / cp->n_configs, c = u % cp->n_configs;
-    double tx, ty, now = stem_wall_time();
-    stem_series_tilt_values(s, t, &tx, &ty);
-    int here = finished - cp->finished_at_start;
-    double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
-    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d point%s) in %.2f s; "
-              "campaign ETA %.0f s",
-              finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->per_tilt, cp->per_tilt == 1 ? "" : "s", took,
-              eta);
-}
-
-/* Test hooks (the kill and resume tests): STEMSIM_TEST_KILL_AFTER_UNITS=k kills the job
- * (SIGKILL on a group leader) as a unit is about to be stored while k are already in the
- * checkpoint; STEMSIM_TEST_UNIT_DELAY=s waits s seconds after each unit (time to signal). */
-static int test_kill_before_store(campaign *cp)
-{
-    const char *k = getenv("STEMSIM_TEST_KILL_AFTER_UNITS");
-    if (!k || cp->job->m->layout.group_rank) return STEM_OK;
-    int finished = 0, none = 0;
-    STEM_MPI_CALL(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, cp->win));
-    STEM_MPI_CALL(MPI_Fetch_and_op(&none, &finished, MPI_INT, 0, 1, MPI_NO_OP, cp->win));
-    STEM_MPI_CALL(MPI_Win_unlock(0, cp->win));
-    if (finished >= atoi(k)) raise(SIGKILL);
-    return STEM_OK;
-}
-
-static void test_unit_delay(void)
-{
-    const char *d = getenv("STEMSIM_TEST_UNIT_DELAY");
-    if (d) usleep((useconds_t)(atof(d) * 1e6));
-}
-
-/* The checkpoint sink's schedule, dynamic: the group takes units until none is left, a rank
- * fails, or a signal arrives; each unit computed into zeroed results and stored. */
-static int run_units(campaign *cp, const int *todo, int n_todo)
-{
-    const stem_mpi *m = cp->job->m;
-    int err = STEM_OK;
-    for (;;) {
-        int k = n_todo;
-        if (group_stopping(m)) break;
-        if ((err = next_unit(cp, &k)) || k >= n_todo) break;
-        double t = stem_wall_time();
-        for (int j = 0; j < cp->per_tilt; j++) stem_result_zero(&cp->res[j]);
-        err = compute_unit(cp, todo[k], -1, cp->res);
-        /* a signal may have cut the unit short (workers stop taking work): never stored */
-        if (err || group_stopping(m)) break;
-        if ((err = test_kill_before_store(cp))) break;
-        if ((err = store_unit(cp, todo[k]))) break;
-        int finished = 0;
-        if (m->layout.group_rank == 0 && (err = counter_take(cp, 1, &finished))) break;
-        cp->busy += stem_wall_time() - t;
-        report_unit(cp, todo[k], stem_wall_time() - t, finished + 1);
-        stem_phases_log_config(todo[k], cp->n_units);
-        test_unit_delay();
-    }
-    return err;
-}
-
-/* The units not yet in the checkpoint, run (collective over the world). */
-static int checkpoint_units(campaign *cp)
-{
-    const stem_mpi *m = cp->job->m;
-    int n_todo = 0, *todo = units_to_do(cp, &n_todo);
-    int err = stem_mpi_agree(todo ? STEM_OK : STEM_ERR_MEMORY, m->world);
-    cp->finished_at_start = cp->ck.n_done;
-    cp->n_run = n_todo;
-    if (!err && n_todo) {
-        err = group_state(cp);
-        if (!err) err = run_units(cp, todo, n_todo);
-        group_state_free(cp);
-    }
-    free(todo);
-    return err;
-}
-
-/* Which of a unit's values of channel ch this rank holds (as it writes them): its probes,
- * or a distributed FFT's rows of the image (the total and the diffraction channels: all). */
-static void rank_part(const stem_plan *plan, const unit_layout *L, int ch, size_t *first, size_t *n)
-{
-    if (!plan->dist) {
-        *first = (size_t)plan->probe_begin * L->width[ch];
-        *n = (size_t)(plan->probe_end - plan->probe_begin) * L->width[ch];
-        return;
-    }
-    *n = (size_t)stem_channel_width(plan, ch);
-    *first =
-        !stem_channel_image_rows(ch) || !plan->dist_rows ? 0 : (size_t)plan->dist_row0 * (*n / (size_t)plan->dist_rows);
-}
-
-/* Channel ch of point p, this rank's probes: configuration c's values added to the sums. */
-static int add_channel(campaign *cp, int p, int ch, int c, stem_result *res)
-{
-    const stem_plan *plan = cp->job->plan;
-    const unit_layout *L = &cp->layout;
-    int t = p / cp->per_tilt, d = p % cp->per_tilt;
-    size_t first, n;
-    rank_part(plan, L, ch, &first, &n);
-    size_t at = (size_t)d * L->point_bytes + L->offset[ch] + first * L->elt[ch];
-    STEM_TRY(stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, cp->scratch, n * L->elt[ch]));
-    if (stem_channel_table[ch].is_float) {
-        float *v = res->data[ch];
-        const float *u = cp->scratch;
-        for (size_t i = 0; i < n; i++) v[i] += u[i];
-    } else {
-        double *v = res->data[ch];
-        const double *u = cp->scratch;
-        for (size_t i = 0; i < n; i++) v[i] += u[i];
-    }
-    return STEM_OK;
-}
-
-/* Point p's sums over the configurations in configuration order, each configuration's
- * values entering the standard errors (detector.h) as it is added. */
-static int sum_point(campaign *cp, int p, stem_result *res)
-{
-    int err = STEM_OK;
-    for (int c = 0; c < cp->n_configs && !err; c++) {
-        stem_result_errors_begin(res);
-        for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
-            if (cp->layout.width[ch] && res->n_probes) err = add_channel(cp, p, ch, c, res);
-        if (!err) stem_result_errors_add(res, c);
-    }
-    return err;
-}
-
-/* Every configuration's images summed over the scan, on every rank (those that hold no
- * probes add zeros); rank 0 logs the point's named images with their standard errors. */
-static int point_image_errors(campaign *cp, int p, stem_result *res)
-{
-    const stem_plan *plan = cp->job->plan;
-    size_t n = (size_t)cp->n_configs * plan->n_images;
-    if (!n) return STEM_OK;
-    double *rows = res ? res->config_images : stem_calloc(n, sizeof(double), "images of each configuration");
-    int err = rows ? STEM_OK : STEM_ERR_MEMORY;
-    STEM_TRY(stem_mpi_agree(err, cp->job->m->world));
-    if (MPI_Allreduce(MPI_IN_PLACE, rows, (int)n, MPI_DOUBLE, MPI_SUM, cp->job->m->world) != MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allreduce of the images of each configuration failed");
-    if (!res) free(rows);
-    if (!err) err = stem_phonon_scan_errors(cp->job->m, plan, res);
-    const stem_series *s = cp->job->series;
-    if (!err && res && s->n_points <= 24) { /* a long series: the file holds them all */
-        char where[64];
-        snprintf(where, sizeof where, "point %d of %d: ", p + 1, s->n_points);
-        stem_result_log_errors(plan, res, where);
-    }
-    return err;
-}
-
-static int sum_pacbed(campaign *cp, int p, stem_result *res)
-{
-    const stem_plan *plan = cp->job->plan;
-    int t = p / cp->per_tilt, d = p % cp->per_tilt;
-    size_t at = (size_t)d * cp->layout.point_bytes + cp->layout.pacbed_offset;
-    double *u = cp->scratch;
-    for (int c = 0; c < cp->n_configs; c++) {
-        STEM_TRY(
-            stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, at, u, sizeof(double) * (size_t)res->pattern_bins));
-        for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] += u[i];
-    }
-    for (int i = 0; i < res->pattern_bins; i++) res->pacbed[i] /= (double)cp->n_configs * plan->n_probes;
-    return STEM_OK;
-}
-
-/* The output's loader (stem_output_series): point p's mean over configurations. */
-static int load_point(void *ctx, int p, stem_result *res)
-{
-    campaign *cp = ctx;
-    const stem_mpi *m = cp->job->m;
-    int err = STEM_OK;
-    if (res) {
-        stem_result_zero(res);
-        err = sum_point(cp, p, res);
-        if (!err && res->pacbed && m->layout.world_rank == 0) err = sum_pacbed(cp, p, res);
-        if (!err) stem_result_finalise(res, cp->n_configs);
-    }
-    err = stem_mpi_agree(err, m->world);
-    if (!err && cp->job->plan->opt.source_size > 0) { /* only the first group's ranks write */
-        err = m->layout.group == 0 ? stem_phonon_blur(m, &cp->plans[p / cp->n_planes], res) : STEM_OK;
-        err = stem_mpi_agree(err, m->world);
-    }
-    if (!err) err = stem_mpi_agree(point_image_errors(cp, p, res), m->world);
-    char where[48]; /* what is not a finished simulation is never published (result_check.h) */
-    snprintf(where, sizeof where, " (series point %d)", p);
-    if (!err)
-        err = stem_mpi_agree(res ? stem_result_check(cp->job->plan, res, m->layout.world_rank == 0, where) : STEM_OK,
-                             m->world);
-    return err;
-}
-
-/* ------------------------------------------------------------ the output */
-
-/* [output] save_potential: tilt t's slices of configuration c, built from its model as its
- * units built them (or read back from potential_file), on any rank. */
-static int campaign_potential(void *ctx, int t, int c, int s0, int s1, float *V)
-{
-    campaign *cp = ctx;
-    if (cp->potential_tilt != t) {
-        stem_potential_source_free(&cp->potential);
-        cp->potential_tilt = -1;
-        const stem_atoms *model = NULL;
-        STEM_TRY(unit_model(cp, t, &model));
-        stem_potential_source_init(&cp->potential, tilt_plans(cp, t), model, cp->job->potentials);
-        cp->potential_tilt = t;
-    }
-    return stem_potential_source_slices(&cp->potential, 0, c, s0, s1, V);
-}
-
-/* [output] save_smatrix: beam b of unit (t, c)'s S-matrix, from the checkpoint. */
-static int campaign_smatrix_beam(void *ctx, int t, int c, int b, float *S)
-{
-    campaign *cp = ctx;
-    size_t beam = cp->layout.smatrix_bytes / (size_t)cp->job->plan->n_beams;
-    return stem_checkpoint_load(&cp->ck, t * cp->n_configs + c, cp->layout.smatrix_offset + (size_t)b * beam, S, beam);
-}
-
-/* What the output stores for later runs (stem_output_stored): a series' one dataset per tilt
- * (plans and tilt_deg malloc'd here, the caller frees them); a plain run's one. */
-static int stored_outputs(campaign *cp, stem_output_stored *stored, const stem_plan ***plans, double **tilt_deg)
-{
-    const stem_series *s = cp->job->series;
-    if (!cp->checkpointed || !(stored->potential || stored->smatrix)) return STEM_OK;
-    *plans = stem_calloc((size_t)s->n_tilts, sizeof **plans, "each tilt's plan");
-    *tilt_deg = stem_calloc((size_t)s->n_tilts * 2, sizeof **tilt_deg, "each tilt's angles");
-    if (!*plans || !*tilt_deg) return STEM_ERR_MEMORY;
-    for (int t = 0; t < s->n_tilts; t++) {
-        (*plans)[t] = tilt_plans(cp, t);
-        stem_series_tilt_values(s, t, &(*tilt_deg)[2 * t], &(*tilt_deg)[2 * t + 1]);
-    }
-    stored->n_tilts = s->n_tilts;
-    stored->tilt_plans = *plans;
-    stored->tilt_deg = *tilt_deg;
-    return STEM_OK;
-}
-
-/* The checkpoint sink's read-back: the point buffer (the first group's ranks write) and the
- * scratch one unit's channel is read into; desc names the series' axes and the loader. */
-static int read_back_state(campaign *cp, stem_output_series *desc)
-{
-    const stem_plan *plan = cp->job->plan;
-    const stem_series *s = cp->job->series;
-    int writes = cp->job->m->layout.group == 0, err = STEM_OK;
-    size_t scratch = sizeof(double) * (size_t)(plan->opt.save_pacbed ? plan->cbed_nx * plan->cbed_ny : 1);
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        size_t first, n;
-        rank_part(plan, &cp->layout, ch, &first, &n);
-        if (n * cp->layout.elt[ch] > scratch) scratch = n * cp->layout.elt[ch];
-    }
-    if (writes) err = stem_result_alloc(plan, &cp->out);
-    if (writes && !err) err = stem_result_alloc_errors(plan, &cp->out);
-    if (!err && !(cp->scratch = stem_alloc(scratch, "checkpoint read buffer"))) err = STEM_ERR_MEMORY;
-    *desc = (stem_output_series){.n_points = s->n_points, .load = load_point, .ctx = cp};
-    for (int a = 0; a < STEM_SERIES_N_AXES; a++) {
-        if (!s->given[a]) continue;
-        desc->lead_name[a] = stem_series_axis_name[a];
-        desc->lead_units[a] = stem_series_axis_units[a];
-        desc->lead_n[a] = s->n[a];
-        desc->lead_values[a] = s->v[a];
-    }
-    return err;
-}
-
-/* The one output call: the memory sink's finished result, or the checkpoint's points read back
- * one by one as the writer asks (load_point); with the stored potential and S-matrix. */
-static int write_output(campaign *cp)
-{
-    const stem_campaign_job *job = cp->job;
-    const stem_mpi *m = job->m;
-    const stem_plan *plan = job->plan;
-    int writes = m->layout.group == 0, err = STEM_OK;
-    const stem_plan **stored_plans = NULL;
-    double *tilt_deg = NULL;
-    stem_output_potential potential = {campaign_potential, cp,
-                                       plan->opt.parametrisation == STEM_PARAM_LOBATO ? "lobato" : "kirkland",
-                                       plan->opt.finite_projection ? "finite" : "infinite"};
-    stem_output_smatrix smatrix = {cp->checkpointed ? campaign_smatrix_beam : stem_smatrix_store_beam,
-                                   cp->checkpointed ? (void *)cp : (void *)&cp->store};
-    stem_output_stored stored = {plan->opt.save_potential ? &potential : NULL, plan->opt.save_smatrix ? &smatrix : NULL,
-                                 0, NULL, NULL};
-    stem_output_series desc = {0};
-    err = stored_outputs(cp, &stored, &stored_plans, &tilt_deg);
-    if (!err && cp->checkpointed) err = read_back_state(cp, &desc);
-    err = stem_mpi_agree(err, m->world);
-    stem_result *res = cp->checkpointed ? (writes ? &cp->out : NULL) : cp->sum;
-    double t = stem_wall_time();
-    if (!err)
-        err = stem_output_write(m->world, job->target, plan, res, writes, job->texts, cp->checkpointed ? &desc : NULL,
-                                &stored);
-    stem_phase_add(STEM_PHASE_WRITE, t);
-    stem_potential_source_free(&cp->potential);
-    stem_atoms_free(&cp->tilted);
-    free(stored_plans);
-    free(tilt_deg);
     return err;
 }
 
@@ -1134,8 +496,15 @@ int stem_campaign_survey(const stem_campaign_job *job)
                              job->m->world);
     const stem_options *opt = &job->plan->opt;
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
+    double state = stem_acc_global_bytes(job->plan, cp.n_points);
     if (!err)
-        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.layout.unit_bytes, job->restart);
+        err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.smatrix_bytes, (size_t)state,
+                                     job->restart);
+    if (!err && job->m->layout.world_rank == 0)
+        printf("checkpoint: its state (every point's exact sums) is %.1f MiB, at most %.1f MiB on disk while a store "
+               "replaces it%s\n",
+               state / 1048576.0, 2 * state / 1048576.0 + (double)cp.smatrix_bytes * cp.n_units / 1048576.0,
+               cp.smatrix_bytes ? " (with every unit's S-matrix)" : "");
     free(identity);
     free(cp.plans);
     return err;

@@ -18,7 +18,10 @@
 #include "comm.h"
 #include "consistency.h"
 
-#define MANIFEST_HEAD "stemsim checkpoint 1\n"
+#define MANIFEST_HEAD "stemsim checkpoint 2\n"
+#define MANIFEST_HEAD_V1 "stemsim checkpoint 1\n"
+#define STATE_NAME "state"
+#define STATE_FORMAT 2u
 #define UNIT_FORMAT 1u
 #define LOCK_NAME "stemsim.lock"
 #define PLANS_NAME "fft_plans" /* the FFT plans the units were computed with (note_plans) */
@@ -30,6 +33,16 @@ typedef struct {
     uint64_t reserved;
 } unit_header;
 _Static_assert(sizeof(unit_header) == 48, "unit header layout");
+
+/* The state file's header; the done map (n_units bytes) and the payload follow. */
+typedef struct {
+    char magic[8];
+    uint32_t format, n_units;
+    uint64_t identity, bytes, checksum;
+    uint32_t n_done, reserved;
+    uint64_t spare[2];
+} state_header;
+_Static_assert(sizeof(state_header) == 64, "state header layout");
 
 static void unit_path(const stem_checkpoint *ck, int unit, const char *suffix, char *out, size_t n)
 {
@@ -150,7 +163,8 @@ static int manifest_text(const stem_checkpoint *ck, const char *identity, char *
 {
     size_t n = strlen(identity) + 128;
     if (!(*out = stem_alloc(n, "checkpoint manifest"))) return STEM_ERR_MEMORY;
-    snprintf(*out, n, MANIFEST_HEAD "units = %d\nunit_bytes = %zu\n%s", ck->n_units, ck->unit_bytes, identity);
+    snprintf(*out, n, MANIFEST_HEAD "units = %d\nunit_bytes = %zu\nstate_bytes = %zu\n%s", ck->n_units, ck->unit_bytes,
+             ck->state_bytes, identity);
     return STEM_OK;
 }
 
@@ -160,7 +174,13 @@ static int compare_manifest(const stem_checkpoint *ck, const char *path, const c
     char *theirs = NULL;
     size_t len;
     int err = stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &theirs, &len);
-    if (!err && strcmp(theirs, mine)) {
+    if (!err && !strncmp(theirs, MANIFEST_HEAD_V1, strlen(MANIFEST_HEAD_V1)))
+        err = STEM_FAIL(STEM_ERR_CONFIG,
+                        "checkpoint %s is checkpoint version 1 (one file per unit, stemsim before the exact running "
+                        "sums), which this stemsim (checkpoint version 2) cannot resume: finish it with the stemsim "
+                        "that made it, or run with --restart to discard it (docs/campaigns.md)",
+                        ck->dir);
+    else if (!err && strcmp(theirs, mine)) {
         char diff[512];
         first_difference(theirs, mine, diff, sizeof diff);
         err = STEM_FAIL(STEM_ERR_CONFIG,
@@ -225,6 +245,7 @@ static int checkpoint_name(const char *name)
 {
     if (!strcmp(name, "manifest") || !strcmp(name, "manifest.tmp")) return 1;
     if (!strcmp(name, PLANS_NAME) || !strcmp(name, PLANS_NAME ".tmp")) return 1;
+    if (!strcmp(name, STATE_NAME) || !strcmp(name, STATE_NAME ".tmp")) return 1;
     if (strncmp(name, "unit_", 5)) return 0;
     for (int i = 5; i < 12; i++)
         if (name[i] < '0' || name[i] > '9') return 0;
@@ -244,7 +265,8 @@ static int restart_empty(const stem_checkpoint *ck, int remove, int *count)
     *count = 0;
     if (lstat(path, &st)) return STEM_OK; /* no checkpoint yet: nothing to empty */
     if (!S_ISREG(st.st_mode) || stem_input_read_all(path, "checkpoint manifest", STEM_ERR_IO, &text, &len) ||
-        strncmp(text, MANIFEST_HEAD, strlen(MANIFEST_HEAD))) {
+        (strncmp(text, MANIFEST_HEAD, strlen(MANIFEST_HEAD)) &&
+         strncmp(text, MANIFEST_HEAD_V1, strlen(MANIFEST_HEAD_V1)))) {
         free(text);
         return STEM_FAIL(STEM_ERR_IO, "--restart: %s is not a stemsim checkpoint manifest: nothing in %s is removed",
                          path, ck->dir);
@@ -317,7 +339,153 @@ static int note_plans(const stem_checkpoint *ck, const char *plans)
     return STEM_OK;
 }
 
-/* Rank 0: the directory ready and locked, its manifest checked, its finished units listed. */
+
+static void state_path(const stem_checkpoint *ck, const char *suffix, char *out, size_t n)
+{
+    snprintf(out, n, "%s/" STATE_NAME "%s", ck->dir, suffix);
+}
+
+static int state_damaged(const char *path, const char *why)
+{
+    return STEM_FAIL(STEM_ERR_IO,
+                     "checkpoint: %s is damaged or not this campaign's (%s): nothing is deleted; run with --restart "
+                     "to start the campaign over",
+                     path, why);
+}
+
+/* The state file: whole, this campaign's, its payload what its checksum says; the done map
+ * into ck->done. A missing state is an empty one (no store yet). */
+static int read_state(stem_checkpoint *ck)
+{
+    char path[STEM_PATH_MAX + 32];
+    state_path(ck, "", path, sizeof path);
+    struct stat st;
+    if (lstat(path, &st)) return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
+    FILE *f;
+    STEM_TRY(stem_input_open(path, "checkpoint state", STEM_ERR_IO, &f));
+    int fd = fileno(f);
+    state_header h;
+    const char *why = NULL;
+    if (fstat(fd, &st) || read_at(fd, &h, sizeof h, 0) || memcmp(h.magic, "STEMSTAT", 8) || h.format != STATE_FORMAT)
+        why = "header";
+    else if (h.identity != ck->identity || h.n_units != (uint32_t)ck->n_units || h.bytes != ck->state_bytes)
+        why = "another campaign's identity or size";
+    else if ((uint64_t)st.st_size != sizeof h + h.n_units + h.bytes)
+        why = "size";
+    unsigned long long sum = STEM_HASH_SEED;
+    size_t total = (size_t)ck->n_units + ck->state_bytes;
+    char *buf = why ? NULL : stem_alloc(1 << 22, "checkpoint check buffer");
+    int err = !why && !buf ? STEM_ERR_MEMORY : STEM_OK;
+    for (size_t at = 0; !why && buf && at < total; at += 1 << 22) {
+        size_t n = total - at < (1 << 22) ? total - at : (1 << 22);
+        if (read_at(fd, buf, n, (off_t)(sizeof h + at)))
+            why = "short read";
+        else
+            sum = stem_hash_bytes(sum, buf, n);
+    }
+    if (!why && !err && sum != h.checksum) why = "checksum";
+    if (!why && !err && read_at(fd, ck->done, (size_t)ck->n_units, sizeof h)) why = "done map";
+    free(buf);
+    fclose(f);
+    if (why) return state_damaged(path, why);
+    if (err) return err;
+    ck->n_done = 0;
+    for (int u = 0; u < ck->n_units; u++) ck->n_done += ck->done[u] != 0;
+    if (ck->n_done != (int)h.n_done) return state_damaged(path, "done count");
+    ck->has_state = 1;
+    return STEM_OK;
+}
+
+int stem_checkpoint_state_read(const stem_checkpoint *ck, size_t offset, void *buf, size_t bytes)
+{
+    char path[STEM_PATH_MAX + 32];
+    state_path(ck, "", path, sizeof path);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC); /* verified a regular file when opened */
+    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
+    int bad = read_at(fd, buf, bytes, (off_t)(sizeof(state_header) + (size_t)ck->n_units + offset));
+    close(fd);
+    return bad ? STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %zu bytes of %s", bytes, path) : STEM_OK;
+}
+
+int stem_checkpoint_state_begin(stem_checkpoint *ck, const unsigned char *done)
+{
+    char path[STEM_PATH_MAX + 32];
+    state_path(ck, ".tmp", path, sizeof path);
+    ck->n_store = 0;
+    for (int u = 0; u < ck->n_units; u++) ck->n_store += done[u] != 0;
+    const char *hook = getenv("STEMSIM_TEST_KILL_AFTER_UNITS"); /* test hook: killed as a store begins */
+    if (hook && ck->n_done >= atoi(hook)) raise(SIGKILL);
+    hook = getenv("STEMSIM_TEST_KILL_IN_CHECKPOINT"); /* test hook: killed halfway through this store */
+    ck->kill_in_store = hook && ck->n_store >= atoi(hook);
+    ck->store_fd = create_exclusive(path);
+    if (ck->store_fd < 0) return STEM_ERR_IO;
+    ck->store_sum = stem_hash_bytes(STEM_HASH_SEED, done, (size_t)ck->n_units);
+    ck->store_at = 0;
+    state_header h = {0};
+    if (write_all(ck->store_fd, &h, sizeof h) || write_all(ck->store_fd, done, (size_t)ck->n_units))
+        return stem_checkpoint_state_abort(ck), STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", path, strerror(errno));
+    return STEM_OK;
+}
+
+int stem_checkpoint_state_append(stem_checkpoint *ck, const void *buf, size_t bytes)
+{
+    char path[STEM_PATH_MAX + 32];
+    state_path(ck, ".tmp", path, sizeof path);
+    if (ck->kill_in_store && ck->store_at + bytes >= ck->state_bytes / 2) { /* test hook */
+        write_all(ck->store_fd, buf, bytes / 2);
+        fsync(ck->store_fd);
+        raise(SIGKILL);
+    }
+    if (write_all(ck->store_fd, buf, bytes)) {
+        int e = errno;
+        stem_checkpoint_state_abort(ck);
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", path, strerror(e));
+    }
+    ck->store_sum = stem_hash_bytes(ck->store_sum, buf, bytes);
+    ck->store_at += bytes;
+    return STEM_OK;
+}
+
+void stem_checkpoint_state_abort(stem_checkpoint *ck)
+{
+    char path[STEM_PATH_MAX + 32];
+    if (ck->store_fd <= 0 || !ck->dir[0]) return;
+    close(ck->store_fd);
+    ck->store_fd = -1;
+    state_path(ck, ".tmp", path, sizeof path);
+    unlink(path); /* this job's own temporary */
+}
+
+int stem_checkpoint_state_commit(stem_checkpoint *ck)
+{
+    char tmp[STEM_PATH_MAX + 32], path[STEM_PATH_MAX + 32];
+    state_path(ck, ".tmp", tmp, sizeof tmp);
+    state_path(ck, "", path, sizeof path);
+    STEM_ASSERT(ck->store_at == ck->state_bytes, "the stored sums have the planned size");
+    state_header h = {.format = STATE_FORMAT, .n_units = (uint32_t)ck->n_units, .identity = ck->identity,
+                      .bytes = ck->state_bytes, .checksum = ck->store_sum, .n_done = (uint32_t)ck->n_store};
+    memcpy(h.magic, "STEMSTAT", 8);
+    int ok = pwrite(ck->store_fd, &h, sizeof h, 0) == (ssize_t)sizeof h && fsync(ck->store_fd) == 0;
+    int e = errno;
+    if (close(ck->store_fd) != 0 && ok) ok = 0, e = errno;
+    ck->store_fd = -1;
+    if (!ok) {
+        unlink(tmp);
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    if (sync_dir(ck->dir) != 0)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot fsync directory %s: %s", ck->dir, strerror(errno));
+    ck->n_done = ck->n_store;
+    ck->has_state = 1;
+    return STEM_OK;
+}
+
+/* Rank 0: the directory ready and locked, its manifest checked, its state read (the units its sums hold). */
 static int open_on_root(stem_checkpoint *ck, const char *identity, const char *plans, int restart)
 {
     if (mkdir(ck->dir, 0755) && errno != EEXIST)
@@ -331,20 +499,16 @@ static int open_on_root(stem_checkpoint *ck, const char *identity, const char *p
     int resumed;
     STEM_TRY(check_manifest(ck, identity, &resumed));
     STEM_TRY(note_plans(ck, plans));
-    stem_progress progress;
-    stem_progress_begin_quiet(&progress, "checking the checkpoint's units", ck->n_units);
-    for (int u = 0; u < ck->n_units; u++) {
-        char path[STEM_PATH_MAX + 32];
+    char path[STEM_PATH_MAX + 32];
+    state_path(ck, ".tmp", path, sizeof path);
+    STEM_TRY(remove_stale(path)); /* a store a killed job left half done */
+    STEM_TRY(read_state(ck));
+    for (int u = 0; u < ck->n_units && ck->unit_bytes; u++) { /* the S-matrices kept of the units the sums hold */
         unit_path(ck, u, ".tmp", path, sizeof path);
-        STEM_TRY(remove_stale(path)); /* a write a killed job left half done */
+        STEM_TRY(remove_stale(path));
         unit_path(ck, u, "", path, sizeof path);
-        stem_progress_update(&progress, u);
-        if (access(path, F_OK)) continue;
-        STEM_TRY(check_unit(ck, u, path));
-        ck->done[u] = 1;
-        ck->n_done++;
+        if (ck->done[u]) STEM_TRY(check_unit(ck, u, path));
     }
-    stem_progress_end(&progress);
     return STEM_OK;
 }
 
@@ -374,7 +538,7 @@ static int lock_held_elsewhere(const char *path)
 }
 
 /* The units a real run would find (none when the manifest is absent); refuses as it would. */
-static int survey_units(const stem_checkpoint *ck, const char *identity, int *found)
+static int survey_units(stem_checkpoint *ck, const char *identity, int *found)
 {
     char path[STEM_PATH_MAX + 32], *mine;
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
@@ -384,12 +548,8 @@ static int survey_units(const stem_checkpoint *ck, const char *identity, int *fo
     STEM_TRY(manifest_text(ck, identity, &mine));
     int err = compare_manifest(ck, path, mine);
     free(mine);
-    for (int u = 0; !err && u < ck->n_units; u++) {
-        unit_path(ck, u, "", path, sizeof path);
-        if (access(path, F_OK)) continue;
-        err = check_unit(ck, u, path);
-        *found += !err;
-    }
+    if (!err) err = read_state(ck);
+    *found = ck->n_done;
     return err;
 }
 
@@ -397,6 +557,7 @@ static int survey_units(const stem_checkpoint *ck, const char *identity, int *fo
  * returned. Nothing is created, locked, removed or written. */
 static int survey_on_root(stem_checkpoint *ck, const char *identity, int restart)
 {
+    if (!(ck->done = stem_calloc((size_t)ck->n_units + 1, 1, "checkpoint map"))) return STEM_ERR_MEMORY;
     struct stat st;
     char lock[STEM_PATH_MAX + 16];
     if (stat(ck->dir, &st)) {
@@ -419,16 +580,18 @@ static int survey_on_root(stem_checkpoint *ck, const char *identity, int restart
         return STEM_OK;
     }
     STEM_TRY(survey_units(ck, identity, &found));
-    printf("checkpoint: %s holds %d of %d units of this campaign (each verified): a real run %s %d\n", ck->dir, found,
+    printf("checkpoint: %s holds %d of %d units of this campaign (verified): a real run %s %d\n", ck->dir, found,
            ck->n_units, found ? "resumes and computes the other" : "computes all", ck->n_units - found);
     return STEM_OK;
 }
 
 int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, const char *identity,
-                         const char *fft_plans, int n_units, size_t unit_bytes, int restart)
+                         const char *fft_plans, int n_units, size_t unit_bytes, size_t state_bytes, int restart)
 {
     int rank;
     memset(ck, 0, sizeof *ck);
+    ck->state_bytes = state_bytes;
+    ck->store_fd = -1;
     STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
     snprintf(ck->dir, sizeof ck->dir, "%s", dir);
     ck->identity = stem_hash_bytes(STEM_HASH_SEED, identity, strlen(identity));
@@ -443,18 +606,21 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
     err = stem_mpi_agree(err, comm);
     if (!err) err = stem_mpi_bcast(ck->done, (size_t)n_units, 0, comm);
     if (!err) STEM_MPI_CALL(MPI_Bcast(&ck->n_done, 1, MPI_INT, 0, comm));
+    if (!err) STEM_MPI_CALL(MPI_Bcast(&ck->has_state, 1, MPI_INT, 0, comm));
     return err;
 }
 
 int stem_checkpoint_survey(MPI_Comm comm, const char *dir, const char *identity, int n_units, size_t unit_bytes,
-                           int restart)
+                           size_t state_bytes, int restart)
 {
     int rank;
-    stem_checkpoint ck = {.n_units = n_units, .unit_bytes = unit_bytes, .lock_fd = -1};
+    stem_checkpoint ck = {
+        .n_units = n_units, .unit_bytes = unit_bytes, .state_bytes = state_bytes, .lock_fd = -1, .store_fd = -1};
     STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
     snprintf(ck.dir, sizeof ck.dir, "%s", dir);
     ck.identity = stem_hash_bytes(STEM_HASH_SEED, identity, strlen(identity));
     int err = rank == 0 ? survey_on_root(&ck, identity, restart) : STEM_OK;
+    free(ck.done);
     fflush(stdout);
     return stem_mpi_agree(err, comm);
 }
@@ -466,8 +632,7 @@ int stem_checkpoint_store(const stem_checkpoint *ck, int unit, const void *paylo
     h.checksum = stem_hash_bytes(STEM_HASH_SEED, payload, ck->unit_bytes);
     char path[STEM_PATH_MAX + 32];
     unit_path(ck, unit, "", path, sizeof path);
-    const char *hook = getenv("STEMSIM_TEST_KILL_IN_CHECKPOINT"); /* test hook: the unit whose write is killed */
-    return write_atomic(ck->dir, path, &h, sizeof h, payload, ck->unit_bytes, hook && atoi(hook) == unit);
+    return write_atomic(ck->dir, path, &h, sizeof h, payload, ck->unit_bytes, 0);
 }
 
 int stem_checkpoint_load(stem_checkpoint *ck, int unit, size_t offset, void *buf, size_t bytes)
@@ -493,6 +658,9 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
         if (unlink(path) && errno != ENOENT)
             return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     }
+    state_path(ck, "", path, sizeof path);
+    if (unlink(path) && errno != ENOENT)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/manifest", ck->dir);
     if (unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
@@ -512,6 +680,7 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
 
 void stem_checkpoint_free(stem_checkpoint *ck)
 {
+    stem_checkpoint_state_abort(ck);
     free(ck->done);
     free(ck->verified);
     ck->done = ck->verified = NULL;

@@ -211,3 +211,31 @@ int stem_mpi_gather_smatrix(const stem_plan *plan, const stem_complex *local, st
            sizeof(stem_complex) * stride * (plan->beam_end - plan->beam_begin));
     return stem_mpi_allgather_blocks(all, sizeof(stem_complex) * stride, plan->n_beams, comm);
 }
+
+int stem_mpi_reduce_fixed(void *buf, long count, size_t elt, int root, MPI_Comm comm)
+{
+    int size, rank, err = STEM_OK;
+    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    if (size == 1 || count == 0) return STEM_OK;
+    MPI_Datatype t = MPI_INT64_T;
+    MPI_Op op = MPI_SUM;
+    if (elt == 16) {
+        STEM_MPI_CALL(MPI_Type_contiguous(16, MPI_BYTE, &t));
+        STEM_MPI_CALL(MPI_Type_commit(&t));
+        STEM_MPI_CALL(MPI_Op_create(fixed128_sum, 1, &op));
+    }
+    const long chunk = 1L << 26;
+    for (long off = 0; off < count && !err; off += chunk) {
+        int n = (int)(count - off < chunk ? count - off : chunk);
+        char *at = (char *)buf + (size_t)off * elt;
+        int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, at, n, t, op, comm)
+                          : MPI_Reduce(rank == root ? MPI_IN_PLACE : at, rank == root ? at : NULL, n, t, op, root, comm);
+        if (rc != MPI_SUCCESS) err = STEM_FAIL(STEM_ERR_MPI, "the exact sum of the campaign's sums over the ranks failed");
+    }
+    if (elt == 16) {
+        MPI_Op_free(&op);
+        MPI_Type_free(&t);
+    }
+    return err;
+}

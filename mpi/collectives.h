@@ -24,6 +24,9 @@ int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm);
 /* The scan channels' exact sums (res->scan_sum, 128-bit integers) added over comm, to root or
  * (root < 0) to every rank: the same bits on any rank count; the flag of a bad value too. */
 int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm);
+/* Exact integer sums (elt 8: int64; 16: stem_fixed128) over comm, in place, to root or
+ * (root < 0) to every rank; in pieces below INT_MAX. */
+int stem_mpi_reduce_fixed(void *buf, long count, size_t elt, int root, MPI_Comm comm);
 /* In place: rank r of comm holds blocks [b, e) of stem_split_range(n_blocks, size, r) at
  * their places in buf; afterwards every rank holds all of them. */
 int stem_mpi_allgather_blocks(void *buf, size_t block_bytes, long n_blocks, MPI_Comm comm);

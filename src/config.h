@@ -75,6 +75,7 @@ typedef struct {
     int overwrite;
     int checkpoint;                     /* stem_checkpoint_mode */
     char checkpoint_dir[STEM_PATH_MAX]; /* "": <output_file>.checkpoint */
+    double checkpoint_interval;         /* seconds between stores of the running sums (0: after every round) */
     char depths[STEM_PATH_MAX];         /* detection planes, Angstrom, as given ("": the exit surface only; series.h) */
     int depth_every;                    /* detection planes every this many slices (0: off) */
     /* [series]: value lists as given ("": not a series over that axis; series.h parses them) */

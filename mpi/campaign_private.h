@@ -1,0 +1,71 @@
+/* The campaign's state, shared by its files (campaign.h): campaign.c the flow, the shape and
+ * the units; campaign_rounds.c the schedule and the checkpoint; campaign_output.c the
+ * finished points and the output. Private to mpi/campaign*.c. */
+#ifndef STEM_CAMPAIGN_PRIVATE_H
+#define STEM_CAMPAIGN_PRIVATE_H
+
+#include "../io/potential_file.h"
+#include "../src/accumulator.h"
+#include "algorithm.h"
+#include "campaign.h"
+#include "checkpoint.h"
+#include "dist_hrtem.h"
+#include "phonon_loop.h"
+#include "smatrix_store.h"
+
+typedef struct {
+    const stem_campaign_job *job;
+    /* checkpointed (stem_campaign_checkpointed): each tilt's point plans and rotated model, the
+     * checkpoint's state stored as the units go, each unit's S-matrix in a unit file */
+    int checkpointed;
+    int n_tilts, n_configs, n_optics, n_units; /* n_optics: beam tilts x defoci, the plans of one sample tilt */
+    int n_planes, per_tilt, n_points; /* detection planes (depths, at least 1); points per unit; in all */
+    stem_plan *plans; /* checkpointed: [n_tilts x n_optics] (stable pointers); else NULL, the run's plan */
+    /* the group's working state, for any unit */
+    stem_detector det;
+    stem_potential_table table;
+    stem_complex *trans;
+    stem_shared_buffer trans_node;
+    stem_algorithm_buffers buffers;
+    const stem_smatrix_io *smatrix_io; /* PRISM's S-matrix read back or kept (NULL: neither) */
+    int tilt;                          /* the tilt whose rotated model `tilted` is (-1: none) */
+    stem_atoms tilted;
+    stem_dist_unit *dist;     /* a distributed FFT's state (plan->dist) */
+    stem_complex *spare;      /* the next configuration's transmission functions, built ahead */
+    stem_build_ahead ahead;
+    int ready;                /* the configuration whose functions trans holds (-1: none) */
+    double start, busy;       /* units' start; this rank's time in its units */
+    int n_run;                /* units this run computes (the same on every rank) */
+    /* the sums */
+    stem_accumulator acc;
+    stem_result *res;     /* [per_tilt]: one unit's points */
+    unsigned char *done;  /* [n_units]: in the sums (this group's since the last collect, and the stored) */
+    int n_added;          /* units added since the last store, by this rank's group */
+    double last_store;    /* when the state was last stored (or the units began) */
+    /* the S-matrices: a plain run's temporaries (store), a checkpointed run's unit files */
+    stem_smatrix_store store;
+    stem_smatrix_io kept_io;
+    char *smatrix_unit; /* group leader: one unit's S-matrix, stored as its unit file */
+    size_t smatrix_bytes;
+    stem_checkpoint ck;
+    stem_result out; /* a finished point, rebuilt from the sums */
+    stem_potential_source potential; /* save_potential: the slices of tilt potential_tilt (-1: none) */
+    int potential_tilt;
+} campaign;
+
+/* campaign.c */
+const stem_plan *stem_campaign_tilt_plans(const campaign *cp, int t);
+int stem_campaign_unit_model(campaign *cp, int t, const stem_atoms **model);
+int stem_campaign_group_state(campaign *cp);
+void stem_campaign_group_state_free(campaign *cp);
+int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res);
+/* campaign_rounds.c: the units not in the sums, in static rounds, each added to the sums; the
+ * state stored every checkpoint_interval, at a signal (STEM_STOPPED_CHECKPOINTED) and at the end. */
+int stem_campaign_rounds(campaign *cp, const char *dir);
+/* campaign_output.c */
+int stem_campaign_write_output(campaign *cp);
+/* Point p finished from the sums into res (the first group's ranks; NULL elsewhere): the mean,
+ * the standard errors, PACBED, the source-size blur, the checks; collective over the world. */
+int stem_campaign_finish_point(campaign *cp, int p, stem_result *res);
+
+#endif

@@ -1,0 +1,178 @@
+/* The campaign's schedule (campaign_private.h): the units not yet in the sums, in static
+ * rounds (round r gives group g the (r x groups + g)-th of them), each unit computed into
+ * zeroed results and added to the group's exact sums. Between rounds every rank meets at a
+ * safe point (errors and signals agreed); there a checkpointed run collects the sums into
+ * their owners and stores them, once checkpoint_interval has passed since the last store, at
+ * a signal (then exit STEM_STOPPED_CHECKPOINTED) and after the last round. Integer sums make
+ * the result independent of the rounds, the groups and the stops. */
+#include "campaign_private.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/signals.h"
+#include "campaign_sums.h"
+#include "../src/phases.h"
+#include "phonon_steps.h"
+
+/* The units not in the sums, in order (tilt-major: a group's next unit usually shares its
+ * tilt's model). */
+static int *units_to_do(const campaign *cp, int *n)
+{
+    int *todo = stem_calloc((size_t)cp->n_units + 1, sizeof(int), "unit list");
+    *n = 0;
+    for (int u = 0; todo && u < cp->n_units; u++)
+        if (!cp->done[u]) todo[(*n)++] = u;
+    return todo;
+}
+
+/* Whether any rank of the group was asked to stop (a unit a signal cut short is never added). */
+static int group_stopping(const stem_mpi *m)
+{
+    int sig = stem_signal_pending(), any = sig;
+    if (MPI_Allreduce(&sig, &any, 1, MPI_INT, MPI_MAX, m->group) != MPI_SUCCESS) return 1;
+    return any;
+}
+
+/* Every rank's sums into their owners and, on a checkpointed run with new units, the state
+ * stored with the units it holds (collective over the world). */
+static int collect_and_store(campaign *cp, const char *why)
+{
+    const stem_mpi *m = cp->job->m;
+    double t = stem_wall_time();
+    int added = cp->n_added;
+    STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &added, 1, MPI_INT, MPI_SUM, m->world));
+    STEM_TRY(stem_sums_collect(&cp->acc, m));
+    stem_phase_add(STEM_PHASE_REDUCTION, t);
+    cp->n_added = 0;
+    if (!cp->checkpointed || (!added && cp->ck.has_state)) return STEM_OK;
+    t = stem_wall_time();
+    if (m->layout.world_size > 1)
+        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, cp->done, cp->n_units, MPI_UNSIGNED_CHAR, MPI_MAX, m->world));
+    STEM_TRY(stem_sums_store(&cp->acc, m, &cp->ck, cp->done));
+    cp->last_store = stem_wall_time();
+    stem_phase_add(STEM_PHASE_WRITE, t);
+    stem_info("checkpoint: stored the sums of %d of %d units (%.1f MiB, %s) in %.2f s", cp->ck.n_done, cp->n_units,
+              (double)cp->ck.state_bytes / 1048576.0, why, cp->last_store - t);
+    return STEM_OK;
+}
+
+/* Rank 0 decides (its clock): a store is due once checkpoint_interval has passed. */
+static int store_due(const campaign *cp)
+{
+    int due = cp->checkpointed && stem_wall_time() - cp->last_store >= cp->job->cfg->checkpoint_interval;
+    MPI_Bcast(&due, 1, MPI_INT, 0, cp->job->m->world);
+    return due;
+}
+
+/* Rank 0, after each unit its group finished: how far the campaign is. */
+static void report_unit(const campaign *cp, int u, double took, int finished)
+{
+    const stem_series *s = cp->job->series;
+    int t = u / cp->n_configs, c = u % cp->n_configs;
+    double tx, ty, now = stem_wall_time();
+    int here = finished - (cp->n_units - cp->n_run);
+    double eta = here > 0 ? (now - cp->start) / here * (cp->n_units - finished) : 0;
+    if (!s->n_points) {
+        stem_info("configuration %d of %d done in %.2f s; ETA %.0f s", c + 1, cp->n_configs, took, eta);
+        return;
+    }
+    stem_series_tilt_values(s, t, &tx, &ty);
+    stem_info("unit %d of %d done (tilt_x %g, tilt_y %g deg, configuration %d of %d, %d point%s) in %.2f s; "
+              "campaign ETA %.0f s",
+              finished, cp->n_units, tx, ty, c + 1, cp->n_configs, cp->per_tilt, cp->per_tilt == 1 ? "" : "s", took,
+              eta);
+}
+
+static void test_unit_delay(void)
+{
+    const char *d = getenv("STEMSIM_TEST_UNIT_DELAY"); /* test hook: time to signal a running job */
+    if (d) usleep((useconds_t)(atof(d) * 1e6));
+}
+
+/* [output] save_smatrix on a checkpointed run: the unit's S-matrix in its unit file, written by
+ * the group leader before any state that holds the unit. */
+static int store_smatrix(campaign *cp, int u)
+{
+    const stem_mpi *m = cp->job->m;
+    int err = cp->smatrix_unit ? stem_checkpoint_store(&cp->ck, u, cp->smatrix_unit) : STEM_OK;
+    return stem_mpi_agree(err, m->group);
+}
+
+/* Unit u computed and, unless a signal cut it short, added to the sums. */
+static int run_unit(campaign *cp, int u, int next)
+{
+    const stem_mpi *m = cp->job->m;
+    double t = stem_wall_time();
+    for (int j = 0; j < cp->per_tilt; j++) stem_result_zero(&cp->res[j]);
+    int err = stem_campaign_compute_unit(cp, u, next, cp->res);
+    if (err || group_stopping(m)) return err;
+    if (cp->smatrix_bytes) STEM_TRY(store_smatrix(cp, u));
+    double a = stem_wall_time();
+    int tilt = u / cp->n_configs, c = u % cp->n_configs;
+    for (int d = 0; d < cp->per_tilt; d++) stem_acc_add(&cp->acc, tilt * cp->per_tilt + d, c, &cp->res[d]);
+    stem_phase_add(STEM_PHASE_REDUCTION, a);
+    cp->done[u] = 1;
+    cp->n_added++;
+    cp->busy += stem_wall_time() - t;
+    return STEM_OK;
+}
+
+/* The rounds; at each round's start the safe point (err: a failure before them) and, when due, a store. */
+static int rounds(campaign *cp, const int *todo, int n_todo, int err)
+{
+    const stem_mpi *m = cp->job->m;
+    const stem_layout *L = &m->layout;
+    int n_rounds = (n_todo + L->n_groups - 1) / L->n_groups;
+    for (int r = 0; r <= n_rounds; r++) {
+        if ((err = stem_phonon_safe_point(m, err))) break;
+        if (r == n_rounds) break;
+        if (r > 0 && store_due(cp) && (err = stem_mpi_agree(collect_and_store(cp, "interval"), m->world))) break;
+        int k = r * L->n_groups + L->group;
+        if (k >= n_todo) continue;
+        double t = stem_wall_time();
+        err = run_unit(cp, todo[k], k + L->n_groups < n_todo ? todo[k + L->n_groups] : -1);
+        if (err) continue;
+        int finished = (cp->n_units - n_todo) + (r + 1) * L->n_groups;
+        if (L->group_rank == 0 && cp->done[todo[k]])
+            report_unit(cp, todo[k], stem_wall_time() - t, finished < cp->n_units ? finished : cp->n_units);
+        stem_phases_log_config(todo[k], cp->n_units);
+        test_unit_delay();
+    }
+    return err;
+}
+
+/* A stop keeps what the units added: collected and stored, exit STEM_STOPPED_CHECKPOINTED. */
+static int stop_stored(campaign *cp, const char *dir, int sig)
+{
+    int err = stem_mpi_agree(collect_and_store(cp, "signal"), cp->job->m->world);
+    if (err) return err;
+    stem_info("stopped by signal %d: the checkpoint %s keeps the sums of every finished unit; run the same command "
+              "again to continue (exit %d)",
+              sig, dir, STEM_STOPPED_CHECKPOINTED);
+    return STEM_STOPPED_CHECKPOINTED;
+}
+
+int stem_campaign_rounds(campaign *cp, const char *dir)
+{
+    const stem_mpi *m = cp->job->m;
+    int n_todo = 0, *todo = units_to_do(cp, &n_todo);
+    int err = stem_mpi_agree(todo ? STEM_OK : STEM_ERR_MEMORY, m->world);
+    cp->n_run = n_todo;
+    if (!err && n_todo) {
+        err = rounds(cp, todo, n_todo, stem_campaign_group_state(cp)); /* the state's failure agreed at the first safe point */
+        stem_campaign_group_state_free(cp);
+    }
+    free(todo);
+    int sig = stem_signal_pending(), stopped = sig;
+    MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
+    if (stopped && cp->checkpointed && (!err || err == stem_signal_status(stopped))) return stop_stored(cp, dir, stopped);
+    if (err) {
+        if (cp->checkpointed && cp->ck.has_state)
+            stem_info("the checkpoint %s keeps the sums of the %d units it held at its last store", dir, cp->ck.n_done);
+        return err;
+    }
+    return stem_mpi_agree(collect_and_store(cp, "all units"), m->world);
+}

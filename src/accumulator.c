@@ -1,0 +1,277 @@
+/* Exact running sums of a campaign's points (accumulator.h). */
+#include "accumulator.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Magnitude bound (bits) of one configuration's value of channel ch: a probe's intensity
+ * is at most 1 (the probe is normalised), a centre of mass at most the largest angle times
+ * it (mrad), a plane wave's image and exit wave a few times the incident 1 per pixel. */
+static int bound_bits(int ch)
+{
+    switch ((stem_channel_id)ch) {
+    case STEM_CH_COM: return 14;
+    case STEM_CH_EXIT: return 8;
+    case STEM_CH_HRTEM: return 12;
+    default: return 2;
+    }
+}
+
+static int ceil_log2(double n)
+{
+    int b = 0;
+    while (ldexp(1, b) < n) b++;
+    return b;
+}
+
+/* The per-probe channel's share of this rank: its probes, or a distributed FFT's rows. */
+static void channel_part(const stem_plan *plan, int ch, long width, long *first, long *global, int *whole)
+{
+    *whole = 0;
+    if (!plan->dist) {
+        *first = plan->probe_begin * width;
+        *global = plan->n_probes * width;
+        return;
+    }
+    if (!stem_channel_image_rows(ch)) {
+        *first = 0, *global = width, *whole = 1;
+        return;
+    }
+    long row = plan->dist_rows > 0 ? width / plan->dist_rows : 0;
+    *first = plan->dist_row0 * row;
+    *global = row * plan->ny;
+}
+
+static int keeps_squares(const stem_plan *plan, int ch) { return stem_channel_error_width(plan, ch) > 0; }
+
+static int keeps_cross(const stem_plan *plan, int ch)
+{
+    return keeps_squares(plan, ch) && stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL;
+}
+
+/* Bytes per point of each kind of sums, this rank's (global = 0) or the whole campaign's. */
+static double point_bytes(const stem_plan *plan, int global)
+{
+    double bytes = 0;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        long w = stem_channel_width(plan, ch), first, all;
+        int whole;
+        if (!w || !stem_channel_per_probe(ch)) continue;
+        channel_part(plan, ch, w, &first, &all, &whole);
+        double n = global ? (double)all : (double)w * (plan->dist ? 1 : (double)(plan->probe_end - plan->probe_begin));
+        bytes += n * (8 + 16.0 * keeps_squares(plan, ch) + 16.0 * keeps_cross(plan, ch));
+    }
+    if (plan->opt.save_pacbed && !plan->dist) bytes += 16.0 * plan->cbed_nx * plan->cbed_ny;
+    if (plan->n_configs > 1 && plan->n_images > 0 && !plan->dist) bytes += 8.0 * plan->n_configs * plan->n_images;
+    return bytes;
+}
+
+double stem_acc_bytes(const stem_plan *plan, int n_points) { return n_points * point_bytes(plan, 0); }
+
+double stem_acc_global_bytes(const stem_plan *plan, int n_points) { return n_points * point_bytes(plan, 1); }
+
+int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc)
+{
+    memset(acc, 0, sizeof *acc);
+    acc->n_points = n_points;
+    acc->n_configs = plan->n_configs;
+    acc->n_probes = plan->dist ? 1 : plan->probe_end - plan->probe_begin;
+    int configs = ceil_log2(plan->n_configs);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        long w = stem_channel_width(plan, ch);
+        if (!w || !stem_channel_per_probe(ch)) continue;
+        acc->width[ch] = w;
+        acc->frac[ch] = 62 - bound_bits(ch) - configs;
+        channel_part(plan, ch, w, &acc->first[ch], &acc->global[ch], &acc->whole[ch]);
+        size_t n = (size_t)n_points * (size_t)(acc->n_probes * w);
+        STEM_ALLOC(acc->sum[ch], n, "the campaign's sums");
+        acc->n_arrays++;
+        if (keeps_squares(plan, ch)) {
+            STEM_ALLOC(acc->squares[ch], n, "the campaign's sums of squares");
+            acc->n_arrays++;
+        }
+        if (keeps_cross(plan, ch)) {
+            STEM_ALLOC(acc->cross[ch], n, "the campaign's co-moment sums");
+            acc->n_arrays++;
+        }
+    }
+    acc->pattern_bins = plan->cbed_nx * plan->cbed_ny;
+    if (plan->opt.save_pacbed && !plan->dist) {
+        STEM_ALLOC(acc->pacbed, (size_t)n_points * acc->pattern_bins, "the campaign's PACBED sums");
+        acc->n_arrays++;
+    }
+    if (plan->n_configs > 1 && plan->n_images > 0 && !plan->dist) { /* the images' errors in the log */
+        acc->n_images = plan->n_images;
+        /* one configuration's image summed over the whole scan: at most 4 per probe */
+        acc->image_frac = 62 - 2 - ceil_log2((double)plan->n_probes + 1);
+        STEM_ALLOC(acc->config_images, (size_t)n_points * plan->n_configs * plan->n_images,
+                   "each configuration's images");
+        acc->n_arrays++;
+    }
+    STEM_ALLOC(acc->bad, (size_t)n_points, "the campaign's range flags");
+    return STEM_OK;
+}
+
+void stem_acc_free(stem_accumulator *acc)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        free(acc->sum[ch]);
+        free(acc->squares[ch]);
+        free(acc->cross[ch]);
+    }
+    free(acc->pacbed);
+    free(acc->config_images);
+    free(acc->bad);
+    memset(acc, 0, sizeof *acc);
+}
+
+stem_acc_array stem_acc_array_at(const stem_accumulator *acc, int i)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!acc->sum[ch]) continue;
+        stem_acc_array a = {STEM_ACC_PART,         ch, STEM_ACC_SUM, 8, acc->n_probes * acc->width[ch],
+                            acc->first[ch],        acc->global[ch], acc->whole[ch], (char *)acc->sum[ch]};
+        if (i-- == 0) return a;
+        a.elt = 16;
+        if (acc->squares[ch] && i-- == 0) return a.role = STEM_ACC_SQUARES, a.base = (char *)acc->squares[ch], a;
+        if (acc->cross[ch] && i-- == 0) return a.role = STEM_ACC_CROSS, a.base = (char *)acc->cross[ch], a;
+    }
+    stem_acc_array s = {.kind = STEM_ACC_SCAN, .role = STEM_ACC_SUM};
+    if (acc->pacbed && i-- == 0) {
+        s.channel = STEM_CH_PACBED, s.elt = 16, s.count = s.global = acc->pattern_bins, s.base = (char *)acc->pacbed;
+        return s;
+    }
+    if (acc->config_images && i-- == 0) {
+        s.channel = STEM_CH_IMAGES, s.elt = 8, s.count = s.global = (long)acc->n_configs * acc->n_images;
+        s.base = (char *)acc->config_images;
+        return s;
+    }
+    return (stem_acc_array){0};
+}
+
+/* x rounded to the nearest multiple of 2^-frac, as an integer; *bad when x is not finite
+ * or not below 2^bound in magnitude (the sums of n_configs such values fit 63 bits). */
+static inline int64_t to_fixed(double x, int frac, double limit, int *bad)
+{
+    if (!(fabs(x) < limit)) {
+        *bad = 1;
+        return 0;
+    }
+    return llrint(ldexp(x, frac));
+}
+
+static inline double channel_value(const stem_result *res, int ch, long i)
+{
+    return stem_channel_table[ch].is_float ? (double)((const float *)res->data[ch])[i]
+                                           : ((const double *)res->data[ch])[i];
+}
+
+/* Channel ch's values of point p: sums, and squares and co-moments where kept. */
+static void add_channel(stem_accumulator *acc, int p, int ch, const stem_result *res, int *bad)
+{
+    long w = acc->width[ch], n = acc->n_probes * w;
+    size_t at = (size_t)p * (size_t)n;
+    int f = acc->frac[ch], ft = acc->frac[STEM_CH_TOTAL];
+    double limit = ldexp(1, bound_bits(ch)), total_limit = ldexp(1, bound_bits(STEM_CH_TOTAL));
+    int64_t *sum = acc->sum[ch] + at;
+    stem_fixed128 *sq = acc->squares[ch] ? acc->squares[ch] + at : NULL;
+    stem_fixed128 *cross = acc->cross[ch] ? acc->cross[ch] + at : NULL;
+    for (long i = 0; i < n; i++) {
+        int64_t v = to_fixed(channel_value(res, ch, i), f, limit, bad);
+        sum[i] += v;
+        if (sq) sq[i] += (stem_fixed128)v * v;
+        if (cross) cross[i] += (stem_fixed128)v * to_fixed(res->total[i / w], ft, total_limit, bad);
+    }
+}
+
+void stem_acc_add(stem_accumulator *acc, int p, int config, const stem_result *res)
+{
+    int bad = 0;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (acc->sum[ch]) add_channel(acc, p, ch, res, &bad);
+    if (acc->pacbed) {
+        stem_fixed128 *s = acc->pacbed + (size_t)p * acc->pattern_bins;
+        const stem_fixed128 *u = res->scan_sum[STEM_CH_PACBED];
+        for (int k = 0; k < acc->pattern_bins; k++) s[k] += u[k];
+        bad |= res->scan_bad;
+    }
+    if (acc->config_images) {
+        int64_t *row = acc->config_images + ((size_t)p * acc->n_configs + config) * acc->n_images;
+        for (long q = 0; q < res->n_probes; q++)
+            for (int i = 0; i < acc->n_images; i++)
+                row[i] += to_fixed(res->images[q * acc->n_images + i], acc->image_frac, 4, &bad);
+    }
+    acc->bad[p] |= (uint8_t)bad;
+}
+
+void stem_acc_zero(stem_accumulator *acc, stem_acc_kind kind)
+{
+    for (int i = 0; i < acc->n_arrays; i++) {
+        stem_acc_array a = stem_acc_array_at(acc, i);
+        if (a.kind == kind) memset(a.base, 0, (size_t)acc->n_points * (size_t)a.count * a.elt);
+    }
+}
+
+/* n S2 - S1^2 over n, scaled to values: the sum of squared deviations (Welford's M2),
+ * exact in integers until the one rounding. */
+static double m2_of(int64_t s1, stem_fixed128 s2, int n, int frac)
+{
+    stem_fixed128 d = (stem_fixed128)n * s2 - (stem_fixed128)s1 * s1;
+    return ldexp((double)d, -2 * frac) / n;
+}
+
+/* n Sxt - Sx St over n: the co-moment of a value with the total. */
+static double c_of(int64_t sx, int64_t st, stem_fixed128 sxt, int n, int fx, int ft)
+{
+    stem_fixed128 d = (stem_fixed128)n * sxt - (stem_fixed128)sx * st;
+    return ldexp((double)d, -(fx + ft)) / n;
+}
+
+static void channel_to_result(const stem_accumulator *acc, int p, int ch, stem_result *res)
+{
+    long w = acc->width[ch], n = acc->n_probes * w;
+    size_t at = (size_t)p * (size_t)n;
+    int f = acc->frac[ch], bad = acc->bad[p], k = acc->n_configs;
+    const int64_t *sum = acc->sum[ch] + at;
+    for (long i = 0; i < n; i++) {
+        double v = bad ? NAN : ldexp((double)sum[i], -f);
+        if (stem_channel_table[ch].is_float)
+            ((float *)res->data[ch])[i] = (float)v;
+        else
+            ((double *)res->data[ch])[i] = v;
+    }
+    if (!acc->squares[ch] || !res->err[ch]) return;
+    double *e = res->err[ch];
+    const stem_fixed128 *sq = acc->squares[ch] + at;
+    if (!acc->cross[ch]) {
+        for (long i = 0; i < n; i++) e[i] = bad ? NAN : m2_of(sum[i], sq[i], k, f);
+        return;
+    }
+    /* a ratio channel's state: [probe][M2 x w][co-moment with the total x w] */
+    const stem_fixed128 *cross = acc->cross[ch] + at;
+    const int64_t *total = acc->sum[STEM_CH_TOTAL] + (size_t)p * (size_t)acc->n_probes;
+    for (long q = 0; q < acc->n_probes; q++)
+        for (long j = 0; j < w; j++) {
+            long i = q * w + j;
+            e[q * 2 * w + j] = bad ? NAN : m2_of(sum[i], sq[i], k, f);
+            e[q * 2 * w + w + j] = bad ? NAN : c_of(sum[i], total[q], cross[i], k, f, acc->frac[STEM_CH_TOTAL]);
+        }
+}
+
+void stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res)
+{
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (acc->sum[ch] && res->data[ch]) channel_to_result(acc, p, ch, res);
+    if (acc->pacbed && res->scan_sum[STEM_CH_PACBED]) {
+        memcpy(res->scan_sum[STEM_CH_PACBED], acc->pacbed + (size_t)p * acc->pattern_bins,
+               sizeof(stem_fixed128) * (size_t)acc->pattern_bins);
+        res->scan_bad = acc->bad[p];
+    }
+    if (acc->config_images && res->config_images) {
+        const int64_t *row = acc->config_images + (size_t)p * acc->n_configs * acc->n_images;
+        for (long i = 0; i < (long)acc->n_configs * acc->n_images; i++)
+            res->config_images[i] = acc->bad[p] ? NAN : ldexp((double)row[i], -acc->image_frac);
+    }
+    res->n_samples = acc->n_configs;
+}
