@@ -5,9 +5,12 @@
 #include "../io/config.h"
 #include "campaign_private.h"
 
+#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "../io/smatrix_file.h"
 #include "../src/phases.h"
@@ -414,6 +417,31 @@ static int open_smatrix_store(campaign *cp)
     return STEM_OK;
 }
 
+/* Rank 0: the checkpoint's file system holds what the campaign will store (refused before any
+ * computing otherwise, exit 6): its state twice while a store replaces the last (less a state
+ * already there) and every unit's S-matrix file with save_smatrix. The output's own room is
+ * already reserved (io/publish.h), so the free space seen here is what the checkpoint has. */
+static int checkpoint_room(const campaign *cp, const char *dir, double state)
+{
+    char path[STEM_PATH_MAX + 16], parent[STEM_PATH_MAX];
+    struct stat st;
+    double have = 0, units = (double)cp->smatrix_bytes * cp->n_units;
+    snprintf(path, sizeof path, "%s/state", dir);
+    if (!stat(path, &st)) have = (double)st.st_size;
+    snprintf(parent, sizeof parent, "%s", dir);
+    struct statvfs v;
+    if (statvfs(parent, &v) && statvfs(dirname(parent), &v)) return STEM_OK; /* not there yet: the run says */
+    double free = (double)v.f_bavail * (double)v.f_frsize, need = 2 * state - have + units;
+    if (free >= need) return STEM_OK;
+    return STEM_FAIL(STEM_ERR_IO,
+                     "checkpoint %s: no room for the campaign's checkpoint: its state (every point's exact sums) is "
+                     "%.1f MiB, %.1f MiB while a store replaces the last%s, and its file system has %.1f MiB free "
+                     "(the output's room already reserved); free space, or set [output] checkpoint_dir on a larger "
+                     "file system",
+                     dir, state / 1048576.0, 2 * state / 1048576.0,
+                     units > 0 ? ", with every unit's S-matrix ([output] save_smatrix)" : "", free / 1048576.0);
+}
+
 /* The checkpoint found or made, its state loaded into the sums (after the point plans and the
  * stored inputs are checked: a refused input leaves no checkpoint). */
 static int open_checkpoint(campaign *cp, const char *dir)
@@ -426,6 +454,8 @@ static int open_checkpoint(campaign *cp, const char *dir)
     int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              m->world);
     if (!err) err = campaign_plans(cp);
+    double state = (double)stem_sums_state_bytes(&cp->acc);
+    if (!err) err = stem_mpi_agree(m->layout.world_rank == 0 ? checkpoint_room(cp, dir, state) : STEM_OK, m->world);
     if (!err)
         err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
                                    cp->smatrix_bytes, stem_sums_state_bytes(&cp->acc), job->restart);
@@ -497,6 +527,7 @@ int stem_campaign_survey(const stem_campaign_job *job)
     const stem_options *opt = &job->plan->opt;
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
     double state = stem_acc_global_bytes(job->plan, cp.n_points);
+    if (!err) err = stem_mpi_agree(job->m->layout.world_rank == 0 ? checkpoint_room(&cp, dir, state) : STEM_OK, job->m->world);
     if (!err)
         err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.smatrix_bytes, (size_t)state,
                                      job->restart);
@@ -505,6 +536,7 @@ int stem_campaign_survey(const stem_campaign_job *job)
                "replaces it%s\n",
                state / 1048576.0, 2 * state / 1048576.0 + (double)cp.smatrix_bytes * cp.n_units / 1048576.0,
                cp.smatrix_bytes ? " (with every unit's S-matrix)" : "");
+    fflush(stdout);
     free(identity);
     free(cp.plans);
     return err;

@@ -74,43 +74,6 @@ int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm)
     return STEM_OK;
 }
 
-/* Allreduce in pieces so counts stay below INT_MAX. */
-static int sum_in_place(void *buf, long count, MPI_Datatype type, size_t elem, MPI_Comm comm)
-{
-    const long chunk = 1L << 28;
-    for (long off = 0; off < count; off += chunk) {
-        long n = count - off < chunk ? count - off : chunk;
-        STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)n, type, MPI_SUM, comm));
-    }
-    return STEM_OK;
-}
-
-int stem_mpi_sum_result(stem_result *res, MPI_Comm comm)
-{
-    int size;
-    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
-    if (size == 1) return STEM_OK;
-    /* every channel's partial sums add up across configurations */
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (!res->data[ch] || !stem_channel_per_probe(ch)) continue; /* scan channels: stem_mpi_sum_scan */
-        int f = stem_channel_table[ch].is_float;
-        STEM_TRY(sum_in_place(res->data[ch], res->n_probes * res->width[ch], f ? MPI_FLOAT : MPI_DOUBLE,
-                              f ? sizeof(float) : sizeof(double), comm));
-    }
-    return STEM_OK;
-}
-
-int stem_mpi_sum_errors(stem_result *res, MPI_Comm comm)
-{
-    int size;
-    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
-    if (size == 1) return STEM_OK;
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (res->err[ch])
-            STEM_TRY(sum_in_place(res->err[ch], res->n_probes * res->err_width[ch], MPI_DOUBLE, sizeof(double), comm));
-    return STEM_OK;
-}
-
 /* MPI_Op for stem_fixed128 (two's complement, memcpy: MPI's buffers need not be 16-byte aligned). */
 static void fixed128_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 {

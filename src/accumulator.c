@@ -63,7 +63,7 @@ static double point_bytes(const stem_plan *plan, int global)
         bytes += n * (8 + 16.0 * keeps_squares(plan, ch) + 16.0 * keeps_cross(plan, ch));
     }
     if (plan->opt.save_pacbed && !plan->dist) bytes += 16.0 * plan->cbed_nx * plan->cbed_ny;
-    if (plan->n_configs > 1 && plan->n_images > 0 && !plan->dist) bytes += 8.0 * plan->n_configs * plan->n_images;
+    if (plan->n_images > 0 && !plan->dist) bytes += 8.0 * plan->n_configs * plan->n_images;
     return bytes;
 }
 
@@ -101,7 +101,7 @@ int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc)
         STEM_ALLOC(acc->pacbed, (size_t)n_points * acc->pattern_bins, "the campaign's PACBED sums");
         acc->n_arrays++;
     }
-    if (plan->n_configs > 1 && plan->n_images > 0 && !plan->dist) { /* the images' errors in the log */
+    if (plan->n_images > 0 && !plan->dist) { /* the images' scan means and errors in the log */
         acc->n_images = plan->n_images;
         /* one configuration's image summed over the whole scan: at most 4 per probe */
         acc->image_frac = 62 - 2 - ceil_log2((double)plan->n_probes + 1);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "channels.h"
-#include "plan.h"
+#include "plan_types.h"
 
 typedef enum { STEM_ACC_PART, STEM_ACC_SCAN } stem_acc_kind;
 

@@ -67,7 +67,7 @@ double stem_channel_error_bytes_per_probe(const stem_plan *plan)
     double bytes = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         long e = stem_channel_error_width(plan, ch);
-        if (e) bytes += 8.0 * (e + stem_channel_width(plan, ch)); /* the state, and the sums before a configuration */
+        if (e) bytes += 24.0 * e; /* the sums of squares and co-moments (16 bytes each), the finished state (8) */
     }
     return bytes;
 }
@@ -133,7 +133,6 @@ void stem_result_free(stem_result *res)
         free(res->data[ch]);
         free(res->scan_sum[ch]);
         free(res->err[ch]);
-        free(res->before[ch]);
     }
     free(res->config_images);
     if (res->scan_lock) pthread_mutex_destroy(res->scan_lock);
@@ -251,7 +250,6 @@ void stem_result_zero(stem_result *res)
             memset(res->data[ch], 0, (size_t)(stem_result_rows(res, ch) * res->width[ch]) * element_bytes(ch));
         if (res->scan_sum[ch]) memset(res->scan_sum[ch], 0, sizeof(stem_fixed128) * (size_t)res->width[ch]);
         if (res->err[ch]) memset(res->err[ch], 0, sizeof(double) * (size_t)(res->n_probes * res->err_width[ch]));
-        if (res->before[ch]) memset(res->before[ch], 0, sizeof(double) * (size_t)(res->n_probes * res->width[ch]));
     }
     res->scan_bad = 0;
     if (res->config_images) memset(res->config_images, 0, sizeof(double) * (size_t)res->n_configs * res->n_images);

@@ -78,14 +78,13 @@ typedef struct {
     void *scan_lock;  /* pthread mutex: every worker thread adds its probes' patterns to scan_sum */
     int pattern_bins; /* cbed_nx * cbed_ny */
     /* Standard errors over configurations (stem_result_alloc_errors; all NULL without):
-     * per channel with stem_channel_error_width > 0, per probe, Welford's sum of squared
+     * per channel with stem_channel_error_width > 0, per probe, the sum of squared
      * deviations from the mean (M2) of each value, for STEM_FINAL_PER_TOTAL followed by
      * its co-moments with the total (err_width[ch] doubles per probe); stem_result_finalise
      * turns them into the standard errors, [probe][width[ch]] from the start of err[ch]. */
     double *err[STEM_N_CHANNELS];
     long err_width[STEM_N_CHANNELS];
-    double *before[STEM_N_CHANNELS]; /* the sums before the current configuration (then: group means) */
-    int n_samples;                   /* configurations in the sums (set by stem_result_errors_add) */
+    int n_samples;                   /* configurations in the sums (set by stem_acc_to_result) */
     int n_configs;                   /* of the run: config_images' rows */
     double *config_images; /* [configuration][image]: each configuration's images summed over this rank's probes */
     double image_se2[STEM_MAX_IMAGES]; /* each named image's squared standard errors summed over the scan
@@ -105,8 +104,8 @@ double stem_channel_bytes_per_probe(const stem_plan *plan);
  * DPC with save_dpc) unless [output] standard_errors = false; twice the width for STEM_FINAL_PER_TOTAL (the co-moments with
  * the total as well, detector.h). */
 long stem_channel_error_width(const stem_plan *plan, int ch);
-/* Bytes per probe the standard errors add (their state and the sums before each
- * configuration; the memory estimate). */
+/* Bytes per probe the standard errors add (their exact sums of squares and co-moments in
+ * src/accumulator.h, and the finished point's state). */
 double stem_channel_error_bytes_per_probe(const stem_plan *plan);
 /* Doubles per probe in the GPU detector record, and where channel ch starts in it. */
 int stem_channel_record_stride(const stem_plan *plan);

@@ -347,7 +347,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
-    if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series));
+    if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series), series->n_points);
     if (!err && series->depth_slice)
         stem_plan_count_depths(plan, series->n[STEM_SERIES_DEPTH]); /* PRISM: an S-matrix each */
     stem_atoms_free(&thickest);
@@ -367,6 +367,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     if (!err) { /* the file's disk space, held from now on (a full disk is refused before computing; a dry run looks) */
         double bytes = stem_output_estimate_bytes(plan, series->n_points ? series->n_points : 1, series->n_tilts);
+        if (o->dry_run && !o->variant && rank == 0)
+            printf("output: about %.1f MiB%s\n", bytes / 1048576.0,
+                   plan->opt.layout_emd ? " (twice while the EMD conversion writes its copy)" : "");
         err = o->dry_run ? stem_output_target_room(world, target, bytes, plan->opt.layout_emd ? bytes : 0)
                          : stem_output_target_reserve(world, target, bytes, plan->opt.layout_emd ? bytes : 0);
     }

@@ -2,6 +2,8 @@
  * from the validated config and the prepared model. */
 #include "plan.h"
 
+#include "accumulator.h"
+
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -402,15 +404,14 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     if (shared > 1)
         plan->mem_node_shared =
             (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) + plan->mem_smatrix * shared;
+    /* one unit's values (a focal spread's: one defocus's beside them), the campaign's exact sums of
+     * one point (accumulator.h; mpi/campaign.c adds a series' other points) and the finished point
+     * with its standard-error state */
     plan->mem_results = per_probe * local_probes;
-    if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) /* one defocus's results beside the sums */
-        plan->mem_results *= 2;
-    /* standard errors over configurations: their state and the sums before each configuration
-     * (none for 4D patterns), and each configuration's images summed over the scan */
-    plan->mem_results +=
-        stem_channel_error_bytes_per_probe(plan) * local_probes + 8.0 * plan->n_configs * plan->n_images;
-    if (plan->n_configs > 1 && !stem_channel_error_width(plan, STEM_CH_IMAGES)) /* the images before a configuration */
-        plan->mem_results += 8.0 * plan->n_images * local_probes;
+    if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) plan->mem_results *= 2;
+    plan->mem_results += stem_acc_bytes(plan, 1) + per_probe * local_probes;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        plan->mem_results += 8.0 * stem_channel_error_width(plan, ch) * local_probes;
     if (plan->opt.source_size > 0) /* the blur needs each real-space channel over the whole scan (coherence.c) */
         for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
             if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float && stem_channel_per_probe(ch))
@@ -572,7 +573,7 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     double buffer = 8.0 * (slab > fourier ? slab : fourier);
     plan->mem_potential = 8.0 * slab * plan->n_slices + 48.0 * plan->n_atoms * 2;
     plan->mem_node_shared = 0;
-    plan->mem_results = stem_channel_bytes_per_probe(plan);
+    plan->mem_results = 2 * stem_channel_bytes_per_probe(plan) + stem_acc_bytes(plan, 1); /* unit, sums, finished */
     /* the detector's tables, built whole before each rank keeps its columns' pixels (dist_hrtem.c) */
     int detects = plan->opt.save_3d || plan->n_images || plan->seg_n || plan->opt.save_dpc || plan->opt.save_4d;
     plan->mem_detector = detects ? 16.0 * plan->out_nx * plan->out_ny : 0;
@@ -676,17 +677,13 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     return stem_plan_finish(plan, cfg, atoms);
 }
 
-void stem_plan_count_campaign(stem_plan *plan, int points_per_unit)
+void stem_plan_count_campaign(stem_plan *plan, int points_per_unit, int n_points)
 {
     double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
     double more = (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
-    double stored = per_probe;                               /* one point's values in the stored unit */
-    if (plan->dist && plan->dist_rows > 0) {                 /* whole images (the group's rows gathered), whole sums */
-        double rows = 4.0 * (stem_channel_width(plan, STEM_CH_HRTEM) + stem_channel_width(plan, STEM_CH_EXIT));
-        stored = rows * plan->ny / (double)plan->dist_rows + (per_probe - rows);
-    }
-    if (plan->layout.group_rank == 0) more += points_per_unit * stored * plan->n_probes; /* the stored unit */
-    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix)                          /* and the S-matrix it keeps */
+    more += stem_acc_bytes(plan, n_points - 1);              /* the other points' sums */
+    if (plan->layout.world_rank == 0) more += 64.0 * 1048576; /* a store's piece (mpi/campaign_sums.c) */
+    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix) /* the S-matrix kept for the unit's file */
         more += 8.0 * plan->n_beams * plan->crop_ny * (double)plan->crop_nx;
     plan->mem_results += more;
     plan->mem_total += more;

@@ -66,10 +66,10 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
 int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
                        const stem_positions *positions, const stem_layout *layout);
 int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms);
-/* A campaign unit holds points_per_unit results (its defoci x depths) on each rank
- * and the whole unit on its group leader (mpi/campaign.c: a distributed FFT's
- * whole images, save_smatrix's S-matrix): counted in mem_results. */
-void stem_plan_count_campaign(stem_plan *plan, int points_per_unit);
+/* A campaign unit holds points_per_unit results (its defoci x depths) on each rank, the
+ * campaign's sums hold all n_points (src/accumulator.h), rank 0 a piece of a store, a group
+ * leader save_smatrix's S-matrix: counted in mem_results. */
+void stem_plan_count_campaign(stem_plan *plan, int points_per_unit, int n_points);
 /* A PRISM thickness series (mpi/campaign.c sets the depths on its points' plans) keeps the
  * S-matrix of each of its `planes` detection planes: counted in mem_smatrix (and the node-shared
  * windows) before the memory is checked. Nothing for other algorithms. */

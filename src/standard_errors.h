@@ -1,8 +1,8 @@
 /* Standard errors over frozen-phonon configurations (docs/accuracy.md) of the
- * channels that keep one (channels.h): Welford's sums of squared deviations as each
- * configuration is added, combined over groups of configurations, turned into
- * standard errors when the result is finalised; the named images' means over the
- * scan with their errors, and the log line that reports them. */
+ * channels that keep one (channels.h): the sums of squared deviations (M2, formed
+ * exactly from the campaign's integer sums: src/accumulator.h) turned into standard
+ * errors when the result is finalised; the named images' means over the scan with
+ * their errors, and the log line that reports them. */
 #ifndef STEM_STANDARD_ERRORS_H
 #define STEM_STANDARD_ERRORS_H
 
@@ -22,21 +22,10 @@ typedef struct {
  * first, then the means (channels.h stem_result_means: DPC sums over the total, every sum
  * over the number of configurations). */
 void stem_result_finalise(stem_result *res, int n_configs);
-/* Standard errors (docs/accuracy.md): the state of every channel
- * stem_channel_error_width gives (none with one configuration); stem_result_free frees it. */
+/* Standard errors (docs/accuracy.md): the state of every channel stem_channel_error_width
+ * gives (none with one configuration) and each configuration's images summed over the scan;
+ * stem_result_free frees them. */
 int stem_result_alloc_errors(const stem_plan *plan, stem_result *res);
-/* Around adding configuration `config` to the sums (in any order; one rank's probes):
- * begin keeps the sums, add updates M2 and the co-moments from the difference
- * (Welford) and config_images[config]. No-ops without error state. */
-void stem_result_errors_begin(stem_result *res);
-void stem_result_errors_add(stem_result *res, int config);
-/* Groups of configurations combined (Chan et al.): before the sums are added over the
- * groups, merge_begin keeps this group's means; after, merge_end adds its between-group
- * term n_g (mean_g - mean)^2 (and co-moment terms) to M2, and sets n_samples to n_total;
- * the state (res->err) is then summed over the groups. Every term is a sum, so the result
- * does not depend on how unequal the groups are. */
-void stem_result_errors_merge_begin(stem_result *res);
-void stem_result_errors_merge_end(stem_result *res, int n_total);
 /* After stem_result_finalise (and any blur): image_se2 from this rank's probes. */
 void stem_result_errors_scan(stem_result *res);
 /* Per named image (out: plan->n_images entries): mean and standard error over the scan
