@@ -105,15 +105,16 @@ static int store_smatrix(campaign *cp, int u)
 static int run_unit(campaign *cp, int u, int next)
 {
     const stem_mpi *m = cp->job->m;
-    double t = stem_wall_time();
-    for (int j = 0; j < cp->per_tilt; j++) stem_result_zero(&cp->res[j]);
+    double t = stem_wall_time(); /* the results are zero: allocated so, and zeroed as the sums take them */
     int err = stem_campaign_compute_unit(cp, u, next, cp->res);
     if (err || group_stopping(m)) return err;
     if (cp->smatrix_bytes) STEM_TRY(store_smatrix(cp, u));
     double a = stem_wall_time();
     int tilt = u / cp->n_configs, c = u % cp->n_configs;
-    for (int d = 0; d < cp->per_tilt; d++) stem_acc_add(&cp->acc, tilt * cp->per_tilt + d, c, &cp->res[d]);
+    for (int d = 0; d < cp->per_tilt && !err; d++) /* each point's values into the sums, the results zeroed */
+        err = stem_acc_take(&cp->acc, tilt * cp->per_tilt + d, c, &cp->res[d], cp->job->plan->threads);
     stem_phase_add(STEM_PHASE_REDUCTION, a);
+    if (err) return err;
     cp->done[u] = 1;
     cp->n_added++;
     cp->busy += stem_wall_time() - t;

@@ -1,6 +1,8 @@
 /* Exact running sums of a campaign's points (accumulator.h). */
 #include "accumulator.h"
 
+#include "dispatcher.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,48 +163,86 @@ static inline int64_t to_fixed(double x, int frac, double limit, int *bad)
     return llrint(ldexp(x, frac));
 }
 
-static inline double channel_value(const stem_result *res, int ch, long i)
+/* Channel ch's values of probes [q0, q1) of point p into the sums (and squares and co-moments
+ * where kept), each read once and set to zero (the unit's results start the next unit zeroed). */
+static void take_channel(stem_accumulator *acc, int p, int ch, stem_result *res, long q0, long q1, int *bad)
 {
-    return stem_channel_table[ch].is_float ? (double)((const float *)res->data[ch])[i]
-                                           : ((const double *)res->data[ch])[i];
-}
-
-/* Channel ch's values of point p: sums, and squares and co-moments where kept. */
-static void add_channel(stem_accumulator *acc, int p, int ch, const stem_result *res, int *bad)
-{
-    long w = acc->width[ch], n = acc->n_probes * w;
-    size_t at = (size_t)p * (size_t)n;
-    int f = acc->frac[ch], ft = acc->frac[STEM_CH_TOTAL];
+    long w = acc->width[ch];
+    size_t at = (size_t)p * (size_t)(acc->n_probes * w);
+    int f = acc->frac[ch], ft = acc->frac[STEM_CH_TOTAL], is_float = stem_channel_table[ch].is_float;
     double limit = ldexp(1, bound_bits(ch)), total_limit = ldexp(1, bound_bits(STEM_CH_TOTAL));
     int64_t *sum = acc->sum[ch] + at;
     stem_fixed128 *sq = acc->squares[ch] ? acc->squares[ch] + at : NULL;
     stem_fixed128 *cross = acc->cross[ch] ? acc->cross[ch] + at : NULL;
-    for (long i = 0; i < n; i++) {
-        int64_t v = to_fixed(channel_value(res, ch, i), f, limit, bad);
+    float *vf = res->data[ch];
+    double *vd = res->data[ch];
+    for (long i = q0 * w; i < q1 * w; i++) {
+        int64_t v = to_fixed(is_float ? (double)vf[i] : vd[i], f, limit, bad);
         sum[i] += v;
         if (sq) sq[i] += (stem_fixed128)v * v;
         if (cross) cross[i] += (stem_fixed128)v * to_fixed(res->total[i / w], ft, total_limit, bad);
     }
+    /* the total is read by the co-moments: zeroed after every channel (stem_acc_take) */
+    if (ch == STEM_CH_TOTAL) return;
+    if (is_float)
+        memset(vf + q0 * w, 0, sizeof(float) * (size_t)((q1 - q0) * w));
+    else
+        memset(vd + q0 * w, 0, sizeof(double) * (size_t)((q1 - q0) * w));
 }
 
-void stem_acc_add(stem_accumulator *acc, int p, int config, const stem_result *res)
+typedef struct {
+    stem_accumulator *acc;
+    stem_result *res;
+    int p, config;
+    int64_t *images; /* [worker][image]: each worker's share of the configuration's scan sums */
+    int *bad;        /* [worker] */
+} take_work;
+
+static int take_probes(void *ctx, int worker, long q0, long q1)
 {
-    int bad = 0;
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (acc->sum[ch]) add_channel(acc, p, ch, res, &bad);
-    if (acc->pacbed) {
-        stem_fixed128 *s = acc->pacbed + (size_t)p * acc->pattern_bins;
-        const stem_fixed128 *u = res->scan_sum[STEM_CH_PACBED];
-        for (int k = 0; k < acc->pattern_bins; k++) s[k] += u[k];
-        bad |= res->scan_bad;
-    }
+    take_work *t = ctx;
+    stem_accumulator *acc = t->acc;
+    int *bad = &t->bad[worker];
     if (acc->config_images) {
-        int64_t *row = acc->config_images + ((size_t)p * acc->n_configs + config) * acc->n_images;
-        for (long q = 0; q < res->n_probes; q++)
+        int64_t *row = t->images + (size_t)worker * acc->n_images;
+        for (long q = q0; q < q1; q++)
             for (int i = 0; i < acc->n_images; i++)
-                row[i] += to_fixed(res->images[q * acc->n_images + i], acc->image_frac, 4, &bad);
+                row[i] += to_fixed(t->res->images[q * acc->n_images + i], acc->image_frac, 4, bad);
+    }
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (acc->sum[ch]) take_channel(acc, t->p, ch, t->res, q0, q1, bad);
+    if (acc->sum[STEM_CH_TOTAL]) memset(t->res->total + q0, 0, sizeof(double) * (size_t)(q1 - q0));
+    return STEM_OK;
+}
+
+int stem_acc_take(stem_accumulator *acc, int p, int config, stem_result *res, int threads)
+{
+    if (threads < 1) threads = 1;
+    take_work t = {acc, res, p, config, NULL, NULL};
+    t.bad = stem_calloc((size_t)threads, sizeof(int), "the sums' flags");
+    if (acc->config_images) t.images = stem_calloc((size_t)threads * acc->n_images, sizeof(int64_t), "image sums");
+    int err = !t.bad || (acc->config_images && !t.images) ? STEM_ERR_MEMORY : STEM_OK;
+    long batch = acc->n_probes / (4L * threads) + 1;
+    stem_work work = {.ctx = &t, .work = take_probes};
+    if (!err) err = stem_dispatch(&work, acc->n_probes, (int)(batch < (1L << 30) ? batch : (1L << 30)), threads, NULL);
+    int bad = 0;
+    for (int k = 0; !err && k < threads; k++) bad |= t.bad[k];
+    if (!err && acc->config_images) { /* integer sums: the workers' order does not matter */
+        int64_t *row = acc->config_images + ((size_t)p * acc->n_configs + config) * acc->n_images;
+        for (int k = 0; k < threads; k++)
+            for (int i = 0; i < acc->n_images; i++) row[i] += t.images[(size_t)k * acc->n_images + i];
+    }
+    if (!err && acc->pacbed) {
+        stem_fixed128 *s = acc->pacbed + (size_t)p * acc->pattern_bins, *u = res->scan_sum[STEM_CH_PACBED];
+        for (int k = 0; k < acc->pattern_bins; k++) s[k] += u[k];
+        memset(u, 0, sizeof(stem_fixed128) * (size_t)acc->pattern_bins);
+        bad |= res->scan_bad;
+        res->scan_bad = 0;
     }
     acc->bad[p] |= (uint8_t)bad;
+    free(t.bad);
+    free(t.images);
+    return err;
 }
 
 void stem_acc_zero(stem_accumulator *acc, stem_acc_kind kind)

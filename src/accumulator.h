@@ -69,8 +69,10 @@ void stem_acc_free(stem_accumulator *acc);
 /* Array i (0 <= i < acc->n_arrays) in the fixed order. */
 stem_acc_array stem_acc_array_at(const stem_accumulator *acc, int i);
 /* One configuration's values of point p (a unit's result for that point, this rank's
- * probes, not finalised) added to the sums; config: its number (each configuration's images). */
-void stem_acc_add(stem_accumulator *acc, int p, int config, const stem_result *res);
+ * probes, not finalised) added to the sums and set to zero, ready for the next unit, over
+ * `threads` worker threads (integer sums: the same bits on any count); config: its number
+ * (each configuration's images). */
+int stem_acc_take(stem_accumulator *acc, int p, int config, stem_result *res, int threads);
 /* Every array of every point set to zero (the other ranks' share once moved to the owners). */
 void stem_acc_zero(stem_accumulator *acc, stem_acc_kind kind);
 /* Point p's sums into res (allocated for the plan, with stem_result_alloc_errors when

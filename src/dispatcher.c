@@ -63,7 +63,10 @@ int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_w
     atomic_init(&s.next, 0);
     atomic_init(&s.done, 0);
     atomic_init(&s.status, 0);
-    stem_progress_begin(&s.progress, stage, n_items);
+    if (stage)
+        stem_progress_begin(&s.progress, stage, n_items);
+    else /* a short step run often (the campaign's sums): reported only if it takes a while */
+        stem_progress_begin_quiet(&s.progress, "adding to the campaign's sums", n_items);
     pthread_t *threads = stem_calloc(n_workers, sizeof *threads, "worker threads");
     worker_arg *args = stem_calloc(n_workers, sizeof *args, "worker threads");
     if (!threads || !args) {

@@ -12,7 +12,8 @@ typedef struct {
     void (*teardown)(void *ctx, int worker); /* optional */
 } stem_work;
 
-/* Runs n_items in batches over n_workers threads; stops early on the first error. */
+/* Runs n_items in batches over n_workers threads; stops early on the first error. stage: the
+ * progress line's name (NULL: a short step, reported only when it takes a while). */
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage);
 /* The same with the next batch taken from *shared_next, a counter that other processes
  * of the node (node-shared memory) take batches from too: this rank runs the batches

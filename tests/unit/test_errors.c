@@ -1,10 +1,12 @@
-/* Standard errors over frozen-phonon configurations (detector.h): the state kept while
- * configurations are added (Welford), groups of unequal size combined (Chan), the
- * centre of mass as a ratio of sums, and the named images' scan means, against the
- * textbook two-pass formulas evaluated here in long double on known per-configuration
- * values. */
+/* Standard errors over frozen-phonon configurations from the campaign's exact sums
+ * (src/accumulator.h): the state of every channel, the centre of mass as a ratio of sums
+ * and the named images' scan means against the textbook two-pass formulas evaluated here
+ * in long double on known per-configuration values; groups of unequal size, adding in
+ * another order and summing their integers, give the same bits; values beyond a channel's
+ * range are flagged, never wrapped. */
 #include "check.h"
 
+#include "../../src/accumulator.h"
 #include "../../src/detector.h"
 
 enum { PROBES = 3, BINS = 2, IMAGES = 2, CONFIGS = 7 };
@@ -42,16 +44,32 @@ static double value(int ch, int c, long k)
     return mean * (1 + 1e-6 * u);
 }
 
-/* The configuration's values added to the sums as an engine adds them. */
-static void add_config(stem_result *r, int c)
+/* Configuration c's values, as an engine leaves one unit's, added to the sums. */
+static void add_config(stem_accumulator *acc, const stem_plan *p, int c)
 {
-    stem_result_errors_begin(r);
+    stem_result u;
+    CHECK(stem_result_alloc(p, &u) == STEM_OK);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (!r->data[ch] || stem_channel_table[ch].is_float) continue;
-        double *v = r->data[ch];
-        for (long k = 0; k < r->n_probes * r->width[ch]; k++) v[k] += value(ch, c, k);
+        if (!u.data[ch] || stem_channel_table[ch].is_float || !stem_channel_per_probe(ch)) continue;
+        double *v = u.data[ch];
+        for (long k = 0; k < u.n_probes * u.width[ch]; k++) v[k] = value(ch, c, k);
     }
-    stem_result_errors_add(r, c);
+    int workers = 1 + c % 3; /* any worker count: the same integers */
+    CHECK(stem_acc_take(acc, 0, c, &u, workers) == STEM_OK);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) /* taken: the unit's results are zero again */
+        for (long k = 0; u.data[ch] && stem_channel_per_probe(ch) && !stem_channel_table[ch].is_float &&
+             k < u.n_probes * u.width[ch];
+             k++)
+            CHECK(((double *)u.data[ch])[k] == 0);
+    stem_result_free(&u);
+}
+
+/* The sums' point 0 as the output reads it: finalised. */
+static void finished(const stem_accumulator *acc, const stem_plan *p, stem_result *r)
+{
+    CHECK(stem_result_alloc(p, r) == STEM_OK && stem_result_alloc_errors(p, r) == STEM_OK);
+    stem_acc_to_result(acc, 0, r);
+    stem_result_finalise(r, p->n_configs);
 }
 
 /* sqrt(sum (x - mean)^2 / (n - 1) / n) over the configurations, two passes. */
@@ -95,47 +113,80 @@ static void check_against_formulas(const stem_result *r, const char *what)
 static void one_group(stem_result *r)
 {
     stem_plan p = small_plan(CONFIGS);
-    CHECK(stem_result_alloc(&p, r) == STEM_OK && stem_result_alloc_errors(&p, r) == STEM_OK);
+    stem_accumulator acc;
+    CHECK(stem_acc_alloc(&p, 1, &acc) == STEM_OK);
+    CHECK(acc.squares[STEM_CH_RINGS] && acc.squares[STEM_CH_IMAGES] && acc.squares[STEM_CH_TOTAL] &&
+          acc.cross[STEM_CH_COM] && !acc.cross[STEM_CH_RINGS]);
+    for (int c = 0; c < CONFIGS; c++) add_config(&acc, &p, c);
+    finished(&acc, &p, r);
     CHECK(r->err[STEM_CH_RINGS] && r->err[STEM_CH_IMAGES] && r->err[STEM_CH_TOTAL] && r->err[STEM_CH_COM]);
-    for (int c = 0; c < CONFIGS; c++) add_config(r, c);
-    stem_result_errors_merge_begin(r); /* one group: the combination changes nothing */
-    stem_result_errors_merge_end(r, CONFIGS);
-    stem_result_finalise(r, CONFIGS);
     check_against_formulas(r, "one group");
+    for (long k = 0; k < PROBES * BINS; k++) { /* the mean itself, to the values' rounding */
+        long double m = 0;
+        for (int c = 0; c < CONFIGS; c++) m += value(STEM_CH_RINGS, c, k);
+        CHECK_CLOSE(r->rings[k], (double)(m / CONFIGS), 1e-15);
+    }
+    stem_acc_free(&acc);
 }
 
-/* Groups of 4, 2 and 1 configurations (as 3 rank groups leave 7 configurations when
- * they take them round-robin, in another order), combined as the campaign does. */
+/* Every array's integers of b added into a (as the collect sums the groups'). */
+static void add_sums(stem_accumulator *a, const stem_accumulator *b)
+{
+    for (int i = 0; i < a->n_arrays; i++) {
+        stem_acc_array x = stem_acc_array_at(a, i), y = stem_acc_array_at(b, i);
+        for (long k = 0; k < x.count; k++) {
+            if (x.elt == 8)
+                ((int64_t *)x.base)[k] += ((const int64_t *)y.base)[k];
+            else
+                ((stem_fixed128 *)x.base)[k] += ((const stem_fixed128 *)y.base)[k];
+        }
+    }
+}
+
+/* Groups of 4, 2 and 1 configurations (as 3 rank groups leave 7 configurations), each adding
+ * its own in reverse order, their integers summed: the same bits as one group in order. */
 static void unequal_groups(const stem_result *single)
 {
     static const int group_of[CONFIGS] = {0, 1, 2, 0, 1, 0, 0};
     stem_plan p = small_plan(CONFIGS);
-    stem_result g[3];
-    for (int i = 0; i < 3; i++)
-        CHECK(stem_result_alloc(&p, &g[i]) == STEM_OK && stem_result_alloc_errors(&p, &g[i]) == STEM_OK);
-    for (int c = 0; c < CONFIGS; c++) add_config(&g[group_of[c]], c);
-    for (int i = 0; i < 3; i++) stem_result_errors_merge_begin(&g[i]);
-    /* the sums over the groups (MPI_Allreduce), the same on every group */
+    stem_accumulator g[3];
+    for (int i = 0; i < 3; i++) CHECK(stem_acc_alloc(&p, 1, &g[i]) == STEM_OK);
+    for (int c = CONFIGS - 1; c >= 0; c--) add_config(&g[group_of[c]], &p, c);
+    add_sums(&g[0], &g[1]);
+    add_sums(&g[0], &g[2]);
+    stem_result r;
+    finished(&g[0], &p, &r);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        if (!g[0].data[ch] || stem_channel_table[ch].is_float) continue;
-        for (long k = 0; k < PROBES * g[0].width[ch]; k++) {
-            double s = 0;
-            for (int i = 0; i < 3; i++) s += ((double *)g[i].data[ch])[k];
-            for (int i = 0; i < 3; i++) ((double *)g[i].data[ch])[k] = s;
-        }
+        if (!r.data[ch] || !stem_channel_per_probe(ch)) continue;
+        CHECK_MSG(!memcmp(r.data[ch], single->data[ch], sizeof(double) * (size_t)(PROBES * r.width[ch])),
+                  "groups vs one group: %s not bit for bit", stem_channel_table[ch].name);
+        CHECK_MSG(!r.err[ch] || !memcmp(r.err[ch], single->err[ch], sizeof(double) * (size_t)(PROBES * r.width[ch])),
+                  "groups vs one group: the standard errors of %s not bit for bit", stem_channel_table[ch].name);
     }
-    for (int i = 0; i < 3; i++) stem_result_errors_merge_end(&g[i], CONFIGS);
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) /* the state summed over the groups */
-        for (long k = 0; g[0].err[ch] && k < PROBES * g[0].err_width[ch]; k++)
-            g[0].err[ch][k] += g[1].err[ch][k] + g[2].err[ch][k];
-    for (int c = 0; c < CONFIGS * IMAGES; c++) g[0].config_images[c] += g[1].config_images[c] + g[2].config_images[c];
-    stem_result_finalise(&g[0], CONFIGS);
-    check_against_formulas(&g[0], "groups of 4, 2, 1");
-    for (long k = 0; k < PROBES * IMAGES; k++)
-        CHECK_MSG(fabs(g[0].err[STEM_CH_IMAGES][k] - single->err[STEM_CH_IMAGES][k]) <=
-                      1e-7 * single->err[STEM_CH_IMAGES][k],
-                  "groups vs one group, image value %ld", k);
-    for (int i = 0; i < 3; i++) stem_result_free(&g[i]);
+    CHECK(!memcmp(r.config_images, single->config_images, sizeof(double) * CONFIGS * IMAGES));
+    stem_result_free(&r);
+    for (int i = 0; i < 3; i++) stem_acc_free(&g[i]);
+}
+
+/* A value beyond its channel's range (or not finite) is flagged: the point reads NaN. */
+static void out_of_range(void)
+{
+    stem_plan p = small_plan(CONFIGS);
+    stem_accumulator acc;
+    stem_result u, r;
+    CHECK(stem_acc_alloc(&p, 2, &acc) == STEM_OK && stem_result_alloc(&p, &u) == STEM_OK);
+    u.rings[0] = 5.0; /* a probe's intensity is at most 1 */
+    CHECK(stem_acc_take(&acc, 1, 0, &u, 2) == STEM_OK);
+    CHECK(acc.bad[1] && !acc.bad[0] && u.rings[0] == 0);
+    u.rings[0] = NAN;
+    CHECK(stem_acc_take(&acc, 0, 0, &u, 1) == STEM_OK);
+    CHECK(acc.bad[0]);
+    CHECK(stem_result_alloc(&p, &r) == STEM_OK && stem_result_alloc_errors(&p, &r) == STEM_OK);
+    stem_acc_to_result(&acc, 1, &r);
+    CHECK(isnan(r.rings[0]) && isnan(r.total[0]));
+    stem_result_free(&r);
+    stem_result_free(&u);
+    stem_acc_free(&acc);
 }
 
 /* The named images' scan means: mean and standard error of the per-configuration means. */
@@ -170,11 +221,16 @@ static void one_configuration(void)
 {
     stem_plan p = small_plan(1);
     stem_result r;
-    CHECK(stem_result_alloc(&p, &r) == STEM_OK && stem_result_alloc_errors(&p, &r) == STEM_OK);
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) CHECK(r.err[ch] == NULL && stem_channel_error_width(&p, ch) == 0);
+    stem_accumulator acc;
+    CHECK(stem_acc_alloc(&p, 1, &acc) == STEM_OK);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) CHECK(!acc.squares[ch] && stem_channel_error_width(&p, ch) == 0);
     CHECK(stem_channel_error_bytes_per_probe(&p) == 0);
-    add_config(&r, 0);
+    add_config(&acc, &p, 0);
+    CHECK(stem_result_alloc(&p, &r) == STEM_OK && stem_result_alloc_errors(&p, &r) == STEM_OK);
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) CHECK(r.err[ch] == NULL);
+    stem_acc_to_result(&acc, 0, &r);
     stem_result_finalise(&r, 1);
+    stem_acc_free(&acc);
     stem_image_error e[IMAGES];
     stem_result_image_errors(&p, &r, e);
     CHECK_CLOSE(e[0].mean,
@@ -183,17 +239,22 @@ static void one_configuration(void)
     stem_result_free(&r);
 }
 
-/* The memory estimate counts the state and the sums before a configuration; 4D none. */
+/* The memory estimate counts the squares' sums (16 bytes), the finished state (8); 4D none;
+ * the sums' bytes are what stem_acc_alloc allocates. */
 static void memory(void)
 {
     stem_plan p = small_plan(CONFIGS);
     p.opt.save_4d = 1;
     p.cbed_nx = p.cbed_ny = 16;
-    double want = 8.0 * ((BINS + BINS) + (IMAGES + IMAGES) + (1 + 1) + (4 + 2)); /* rings, images, total, DPC */
+    double want = 24.0 * (BINS + IMAGES + 1 + 4); /* rings, images, total, DPC (x, y and their co-moments) */
     CHECK_CLOSE(stem_channel_error_bytes_per_probe(&p), want, 0);
     CHECK(stem_channel_error_width(&p, STEM_CH_CBED) == 0);
+    double sums = PROBES * (8.0 * (BINS + IMAGES + 1 + 2 + 256) + 16.0 * (BINS + IMAGES + 1 + 2 + 2)) +
+        8.0 * CONFIGS * IMAGES; /* values; squares; the DPC's co-moments; each configuration's images */
+    CHECK_CLOSE(stem_acc_bytes(&p, 3), 3 * sums, 0);
+    CHECK_CLOSE(stem_acc_global_bytes(&p, 3), 3 * sums, 0); /* one rank: its part is the whole */
     p.opt.save_3d = p.opt.save_dpc = 0;
-    CHECK_CLOSE(stem_channel_error_bytes_per_probe(&p), 8.0 * ((IMAGES + IMAGES) + (1 + 1)), 0);
+    CHECK_CLOSE(stem_channel_error_bytes_per_probe(&p), 24.0 * (IMAGES + 1), 0);
     p.opt.standard_errors = 0; /* [output] standard_errors = false */
     CHECK(stem_channel_error_bytes_per_probe(&p) == 0);
 }
@@ -206,6 +267,7 @@ int main(void)
     image_errors(&single);
     stem_result_free(&single);
     one_configuration();
+    out_of_range();
     memory();
     return check_exit("errors");
 }
