@@ -33,6 +33,12 @@
 
 #include "../src/config.h"
 
+typedef struct { /* the state's checksum (checkpoint.c) */
+    uint64_t lane[4], total;
+    unsigned char tail[32];
+    size_t n_tail;
+} state_hash;
+
 typedef struct {
     char dir[STEM_PATH_MAX];
     uint64_t identity; /* hash of the identity text */
@@ -42,7 +48,7 @@ typedef struct {
     int has_state;           /* a state was found or stored */
     int store_fd, kill_in_store, n_store; /* rank 0, during a store: state.tmp, test hook, units it holds */
     size_t store_at;
-    unsigned long long store_sum;
+    state_hash store_sum;
     unsigned char *done;     /* [n_units]: in the checkpoint when opened (same on every rank) */
     int n_done;              /* of them */
     unsigned char *verified; /* [n_units]: checked (header, checksum) on this rank since the last store */
