@@ -4,6 +4,8 @@
 #ifndef STEM_CAMPAIGN_PRIVATE_H
 #define STEM_CAMPAIGN_PRIVATE_H
 
+#include <pthread.h>
+
 #include "../io/potential_file.h"
 #include "../src/accumulator.h"
 #include "algorithm.h"
@@ -39,6 +41,12 @@ typedef struct {
     /* the sums */
     stem_accumulator acc;
     stem_result *res;     /* [per_tilt]: one unit's points */
+    /* an engine that leaves the host idle (the GPU): the last unit's results, added to the sums
+     * by a helper thread while the next unit computes (campaign_rounds.c); else NULL */
+    stem_result *res_taken;
+    pthread_t taker;
+    int taking, take_unit, take_err;
+    double take_busy, take_wait; /* seconds of adding to the sums, and of the units waiting for it */
     unsigned char *done;  /* [n_units]: in the sums (this group's since the last collect, and the stored) */
     int n_added;          /* units added since the last store, by this rank's group */
     double last_store;    /* when the state was last stored (or the units began) */

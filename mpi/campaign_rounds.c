@@ -36,11 +36,87 @@ static int group_stopping(const stem_mpi *m)
     return any;
 }
 
+/* Unit u's results (every point of its tilt) into the sums, zeroed as they are read. */
+static int take_unit(campaign *cp, stem_result *res, int u)
+{
+    double t = stem_wall_time();
+    int tilt = u / cp->n_configs, c = u % cp->n_configs, err = STEM_OK;
+    for (int d = 0; d < cp->per_tilt && !err; d++)
+        err = stem_acc_take(&cp->acc, tilt * cp->per_tilt + d, c, &res[d], cp->job->plan->threads);
+    cp->take_busy += stem_wall_time() - t;
+    return err;
+}
+
+static void *take_in_background(void *arg)
+{
+    campaign *cp = arg;
+    cp->take_err = take_unit(cp, cp->res_taken, cp->take_unit);
+    return NULL;
+}
+
+/* The background take finished (its failure returned); the time the units waited for it. */
+static int take_join(campaign *cp)
+{
+    if (!cp->taking) return STEM_OK;
+    double t = stem_wall_time();
+    pthread_join(cp->taker, NULL);
+    cp->taking = 0;
+    cp->take_wait += stem_wall_time() - t;
+    stem_phase_add(STEM_PHASE_REDUCTION, t);
+    return cp->take_err;
+}
+
+/* Unit u's results to the sums: by a helper thread while the next unit computes (the two
+ * result buffers swap), or in line; the engine's results are zero again either way. */
+static int take_or_hand_over(campaign *cp, int u)
+{
+    STEM_TRY(take_join(cp));
+    if (!cp->res_taken) {
+        double t = stem_wall_time();
+        int err = take_unit(cp, cp->res, u);
+        stem_phase_add(STEM_PHASE_REDUCTION, t);
+        return err;
+    }
+    stem_result *r = cp->res_taken;
+    cp->res_taken = cp->res;
+    cp->res = r;
+    cp->take_unit = u;
+    cp->take_err = STEM_OK;
+    if (pthread_create(&cp->taker, NULL, take_in_background, cp)) { /* no thread: in line */
+        double t = stem_wall_time();
+        int err = take_unit(cp, cp->res_taken, u);
+        stem_phase_add(STEM_PHASE_REDUCTION, t);
+        return err;
+    }
+    cp->taking = 1;
+    return STEM_OK;
+}
+
+/* An engine that leaves the host idle: the second set of results the helper thread takes
+ * (test hook STEMSIM_TEST_BACKGROUND_TAKE=1: on any engine, so that the CPU tests run it). */
+static int take_buffers(campaign *cp)
+{
+    if (!cp->job->engine->host_idle && !getenv("STEMSIM_TEST_BACKGROUND_TAKE")) return STEM_OK;
+    STEM_ALLOC(cp->res_taken, (size_t)cp->per_tilt, "unit results (added in the background)");
+    for (int j = 0; j < cp->per_tilt; j++) STEM_TRY(stem_result_alloc(cp->job->plan, &cp->res_taken[j]));
+    return STEM_OK;
+}
+
+static void take_buffers_free(campaign *cp)
+{
+    take_join(cp);
+    for (int j = 0; cp->res_taken && j < cp->per_tilt; j++) stem_result_free(&cp->res_taken[j]);
+    free(cp->res_taken);
+    cp->res_taken = NULL;
+}
+
 /* Every rank's sums into their owners and, on a checkpointed run with new units, the state
  * stored with the units it holds (collective over the world). */
 static int collect_and_store(campaign *cp, const char *why)
 {
     const stem_mpi *m = cp->job->m;
+    int err = stem_mpi_agree(take_join(cp), m->world); /* every unit in the sums first */
+    if (err) return err;
     double t = stem_wall_time();
     int added = cp->n_added;
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &added, 1, MPI_INT, MPI_SUM, m->world));
@@ -109,12 +185,7 @@ static int run_unit(campaign *cp, int u, int next)
     int err = stem_campaign_compute_unit(cp, u, next, cp->res);
     if (err || group_stopping(m)) return err;
     if (cp->smatrix_bytes) STEM_TRY(store_smatrix(cp, u));
-    double a = stem_wall_time();
-    int tilt = u / cp->n_configs, c = u % cp->n_configs;
-    for (int d = 0; d < cp->per_tilt && !err; d++) /* each point's values into the sums, the results zeroed */
-        err = stem_acc_take(&cp->acc, tilt * cp->per_tilt + d, c, &cp->res[d], cp->job->plan->threads);
-    stem_phase_add(STEM_PHASE_REDUCTION, a);
-    if (err) return err;
+    STEM_TRY(take_or_hand_over(cp, u));
     cp->done[u] = 1;
     cp->n_added++;
     cp->busy += stem_wall_time() - t;
@@ -163,8 +234,17 @@ int stem_campaign_rounds(campaign *cp, const char *dir)
     int err = stem_mpi_agree(todo ? STEM_OK : STEM_ERR_MEMORY, m->world);
     cp->n_run = n_todo;
     if (!err && n_todo) {
-        err = rounds(cp, todo, n_todo, stem_campaign_group_state(cp)); /* the state's failure agreed at the first safe point */
+        err = stem_campaign_group_state(cp);
+        if (!err) err = take_buffers(cp);
+        err = rounds(cp, todo, n_todo, err); /* a failure of the state agreed at the first safe point */
+        int taken = take_join(cp), background = cp->res_taken != NULL;
+        if (!err) err = taken;
+        take_buffers_free(cp);
         stem_campaign_group_state_free(cp);
+        double hidden = background && cp->take_busy > cp->take_wait ? cp->take_busy - cp->take_wait : 0;
+        if (cp->take_busy > 0 && m->layout.world_rank == 0)
+            stem_info("the campaign's sums: %.2f s of adding the units' values, %.2f s of it hidden behind the units",
+                      cp->take_busy, hidden);
     }
     free(todo);
     int sig = stem_signal_pending(), stopped = sig;

@@ -409,6 +409,8 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
      * with its standard-error state */
     plan->mem_results = per_probe * local_probes;
     if (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) plan->mem_results *= 2;
+    if (plan->opt.device != STEM_DEVICE_CPU) /* the last unit's, added to the sums while the next computes */
+        plan->mem_results += per_probe * local_probes;
     plan->mem_results += stem_acc_bytes(plan, 1) + per_probe * local_probes;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
         plan->mem_results += 8.0 * stem_channel_error_width(plan, ch) * local_probes;
@@ -680,7 +682,8 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit, int n_points)
 {
     double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
-    double more = (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
+    double units = plan->opt.device != STEM_DEVICE_CPU ? 2 : 1; /* the GPU: the last unit's taken meanwhile */
+    double more = units * (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
     more += stem_acc_bytes(plan, n_points - 1);              /* the other points' sums */
     if (plan->layout.world_rank == 0) more += 64.0 * 1048576; /* a store's piece (mpi/campaign_sums.c) */
     if (plan->layout.group_rank == 0 && plan->opt.save_smatrix) /* the S-matrix kept for the unit's file */

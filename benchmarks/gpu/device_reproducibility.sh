@@ -12,9 +12,8 @@
 #     gpu_deterministic = off the same pairs' differences are printed;
 #  3. a checkpointed [series] campaign (2 tilts x 2 defoci x 2 configurations, multislice and
 #     PRISM) killed after 1 unit (1 rank; and 2 ranks, resumed on 3) = the uninterrupted run;
-#  4. 1, 2 and 3 ranks sharing one GPU (fp_groups = 1, as the CPU engine's rank tests: groups
-#     add configurations in another order) and the campaign on 2 and 3 ranks (automatic
-#     groups: its units are summed in configuration order);
+#  4. 1, 2 and 3 ranks sharing one GPU (fp_groups = 1), 2 ranks in 2 groups (exact sums:
+#     the order of the configurations changes no bit) and the campaign on 2 and 3 ranks;
 #  5. two identical runs with the transmission functions built on the GPU (the default,
 #     cuda/gpu_potential.cu: float atomics until its fixed-point rewrite), reported on a line
 #     of their own: sections 1-4 build them on the CPU (debug.gpu_transmission = off);
@@ -99,7 +98,7 @@ done
 echo "== 3. checkpointed campaign killed after 1 unit, resumed = uninterrupted"
 for alg in multislice prism; do
   camp=("${si[@]}" --set simulation.algorithm=$alg --set series.tilt_x="0 6" --set series.defocus="-30 30"
-        --set probe.defocus=0 --set simulation.frozen_phonons=2 --set detector.segments=0)
+        --set probe.defocus=0 --set simulation.frozen_phonons=2 --set detector.segments=0 --set output.checkpoint_interval=0)
   run "camp_${alg}_ref" 1 "${camp[@]}" --set output.file="$work/camp_${alg}_ref.h5"
   want 3 || continue
   for how in "1 1" "2 3"; do
@@ -108,7 +107,8 @@ for alg in multislice prism; do
     cmd=("$exe"); [ "$1" -gt 1 ] && cmd=(mpirun --oversubscribe --bind-to none -np "$1" "$exe")
     STEMSIM_TEST_KILL_AFTER_UNITS=1 "${cmd[@]}" "${camp[@]}" --set output.file="$work/$name.h5" > "$work/${name}_killed.log" 2>&1
     echo "     killed with exit $? (expected: not 0)"
-    ls "$work/$name.h5.checkpoint" 2>/dev/null | grep -c "^unit_" | sed "s/^/     units in the checkpoint after the kill: /"
+    python3 -c "import struct,sys; print('     units in the checkpoint after the kill:', struct.unpack_from('<8sIIQQQII', open(sys.argv[1], 'rb').read(64))[6])" "$work/$name.h5.checkpoint/state" 2>/dev/null ||
+      echo "     units in the checkpoint after the kill: 0 (no state)"
     run "${name}_resumed" "$2" "${camp[@]}" --set output.file="$work/$name.h5" --set output.overwrite=false
     grep -m1 -o "resuming: [0-9]* of [0-9]* units done" "$work/${name}_resumed.log" | sed 's/^/     /'
     same "$alg campaign, killed on $1 rank(s), resumed on $2 = uninterrupted" "$work/$name.h5" "$work/camp_${alg}_ref.h5"
@@ -126,6 +126,10 @@ for alg in multislice prism; do
   done
   same "$alg, 2 ranks = 1 rank" "$work/ranks_${alg}_2.h5" "$work/ranks_${alg}_1.h5"
   same "$alg, 3 ranks = 1 rank" "$work/ranks_${alg}_3.h5" "$work/ranks_${alg}_1.h5"
+  # exact sums (src/accumulator.h): the groups' order of configurations changes no bit either
+  run "groups_${alg}_2" 2 "${si[@]}" --set simulation.algorithm=$alg --set compute.fp_groups=2 \
+      --set output.file="$work/groups_${alg}_2.h5"
+  same "$alg, 2 ranks in 2 groups = 1 rank (standard errors included)" "$work/groups_${alg}_2.h5" "$work/ranks_${alg}_1.h5"
   for np in 2 3; do
     run "camp_${alg}_np$np" "$np" "${si[@]}" --set simulation.algorithm=$alg --set series.tilt_x="0 6" \
         --set series.defocus="-30 30" --set probe.defocus=0 --set simulation.frozen_phonons=2 --set detector.segments=0 \

@@ -9,7 +9,7 @@
 #   SIGTERM once half the units are in the checkpoint, then the same command resumes it.
 #   The whole-process time is the two processes' wall times added (start to file closed).
 # - part N: the same with N configurations (a shorter call; the per-unit time is the point).
-# Prints each process's wall time, the per-unit times (from the "unit k of n done ... in X s"
+# Prints the disk peak (checkpoint + output, sampled every 0.5 s), each process's wall time, the per-unit times (from the "unit k of n done ... in X s"
 # lines), and the per-phase sums of the log's "time per phase" line, both runs together:
 # potential (table + transmission), S-matrix, output (arrange + probes), write, other; the
 # overhead is the wall time the phases do not account for (start-up, plans, checkpoint I/O).
@@ -40,13 +40,21 @@ launch=("$exe")
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 echo "case: 65 tilts x $configs configurations = $units units, $ranks rank(s); extra: $*"
 
-# first process: stopped with SIGTERM once half the units are stored
+# the checkpoint's and the output's bytes on disk, sampled every 0.5 s (their peak is the disk need)
+( peak=0; while [ ! -f $w/stop_sampling ]; do
+    b=$(du -sb $w/tomo.h5.checkpoint $w/tomo.h5* 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    c=$(du -sb $w/tomo.h5.checkpoint 2>/dev/null | awk '{print $1 + 0}')
+    echo "$b ${c:-0}" >> $w/disk_samples
+    sleep 0.5
+  done ) &
+sampler=$!
+# first process: stopped with SIGTERM once half the units are done (the signal stores the sums)
 t0=$(date +%s.%N)
 "${launch[@]}" "${args[@]}" > $w/run1.log 2>&1 &
 pid=$!
 half=$((units / 2))
 while kill -0 $pid 2>/dev/null; do
-  done_units=$(ls $w/tomo.h5.checkpoint 2>/dev/null | grep -cE '^unit_[0-9]+$')
+  done_units=$(grep -cE '^unit [0-9]+ of [0-9]+ done' $w/run1.log 2>/dev/null)
   if [ "${done_units:-0}" -ge $half ]; then
     kill -TERM $pid
     break
@@ -56,10 +64,16 @@ done
 wait $pid
 rc1=$?
 t1=$(date +%s.%N)
+du -sb $w/tomo.h5.checkpoint 2>/dev/null | awk '{printf "checkpoint after the stop: %.2f GB\n", $1 / 1e9}'
 # second process: the same command resumes from the checkpoint
 "${launch[@]}" "${args[@]}" > $w/run2.log 2>&1
 rc2=$?
 t2=$(date +%s.%N)
+touch $w/stop_sampling
+wait $sampler
+awk '{if ($1 > p) p = $1; if ($2 > c) c = $2} END {printf "disk peak: %.2f GB (checkpoint %.2f GB)\n", p / 1e9, c / 1e9}' $w/disk_samples
+ls -l $w/tomo.h5 2>/dev/null | awk '{printf "output: %.2f GB\n", $5 / 1e9}'
+df -h /tmp | tail -1
 cp $w/run1.log $w/run2.log "$out"/ 2>/dev/null
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 python3 - "$w" "$rc1" "$rc2" "$t0" "$t1" "$t2" "$units" "$out" "$gpu" <<'PY'
@@ -87,7 +101,7 @@ if done:
     s = sorted(done)
     print(f"per unit in the log: median {s[len(s) // 2]:.3f} s, min {s[0]:.3f}, max {s[-1]:.3f}")
 groups = {"potential": ("table", "transmission"), "S-matrix": ("S-matrix",), "output": ("arrange", "probes"),
-          "write": ("write",), "other (logged)": ("other", "broadcast", "gather", "wait", "reduction")}
+          "write": ("write",), "sums": ("reduction",), "other (logged)": ("other", "broadcast", "gather", "wait")}
 acc = 0
 for g, names in groups.items():
     v = sum(phase.get(n, 0) for n in names)
