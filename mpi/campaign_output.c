@@ -18,7 +18,7 @@ static int point_from_sums(campaign *cp, int p, stem_result *res)
     const stem_mpi *m = cp->job->m;
     const stem_plan *plan = cp->job->plan;
     stem_result_zero(res);
-    stem_acc_to_result(&cp->acc, p, res);
+    STEM_TRY(stem_acc_to_result(&cp->acc, p, res, plan->threads));
     if (res->config_images)
         STEM_MPI_CALL(MPI_Bcast(res->config_images, cp->n_configs * plan->n_images, MPI_DOUBLE, 0, m->group));
     stem_result_finalise(res, cp->n_configs);

@@ -46,6 +46,7 @@ typedef struct {
     stem_result *res_taken;
     pthread_t taker;
     int taking, take_unit, take_err;
+    int sums_damaged; /* a take failed part way: the sums are never stored */
     double take_busy, take_wait; /* seconds of adding to the sums, and of the units waiting for it */
     unsigned char *done;  /* [n_units]: in the sums (this group's since the last collect, and the stored) */
     int n_added;          /* units added since the last store, by this rank's group */

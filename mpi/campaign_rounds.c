@@ -43,6 +43,7 @@ static int take_unit(campaign *cp, stem_result *res, int u)
     int tilt = u / cp->n_configs, c = u % cp->n_configs, err = STEM_OK;
     for (int d = 0; d < cp->per_tilt && !err; d++)
         err = stem_acc_take(&cp->acc, tilt * cp->per_tilt + d, c, &res[d], cp->job->plan->threads);
+    if (err) cp->sums_damaged = 1; /* part of the unit may be in the sums: never stored */
     cp->take_busy += stem_wall_time() - t;
     return err;
 }
@@ -249,7 +250,9 @@ int stem_campaign_rounds(campaign *cp, const char *dir)
     free(todo);
     int sig = stem_signal_pending(), stopped = sig;
     MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
-    if (stopped && cp->checkpointed && (!err || err == stem_signal_status(stopped))) return stop_stored(cp, dir, stopped);
+    /* a stop keeps the sums, whatever the unit it cut short returned (never added): only a failed
+     * take may have left them half added, and then nothing is stored */
+    if (stopped && cp->checkpointed && !cp->sums_damaged) return stop_stored(cp, dir, stopped);
     if (err) {
         if (cp->checkpointed && cp->ck.has_state)
             stem_info("the checkpoint %s keeps the sums of the %d units it held at its last store", dir, cp->ck.n_done);

@@ -152,15 +152,15 @@ stem_acc_array stem_acc_array_at(const stem_accumulator *acc, int i)
     return (stem_acc_array){0};
 }
 
-/* x rounded to the nearest multiple of 2^-frac, as an integer; *bad when x is not finite
+/* x rounded to the nearest multiple of 2^-frac (scale = 2^frac), as an integer; *bad when x is not finite
  * or not below 2^bound in magnitude (the sums of n_configs such values fit 63 bits). */
-static inline int64_t to_fixed(double x, int frac, double limit, int *bad)
+static inline int64_t to_fixed(double x, double scale, double limit, int *bad)
 {
     if (!(fabs(x) < limit)) {
         *bad = 1;
         return 0;
     }
-    return llrint(ldexp(x, frac));
+    return llrint(x * scale); /* scale = 2^frac: the product is exact */
 }
 
 /* Channel ch's values of probes [q0, q1) of point p into the sums (and squares and co-moments
@@ -169,7 +169,8 @@ static void take_channel(stem_accumulator *acc, int p, int ch, stem_result *res,
 {
     long w = acc->width[ch];
     size_t at = (size_t)p * (size_t)(acc->n_probes * w);
-    int f = acc->frac[ch], ft = acc->frac[STEM_CH_TOTAL], is_float = stem_channel_table[ch].is_float;
+    double f = ldexp(1, acc->frac[ch]), ft = ldexp(1, acc->frac[STEM_CH_TOTAL]);
+    int is_float = stem_channel_table[ch].is_float;
     double limit = ldexp(1, bound_bits(ch)), total_limit = ldexp(1, bound_bits(STEM_CH_TOTAL));
     int64_t *sum = acc->sum[ch] + at;
     stem_fixed128 *sq = acc->squares[ch] ? acc->squares[ch] + at : NULL;
@@ -207,7 +208,7 @@ static int take_probes(void *ctx, int worker, long q0, long q1)
         int64_t *row = t->images + (size_t)worker * acc->n_images;
         for (long q = q0; q < q1; q++)
             for (int i = 0; i < acc->n_images; i++)
-                row[i] += to_fixed(t->res->images[q * acc->n_images + i], acc->image_frac, 4, bad);
+                row[i] += to_fixed(t->res->images[q * acc->n_images + i], ldexp(1, acc->image_frac), 4, bad);
     }
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
         if (acc->sum[ch]) take_channel(acc, t->p, ch, t->res, q0, q1, bad);
@@ -253,29 +254,31 @@ void stem_acc_zero(stem_accumulator *acc, stem_acc_kind kind)
     }
 }
 
-/* n S2 - S1^2 over n, scaled to values: the sum of squared deviations (Welford's M2),
- * exact in integers until the one rounding. */
-static double m2_of(int64_t s1, stem_fixed128 s2, int n, int frac)
+/* n S2 - S1^2 over n, scaled to values (unit = 2^-2 frac): the sum of squared deviations
+ * (M2), exact in integers until the one rounding. */
+static inline double m2_of(int64_t s1, stem_fixed128 s2, int n, double unit)
 {
     stem_fixed128 d = (stem_fixed128)n * s2 - (stem_fixed128)s1 * s1;
-    return ldexp((double)d, -2 * frac) / n;
+    return (double)d * unit / n;
 }
 
-/* n Sxt - Sx St over n: the co-moment of a value with the total. */
-static double c_of(int64_t sx, int64_t st, stem_fixed128 sxt, int n, int fx, int ft)
+/* n Sxt - Sx St over n (unit = 2^-(frac_x + frac_t)): the co-moment of a value with the total. */
+static inline double c_of(int64_t sx, int64_t st, stem_fixed128 sxt, int n, double unit)
 {
     stem_fixed128 d = (stem_fixed128)n * sxt - (stem_fixed128)sx * st;
-    return ldexp((double)d, -(fx + ft)) / n;
+    return (double)d * unit / n;
 }
 
-static void channel_to_result(const stem_accumulator *acc, int p, int ch, stem_result *res)
+/* Channel ch's probes [q0, q1) of point p into res: sums as values, M2 and co-moments. */
+static void channel_to_result(const stem_accumulator *acc, int p, int ch, stem_result *res, long q0, long q1)
 {
-    long w = acc->width[ch], n = acc->n_probes * w;
-    size_t at = (size_t)p * (size_t)n;
-    int f = acc->frac[ch], bad = acc->bad[p], k = acc->n_configs;
+    long w = acc->width[ch];
+    size_t at = (size_t)p * (size_t)(acc->n_probes * w);
+    int bad = acc->bad[p], k = acc->n_configs;
+    double unit = ldexp(1, -acc->frac[ch]), unit2 = unit * unit, unit_t = unit * ldexp(1, -acc->frac[STEM_CH_TOTAL]);
     const int64_t *sum = acc->sum[ch] + at;
-    for (long i = 0; i < n; i++) {
-        double v = bad ? NAN : ldexp((double)sum[i], -f);
+    for (long i = q0 * w; i < q1 * w; i++) {
+        double v = bad ? NAN : (double)sum[i] * unit;
         if (stem_channel_table[ch].is_float)
             ((float *)res->data[ch])[i] = (float)v;
         else
@@ -285,24 +288,41 @@ static void channel_to_result(const stem_accumulator *acc, int p, int ch, stem_r
     double *e = res->err[ch];
     const stem_fixed128 *sq = acc->squares[ch] + at;
     if (!acc->cross[ch]) {
-        for (long i = 0; i < n; i++) e[i] = bad ? NAN : m2_of(sum[i], sq[i], k, f);
+        for (long i = q0 * w; i < q1 * w; i++) e[i] = bad ? NAN : m2_of(sum[i], sq[i], k, unit2);
         return;
     }
     /* a ratio channel's state: [probe][M2 x w][co-moment with the total x w] */
     const stem_fixed128 *cross = acc->cross[ch] + at;
     const int64_t *total = acc->sum[STEM_CH_TOTAL] + (size_t)p * (size_t)acc->n_probes;
-    for (long q = 0; q < acc->n_probes; q++)
+    for (long q = q0; q < q1; q++)
         for (long j = 0; j < w; j++) {
             long i = q * w + j;
-            e[q * 2 * w + j] = bad ? NAN : m2_of(sum[i], sq[i], k, f);
-            e[q * 2 * w + w + j] = bad ? NAN : c_of(sum[i], total[q], cross[i], k, f, acc->frac[STEM_CH_TOTAL]);
+            e[q * 2 * w + j] = bad ? NAN : m2_of(sum[i], sq[i], k, unit2);
+            e[q * 2 * w + w + j] = bad ? NAN : c_of(sum[i], total[q], cross[i], k, unit_t);
         }
 }
 
-void stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res)
+typedef struct {
+    const stem_accumulator *acc;
+    int p;
+    stem_result *res;
+} result_work;
+
+static int result_probes(void *ctx, int worker, long q0, long q1)
 {
+    const result_work *t = ctx;
+    (void)worker;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (acc->sum[ch] && res->data[ch]) channel_to_result(acc, p, ch, res);
+        if (t->acc->sum[ch] && t->res->data[ch]) channel_to_result(t->acc, t->p, ch, t->res, q0, q1);
+    return STEM_OK;
+}
+
+int stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res, int threads)
+{
+    result_work t = {acc, p, res};
+    stem_work work = {.ctx = &t, .work = result_probes};
+    long batch = acc->n_probes / (4L * (threads > 0 ? threads : 1)) + 1;
+    STEM_TRY(stem_dispatch(&work, acc->n_probes, (int)(batch < (1L << 30) ? batch : (1L << 30)), threads, NULL));
     if (acc->pacbed && res->scan_sum[STEM_CH_PACBED]) {
         memcpy(res->scan_sum[STEM_CH_PACBED], acc->pacbed + (size_t)p * acc->pattern_bins,
                sizeof(stem_fixed128) * (size_t)acc->pattern_bins);
@@ -311,7 +331,8 @@ void stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res)
     if (acc->config_images && res->config_images) {
         const int64_t *row = acc->config_images + (size_t)p * acc->n_configs * acc->n_images;
         for (long i = 0; i < (long)acc->n_configs * acc->n_images; i++)
-            res->config_images[i] = acc->bad[p] ? NAN : ldexp((double)row[i], -acc->image_frac);
+            res->config_images[i] = acc->bad[p] ? NAN : (double)row[i] * ldexp(1, -acc->image_frac);
     }
     res->n_samples = acc->n_configs;
+    return STEM_OK;
 }

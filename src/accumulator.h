@@ -79,7 +79,7 @@ void stem_acc_zero(stem_accumulator *acc, stem_acc_kind kind);
  * standard errors are kept), as the configurations' sums and their M2 state, ready for
  * stem_result_finalise: values as doubles (or floats), M2 and the co-moments exact until
  * the one rounding to double. The scan rows (PACBED's sums, each configuration's images)
- * from this rank's scan arrays. A point with a bad value reads NaN. */
-void stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res);
+ * from this rank's scan arrays. A point with a bad value reads NaN. Over `threads` workers. */
+int stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res, int threads);
 
 #endif

@@ -68,7 +68,7 @@ static void add_config(stem_accumulator *acc, const stem_plan *p, int c)
 static void finished(const stem_accumulator *acc, const stem_plan *p, stem_result *r)
 {
     CHECK(stem_result_alloc(p, r) == STEM_OK && stem_result_alloc_errors(p, r) == STEM_OK);
-    stem_acc_to_result(acc, 0, r);
+    CHECK(stem_acc_to_result(acc, 0, r, 2) == STEM_OK);
     stem_result_finalise(r, p->n_configs);
 }
 
@@ -182,7 +182,7 @@ static void out_of_range(void)
     CHECK(stem_acc_take(&acc, 0, 0, &u, 1) == STEM_OK);
     CHECK(acc.bad[0]);
     CHECK(stem_result_alloc(&p, &r) == STEM_OK && stem_result_alloc_errors(&p, &r) == STEM_OK);
-    stem_acc_to_result(&acc, 1, &r);
+    CHECK(stem_acc_to_result(&acc, 1, &r, 1) == STEM_OK);
     CHECK(isnan(r.rings[0]) && isnan(r.total[0]));
     stem_result_free(&r);
     stem_result_free(&u);
@@ -228,7 +228,7 @@ static void one_configuration(void)
     add_config(&acc, &p, 0);
     CHECK(stem_result_alloc(&p, &r) == STEM_OK && stem_result_alloc_errors(&p, &r) == STEM_OK);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) CHECK(r.err[ch] == NULL);
-    stem_acc_to_result(&acc, 0, &r);
+    CHECK(stem_acc_to_result(&acc, 0, &r, 3) == STEM_OK);
     stem_result_finalise(&r, 1);
     stem_acc_free(&acc);
     stem_image_error e[IMAGES];
