@@ -143,7 +143,10 @@ int stem_sums_store(const stem_accumulator *acc, const stem_mpi *m, stem_checkpo
                              p);
     int err = m->layout.group == 0 ? store_group(acc, m, ck, done) : STEM_OK;
     err = stem_mpi_agree(err, m->world);
-    if (!err) STEM_MPI_CALL(MPI_Bcast(&ck->n_done, 1, MPI_INT, 0, m->world));
+    int stored[2] = {ck->n_done, ck->has_state}; /* rank 0's, on every rank: the next store's decision */
+    if (!err) STEM_MPI_CALL(MPI_Bcast(stored, 2, MPI_INT, 0, m->world));
+    ck->n_done = stored[0];
+    ck->has_state = stored[1];
     return err;
 }
 

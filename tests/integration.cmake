@@ -215,10 +215,14 @@ endif()
 
 # Campaign tests (tests/integration/campaign.py, LABELS campaign): [series] points equal
 # single runs, kills and signals resume bit for bit, damaged or foreign checkpoints are
-# refused, rank counts agree; multislice and PRISM.
+# refused, rank counts agree; multislice and PRISM. Checkpoint version 2 (the running sums
+# in one state file): its size follows the points, not the units (state_size); random kill
+# points resumed on random rank counts (random_kills), fp_groups (groups_bitwise) and
+# checkpoint_interval (interval) keep every bit; a version 1 checkpoint is refused (old_version).
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_alg multislice prism)
-    foreach(_s equals_single kill_resume signals damaged owned usable changed_key fft_plans ranks depths)
+    foreach(_s equals_single kill_resume signals damaged owned usable changed_key fft_plans ranks depths
+               state_size random_kills groups_bitwise interval old_version)
       add_test(NAME campaign_${_s}_${_alg}
                COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py ${_s} --algorithm ${_alg}
                        --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}

@@ -352,10 +352,11 @@ def check_resume(case, tol):
     """Two configurations checkpointed, killed after one unit, run again: = the uninterrupted run."""
     case.sets = ["simulation.thermal=true", "simulation.frozen_phonons=2"]
     case.run("whole")
-    rc, out = case.run("resumed", ["output.checkpoint=true"], env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"}, expect=None)
+    every = ["output.checkpoint=true", "output.checkpoint_interval=0"]  # a store after every unit (one rank)
+    rc, out = case.run("resumed", every, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"}, expect=None)
     if rc == 0:
         return ["the run was not killed after its first unit (exit 0)"]
-    rc, out = case.run("resumed", ["output.checkpoint=true", "output.overwrite=false"])
+    rc, out = case.run("resumed", every + ["output.overwrite=false"])
     problems = [] if "resuming: 1 of 2 units done" in out else ["the rerun did not resume 1 of 2 units:\n" + out]
     return problems + case.compare(case.h5("resumed"), case.h5("whole"), "resumed", tol)
 

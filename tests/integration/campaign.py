@@ -5,25 +5,28 @@ One scenario per call:
   campaign.py SCENARIO --stemsim BIN --mpiexec BIN [--mpi-flag F ...]
               --config small.ini --workdir DIR [--algorithm multislice|prism]
 
-Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 ranks):
+Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 ranks; the
+checkpoint (version 2) keeps the running sums in <output>.checkpoint/state, whose header
+says which units they hold; checkpoint_interval = 0 where a test counts stored units):
   equals_single  the campaign's every point equals the same point run alone with
                  the single-run keys ([sample] tilt_x, [probe] C10) to 1e-6, standard
                  errors included; the output has the leading axes and their values
-  kill_resume    the job killed (SIGKILL) after 0, 1 and 4 of 6 units, then run
-                 again: "resuming", and the file (standard errors included) equals the
-                 uninterrupted run bit for bit; the same after a kill in the middle of a
-                 checkpoint write
+  kill_resume    the job killed (SIGKILL) before a store with 0, 1+ and 4+ of 6 units
+                 stored, then run again: "resuming", and the file (standard errors
+                 included) equals the uninterrupted run bit for bit; the same after a kill
+                 in the middle of writing state.tmp (the previous state intact)
   signals        SIGTERM, then SIGUSR1, to every rank mid-campaign (as Slurm's --signal and
-                 preemption deliver them): exit 75, a valid partial checkpoint, the
-                 rerun resumes and equals the uninterrupted run bit for bit
+                 preemption deliver them): exit 75, a valid partial state, no state.tmp,
+                 the rerun resumes and equals the uninterrupted run bit for bit
   owned          a held lock refuses a second campaign (also --restart), a link planted
-                 as a temporary is refused and its target kept, --restart keeps files
-                 that are not the checkpoint's (unit_cell.xyz)
-  damaged        a unit file with a flipped byte: refused by name (exit 6), nothing
-                 deleted; after removing that file the run completes and is exact
+                 as state.tmp or as the state is refused and its target kept, --restart
+                 keeps files that are not the checkpoint's (unit_cell.xyz, state.old...)
+  damaged        the state with a flipped payload byte, one byte short, a wrong magic,
+                 another identity: refused by name (exit 6), nothing changed; after
+                 removing the state the run starts over and is exact
   changed_key    a key changed between runs is refused naming it (exit 3);
                  --restart starts over and completes
-  ranks          1 rank and 3 ranks give the 2-rank result to 1e-6
+  ranks          1 rank and 3 ranks give the 2-rank result bit for bit (exact sums)
   depths         [output] depths with a defocus series: the point at each depth equals a
                  single run of a sample cut at that depth (tile_z = 1, 2) to 1e-6
                  (multislice) or bit for bit (PRISM: its S-matrix recorded at each
@@ -41,15 +44,33 @@ Scenarios (the case: 3 tilts x 2 defoci x 2 frozen-phonon configurations, 2 rank
                  equals the single run with [probe] beam_tilt_x/_y at that value to
                  1e-6, different tilts differ; refused (exit 3): with multislice, two
                  values on one plane wave, [probe] beam_tilt_x given as well
+  state_size     rings, 4 tilts x 3 configurations: the state's size is the same with 1+
+                 and 6+ units stored, at most 2 x the output + 1 MiB; the same payload
+                 with 6 configurations, a smaller one with 2 tilts
+  random_kills   12 units killed at 4 random points (3 before a store, 1 inside one),
+                 resumed on 1-3 ranks drawn at random (STEMSIM_TEST_SEED repeats a
+                 draw), finished: bit for bit the uninterrupted run
+  groups_bitwise 2 ranks with fp_groups 1 and 2, and 1 rank: bit for bit
+  interval       checkpoint_interval = 1e6: nothing stored before the end (the kill hook
+                 at 1 never fires, at 0 leaves no state, kill -9 mid-campaign leaves no
+                 state); SIGTERM stores it (exit 75); each rerun bit for bit
+  old_version    a version 1 checkpoint: exit 3 naming the version (run and --dry-run),
+                 nothing changed; --restart removes only its names and completes
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import argparse
+import hashlib
 import os
+import random
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+
+from itest import state_info, state_units
 
 A = None
 WORST = [0.0]  # the largest relative difference a tolerance compare saw (logged)
@@ -74,17 +95,22 @@ def run(ranks, config, extra=(), env=None, timeout=300):
     return p.returncode, p.stdout + p.stderr
 
 
-def write_config(name, series=True, extra=""):
-    """The small case with frozen phonons, and the series unless series=False."""
+def write_config(name, series=True, extra="", interval=0, tilts="0:4:8", configurations=2):
+    """The small case with frozen phonons (configurations of them), and the series (tilts x
+    the defoci) unless series=False. interval: [output] checkpoint_interval (None: not given,
+    the default); 0, so that the tests that count stored units see a store after every round."""
     text = open(A.config).read()
     here = os.path.dirname(os.path.abspath(A.config))
     text = text.replace("xyz = ../../data/", "xyz = " + os.path.join(here, "..", "..", "data") + "/")
     text = text.replace("defocus = 0\n", "")
-    text = text.replace("frozen_phonons = 1", "frozen_phonons = 2").replace("thermal = false", "thermal = true")
+    text = text.replace("frozen_phonons = 1", "frozen_phonons = %d" % configurations)
+    text = text.replace("thermal = false", "thermal = true")
     text = text.replace("algorithm = multislice", "algorithm = " + A.algorithm)
     text = text.replace("file = small.h5", "file = %s.h5" % name)
+    if interval is not None:
+        text = text.replace("overwrite = true\n", "overwrite = true\ncheckpoint_interval = %g\n" % interval)
     if series:
-        text += "\n[series]\ntilt_x = 0:4:8\ndefocus = %s\n" % " ".join("%g" % d for d in DEFOCI)
+        text += "\n[series]\ntilt_x = %s\ndefocus = %s\n" % (tilts, " ".join("%g" % d for d in DEFOCI))
     text += extra
     path = os.path.join(A.workdir, name + ".ini")
     with open(path, "w") as f:
@@ -140,23 +166,57 @@ def fresh(name):
             os.remove(full)
 
 
-def reference(name="reference"):
-    """The uninterrupted 2-rank campaign (computed once per workdir and algorithm)."""
-    path = os.path.join(A.workdir, name + ".h5")
-    if not os.path.exists(path):
+REFERENCES = {}
+
+
+def reference(name="reference", **config):
+    """The uninterrupted 2-rank campaign (write_config's config, checkpoint_interval left at its
+    default), computed once per call of this script: never a file an earlier stemsim left."""
+    if name not in REFERENCES:
         fresh(name)
-        cfg = write_config(name)
+        cfg = write_config(name, interval=None, **config)
         rc, out = run(2, cfg)
         if rc != 0:
             log(out)
             raise SystemExit("FAIL the uninterrupted campaign exited %d" % rc)
-    return datasets(path)
+        REFERENCES[name] = datasets(os.path.join(A.workdir, name + ".h5"))
+    return REFERENCES[name]
 
 
-def has_errors(ref, what):
+def checkpoint_dir(name):
+    return os.path.join(A.workdir, name + ".h5.checkpoint")
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def snapshot(ckdir):
+    """Every name in ckdir with its contents' digest (a link: its target), to see that nothing changed."""
+    out = {}
+    for n in sorted(os.listdir(ckdir)):
+        full = os.path.join(ckdir, n)
+        if os.path.islink(full):
+            out[n] = "-> " + os.readlink(full)
+        elif os.path.isfile(full):
+            out[n] = digest(full)
+        else:
+            out[n] = "(not a file)"
+    return out
+
+
+def resumed_says(out, done, total):
+    """The rerun's log says it resumed `done` units (nothing when none was stored)."""
+    if not done:
+        return "resuming" not in out
+    return "resuming: %d of %d units done" % (done, total) in out
+
+
+def has_errors(ref, what, shape=(3, 2)):
     """The campaign keeps each point's standard errors over its configurations (leading axes too)."""
     want = ["standard_error/images/HAADF", "standard_error/rings", "standard_error/dpc_com_x", "standard_error/total_intensity"]
-    missing = [k for k in want if k not in ref or ref[k].shape[:2] != (3, 2)]
+    missing = [k for k in want if k not in ref or ref[k].shape[:2] != shape]
     if missing:
         log("FAIL %s: standard errors missing or without the series axes: %s" % (what, missing))
     return 1 if missing else 0
@@ -193,12 +253,17 @@ def scenario_equals_single():
 
 
 def scenario_kill_resume():
+    """checkpoint_interval = 0 (a store after every round of 2 units, one per group): killed before
+    the first store (no state), after 1 (a state of 2 units) and 4 stored units, and halfway
+    through writing the store that brings the state to >= 3 (state.tmp partial, the state of 2
+    units intact); each run again to the end equals the uninterrupted campaign bit for bit."""
     ref = reference()
     bad = has_errors(ref, "kill_resume")  # compared bit for bit below with everything else
-    for tag, env in (("after0", {"STEMSIM_TEST_KILL_AFTER_UNITS": "0"}),
-                     ("after1", {"STEMSIM_TEST_KILL_AFTER_UNITS": "1"}),
-                     ("after4", {"STEMSIM_TEST_KILL_AFTER_UNITS": "4"}),
-                     ("inwrite", {"STEMSIM_TEST_KILL_IN_CHECKPOINT": "3"})):
+    # (tag, hook, the least and most units the state may hold after the kill (None: no state), state.tmp left)
+    for tag, env, least, most, tmp in (("after0", {"STEMSIM_TEST_KILL_AFTER_UNITS": "0"}, None, None, False),
+                                       ("after1", {"STEMSIM_TEST_KILL_AFTER_UNITS": "1"}, 1, 5, False),
+                                       ("after4", {"STEMSIM_TEST_KILL_AFTER_UNITS": "4"}, 4, 5, False),
+                                       ("inwrite", {"STEMSIM_TEST_KILL_IN_CHECKPOINT": "3"}, 1, 2, True)):
         name = "kill_" + tag
         fresh(name)
         cfg = write_config(name)
@@ -207,16 +272,31 @@ def scenario_kill_resume():
             log("FAIL %s: the killed run exited %d or left an output" % (tag, rc))
             bad += 1
             continue
-        units = [f for f in os.listdir(os.path.join(A.workdir, name + ".h5.checkpoint")) if f.startswith("unit_")]
-        log("%s: killed with exit %d, checkpoint holds %s" % (tag, rc, sorted(units)))
+        ckdir = checkpoint_dir(name)
+        units = state_units(ckdir)
+        has_tmp = os.path.exists(os.path.join(ckdir, "state.tmp"))
+        listing = sorted(os.listdir(ckdir)) if os.path.isdir(ckdir) else []
+        log("%s: killed with exit %d, the state holds %s%s; the directory: %s" %
+            (tag, rc, units, ", state.tmp left" if has_tmp else "", listing))
+        if least is None and units is not None or least is not None and not (units and least <= len(units) <= most):
+            log("FAIL %s: the state holds %s, expected %s" %
+                (tag, units, "no state" if least is None else "%d to %d units" % (least, most)))
+            bad += 1
+        if has_tmp != tmp:
+            log("FAIL %s: state.tmp %s" % (tag, "left by a kill between stores" if has_tmp else
+                                            "missing after a kill in the middle of a store"))
+            bad += 1
+        if any(f.startswith("unit_") for f in listing):
+            log("FAIL %s: unit files in a version 2 checkpoint without save_smatrix" % tag)
+            bad += 1
         rc, out = run(2, cfg, ["--set", "output.overwrite=false"])
         if rc != 0:
             log(out)
             log("FAIL %s: the rerun exited %d" % (tag, rc))
             bad += 1
             continue
-        done = len([u for u in units if not u.endswith(".tmp")])
-        if done and "resuming: %d of 6 units done" % done not in out:
+        done = len(units or [])
+        if not resumed_says(out, done, 6):
             log(out)
             log("FAIL %s: the rerun did not say it resumed %d units" % (tag, done))
             bad += 1
@@ -253,23 +333,24 @@ def scenario_signals():
         env = dict(os.environ, STEMSIM_TEST_UNIT_DELAY="1")
         p = subprocess.Popen(command(2, cfg, []), cwd=A.workdir, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
-        ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+        ckpt = checkpoint_dir(name)
         deadline = time.time() + 120
-        while time.time() < deadline:
-            if os.path.isdir(ckpt) and any(f.startswith("unit_") and not f.endswith(".tmp") for f in os.listdir(ckpt)):
+        while time.time() < deadline:  # a state stored (after the first round: checkpoint_interval = 0)
+            if os.path.exists(os.path.join(ckpt, "state")):
                 break
             time.sleep(0.05)
         for pid in rank_pids(p.pid):
             os.kill(pid, sig)
         out = p.communicate(timeout=120)[0]
-        units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_"))
-        log("%s: exit %d, checkpoint holds %s" % (sig.name, p.returncode, units))
+        units = state_units(ckpt) or []
+        log("%s: exit %d, the state holds %s; the directory: %s" % (sig.name, p.returncode, units,
+                                                                  sorted(os.listdir(ckpt))))
         if p.returncode != 75 or "run the same command again" not in out:
             log(out)
             log("FAIL %s: exit %d, expected 75 (stopped, checkpoint kept)" % (sig.name, p.returncode))
             bad += 1
-        if not units or len(units) >= 6 or any(u.endswith(".tmp") for u in units):
-            log("FAIL %s: expected a partial checkpoint of whole units" % sig.name)
+        if not units or len(units) >= 6 or os.path.exists(os.path.join(ckpt, "state.tmp")):
+            log("FAIL %s: expected a partial checkpoint (a whole state of 1 to 5 units, no state.tmp)" % sig.name)
             bad += 1
         rc, out = run(2, cfg)
         if rc != 0 or "resuming: %d of 6 units done" % len(units) not in out:
@@ -282,37 +363,54 @@ def scenario_signals():
 
 
 def scenario_damaged():
+    """A state damaged on disk: a flipped byte in the payload (checksum), one byte short (size), a
+    wrong magic, another identity: each refused by name (exit 6), nothing changed; after removing
+    the state the campaign starts over (its manifest kept) and completes exactly."""
     ref = reference()
     name = "damaged"
     fresh(name)
     cfg = write_config(name)
     run(2, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "3"})
-    ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
-    units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_") and not f.endswith(".tmp"))
-    if not units:
+    ckpt = checkpoint_dir(name)
+    info = state_info(ckpt)
+    if not info or not info["done"]:
         log("FAIL damaged: no unit was stored before the kill")
         return 1
-    victim = os.path.join(ckpt, units[0])
-    with open(victim, "r+b") as f:
-        f.seek(100)
-        b = f.read(1)
-        f.seek(100)
-        f.write(bytes([b[0] ^ 0xFF]))
-    before = sorted(os.listdir(ckpt))
-    rc, out = run(2, cfg)
+    log("damaged: the killed run left a state of %d bytes holding units %s" % (info["size"], info["done"]))
+    state = os.path.join(ckpt, "state")
+    with open(state, "rb") as f:
+        good = f.read()
+    payload_at = 64 + info["n_units"]
+
+    def flipped(at):
+        return good[:at] + bytes([good[at] ^ 0xFF]) + good[at + 1:]
+
+    damages = (("payload byte flipped", flipped(payload_at + info["payload_bytes"] // 2)),
+               ("one byte short", good[:-1]),
+               ("wrong magic", b"STEMSTAX" + good[8:]),
+               ("another identity", flipped(16)))
     bad = 0
-    if rc != 6 or units[0] not in out or "damaged" not in out:
-        log(out)
-        log("FAIL damaged: exit %d, expected 6 naming %s" % (rc, units[0]))
-        bad += 1
-    if sorted(os.listdir(ckpt)) != before:
-        log("FAIL damaged: the refusal changed the checkpoint")
-        bad += 1
-    os.remove(victim)
+    for what, data in damages:
+        with open(state, "wb") as f:
+            f.write(data)
+        before = snapshot(ckpt)
+        rc, out = run(2, cfg)
+        if rc != 6 or name + ".h5.checkpoint/state" not in out or "damaged" not in out:
+            log(out)
+            log("FAIL damaged (%s): exit %d, expected 6 naming %s as damaged" % (what, rc, state))
+            bad += 1
+        if snapshot(ckpt) != before:
+            log("FAIL damaged (%s): the refusal changed the checkpoint: %s, was %s" % (what, snapshot(ckpt), before))
+            bad += 1
+        if os.path.exists(os.path.join(A.workdir, name + ".h5")):
+            log("FAIL damaged (%s): an output was published" % what)
+            bad += 1
+            os.remove(os.path.join(A.workdir, name + ".h5"))
+    os.remove(state)
     rc, out = run(2, cfg)
-    if rc != 0:
+    if rc != 0 or "resuming" in out:
         log(out)
-        log("FAIL damaged: after removing the damaged unit the run exited %d" % rc)
+        log("FAIL damaged: after removing the damaged state the run exited %d (expected 0, not resuming)" % rc)
         return 1
     bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "damaged")
     return 1 if bad else 0
@@ -387,7 +485,8 @@ def scenario_ranks():
         if rc != 0:
             log(out)
             return 1
-        bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "%d ranks" % ranks, tol=1e-6)
+        # exact sums: the bits do not depend on the ranks (they were 1e-6 apart with float sums)
+        bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "%d ranks" % ranks)
     return 1 if bad else 0
 
 
@@ -442,10 +541,9 @@ def scenario_depths():
         log(out)
         return 1
     rc, out = run(2, write_config(killed), hot, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
-    # both groups may pass the kill check before either has counted its unit: 1 or 2 stored
-    ckdir = os.path.join(A.workdir, killed + ".h5.checkpoint")
-    done = len([u for u in os.listdir(ckdir) if u.startswith("unit_") and not u.endswith(".tmp")]) \
-        if os.path.isdir(ckdir) else 0
+    # a store after every round (checkpoint_interval = 0): the first round's 2 units stored, then killed
+    ckdir = checkpoint_dir(killed)
+    done = len(state_units(ckdir) or []) if os.path.isdir(ckdir) else 0
     rc2, out2 = run(2, write_config(killed), hot)
     if rc == 0 or rc2 != 0 or not done or "resuming: %d of 6 units done" % done not in out2:
         log(out + out2)
@@ -598,64 +696,83 @@ def scenario_beam_tilts():
 
 
 def scenario_owned():
-    """A checkpoint belongs to one campaign: a held lock refuses a second one; a link planted
-    under a temporary's name is refused and its target left alone; --restart removes only the
-    checkpoint's own files (a model called unit_cell.xyz beside them stays); a unit replaced
-    after the campaign opened is refused when read back."""
+    """A checkpoint belongs to one campaign: a held lock refuses a second one (and its --restart),
+    nothing changed; a link planted under the state's temporary name (state.tmp) or as the state
+    itself is refused and its target left alone; --restart removes only the checkpoint's own
+    names (a model called unit_cell.xyz and files named state.old, manifest.bak, unit_0000001.bak
+    beside them stay, in the campaign that follows too)."""
     import fcntl
     bad = 0
     name = "owned"
     fresh(name)
     cfg = write_config(name)
-    ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+    ckpt = checkpoint_dir(name)
     rc, out = run(1, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
-    units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_"))
+    units = state_units(ckpt) if os.path.isdir(ckpt) else None
     if rc == 0 or not units:
         log(out)
-        log("FAIL owned: the killed run left no unit (exit %d)" % rc)
+        log("FAIL owned: the killed run stored no state (exit %d)" % rc)
         return 1
     # 1. another campaign holds the directory (the test takes its lock)
     with open(os.path.join(ckpt, "stemsim.lock"), "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        before = sorted(os.listdir(ckpt))
+        before = snapshot(ckpt)
         rc, out = run(1, cfg)
-        if rc != 6 or "in use by another running campaign" not in out or sorted(os.listdir(ckpt)) != before:
+        if rc != 6 or "in use by another running campaign" not in out or snapshot(ckpt) != before:
             log(out)
             log("FAIL owned: with the lock held elsewhere exit %d, expected 6 and the checkpoint untouched" % rc)
             bad += 1
         rc, out = run(1, cfg, extra=["--restart"])
-        if rc != 6 or sorted(os.listdir(ckpt)) != before:
+        if rc != 6 or snapshot(ckpt) != before:
             log(out)
             log("FAIL owned: --restart with the lock held elsewhere: exit %d, expected 6 and nothing removed" % rc)
             bad += 1
-    # 2. a link planted as a unit's temporary: refused, its target unchanged
+    # 2. a link planted as the state's temporary, then as the state: refused, the link and its target unchanged
     victim = os.path.join(A.workdir, "victim.txt")
     with open(victim, "w") as f:
         f.write("not stemsim's\n")
-    link = os.path.join(ckpt, "unit_%07d.tmp" % 5)
+    link = os.path.join(ckpt, "state.tmp")
     os.symlink(victim, link)
     rc, out = run(1, cfg)
     if rc != 6 or "not a regular file" not in out or open(victim).read() != "not stemsim's\n" or not os.path.islink(link):
         log(out)
-        log("FAIL owned: a planted link: exit %d, expected 6 with the link and its target left alone" % rc)
+        log("FAIL owned: a link as state.tmp: exit %d, expected 6 with the link and its target left alone" % rc)
         bad += 1
-    if os.path.lexists(link):  # the old code removed it (a file it did not create)
+    if os.path.lexists(link):
         os.remove(link)
+    state = os.path.join(ckpt, "state")
+    os.rename(state, state + ".kept")
+    os.symlink(victim, state)
+    rc, out = run(1, cfg)
+    if rc != 6 or name + ".h5.checkpoint/state" not in out or open(victim).read() != "not stemsim's\n" or not os.path.islink(state):
+        log(out)
+        log("FAIL owned: a link as the state: exit %d, expected 6 naming it, the link and its target left alone" % rc)
+        bad += 1
+    if os.path.lexists(state):
+        os.remove(state)
+    os.rename(state + ".kept", state)
     # 3. --restart removes only the checkpoint's own names; the finished campaign too
     fresh(name)
     run(1, cfg, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
-    keep = os.path.join(ckpt, "unit_cell.xyz")
-    with open(keep, "w") as f:
-        f.write("a model\n")
+    keep = [os.path.join(ckpt, n) for n in ("unit_cell.xyz", "state.old", "manifest.bak", "unit_0000001.bak")]
+    for k in keep:
+        with open(k, "w") as f:
+            f.write("a user's file\n")
     rc, out = run(1, cfg, extra=["--restart"], env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
-    if not os.path.exists(keep):
+    gone = [os.path.basename(k) for k in keep if not os.path.exists(k)]
+    if gone:
         log(out)
-        log("FAIL owned: --restart deleted unit_cell.xyz")
+        log("FAIL owned: --restart deleted %s" % gone)
+        bad += 1
+    if "resuming" in out:
+        log(out)
+        log("FAIL owned: --restart resumed")
         bad += 1
     rc, out = run(1, cfg)
-    if rc != 0 or not os.path.exists(keep):
+    gone = [os.path.basename(k) for k in keep if not os.path.exists(k)]
+    if rc != 0 or gone:
         log(out)
-        log("FAIL owned: the campaign beside unit_cell.xyz: exit %d, the file %s" % (rc, "kept" if os.path.exists(keep) else "removed"))
+        log("FAIL owned: the campaign beside a user's files: exit %d, removed %s" % (rc, gone))
         bad += 1
     log("owned: %s" % ("ok" if not bad else "%d failures" % bad))
     return 1 if bad else 0
@@ -681,24 +798,25 @@ def scenario_usable():
     with open(os.path.join(sub, name + ".ini"), "w") as f:
         f.write(text)
     rel, absolute = os.path.join("sub", name + ".ini"), os.path.join(sub, name + ".ini")
-    ckpt = os.path.join(A.workdir, name + ".h5.checkpoint")
+    ckpt = checkpoint_dir(name)
     rc, out = run(2, rel, env={"STEMSIM_TEST_KILL_AFTER_UNITS": "2"})
-    units = sorted(f for f in os.listdir(ckpt) if f.startswith("unit_") and not f.endswith(".tmp"))
+    units = state_units(ckpt) if os.path.isdir(ckpt) else None
     if rc == 0 or not units:
         log(out)
-        log("FAIL usable: the killed run left no unit (exit %d)" % rc)
+        log("FAIL usable: the killed run stored no state (exit %d)" % rc)
         return 1
-    before = sorted(os.listdir(ckpt))
-    cases = (([], 0, "holds %d of 6 units of this campaign" % len(units)),
+    before = snapshot(ckpt)
+    cases = (([], 0, "holds %d of 6 units of this campaign (verified): a real run resumes and computes the other %d"
+              % (len(units), 6 - len(units))),
              (["--restart"], 0, "--restart: a real run removes the"),
              (["--set", "probe.semiangle=21"], 3, "semiangle"))
     for extra, code, text in cases:
         rc, out = run(2, absolute, ["--dry-run"] + extra)
-        if rc != code or text not in out or sorted(os.listdir(ckpt)) != before:
+        if rc != code or text not in out or snapshot(ckpt) != before:
             log(out)
             log("FAIL usable: --dry-run %s: exit %d (expected %d), '%s' %s, checkpoint %s" %
                 (extra, rc, code, text, "said" if text in out else "not said",
-                 "unchanged" if sorted(os.listdir(ckpt)) == before else "changed"))
+                 "unchanged" if snapshot(ckpt) == before else "changed"))
             bad += 1
     with open(os.path.join(ckpt, "stemsim.lock"), "a") as held:  # another campaign running on it
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -714,6 +832,316 @@ def scenario_usable():
         return 1
     bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "resumed through another path")
     log("usable: %s" % ("ok" if not bad else "%d failures" % bad))
+    return 1 if bad else 0
+
+
+TWELVE = "0 4 8 12"  # 4 tilts: with 3 configurations, 12 units of 2 points each
+
+
+def killed_run(ranks, cfg, hook, k, extra=()):
+    """A run with the kill hook (STEMSIM_TEST_KILL_AFTER_UNITS or _IN_CHECKPOINT) at k: (rc, out)."""
+    var = {"after": "STEMSIM_TEST_KILL_AFTER_UNITS", "in": "STEMSIM_TEST_KILL_IN_CHECKPOINT"}[hook]
+    return run(ranks, cfg, extra, env={var: str(k)})
+
+
+def scenario_state_size():
+    """The state grows with the points, not the units: rings (save_3d, no 4D patterns), 4 tilts x 2
+    defoci x 3 configurations (12 units), checkpoint_interval = 0, killed with 1+ and then 6+ units
+    stored: the state has one size (64 + 12 + its payload), at most twice the finished output + 1
+    MiB; the same points with 6 configurations (24 units) add no more than each configuration's
+    few whole-scan values per point (its images summed over the scan: at most 1/16 of a point's
+    sums), 2 tilts give a smaller payload."""
+    sets = ["--set", "detector.save_4d=false"]
+    name = "size12"
+    fresh(name)
+    cfg = write_config(name, tilts=TWELVE, configurations=3)
+    ckpt = checkpoint_dir(name)
+    bad = 0
+    sizes = []
+    for k in (1, 6):
+        rc, out = killed_run(2, cfg, "after", k, sets)
+        info = state_info(ckpt) if os.path.isdir(ckpt) else None
+        if rc == 0 or not info or not k <= info["n_done"] < 12:
+            log(out)
+            log("FAIL state_size: killed after %d units: exit %d, state %s" % (k, rc, info))
+            return 1
+        log("state_size: %d of %d units stored: state %d bytes (payload %d)" %
+            (info["n_done"], info["n_units"], info["size"], info["payload_bytes"]))
+        sizes.append(info)
+    rc, out = run(2, cfg, sets)
+    if rc != 0:
+        log(out)
+        log("FAIL state_size: the rerun exited %d" % rc)
+        return 1
+    output = os.path.getsize(os.path.join(A.workdir, name + ".h5"))
+    if sizes[0]["size"] != sizes[1]["size"] or sizes[0]["payload_bytes"] != sizes[1]["payload_bytes"]:
+        log("FAIL state_size: the state's size moved with the units stored: %d bytes with %d units, %d with %d" %
+            (sizes[0]["size"], sizes[0]["n_done"], sizes[1]["size"], sizes[1]["n_done"]))
+        bad += 1
+    limit = 2 * output + (1 << 20)
+    log("state_size: state %d bytes, output %d bytes (limit 2 x output + 1 MiB = %d)" % (sizes[1]["size"], output, limit))
+    if not sizes[1]["size"] <= limit:
+        log("FAIL state_size: the state (%d bytes) is larger than twice the output (%d bytes) + 1 MiB" %
+            (sizes[1]["size"], output))
+        bad += 1
+    payload = sizes[0]["payload_bytes"]
+    per_point = payload / 8.0  # 4 tilts x 2 defoci
+    for other, tilts, configurations, want in (("size24", TWELVE, 6, "nearly the same"), ("size6", "0 4", 3, "smaller")):
+        fresh(other)
+        rc, out = killed_run(2, write_config(other, tilts=tilts, configurations=configurations), "after", 1, sets)
+        info = state_info(checkpoint_dir(other)) if os.path.isdir(checkpoint_dir(other)) else None
+        if rc == 0 or not info:
+            log(out)
+            log("FAIL state_size: %s killed after 1 unit: exit %d, no state" % (other, rc))
+            bad += 1
+            continue
+        log("state_size: tilts %s x %d configurations (%d units): state %d bytes, payload %d" %
+            (tilts, configurations, info["n_units"], info["size"], info["payload_bytes"]))
+        if want == "smaller":
+            ok = info["payload_bytes"] < payload
+        else:  # 3 more configurations of 8 points
+            per_unit_point = (info["payload_bytes"] - payload) / (3 * 8.0)
+            log("state_size: each added configuration adds %.0f bytes per point (a point's sums: %.0f bytes)" %
+                (per_unit_point, per_point))
+            ok = 0 <= per_unit_point <= per_point / 16
+        if not ok or info["n_units"] != len(tilts.split()) * configurations:
+            log("FAIL state_size: %s: payload %d bytes for %d units, expected %s as the 12 units' %d bytes" %
+                (other, info["payload_bytes"], info["n_units"], want, payload))
+            bad += 1
+    return 1 if bad else 0
+
+
+def scenario_random_kills():
+    """One campaign (12 units) killed at 4 points drawn at random (3 kills before a store at k units,
+    one halfway through a store, in a random order), each time resumed on 1, 2 or 3 ranks drawn at
+    random, then run to the end: every dataset (standard errors too) equals the uninterrupted run's
+    bit for bit. STEMSIM_TEST_SEED=n repeats a draw (the seed is logged)."""
+    ref = reference("reference12", tilts=TWELVE, configurations=3)
+    seed = int(os.environ.get("STEMSIM_TEST_SEED") or random.SystemRandom().randrange(1 << 30))
+    log("random_kills: seed %d (STEMSIM_TEST_SEED=%d repeats this draw)" % (seed, seed))
+    rng = random.Random(seed)
+    plan = ["after", "after", "after", "in"]
+    rng.shuffle(plan)
+    name = "random"
+    fresh(name)
+    cfg = write_config(name, tilts=TWELVE, configurations=3)
+    ckpt = checkpoint_dir(name)
+    state = os.path.join(ckpt, "state")
+    bad = 0
+    done = []
+    for hook in plan:
+        ranks = rng.choice((1, 2, 3))
+        k = len(done) + rng.randint(1, 2)  # at most 3 + 3 + 3 + 1 stored before the last kill: never the end
+        what = "kill %s %d on %d rank%s" % ("after" if hook == "after" else "in the store reaching", k, ranks,
+                                            "s" if ranks > 1 else "")
+        kept = digest(state) if os.path.exists(state) else None
+        rc, out = killed_run(ranks, cfg, hook, k)
+        if rc == 0 or os.path.exists(os.path.join(A.workdir, name + ".h5")):
+            log(out)
+            log("FAIL random_kills: %s: exit %d or an output published" % (what, rc))
+            return 1
+        if not resumed_says(out, len(done), 12):
+            log(out)
+            log("FAIL random_kills: %s: the run did not say it resumed %d units" % (what, len(done)))
+            bad += 1
+        units = state_units(ckpt) or []
+        has_tmp = os.path.exists(os.path.join(ckpt, "state.tmp"))
+        log("random_kills: %s: exit %d, the state holds %d units %s%s" % (what, rc, len(units), units,
+                                                                      ", state.tmp left" if has_tmp else ""))
+        if not set(done) <= set(units) or len(units) >= 12:
+            log("FAIL random_kills: %s: the state went from %s to %s" % (what, done, units))
+            bad += 1
+        if hook == "after" and (len(units) < k or has_tmp):
+            log("FAIL random_kills: %s: expected >= %d units and no state.tmp" % (what, k))
+            bad += 1
+        if hook == "in" and (len(units) >= k or not has_tmp):
+            log("FAIL random_kills: %s: expected < %d units and a partial state.tmp" % (what, k))
+            bad += 1
+        if hook == "in" and len(units) == len(done) and kept and digest(state) != kept:
+            log("FAIL random_kills: %s: killed in its first store, yet the state changed" % what)
+            bad += 1
+        done = units
+    ranks = rng.choice((1, 2, 3))
+    rc, out = run(ranks, cfg)
+    if rc != 0 or not resumed_says(out, len(done), 12):
+        log(out)
+        log("FAIL random_kills: the last run (%d ranks) exited %d or did not say it resumed %d units" %
+            (ranks, rc, len(done)))
+        return 1
+    if os.path.exists(ckpt):
+        log("FAIL random_kills: the checkpoint was not removed after the output was published: %s" %
+            os.listdir(ckpt))
+        bad += 1
+    bad += has_errors(ref, "random_kills", shape=(4, 2))
+    bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "killed at %s, resumed" % plan)
+    return 1 if bad else 0
+
+
+def scenario_groups_bitwise():
+    """Exact sums: 2 ranks as one group of 2 (fp_groups = 1) and as two groups (fp_groups = 2), and 1
+    rank, give the same bits in every dataset, standard errors included."""
+    ref = reference()
+    bad = has_errors(ref, "groups_bitwise")
+    for tag, ranks, sets in (("2 ranks, fp_groups = 1", 2, ["--set", "compute.fp_groups=1"]),
+                             ("2 ranks, fp_groups = 2", 2, ["--set", "compute.fp_groups=2"]),
+                             ("1 rank", 1, [])):
+        name = "groups_np%d_%s" % (ranks, sets[-1][-1] if sets else "default")
+        fresh(name)
+        rc, out = run(ranks, write_config(name, interval=None), sets)
+        if rc != 0:
+            log(out)
+            log("FAIL groups_bitwise: %s exited %d" % (tag, rc))
+            return 1
+        m = re.search(r"configurations over (\d+) rank group", out)
+        log("groups_bitwise: %s: %s group(s)" % (tag, m.group(1) if m else "?"))
+        bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, tag)
+    return 1 if bad else 0
+
+
+def watched(cfg, env, pattern, timeout=90):
+    """A 2-rank campaign started with env, its log read as it comes: (process, reader, lines,
+    whether pattern was seen while the job still ran)."""
+    p = subprocess.Popen(command(2, cfg, []), cwd=A.workdir, env=dict(os.environ, **env), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    lines, seen = [], threading.Event()
+
+    def read():
+        for line in p.stdout:
+            lines.append(line)
+            if re.search(pattern, line):
+                seen.set()
+        seen.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    ok = seen.wait(timeout) and p.poll() is None and any(re.search(pattern, line) for line in lines)
+    return p, reader, lines, ok
+
+
+def finished(p, reader, lines):
+    try:
+        p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    reader.join(10)
+    return p.returncode, "".join(lines)
+
+
+def scenario_interval():
+    """checkpoint_interval = 1e6: no store before the end but at a signal. With the hook
+    STEMSIM_TEST_KILL_AFTER_UNITS=1 the campaign finishes (the end's store is its first) and
+    equals the uninterrupted run; =0 kills it before that store, every unit computed: no state;
+    kill -9 of every rank mid-campaign: no state, the rerun starts over; SIGTERM mid-campaign:
+    exit 75, a state of 1 to 5 units, the rerun resumes them; each bit for bit."""
+    ref = reference()
+    bad = 0
+    name = "interval"
+    ckpt = checkpoint_dir(name)
+    out_h5 = os.path.join(A.workdir, name + ".h5")
+    fresh(name)
+    cfg = write_config(name, interval=1e6)
+    rc, out = killed_run(2, cfg, "after", 1)
+    if rc != 0:
+        log(out)
+        log("FAIL interval: KILL_AFTER_UNITS=1 with checkpoint_interval = 1e6: exit %d, expected 0 (a store "
+            "before the end?)" % rc)
+        bad += 1
+    else:
+        bad += compare(datasets(out_h5), ref, "interval 1e6, uninterrupted")
+    fresh(name)
+    rc, out = killed_run(2, cfg, "after", 0)
+    units = state_units(ckpt) if os.path.isdir(ckpt) else None
+    if rc == 0 or units is not None or os.path.exists(out_h5):
+        log(out)
+        log("FAIL interval: KILL_AFTER_UNITS=0: exit %d, state %s, output %s (expected a kill, no state, no output)" %
+            (rc, units, os.path.exists(out_h5)))
+        bad += 1
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        fresh(name)
+        p, reader, lines, ok = watched(cfg, {"STEMSIM_TEST_UNIT_DELAY": "2"}, r"unit \d+ of 6 done")
+        for pid in rank_pids(p.pid):
+            os.kill(pid, sig)
+        rc, out = finished(p, reader, lines)
+        if not ok:
+            log(out)
+            log("FAIL interval: %s: no unit was done while the campaign ran" % sig.name)
+            bad += 1
+            continue
+        units = state_units(ckpt) if os.path.isdir(ckpt) else None
+        log("interval: %s mid-campaign: exit %d, the state holds %s" % (sig.name, rc, units))
+        if sig == signal.SIGKILL:
+            if rc == 0 or units is not None or os.path.exists(os.path.join(ckpt, "state.tmp")):
+                log(out)
+                log("FAIL interval: kill -9 mid-campaign: exit %d, state %s: expected nothing stored" % (rc, units))
+                bad += 1
+        elif rc != 75 or not units or len(units) >= 6 or os.path.exists(os.path.join(ckpt, "state.tmp")):
+            log(out)
+            log("FAIL interval: SIGTERM mid-campaign: exit %d, state %s: expected 75 and a state of 1 to 5 units" %
+                (rc, units))
+            bad += 1
+        done = len(units or [])
+        rc, out = run(2, cfg)
+        if rc != 0 or not resumed_says(out, done, 6):
+            log(out)
+            log("FAIL interval: the rerun after %s exited %d or did not say it resumed %d units" % (sig.name, rc, done))
+            bad += 1
+            continue
+        bad += compare(datasets(out_h5), ref, "interval 1e6, %s and rerun" % sig.name)
+    return 1 if bad else 0
+
+
+def scenario_old_version():
+    """A version 1 checkpoint (one file per unit) is refused naming its version (exit 3), by the run
+    and by --dry-run, nothing changed; --restart (its --dry-run counts them) removes only its names
+    (manifest, fft_plans, unit_NNNNNNN[.tmp]) and computes the campaign, equal to the uninterrupted
+    run bit for bit; a user's files beside them stay."""
+    ref = reference()
+    name = "old"
+    fresh(name)
+    cfg = write_config(name)
+    ckpt = checkpoint_dir(name)
+    os.makedirs(ckpt)
+    unit = b"STEMUNIT" + bytes(40) + bytes(range(256)) * 4
+    ours = {"manifest": b"stemsim checkpoint 1\nunits = 6\nunit_bytes = 1024\nstemsim 0.9.0\n[probe]\nsemiangle = 20\n",
+            "fft_plans": b"wisdom 0123456789abcdef\n", "unit_0000000": unit, "unit_0000001": unit,
+            "unit_0000002.tmp": unit[:100]}
+    users = {"unit_cell.xyz": b"a model\n", "notes.txt": b"my notes\n", "unit_0000003.bak": unit,
+             "state.old": b"not stemsim's\n"}
+    for n, data in list(ours.items()) + list(users.items()):
+        with open(os.path.join(ckpt, n), "wb") as f:
+            f.write(data)
+    open(os.path.join(ckpt, "stemsim.lock"), "w").close()
+    before = snapshot(ckpt)
+    bad = 0
+    for extra in ([], ["--dry-run"]):
+        rc, out = run(2, cfg, extra)
+        if rc != 3 or "checkpoint version 1" not in out or snapshot(ckpt) != before or os.path.exists(
+                os.path.join(A.workdir, name + ".h5")):
+            log(out)
+            log("FAIL old_version%s: exit %d, expected 3 naming 'checkpoint version 1', the checkpoint unchanged" %
+                (" --dry-run" if extra else "", rc))
+            bad += 1
+    rc, out = run(2, cfg, ["--dry-run", "--restart"])
+    if rc != 0 or "removes the %d checkpoint files" % len(ours) not in out or snapshot(ckpt) != before:
+        log(out)
+        log("FAIL old_version --dry-run --restart: exit %d, expected 0 counting the %d checkpoint files, nothing "
+            "changed" % (rc, len(ours)))
+        bad += 1
+    rc, out = run(2, cfg, ["--restart"])
+    if rc != 0 or "resuming" in out:
+        log(out)
+        log("FAIL old_version --restart: exit %d, expected 0 without resuming" % rc)
+        return 1
+    left = set(os.listdir(ckpt)) if os.path.isdir(ckpt) else set()
+    ours_left = sorted(left & (set(ours) | {"state", "state.tmp", "manifest.tmp"}))
+    users_gone = sorted(n for n, data in users.items()
+                        if n not in left or open(os.path.join(ckpt, n), "rb").read() != data)
+    log("old_version: after --restart the directory holds %s" % sorted(left))
+    if ours_left or users_gone:
+        log("FAIL old_version --restart: left the checkpoint's %s, removed or changed the user's %s" %
+            (ours_left, users_gone))
+        bad += 1
+    bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "old checkpoint discarded by --restart")
     return 1 if bad else 0
 
 

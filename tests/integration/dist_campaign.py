@@ -112,18 +112,20 @@ def main():
     dist_run(2, plain, "plain_dist")
     close(arrays("plain_dist"), arrays("plain_serial"), "checkpointed plain run, 2 ranks")
 
-    shutil.rmtree(os.path.join(A.workdir, "killed.h5.checkpoint"), ignore_errors=True)
+    ckdir = os.path.join(A.workdir, "killed.h5.checkpoint")
+    shutil.rmtree(ckdir, ignore_errors=True)
+    one = ["--set", "compute.fp_groups=1", "--set", "output.checkpoint_interval=0"]  # a store after every unit
     try:
-        dist_run(2, CAMPAIGN + ["--set", "compute.fp_groups=1"], "killed", env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
+        dist_run(2, CAMPAIGN + one, "killed", env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
         killed = False
     except SystemExit:
         killed = True
-    units = glob.glob(os.path.join(A.workdir, "killed.h5.checkpoint", "unit_*"))
+    units = (itest.state_units(ckdir) if os.path.isdir(ckdir) else None) or []
     if not killed or not units or os.path.exists(os.path.join(A.workdir, "killed.h5")):
         raise SystemExit("FAIL kill: the killed campaign finished, stored no unit or left an output")
-    out = dist_run(2, CAMPAIGN + ["--set", "compute.fp_groups=1"], "killed")
-    if "resuming" not in out:
-        raise SystemExit("FAIL kill: the rerun did not resume")
+    out = dist_run(2, CAMPAIGN + one, "killed")
+    if "resuming: %d of 4 units done" % len(units) not in out:
+        raise SystemExit("FAIL kill: the rerun did not say it resumed %d units" % len(units))
     identical("killed", "dist2", "killed after %d unit(s) and resumed" % len(units))
     print("PASS")
     return 0

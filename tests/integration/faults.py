@@ -46,8 +46,8 @@ Scenarios (each asserts exit code, message, and the files left behind):
   bad_imports       stored potentials / S-matrices with NaN, Inf, implausible values,
                     all-zero data, a dataset declared but never written, no complete
                     mark: exit 4 naming file and dataset; a FIFO, /dev/zero or a
-                    directory as potential_file / smatrix_file, a FIFO as a checkpoint
-                    unit, as --from-prismatic's parameter file: refused at once
+                    directory as potential_file / smatrix_file, a FIFO as a checkpoint's
+                    state, as --from-prismatic's parameter file: refused at once
                     (each run has a timeout), the FIFO left in place; nothing published
   stored_keys       potential_file / smatrix_file with a tilt, rotation,
                     parametrisation, projection, cutoff, thermal key, seed or
@@ -80,6 +80,8 @@ import stat
 import subprocess
 import sys
 import time
+
+from itest import state_units
 
 A = None  # parsed arguments
 
@@ -817,22 +819,24 @@ def s_bad_imports():
             refused(problems, d, f"{key} = {path}",
                     cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.{key}={path}"] + extra), 4, text, timeout=30)
     expect(problems, stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was removed or replaced")
-    # a FIFO under a checkpoint unit's name (a campaign killed after its first unit)
-    series = ["output.file=camp.h5", "series.tilt_x=0,2", "compute.fp_groups=1"]  # two units, one after the other
+    # a FIFO under the checkpoint state's name (a campaign killed after its first unit was stored)
+    series = ["output.file=camp.h5", "series.tilt_x=0,2", "compute.fp_groups=1",  # two units, one after the other
+              "output.checkpoint_interval=0"]  # a store after each
     env = dict(os.environ, STEMSIM_TEST_KILL_AFTER_UNITS="1")
     rc, _, _ = run(cmd(A.ranks, cfg, series), cwd=d, env=env)
     for left in leftovers(d):  # the killed job's temporary: SIGKILL leaves it (reported by the next run)
         os.remove(os.path.join(d, left))
-    unit = os.path.join(d, "camp.h5.checkpoint", "unit_0000000")
-    if rc == 0 or not os.path.isfile(unit):
-        problems.append(f"the killed campaign exited {rc} without leaving {unit}")
+    ckdir = os.path.join(d, "camp.h5.checkpoint")
+    state = os.path.join(ckdir, "state")
+    if rc == 0 or not os.path.isfile(state) or state_units(ckdir) != [0]:
+        problems.append(f"the killed campaign exited {rc} without leaving {state} holding unit 0")
     else:
-        os.remove(unit)
-        os.mkfifo(unit)
+        os.remove(state)
+        os.mkfifo(state)
         rc, _, err = run(cmd(A.ranks, cfg, series), cwd=d, timeout=60)
-        expect(problems, rc == 6 and "checkpoint unit" in err and "is a pipe" in err,
-               f"FIFO as a checkpoint unit: exit {rc}, expected 6 naming the pipe (124 = it blocked)")
-        expect(problems, stat.S_ISFIFO(os.lstat(unit).st_mode), "the FIFO unit was removed or replaced")
+        expect(problems, rc == 6 and "camp.h5.checkpoint/state" in err and "is a pipe" in err,
+               f"FIFO as the checkpoint's state: exit {rc}, expected 6 naming the pipe (124 = it blocked)")
+        expect(problems, stat.S_ISFIFO(os.lstat(state).st_mode), "the FIFO state was removed or replaced")
         expect(problems, not os.path.exists(os.path.join(d, "camp.h5")), "camp.h5 was published")
     if A.ranks == 1:  # the converter runs on one rank
         for path, text in ((fifo, "is a pipe"), ("/dev/zero", "is a device"), (d, "is a directory")):
@@ -1029,10 +1033,9 @@ def s_full_disk_late():
             ck = os.path.join(t.path, "out.h5.checkpoint")
             disk_full_checks(problems, what, rc, err, t.path, size[0] if size else -1,
                              allowed=("out.h5.checkpoint",) if config == camp else ())
-            if config == camp:
-                units = sorted(f for f in os.listdir(ck)) if os.path.isdir(ck) else []
-                expect(problems, "unit_0000000" in units and "unit_0000001" in units,
-                       f"campaign: the checkpoint lost its units: {units}")
+            if config == camp:  # the end's store (before the output is written) holds both units
+                units = state_units(ck) if os.path.isdir(ck) else None
+                expect(problems, units == [0, 1], f"campaign: the checkpoint's state holds {units}, expected [0, 1]")
                 if os.path.exists(os.path.join(t.path, "filler")):
                     os.unlink(os.path.join(t.path, "filler"))
                 rc, _, err = run(cmd(A.ranks, config, [f"output.file={t.path}/out.h5"]), cwd=d)
@@ -1080,10 +1083,10 @@ def s_emd_signals():
         expect(problems, "error" not in err.lower() or A.ranks > 1, f"{what}: an error message after a signal")
         expect(problems, not os.path.exists(os.path.join(d, "out.h5")), f"{what}: out.h5 appeared")
         expect(problems, not leftovers(d), f"{what}: temporaries left: {leftovers(d)}")
-        if campaign:
+        if campaign:  # stopped after the end's store: the state holds both units
             ck = os.path.join(d, "out.h5.checkpoint")
-            units = sorted(os.listdir(ck)) if os.path.isdir(ck) else []
-            expect(problems, "unit_0000000" in units and "unit_0000001" in units, f"{what}: checkpoint units lost: {units}")
+            units = state_units(ck) if os.path.isdir(ck) else None
+            expect(problems, units == [0, 1], f"{what}: the checkpoint's state holds {units}, expected [0, 1]")
         gone = wait_for(lambda: not ranks_alive(d), 2.0)
         expect(problems, gone, f"{what}: ranks still alive 2 s after the job ended")
     return finish(problems, "emd_signals")

@@ -1,10 +1,17 @@
 """What the whole-program test scripts share: their command line (--stemsim, --mpiexec,
 --mpi-flag, --config small.ini, --workdir), the small case's config written into the
 test's own work directory with absolute data paths, and stemsim run on N ranks that must
-exit with an expected code."""
+exit with an expected code; and what a campaign checkpoint's state file holds (state_units)."""
 import argparse
 import os
+import struct
 import subprocess
+
+# A campaign checkpoint (version 2) keeps its running sums in <dir>/state: a 64-byte header
+# (magic, format, units, identity hash, payload bytes, checksum, units held, reserved), then a
+# byte per unit (1: its values are in the sums), then the payload. Little-endian.
+STATE_HEADER = struct.Struct("<8sIIQQQII")
+STATE_HEADER_BYTES = 64
 
 
 def parse_args(*extra):
@@ -57,3 +64,36 @@ def run(args, ranks, extra, name, expect=0, ini=None, env=None):
         print(p.stdout + p.stderr)
         raise SystemExit("FAIL %s: exit %d, expected %d" % (" ".join(cmd), p.returncode, expect))
     return p.stdout + p.stderr
+
+
+def state_info(ckdir):
+    """The header of ckdir's state file as a dict (magic, format, n_units, identity, payload_bytes,
+    checksum, n_done, done: the unit numbers it holds, size: the file's), or None when there is no
+    state (nothing stored yet). A state that is not whole (size, magic, format, its count of units
+    against its map) raises ValueError: stemsim only ever renames a whole one into place."""
+    path = os.path.join(ckdir, "state")
+    if not os.path.lexists(path):
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < STATE_HEADER_BYTES:
+        raise ValueError("%s: %d bytes, shorter than its header" % (path, len(data)))
+    magic, fmt, n_units, identity, payload, checksum, n_done, _ = STATE_HEADER.unpack_from(data, 0)
+    if magic != b"STEMSTAT" or fmt != 2:
+        raise ValueError("%s: magic %r format %d, expected b'STEMSTAT' 2" % (path, magic, fmt))
+    if len(data) != STATE_HEADER_BYTES + n_units + payload:
+        raise ValueError("%s: %d bytes, its header says 64 + %d + %d" % (path, len(data), n_units, payload))
+    done_map = data[STATE_HEADER_BYTES:STATE_HEADER_BYTES + n_units]
+    if any(b not in (0, 1) for b in done_map):
+        raise ValueError("%s: its done map holds bytes other than 0 and 1" % path)
+    done = [u for u, b in enumerate(done_map) if b]
+    if len(done) != n_done:
+        raise ValueError("%s: the header counts %d units, its map %d" % (path, n_done, len(done)))
+    return {"magic": magic, "format": fmt, "n_units": n_units, "identity": identity, "payload_bytes": payload,
+            "checksum": checksum, "n_done": n_done, "done": done, "size": len(data)}
+
+
+def state_units(ckdir):
+    """The units ckdir's state holds (sorted unit numbers), or None when it has no state."""
+    info = state_info(ckdir)
+    return None if info is None else info["done"]

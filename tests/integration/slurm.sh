@@ -6,8 +6,9 @@
 #   1. submits jobscripts/slurm_single_node.sh (its GPU request removed) with a tiny config
 #      through `sbatch --wait`, one task of all the node's CPUs: exit 0, the output complete,
 #      stemsim's threads bound to all those CPUs (no "may run on 1 core(s)" warning);
-#   2. submits jobscripts/slurm_campaign.sh with a 4-tilt series, signals the running job
-#      step with `scancel --signal=USR1` once a unit is in the checkpoint: stemsim exits 75,
+#   2. submits jobscripts/slurm_campaign.sh with a 4-tilt series (checkpoint_interval = 0: a
+#      store after every round), signals the running job step with `scancel --signal=USR1`
+#      once the checkpoint's state holds a unit: stemsim exits 75,
 #      the script requeues the job, the requeued job resumes ("resuming: N of 4 units
 #      done") and finishes; the output equals an uninterrupted local run's.
 # Skips (77) with the reason where this cannot be done (not root, Slurm or munge not
@@ -116,11 +117,17 @@ echo "1. slurm_single_node.sh: exit 0, $(grep -o 'wrote small.h5.*' "$work"/jobs
 sed -e '/--gpus-per-task/d' "$root/jobscripts/slurm_campaign.sh" > "$work/jobs/campaign.sh"
 cat "$work/jobs/small.ini" > "$work/jobs/campaign.ini"
 printf '\n[series]\ntilt_x = 0 4 8 12\n' >> "$work/jobs/campaign.ini"
-sed -i 's/^file = small.h5/file = campaign.h5/' "$work/jobs/campaign.ini"
+sed -i -e 's/^file = small.h5/file = campaign.h5/' -e 's/^overwrite = true/&\ncheckpoint_interval = 0/' "$work/jobs/campaign.ini"
+grep -q '^checkpoint_interval = 0' "$work/jobs/campaign.ini" || fail "campaign.ini has no checkpoint_interval"
+# the units the checkpoint's state holds (tests/integration/itest.py reads its header)
+stored() {
+  PYTHONPATH="$root/tests/integration" "$python" -c 'import sys, itest; print(len(itest.state_units(sys.argv[1]) or []))' \
+    "$work/jobs/campaign.h5.checkpoint" 2>/dev/null || echo 0
+}
 job=$(sbatch --parsable "${common[@]}" --output="$work/jobs/campaign.log" \
       --export=ALL,CONFIG=campaign.ini,STEMSIM_TEST_UNIT_DELAY=3 "$work/jobs/campaign.sh") || fail "sbatch of the campaign"
 for i in $(seq 120); do
-  n=$(ls "$work/jobs/campaign.h5.checkpoint" 2>/dev/null | grep -c '^unit_.*[0-9]$' || true)
+  n=$(stored)
   [ "${n:-0}" -ge 1 ] && break
   sleep 0.5
 done

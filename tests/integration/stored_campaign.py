@@ -79,7 +79,8 @@ def stored_pair(alg, save_key, file_key, group, single):
 
 def kill_resume():
     """save_smatrix: a campaign killed after 1 unit resumes and writes the same file."""
-    algo = ["--set", "simulation.algorithm=prism", "--set", "output.save_smatrix=true"]
+    algo = ["--set", "simulation.algorithm=prism", "--set", "output.save_smatrix=true",
+            "--set", "output.checkpoint_interval=0"]  # a store after every round: one before the kill
     ckdir = os.path.join(A.workdir, "killed.h5.checkpoint")
     shutil.rmtree(ckdir, ignore_errors=True)
     rc = None
@@ -88,12 +89,13 @@ def kill_resume():
         rc = 0
     except SystemExit:
         rc = 1
-    units = glob.glob(os.path.join(ckdir, "unit_*"))
+    units = (itest.state_units(ckdir) if os.path.isdir(ckdir) else None) or []
     if rc == 0 or not units or os.path.exists(os.path.join(A.workdir, "killed.h5")):
         raise SystemExit("FAIL kill: the killed campaign finished, stored no unit or left an output")
+    print("killed: the state holds units %s; the checkpoint: %s" % (units, sorted(os.listdir(ckdir))))
     log = run(2, algo + CAMPAIGN, "killed")
-    if "resuming" not in log:
-        raise SystemExit("FAIL kill: the rerun did not resume")
+    if "resuming: %d of 4 units done" % len(units) not in log:
+        raise SystemExit("FAIL kill: the rerun did not say it resumed %d units" % len(units))
     same(datasets("prism_saved"), datasets("killed"), "prism save_smatrix killed after %d unit(s) and resumed"
          % len(units))
 
