@@ -3,9 +3,9 @@
 # and frozen_phonons = 16) as ONE job that runs through any number of time limits
 # and preemptions unattended:
 #   * Slurm sends SIGUSR1 to every task 120 s before the time limit (--signal=USR1@120;
-#     preemption sends SIGTERM). stemsim stops after the units in flight (or abandons
-#     them), every finished unit being already in the checkpoint (<file>.checkpoint/),
-#     and exits 75.
+#     preemption sends SIGTERM). stemsim abandons the units in flight, stores the
+#     running sums of every finished unit in the checkpoint (<file>.checkpoint/state)
+#     and exits 75. (A job killed outright loses at most [output] checkpoint_interval.)
 #   * On exit 75 this script requeues itself (scontrol requeue; --requeue allows it).
 #     The requeued job runs the same command, which continues the campaign:
 #     "resuming: 17 of 40 units done". Any other non-zero exit is a real failure and
