@@ -891,11 +891,12 @@ int stem_layout_write(stem_output *o)
 double stem_layout_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts)
 {
     double tilts = n_tilts > 0 ? n_tilts : 1; /* each its stored potential and S-matrix, none thicker than plan's */
-    double per_probe = 0, per_scan = 0; /* as written: float32 channels (4D, images of plane waves) 4 bytes */
+    double per_probe = 0, per_scan = 0;       /* as written: float32 channels (4D, images of plane waves) 4 bytes */
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
         *(stem_channel_per_probe(ch) ? &per_probe : &per_scan) +=
             (stem_channel_table[ch].is_float ? 4.0 : 8.0) * (double)stem_channel_width(plan, ch) +
-            8.0 * (double)stem_channel_error_width(plan, ch) / (stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL ? 2 : 1);
+            8.0 * (double)stem_channel_error_width(plan, ch) /
+                (stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL ? 2 : 1);
     double bytes = per_probe * (double)plan->n_probes * (n_points > 0 ? n_points : 1);
     bytes += per_scan * (n_points > 0 ? n_points : 1);
     if (plan->opt.save_potential)

@@ -527,7 +527,9 @@ int stem_campaign_survey(const stem_campaign_job *job)
     const stem_options *opt = &job->plan->opt;
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
     double state = stem_acc_global_bytes(job->plan, cp.n_points);
-    if (!err) err = stem_mpi_agree(job->m->layout.world_rank == 0 ? checkpoint_room(&cp, dir, state) : STEM_OK, job->m->world);
+    if (!err)
+        err =
+            stem_mpi_agree(job->m->layout.world_rank == 0 ? checkpoint_room(&cp, dir, state) : STEM_OK, job->m->world);
     if (!err)
         err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.smatrix_bytes, (size_t)state,
                                      job->restart);

@@ -60,23 +60,20 @@ int stem_campaign_finish_point(campaign *cp, int p, stem_result *res)
         err = m->layout.group == 0 ? stem_phonon_blur(m, point_plan, res) : STEM_OK;
         err = stem_mpi_agree(err, m->world);
     }
-    if (!err && !plan->dist) err = stem_mpi_agree(point_image_errors(cp, p, m->layout.group == 0 ? res : NULL), m->world);
+    if (!err && !plan->dist)
+        err = stem_mpi_agree(point_image_errors(cp, p, m->layout.group == 0 ? res : NULL), m->world);
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     char where[48] = ""; /* what is not a finished simulation is never published (result_check.h) */
     if (cp->job->series->n_points) snprintf(where, sizeof where, " (series point %d)", p);
     if (!err && !cp->job->keep)
-        err = stem_mpi_agree(m->layout.group == 0 && res ? stem_result_check(plan, res, m->layout.world_rank == 0, where)
-                                                           : STEM_OK,
-                             m->world);
+        err = stem_mpi_agree(
+            m->layout.group == 0 && res ? stem_result_check(plan, res, m->layout.world_rank == 0, where) : STEM_OK,
+            m->world);
     return err;
 }
 
 /* The output's loader (stem_output_series): point p finished from the sums. */
-static int load_point(void *ctx, int p, stem_result *res)
-{
-    return stem_campaign_finish_point(ctx, p, res);
-}
-
+static int load_point(void *ctx, int p, stem_result *res) { return stem_campaign_finish_point(ctx, p, res); }
 
 /* [output] save_potential: tilt t's slices of configuration c, built from its model as its
  * units built them (or read back from potential_file), on any rank. */

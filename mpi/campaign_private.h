@@ -21,7 +21,7 @@ typedef struct {
      * checkpoint's state stored as the units go, each unit's S-matrix in a unit file */
     int checkpointed;
     int n_tilts, n_configs, n_optics, n_units; /* n_optics: beam tilts x defoci, the plans of one sample tilt */
-    int n_planes, per_tilt, n_points; /* detection planes (depths, at least 1); points per unit; in all */
+    int n_planes, per_tilt, n_points;          /* detection planes (depths, at least 1); points per unit; in all */
     stem_plan *plans; /* checkpointed: [n_tilts x n_optics] (stable pointers); else NULL, the run's plan */
     /* the group's working state, for any unit */
     stem_detector det;
@@ -32,32 +32,32 @@ typedef struct {
     const stem_smatrix_io *smatrix_io; /* PRISM's S-matrix read back or kept (NULL: neither) */
     int tilt;                          /* the tilt whose rotated model `tilted` is (-1: none) */
     stem_atoms tilted;
-    stem_dist_unit *dist;     /* a distributed FFT's state (plan->dist) */
-    stem_complex *spare;      /* the next configuration's transmission functions, built ahead */
+    stem_dist_unit *dist; /* a distributed FFT's state (plan->dist) */
+    stem_complex *spare;  /* the next configuration's transmission functions, built ahead */
     stem_build_ahead ahead;
-    int ready;                /* the configuration whose functions trans holds (-1: none) */
-    double start, busy;       /* units' start; this rank's time in its units */
-    int n_run;                /* units this run computes (the same on every rank) */
+    int ready;          /* the configuration whose functions trans holds (-1: none) */
+    double start, busy; /* units' start; this rank's time in its units */
+    int n_run;          /* units this run computes (the same on every rank) */
     /* the sums */
     stem_accumulator acc;
-    stem_result *res;     /* [per_tilt]: one unit's points */
+    stem_result *res; /* [per_tilt]: one unit's points */
     /* an engine that leaves the host idle (the GPU): the last unit's results, added to the sums
      * by a helper thread while the next unit computes (campaign_rounds.c); else NULL */
     stem_result *res_taken;
     pthread_t taker;
     int taking, take_unit, take_err;
-    int sums_damaged; /* a take failed part way: the sums are never stored */
+    int sums_damaged;            /* a take failed part way: the sums are never stored */
     double take_busy, take_wait; /* seconds of adding to the sums, and of the units waiting for it */
-    unsigned char *done;  /* [n_units]: in the sums (this group's since the last collect, and the stored) */
-    int n_added;          /* units added since the last store, by this rank's group */
-    double last_store;    /* when the state was last stored (or the units began) */
+    unsigned char *done;         /* [n_units]: in the sums (this group's since the last collect, and the stored) */
+    int n_added;                 /* units added since the last store, by this rank's group */
+    double last_store;           /* when the state was last stored (or the units began) */
     /* the S-matrices: a plain run's temporaries (store), a checkpointed run's unit files */
     stem_smatrix_store store;
     stem_smatrix_io kept_io;
     char *smatrix_unit; /* group leader: one unit's S-matrix, stored as its unit file */
     size_t smatrix_bytes;
     stem_checkpoint ck;
-    stem_result out; /* a finished point, rebuilt from the sums */
+    stem_result out;                 /* a finished point, rebuilt from the sums */
     stem_potential_source potential; /* save_potential: the slices of tilt potential_tilt (-1: none) */
     int potential_tilt;
 } campaign;

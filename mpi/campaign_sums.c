@@ -35,7 +35,7 @@ int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m)
         err = STEM_FAIL(STEM_ERR_MPI, "the campaign's range flags could not be combined over the ranks");
     err = stem_mpi_agree(err, m->world);
     if (err) return err;
-    if (L->group > 0) stem_acc_zero(acc, STEM_ACC_PART); /* now in the first group's */
+    if (L->group > 0) stem_acc_zero(acc, STEM_ACC_PART);      /* now in the first group's */
     if (L->world_rank > 0) stem_acc_zero(acc, STEM_ACC_SCAN); /* now rank 0's */
     return STEM_OK;
 }
@@ -78,11 +78,11 @@ static int append_from(stem_checkpoint *ck, const stem_mpi *m, int r, const char
     return STEM_OK;
 }
 
-static int send_pieces(const stem_mpi *m, const char *buf, size_t bytes, int tag)
+static int send_pieces_to(const stem_mpi *m, const char *buf, size_t bytes, int to)
 {
     for (size_t at = 0; at < bytes; at += PIECE_BYTES) {
         size_t n = bytes - at < PIECE_BYTES ? bytes - at : PIECE_BYTES;
-        STEM_MPI_CALL(MPI_Send(buf + at, (int)n, MPI_BYTE, 0, tag, m->group));
+        STEM_MPI_CALL(MPI_Send(buf + at, (int)n, MPI_BYTE, to, to ? 42 : 41, m->group));
     }
     return STEM_OK;
 }
@@ -94,7 +94,7 @@ static int store_part(const stem_acc_array *a, int p, const stem_mpi *m, stem_ch
     const char *own = a->base + (size_t)p * point_bytes(a);
     if (m->layout.group_rank > 0) {
         int sends = !(a->whole && m->layout.group_rank > 0);
-        return sends ? send_pieces(m, own, point_bytes(a), 41) : STEM_OK;
+        return sends ? send_pieces_to(m, own, point_bytes(a), 0) : STEM_OK;
     }
     for (int r = 0; r < m->layout.group_size; r++)
         STEM_TRY(append_from(ck, m, r, own, (size_t)table[2 * r + 1] * a->elt, piece));
@@ -150,20 +150,8 @@ int stem_sums_store(const stem_accumulator *acc, const stem_mpi *m, stem_checkpo
     return err;
 }
 
-/* Offsets in the state's payload: point p's start, and array i's within a point. */
-static size_t array_offset(const stem_accumulator *acc, int i)
-{
-    size_t at = 0;
-    for (int j = 0; j < i; j++) {
-        stem_acc_array a = stem_acc_array_at(acc, j);
-        at += (size_t)a.global * a.elt;
-    }
-    return at;
-}
-
 /* Rank 0: the state's bytes [at, at + bytes) to group rank r (0: into own), in pieces. */
-static int read_to(const stem_checkpoint *ck, const stem_mpi *m, int r, size_t at, size_t bytes, char *own,
-                   char *piece)
+static int read_to(stem_checkpoint *ck, const stem_mpi *m, int r, size_t at, size_t bytes, char *own, char *piece)
 {
     for (size_t k = 0; k < bytes; k += PIECE_BYTES) {
         size_t n = bytes - k < PIECE_BYTES ? bytes - k : PIECE_BYTES;
@@ -182,42 +170,54 @@ static int recv_pieces(const stem_mpi *m, char *buf, size_t bytes)
     return STEM_OK;
 }
 
-/* The first group's ranks: every point's arrays from the state (rank 0 reads). */
-static int load_group(stem_accumulator *acc, const stem_mpi *m, const stem_checkpoint *ck)
+/* The first group: array a of point p from the state at `at` (its place in the file). Rank 0
+ * reads every rank's part in turn, so the file is read once, in order (its checksum follows);
+ * a distributed FFT's whole sums go to every rank but are read where they lie, once. */
+static int load_part(const stem_acc_array *a, int p, const stem_mpi *m, stem_checkpoint *ck, const long *table,
+                     size_t at, char *piece)
+{
+    char *own = a->base + (size_t)p * point_bytes(a);
+    if (m->layout.world_rank != 0) return recv_pieces(m, own, point_bytes(a));
+    if (a->whole) { /* rank 0 reads it; the others get the same bytes */
+        STEM_TRY(read_to(ck, m, 0, at, point_bytes(a), own, piece));
+        for (int r = 1; r < m->layout.group_size; r++) STEM_TRY(send_pieces_to(m, own, point_bytes(a), r));
+        return STEM_OK;
+    }
+    for (int r = 0; r < m->layout.group_size; r++)
+        STEM_TRY(read_to(ck, m, r, at + (size_t)table[2 * r] * a->elt, (size_t)table[2 * r + 1] * a->elt, own, piece));
+    return STEM_OK;
+}
+
+/* The first group's ranks: every point's arrays from the state, in the file's order (rank 0
+ * reads), its checksum checked at the end. */
+static int load_group(stem_accumulator *acc, const stem_mpi *m, stem_checkpoint *ck)
 {
     int root = m->layout.world_rank == 0, ranks = m->layout.group_size;
-    size_t per_point = array_offset(acc, acc->n_arrays);
-    long *table = root ? stem_calloc((size_t)2 * ranks, sizeof(long), "the parts' table") : NULL;
+    long *tables = root ? stem_calloc((size_t)acc->n_arrays * 2 * ranks, sizeof(long), "the parts' table") : NULL;
     char *piece = root ? stem_alloc(PIECE_BYTES, "a piece of the campaign's sums") : NULL;
-    int err = root && (!table || !piece) ? STEM_ERR_MEMORY : STEM_OK;
+    int err = root && (!tables || !piece) ? STEM_ERR_MEMORY : STEM_OK;
     err = stem_mpi_agree(err, m->group);
     for (int i = 0; i < acc->n_arrays && !err; i++) {
         stem_acc_array a = stem_acc_array_at(acc, i);
-        size_t base = array_offset(acc, i);
-        if (a.kind == STEM_ACC_SCAN) {
-            for (int p = 0; root && p < acc->n_points && !err; p++)
-                err = stem_checkpoint_state_read(ck, p * per_point + base, a.base + (size_t)p * point_bytes(&a),
-                                                 point_bytes(&a));
-            continue;
-        }
-        err = part_table(&a, m, 0, table);
-        for (int p = 0; p < acc->n_points && !err; p++) {
-            char *own = a.base + (size_t)p * point_bytes(&a);
-            if (!root) {
-                err = recv_pieces(m, own, point_bytes(&a));
-                continue;
-            }
-            for (int r = 0; r < ranks && !err; r++)
-                err = read_to(ck, m, r, p * per_point + base + (size_t)table[2 * r] * a.elt,
-                              (size_t)table[2 * r + 1] * a.elt, own, piece);
-        }
+        if (a.kind == STEM_ACC_PART) err = part_table(&a, m, 0, tables ? tables + (size_t)i * 2 * ranks : NULL);
     }
-    free(table);
+    size_t at = 0;
+    for (int p = 0; p < acc->n_points && !err; p++)
+        for (int i = 0; i < acc->n_arrays && !err; i++) {
+            stem_acc_array a = stem_acc_array_at(acc, i);
+            if (a.kind == STEM_ACC_PART)
+                err = load_part(&a, p, m, ck, tables ? tables + (size_t)i * 2 * ranks : NULL, at, piece);
+            else if (root)
+                err = read_to(ck, m, 0, at, point_bytes(&a), a.base + (size_t)p * point_bytes(&a), piece);
+            at += (size_t)a.global * a.elt;
+        }
+    if (!err && root) err = stem_checkpoint_state_loaded(ck);
+    free(tables);
     free(piece);
     return err;
 }
 
-int stem_sums_load(stem_accumulator *acc, const stem_mpi *m, const stem_checkpoint *ck)
+int stem_sums_load(stem_accumulator *acc, const stem_mpi *m, stem_checkpoint *ck)
 {
     stem_acc_zero(acc, STEM_ACC_PART);
     stem_acc_zero(acc, STEM_ACC_SCAN);

@@ -19,7 +19,8 @@ int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m);
 /* Collective over m->world, after a collect: the owners' sums and the done map (n_units
  * bytes, the same on every rank) stored as the checkpoint's new state. */
 int stem_sums_store(const stem_accumulator *acc, const stem_mpi *m, stem_checkpoint *ck, const unsigned char *done);
-/* Collective over m->world: the checkpoint's stored sums into the owners (others zero). */
-int stem_sums_load(stem_accumulator *acc, const stem_mpi *m, const stem_checkpoint *ck);
+/* Collective over m->world: the checkpoint's stored sums into the owners (others zero), the
+ * state read once, in order, its checksum checked (a damaged state refused, exit 6). */
+int stem_sums_load(stem_accumulator *acc, const stem_mpi *m, stem_checkpoint *ck);
 
 #endif

@@ -339,7 +339,6 @@ static int note_plans(const stem_checkpoint *ck, const char *plans)
     return STEM_OK;
 }
 
-
 /* The state's checksum: four 64-bit lanes over 32-byte blocks (multiply and shift), fed in
  * pieces of any size, so that a store and a check of many GiB run at memory speed, not at
  * a byte-wise hash's. */
@@ -399,14 +398,17 @@ static int state_damaged(const char *path, const char *why)
                      path, why);
 }
 
-/* The state file: whole, this campaign's, its payload what its checksum says; the done map
- * into ck->done. A missing state is an empty one (no store yet). */
-static int read_state(stem_checkpoint *ck)
+/* The state file: whole and this campaign's (header, size), the done map into ck->done; its
+ * checksum over the payload too when `whole` (a dry run), else as the run loads it
+ * (stem_checkpoint_state_read in order, stem_checkpoint_state_loaded), so that a resume reads
+ * its many GiB once. A missing state is an empty one (no store yet). */
+static int read_state(stem_checkpoint *ck, int whole)
 {
     char path[STEM_PATH_MAX + 32];
     state_path(ck, "", path, sizeof path);
     struct stat st;
-    if (lstat(path, &st)) return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
+    if (lstat(path, &st))
+        return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
     FILE *f;
     STEM_TRY(stem_input_open(path, "checkpoint state", STEM_ERR_IO, &f));
     int fd = fileno(f);
@@ -420,7 +422,7 @@ static int read_state(stem_checkpoint *ck)
         why = "size";
     state_hash sum;
     state_hash_init(&sum);
-    size_t total = (size_t)ck->n_units + ck->state_bytes;
+    size_t total = (size_t)ck->n_units + (whole ? ck->state_bytes : 0);
     char *buf = why ? NULL : stem_alloc(1 << 22, "checkpoint check buffer");
     int err = !why && !buf ? STEM_ERR_MEMORY : STEM_OK;
     for (size_t at = 0; !why && buf && at < total; at += 1 << 22) {
@@ -430,7 +432,10 @@ static int read_state(stem_checkpoint *ck)
         else
             state_hash_update(&sum, buf, n);
     }
-    if (!why && !err && state_hash_final(&sum) != h.checksum) why = "checksum";
+    ck->load_hash = sum; /* the done map's part: the load adds the payload */
+    ck->load_at = 0;
+    ck->state_checksum = h.checksum;
+    if (!why && !err && whole && state_hash_final(&sum) != h.checksum) why = "checksum";
     if (!why && !err && read_at(fd, ck->done, (size_t)ck->n_units, sizeof h)) why = "done map";
     free(buf);
     fclose(f);
@@ -443,7 +448,7 @@ static int read_state(stem_checkpoint *ck)
     return STEM_OK;
 }
 
-int stem_checkpoint_state_read(const stem_checkpoint *ck, size_t offset, void *buf, size_t bytes)
+int stem_checkpoint_state_read(stem_checkpoint *ck, size_t offset, void *buf, size_t bytes)
 {
     char path[STEM_PATH_MAX + 32];
     state_path(ck, "", path, sizeof path);
@@ -451,7 +456,21 @@ int stem_checkpoint_state_read(const stem_checkpoint *ck, size_t offset, void *b
     if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
     int bad = read_at(fd, buf, bytes, (off_t)(sizeof(state_header) + (size_t)ck->n_units + offset));
     close(fd);
-    return bad ? STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %zu bytes of %s", bytes, path) : STEM_OK;
+    if (bad) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %zu bytes of %s", bytes, path);
+    if (offset == ck->load_at) { /* read in order: the checksum follows */
+        state_hash_update(&ck->load_hash, buf, bytes);
+        ck->load_at += bytes;
+    }
+    return STEM_OK;
+}
+
+int stem_checkpoint_state_loaded(stem_checkpoint *ck)
+{
+    char path[STEM_PATH_MAX + 32];
+    state_path(ck, "", path, sizeof path);
+    if (ck->load_at != ck->state_bytes || state_hash_final(&ck->load_hash) != ck->state_checksum)
+        return state_damaged(path, ck->load_at != ck->state_bytes ? "not read whole" : "checksum");
+    return STEM_OK;
 }
 
 int stem_checkpoint_state_begin(stem_checkpoint *ck, const unsigned char *done)
@@ -471,7 +490,8 @@ int stem_checkpoint_state_begin(stem_checkpoint *ck, const unsigned char *done)
     ck->store_at = 0;
     state_header h = {0};
     if (write_all(ck->store_fd, &h, sizeof h) || write_all(ck->store_fd, done, (size_t)ck->n_units))
-        return stem_checkpoint_state_abort(ck), STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", path, strerror(errno));
+        return stem_checkpoint_state_abort(ck),
+               STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", path, strerror(errno));
     return STEM_OK;
 }
 
@@ -510,8 +530,12 @@ int stem_checkpoint_state_commit(stem_checkpoint *ck)
     state_path(ck, ".tmp", tmp, sizeof tmp);
     state_path(ck, "", path, sizeof path);
     STEM_ASSERT(ck->store_at == ck->state_bytes, "the stored sums have the planned size");
-    state_header h = {.format = STATE_FORMAT, .n_units = (uint32_t)ck->n_units, .identity = ck->identity,
-                      .bytes = ck->state_bytes, .checksum = state_hash_final(&ck->store_sum), .n_done = (uint32_t)ck->n_store};
+    state_header h = {.format = STATE_FORMAT,
+                      .n_units = (uint32_t)ck->n_units,
+                      .identity = ck->identity,
+                      .bytes = ck->state_bytes,
+                      .checksum = state_hash_final(&ck->store_sum),
+                      .n_done = (uint32_t)ck->n_store};
     memcpy(h.magic, "STEMSTAT", 8);
     int ok = pwrite(ck->store_fd, &h, sizeof h, 0) == (ssize_t)sizeof h && fsync(ck->store_fd) == 0;
     int e = errno;
@@ -550,7 +574,7 @@ static int open_on_root(stem_checkpoint *ck, const char *identity, const char *p
     char path[STEM_PATH_MAX + 32];
     state_path(ck, ".tmp", path, sizeof path);
     STEM_TRY(remove_stale(path)); /* a store a killed job left half done */
-    STEM_TRY(read_state(ck));
+    STEM_TRY(read_state(ck, 0));
     for (int u = 0; u < ck->n_units && ck->unit_bytes; u++) { /* the S-matrices kept of the units the sums hold */
         unit_path(ck, u, ".tmp", path, sizeof path);
         STEM_TRY(remove_stale(path));
@@ -596,7 +620,7 @@ static int survey_units(stem_checkpoint *ck, const char *identity, int *found)
     STEM_TRY(manifest_text(ck, identity, &mine));
     int err = compare_manifest(ck, path, mine);
     free(mine);
-    if (!err) err = read_state(ck);
+    if (!err) err = read_state(ck, 1);
     *found = ck->n_done;
     return err;
 }

@@ -43,12 +43,15 @@ typedef struct {
     char dir[STEM_PATH_MAX];
     uint64_t identity; /* hash of the identity text */
     int n_units;
-    size_t unit_bytes;       /* payload of every unit file (0: none: the S-matrices are not kept) */
-    size_t state_bytes;      /* the state's payload: the campaign's sums */
-    int has_state;           /* a state was found or stored */
+    size_t unit_bytes;                    /* payload of every unit file (0: none: the S-matrices are not kept) */
+    size_t state_bytes;                   /* the state's payload: the campaign's sums */
+    int has_state;                        /* a state was found or stored */
     int store_fd, kill_in_store, n_store; /* rank 0, during a store: state.tmp, test hook, units it holds */
     size_t store_at;
     state_hash store_sum;
+    state_hash load_hash; /* rank 0, resuming: the state's checksum as the load reads it in order */
+    size_t load_at;
+    uint64_t state_checksum;
     unsigned char *done;     /* [n_units]: in the checkpoint when opened (same on every rank) */
     int n_done;              /* of them */
     unsigned char *verified; /* [n_units]: checked (header, checksum) on this rank since the last store */
@@ -65,8 +68,11 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
  * rank 0, with the real run's refusal as the result (agreed over comm); nothing is written. */
 int stem_checkpoint_survey(MPI_Comm comm, const char *dir, const char *identity, int n_units, size_t unit_bytes,
                            size_t state_bytes, int restart);
-/* Rank 0: bytes [offset, offset + bytes) of the state's payload (verified when opened). */
-int stem_checkpoint_state_read(const stem_checkpoint *ck, size_t offset, void *buf, size_t bytes);
+/* Rank 0: bytes [offset, offset + bytes) of the state's payload; read in order, the checksum
+ * follows, and stem_checkpoint_state_loaded then says whether the payload was what the header
+ * says (a damaged state refused by name, exit 6: nothing is computed from it). */
+int stem_checkpoint_state_read(stem_checkpoint *ck, size_t offset, void *buf, size_t bytes);
+int stem_checkpoint_state_loaded(stem_checkpoint *ck);
 /* Rank 0: a new state, durably: begin (the units it holds), append the payload in order
  * (exactly state_bytes in all), commit (header, fsync, rename over the last state, directory
  * fsync); abort removes the temporary (any failure does). */

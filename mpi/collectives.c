@@ -192,9 +192,11 @@ int stem_mpi_reduce_fixed(void *buf, long count, size_t elt, int root, MPI_Comm 
     for (long off = 0; off < count && !err; off += chunk) {
         int n = (int)(count - off < chunk ? count - off : chunk);
         char *at = (char *)buf + (size_t)off * elt;
-        int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, at, n, t, op, comm)
-                          : MPI_Reduce(rank == root ? MPI_IN_PLACE : at, rank == root ? at : NULL, n, t, op, root, comm);
-        if (rc != MPI_SUCCESS) err = STEM_FAIL(STEM_ERR_MPI, "the exact sum of the campaign's sums over the ranks failed");
+        int rc = root < 0
+            ? MPI_Allreduce(MPI_IN_PLACE, at, n, t, op, comm)
+            : MPI_Reduce(rank == root ? MPI_IN_PLACE : at, rank == root ? at : NULL, n, t, op, root, comm);
+        if (rc != MPI_SUCCESS)
+            err = STEM_FAIL(STEM_ERR_MPI, "the exact sum of the campaign's sums over the ranks failed");
     }
     if (elt == 16) {
         MPI_Op_free(&op);

@@ -132,8 +132,15 @@ stem_acc_array stem_acc_array_at(const stem_accumulator *acc, int i)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         if (!acc->sum[ch]) continue;
-        stem_acc_array a = {STEM_ACC_PART,         ch, STEM_ACC_SUM, 8, acc->n_probes * acc->width[ch],
-                            acc->first[ch],        acc->global[ch], acc->whole[ch], (char *)acc->sum[ch]};
+        stem_acc_array a = {STEM_ACC_PART,
+                            ch,
+                            STEM_ACC_SUM,
+                            8,
+                            acc->n_probes * acc->width[ch],
+                            acc->first[ch],
+                            acc->global[ch],
+                            acc->whole[ch],
+                            (char *)acc->sum[ch]};
         if (i-- == 0) return a;
         a.elt = 16;
         if (acc->squares[ch] && i-- == 0) return a.role = STEM_ACC_SQUARES, a.base = (char *)acc->squares[ch], a;

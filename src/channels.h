@@ -84,8 +84,8 @@ typedef struct {
      * turns them into the standard errors, [probe][width[ch]] from the start of err[ch]. */
     double *err[STEM_N_CHANNELS];
     long err_width[STEM_N_CHANNELS];
-    int n_samples;                   /* configurations in the sums (set by stem_acc_to_result) */
-    int n_configs;                   /* of the run: config_images' rows */
+    int n_samples;         /* configurations in the sums (set by stem_acc_to_result) */
+    int n_configs;         /* of the run: config_images' rows */
     double *config_images; /* [configuration][image]: each configuration's images summed over this rank's probes */
     double image_se2[STEM_MAX_IMAGES]; /* each named image's squared standard errors summed over the scan
                                           (stem_result_errors_scan, then summed over the ranks) */

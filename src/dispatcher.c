@@ -48,8 +48,8 @@ static void *worker_main(void *p)
     return NULL;
 }
 
-static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
-                    long *shared_next, int whole);
+static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage, long *shared_next,
+                    int whole);
 
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage)
 {
@@ -67,8 +67,8 @@ int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_w
     return dispatch(work, n_items, batch, n_workers, stage, shared_next, 0);
 }
 
-static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
-                    long *shared_next, int whole)
+static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage, long *shared_next,
+                    int whole)
 {
     if (n_items <= 0) return STEM_OK;
     if (n_workers < 1) n_workers = 1;

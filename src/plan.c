@@ -682,11 +682,11 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
 void stem_plan_count_campaign(stem_plan *plan, int points_per_unit, int n_points)
 {
     double per_probe = stem_channel_bytes_per_probe(plan), local = (double)(plan->probe_end - plan->probe_begin);
-    double units = plan->opt.device != STEM_DEVICE_CPU ? 2 : 1; /* the GPU: the last unit's taken meanwhile */
+    double units = plan->opt.device != STEM_DEVICE_CPU ? 2 : 1;      /* the GPU: the last unit's taken meanwhile */
     double more = units * (points_per_unit - 1) * per_probe * local; /* the unit's other points beside this one */
-    more += stem_acc_bytes(plan, n_points - 1);              /* the other points' sums */
-    if (plan->layout.world_rank == 0) more += 64.0 * 1048576; /* a store's piece (mpi/campaign_sums.c) */
-    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix) /* the S-matrix kept for the unit's file */
+    more += stem_acc_bytes(plan, n_points - 1);                      /* the other points' sums */
+    if (plan->layout.world_rank == 0) more += 64.0 * 1048576;        /* a store's piece (mpi/campaign_sums.c) */
+    if (plan->layout.group_rank == 0 && plan->opt.save_smatrix)      /* the S-matrix kept for the unit's file */
         more += 8.0 * plan->n_beams * plan->crop_ny * (double)plan->crop_nx;
     plan->mem_results += more;
     plan->mem_total += more;

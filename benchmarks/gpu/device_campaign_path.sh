@@ -43,6 +43,7 @@ if [ "$what" = all ] || [ "$what" = paper ]; then
   ratio=$(python3 -c "print(f'{min($wall_se_on_1, $wall_se_on_2) / min($wall_se_off_1, $wall_se_off_2):.3f}')")
   echo "paper f = 16, 32 configurations: standard errors on / off = $ratio (best of two runs each)"
   rows+=("| paper SrTiO3, PRISM f = 16, 32 configurations, rings + 3 images | standard errors on $wall_se_on_1 / $wall_se_on_2 s, off $wall_se_off_1 / $wall_se_off_2 s | on / off = $ratio (goal <= 1.05) |")
+  se_row="$ratio (on $wall_se_on_1 / $wall_se_on_2 s, off $wall_se_off_1 / $wall_se_off_2 s)"
 fi
 tomo() { # label, extra --set arguments
   local label=$1
@@ -53,6 +54,8 @@ tomo() { # label, extra --set arguments
   total=$(grep -oE "whole process [0-9.]+ s" $w/$label.txt | grep -oE "[0-9.]+" | head -1)
   peak=$(grep -oE "disk peak: [0-9.]+ GB \(checkpoint [0-9.]+ GB\)" $w/$label.txt | head -1)
   rows+=("| 65 tilts x 16 configurations, aC PRISM f = 8, 62 500 probes, $label (SIGTERM half-way + resume) | ${total:-?} s in all | $peak |")
+  eval "total_$label=${total:-?}"
+  eval "peak_$label='${peak:-?}'"
 }
 if [ "$what" = all ] || [ "$what" = tomo_rings ]; then
   tomo tomo_rings --set detector.save_3d=true --set detector.ring_width=1
@@ -64,3 +67,19 @@ echo
 echo "| case | measured | note |"
 echo "|---|---|---|"
 for r in "${rows[@]}"; do echo "$r"; done
+# the summary table's row (benchmarks/summary.py merge $out/summary_rows.csv) once every part ran
+if [ "$what" = all ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/NVIDIA //')
+  python3 - "$out/summary_rows.csv" "$gpu" "${total_tomo_rings:-?}" "${peak_tomo_rings:-?}" "${total_tomo:-?}" "${se_row:-?}" <<'PY'
+import csv, sys
+path, gpu, rings, peak, plain, se = sys.argv[1:]
+row = {"key": "campaign_path", "case": "65 tilts x 16 configurations (aC, PRISM f = 8, 62 500 probes, SIGTERM + resume); "
+       "paper SrTiO3 f = 16, 32 configurations", "measure": "s, whole process; standard errors on / off",
+       "stemsim": f"with 1 mrad rings {rings} s ({peak}); without {plain} s; SE on / off {se}", "peers": "-",
+       "floor": "goals 180 s / 150 s / 1.05", "machine": gpu, "source": "results/CAMPAIGN_PATH.md"}
+with open(path, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(row), lineterminator="\n")
+    w.writeheader()
+    w.writerow(row)
+PY
+fi
