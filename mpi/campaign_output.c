@@ -21,7 +21,7 @@ static int point_from_sums(campaign *cp, int p, stem_result *res)
     STEM_TRY(stem_acc_to_result(&cp->acc, p, res, plan->threads));
     if (res->config_images)
         STEM_MPI_CALL(MPI_Bcast(res->config_images, cp->n_configs * plan->n_images, MPI_DOUBLE, 0, m->group));
-    stem_result_finalise(res, cp->n_configs);
+    STEM_TRY(stem_result_finalise(res, cp->n_configs, plan->threads));
     if (res->pacbed && m->layout.world_rank == 0) stem_result_scan_mean(res, (double)cp->n_configs * plan->n_probes);
     return STEM_OK;
 }

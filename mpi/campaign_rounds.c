@@ -220,6 +220,7 @@ static int rounds(campaign *cp, const int *todo, int n_todo, int err)
 /* A stop keeps what the units added: collected and stored, exit STEM_STOPPED_CHECKPOINTED. */
 static int stop_stored(campaign *cp, const char *dir, int sig)
 {
+    stem_signal_orderly_stop(); /* every rank is here: the store may take longer than the grace period */
     int err = stem_mpi_agree(collect_and_store(cp, "signal"), cp->job->m->world);
     if (err) return err;
     stem_info("stopped by signal %d: the checkpoint %s keeps the sums of every finished unit; run the same command "

@@ -217,28 +217,28 @@ void stem_result_add_pattern(stem_result *res, long p, const int *bin, const flo
 }
 
 /* Intensity-weighted sums first (they need the summed total), then means. */
-void stem_result_means(stem_result *res, int n_configs)
+void stem_result_means_range(stem_result *res, int n_configs, long q0, long q1)
 {
     double inv = 1.0 / n_configs;
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* the ratios first: they need the total's sums */
         if (!res->data[ch] || !stem_channel_per_probe(ch) || stem_channel_table[ch].final != STEM_FINAL_PER_TOTAL)
             continue;
         double *v = res->data[ch];
         long w = res->width[ch];
-        for (long p = 0; p < res->n_probes; p++) {
+        for (long p = q0; p < q1; p++) {
             double t = res->total[p];
             for (long k = 0; k < w; k++) v[p * w + k] = t > 0 ? v[p * w + k] / t : 0;
         }
     }
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) { /* a scan channel's mean: stem_result_scan_mean */
         if (!res->data[ch] || !stem_channel_per_probe(ch) || stem_channel_table[ch].final != STEM_FINAL_MEAN) continue;
-        long n = res->n_probes * res->width[ch];
+        long w = res->width[ch];
         if (stem_channel_table[ch].is_float) {
             float *v = res->data[ch];
-            for (long i = 0; i < n; i++) v[i] *= (float)inv;
+            for (long i = q0 * w; i < q1 * w; i++) v[i] *= (float)inv;
         } else {
             double *v = res->data[ch];
-            for (long i = 0; i < n; i++) v[i] *= inv;
+            for (long i = q0 * w; i < q1 * w; i++) v[i] *= inv;
         }
     }
 }

@@ -129,10 +129,10 @@ void stem_result_scan_values(const stem_result *res, int ch, double *out);
 /* Every scan channel's row set from its exact sums divided by count (probes x configurations:
  * the mean), once the sums hold every rank's probes (mpi/collectives.h stem_mpi_sum_scan). */
 void stem_result_scan_mean(stem_result *res, double count);
-/* The per-probe channels' sums into values: intensity-weighted sums divided by the total,
- * then every sum divided by the number of configurations (standard_errors.h
+/* The per-probe channels' sums of probes [q0, q1) into values: intensity-weighted sums
+ * divided by the total, then every sum divided by the number of configurations (standard_errors.h
  * stem_result_finalise takes the standard errors from the sums first). */
-void stem_result_means(stem_result *res, int n_configs);
+void stem_result_means_range(stem_result *res, int n_configs, long q0, long q1);
 /* Every channel's sums set to zero. */
 void stem_result_zero(stem_result *res);
 /* res += weight * part, channel by channel (the same plan's results). */

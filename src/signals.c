@@ -147,3 +147,8 @@ void stem_signal_deadline(int seconds, int status)
     stem_signal_deadline_status = seconds > 0 ? status : 0;
     alarm(seconds > 0 ? (unsigned)seconds : 0);
 }
+
+void stem_signal_orderly_stop(void)
+{
+    if (stem_signal_caught) alarm(0);
+}

@@ -42,5 +42,9 @@ void stem_signal_finished(void);
  * after seconds the watchdog removes the registered files and exits with status (no
  * effect after a signal, whose grace period runs instead); seconds 0 cancels it. */
 void stem_signal_deadline(int seconds, int status);
+/* Every rank reached the safe point after a signal and the job is on its orderly way out
+ * (a checkpointed campaign storing its sums, which takes as long as its state's size needs):
+ * the watchdog's grace period is cancelled. A second signal still ends the process. */
+void stem_signal_orderly_stop(void);
 
 #endif

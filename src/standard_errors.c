@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "advice.h"
+#include "dispatcher.h"
 
 /* Standard error of a ratio of sums R = X / T (the centre of mass: intensity-weighted
  * angles over the intensity), to first order (the delta method): the sample variance of
@@ -32,27 +33,43 @@ static void errors_finalise_ratio(stem_result *res, int ch)
         }
 }
 
-/* M2 -> the standard error of the mean, sqrt(M2 / (n - 1) / n). */
-static void errors_finalise_mean(stem_result *res, int ch)
+/* M2 -> the standard error of the mean, sqrt(M2 / (n - 1) / n), probes [q0, q1). */
+static void errors_finalise_mean(stem_result *res, int ch, long q0, long q1)
 {
-    long count = res->n_probes * res->width[ch];
+    long w = res->width[ch];
     int n = res->n_samples;
     double *e = res->err[ch];
-    for (long i = 0; i < count; i++) e[i] = n > 1 ? sqrt(e[i] / ((double)(n - 1) * n)) : NAN;
+    for (long i = q0 * w; i < q1 * w; i++) e[i] = n > 1 ? sqrt(e[i] / ((double)(n - 1) * n)) : NAN;
 }
 
-static void errors_finalise(stem_result *res)
+typedef struct {
+    stem_result *res;
+    int n_configs;
+} finalise_work;
+
+/* Probes [q0, q1): each value's standard error and mean (elementwise, so any split of the
+ * probes over threads gives the same bits). */
+static int finalise_probes(void *ctx, int worker, long q0, long q1)
 {
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) /* the ratios first: they need the total's M2 */
-        if (res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL) errors_finalise_ratio(res, ch);
+    finalise_work *f = ctx;
+    (void)worker;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_MEAN) errors_finalise_mean(res, ch);
+        if (f->res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_MEAN)
+            errors_finalise_mean(f->res, ch, q0, q1);
+    stem_result_means_range(f->res, f->n_configs, q0, q1);
+    return STEM_OK;
 }
 
-void stem_result_finalise(stem_result *res, int n_configs)
+int stem_result_finalise(stem_result *res, int n_configs, int threads)
 {
-    errors_finalise(res); /* from the sums, before they become means */
-    stem_result_means(res, n_configs);
+    /* the ratios first, on one thread: they need the total's M2, and rewrite their state in place
+     * from [p][2 w] to [p][w], which a split over threads would overtake (a few values per probe) */
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL) errors_finalise_ratio(res, ch);
+    finalise_work f = {res, n_configs};
+    stem_work work = {.ctx = &f, .work = finalise_probes};
+    long batch = res->n_probes / (4L * (threads > 0 ? threads : 1)) + 1;
+    return stem_dispatch_whole(&work, res->n_probes, (int)(batch < (1L << 30) ? batch : (1L << 30)), threads);
 }
 
 int stem_result_alloc_errors(const stem_plan *plan, stem_result *res)

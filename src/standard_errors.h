@@ -18,10 +18,11 @@ typedef struct {
     int n_configs;
 } stem_image_error;
 
-/* The per-probe channels finished: with error state, the standard errors from the sums
- * first, then the means (channels.h stem_result_means: DPC sums over the total, every sum
+/* The per-probe channels finished over `threads` workers (the same bits on any count): with
+ * error state, the standard errors from the sums
+ * first, then the means (channels.h stem_result_means_range: DPC sums over the total, every sum
  * over the number of configurations). */
-void stem_result_finalise(stem_result *res, int n_configs);
+int stem_result_finalise(stem_result *res, int n_configs, int threads);
 /* Standard errors (docs/accuracy.md): the state of every channel stem_channel_error_width
  * gives (none with one configuration) and each configuration's images summed over the scan;
  * stem_result_free frees them. */

@@ -114,7 +114,7 @@ static inline int sim_run(sim_case *s)
     } else {
         STEM_TRY(stem_multislice_run(plan, s->trans, &s->det, &s->res));
     }
-    stem_result_finalise(&s->res, 1);
+    STEM_TRY(stem_result_finalise(&s->res, 1, 1));
     return STEM_OK;
 }
 

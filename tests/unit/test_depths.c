@@ -74,7 +74,7 @@ static void prism_planes(const stem_plan *plan, const stem_complex *trans, const
         REQUIRE(stem_result_alloc(plan, &res[k]) == STEM_OK);
         stem_prism_arrange(plan, by_beam + k * box, by_pixel);
         REQUIRE(stem_prism_output(plan, by_pixel, det, &res[k]) == STEM_OK);
-        stem_result_finalise(&res[k], 1);
+        stem_result_finalise(&res[k], 1, 1);
     }
     stem_fft_free(by_beam);
     stem_fft_free(by_pixel);
@@ -152,7 +152,7 @@ int main(void)
     stem_result res[3];
     for (int k = 0; k < 3; k++) REQUIRE(stem_result_alloc(&planes, &res[k]) == STEM_OK);
     REQUIRE(stem_multislice_run(&planes, whole.trans, &whole.det, res) == STEM_OK);
-    for (int k = 0; k < 3; k++) stem_result_finalise(&res[k], 1);
+    for (int k = 0; k < 3; k++) stem_result_finalise(&res[k], 1, 1);
 
     for (int k = 0; k < 2; k++) {
         thinner_run(k + 1, "", &thin[k]);

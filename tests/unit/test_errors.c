@@ -69,7 +69,8 @@ static void finished(const stem_accumulator *acc, const stem_plan *p, stem_resul
 {
     CHECK(stem_result_alloc(p, r) == STEM_OK && stem_result_alloc_errors(p, r) == STEM_OK);
     CHECK(stem_acc_to_result(acc, 0, r, 2) == STEM_OK);
-    stem_result_finalise(r, p->n_configs);
+    int workers = 3; /* any count: elementwise */
+    CHECK(stem_result_finalise(r, p->n_configs, workers) == STEM_OK);
 }
 
 /* sqrt(sum (x - mean)^2 / (n - 1) / n) over the configurations, two passes. */
@@ -229,7 +230,7 @@ static void one_configuration(void)
     CHECK(stem_result_alloc(&p, &r) == STEM_OK && stem_result_alloc_errors(&p, &r) == STEM_OK);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) CHECK(r.err[ch] == NULL);
     CHECK(stem_acc_to_result(&acc, 0, &r, 3) == STEM_OK);
-    stem_result_finalise(&r, 1);
+    CHECK(stem_result_finalise(&r, 1, 2) == STEM_OK);
     stem_acc_free(&acc);
     stem_image_error e[IMAGES];
     stem_result_image_errors(&p, &r, e);
