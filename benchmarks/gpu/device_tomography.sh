@@ -76,10 +76,10 @@ ls -l $w/tomo.h5 2>/dev/null | awk '{printf "output: %.2f GB\n", $5 / 1e9}'
 df -h /tmp | tail -1
 cp $w/run1.log $w/run2.log "$out"/ 2>/dev/null
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-python3 - "$w" "$rc1" "$rc2" "$t0" "$t1" "$t2" "$units" "$out" "$gpu" <<'PY'
+python3 - "$w" "$rc1" "$rc2" "$t0" "$t1" "$t2" "$units" "$out" "$gpu" "$#" <<'PY'
 import csv, re, sys
 w, rc1, rc2, t0, t1, t2, units = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *map(float, sys.argv[4:7]), int(sys.argv[7])
-out, gpu = sys.argv[8], sys.argv[9]
+out, gpu, extra = sys.argv[8], sys.argv[9], int(sys.argv[10])
 wall1, wall2 = t1 - t0, t2 - t1
 print(f"first process: exit {rc1} (stopped with SIGTERM: 75 expected) in {wall1:.1f} s")
 print(f"second process (resumed): exit {rc2} in {wall2:.1f} s")
@@ -108,7 +108,7 @@ for g, names in groups.items():
     acc += v
     print(f"  {g:16s} {v:8.1f} s  {v / units:.4f} s per unit")
 print(f"  {'not in phases':16s} {total - acc:8.1f} s  {(total - acc) / units:.4f} s per unit (start-up, plans, checkpoint)")
-if units == 1040 and rc1 == 75 and rc2 == 0:  # the headline row of benchmarks/README.md's summary
+if units == 1040 and rc1 == 75 and rc2 == 0 and not extra:  # the headline row of benchmarks/README.md's summary
     with open(f"{out}/summary_rows.csv", "w", newline="") as f:
         row = {"key": "tomography", "case": "aC 100 A, PRISM f = 8, 62 500 probes, 65 tilts x 16 configurations "
                "(1040 units), kill + resume", "measure": "s per unit, whole process",
