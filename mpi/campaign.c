@@ -419,9 +419,10 @@ static int open_smatrix_store(campaign *cp)
 
 /* Rank 0: the checkpoint's file system holds what the campaign will store (refused before any
  * computing otherwise, exit 6): its state twice while a store replaces the last (less a state
- * already there) and every unit's S-matrix file with save_smatrix. The output's own room is
- * already reserved (io/publish.h), so the free space seen here is what the checkpoint has. */
-static int checkpoint_room(const campaign *cp, const char *dir, double state)
+ * already there) and every unit's S-matrix file with save_smatrix. A real run's output room is
+ * already reserved (io/publish.h), so the free space seen then is the checkpoint's; a dry run
+ * reserves nothing, and adds the output's need (output_bytes) where the two share a file system. */
+static int checkpoint_room(const campaign *cp, const char *dir, double state, double output_bytes)
 {
     char path[STEM_PATH_MAX + 16], parent[STEM_PATH_MAX];
     struct stat st;
@@ -429,14 +430,20 @@ static int checkpoint_room(const campaign *cp, const char *dir, double state)
     snprintf(path, sizeof path, "%s/state", dir);
     if (!stat(path, &st)) have = (double)st.st_size;
     snprintf(parent, sizeof parent, "%s", dir);
+    const char *where = stat(parent, &st) ? dirname(parent) : parent; /* the directory, or where it will be */
     struct statvfs v;
-    if (statvfs(parent, &v) && statvfs(dirname(parent), &v)) return STEM_OK; /* not there yet: the run says */
+    struct stat here, out;
+    if (statvfs(where, &v) || stat(where, &here)) return STEM_OK; /* not there: the run's open says why */
     double free = (double)v.f_bavail * (double)v.f_frsize, need = 2 * state - have + units;
+    char out_dir[STEM_PATH_MAX];
+    snprintf(out_dir, sizeof out_dir, "%s", cp->job->cfg->output_file);
+    if (output_bytes > 0 && !stat(dirname(out_dir), &out) && out.st_dev == here.st_dev) free -= output_bytes;
     if (free >= need) return STEM_OK;
     return STEM_FAIL(STEM_ERR_IO,
-                     "checkpoint %s: no room for the campaign's checkpoint: its state (every point's exact sums) is "
+                     "checkpoint %s: no space left on device for the campaign's checkpoint: its state (every "
+                     "point's exact sums) is "
                      "%.1f MiB, %.1f MiB while a store replaces the last%s, and its file system has %.1f MiB free "
-                     "(the output's room already reserved); free space, or set [output] checkpoint_dir on a larger "
+                     "(after the output's room); free space, or set [output] checkpoint_dir on a larger "
                      "file system",
                      dir, state / 1048576.0, 2 * state / 1048576.0,
                      units > 0 ? ", with every unit's S-matrix ([output] save_smatrix)" : "", free / 1048576.0);
@@ -455,7 +462,7 @@ static int open_checkpoint(campaign *cp, const char *dir)
                              m->world);
     if (!err) err = campaign_plans(cp);
     double state = (double)stem_sums_state_bytes(&cp->acc);
-    if (!err) err = stem_mpi_agree(m->layout.world_rank == 0 ? checkpoint_room(cp, dir, state) : STEM_OK, m->world);
+    if (!err) err = stem_mpi_agree(m->layout.world_rank == 0 ? checkpoint_room(cp, dir, state, 0) : STEM_OK, m->world);
     if (!err)
         err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
                                    cp->smatrix_bytes, stem_sums_state_bytes(&cp->acc), job->restart);
@@ -514,6 +521,14 @@ static void report_balance(const campaign *cp)
 
 /* ------------------------------------------------------------ the dry run */
 
+/* What the output's reserve would take (io/publish.h: the file, its EMD copy, their margins). */
+static double dry_run_output(const stem_campaign_job *job)
+{
+    const stem_series *s = job->series;
+    double bytes = stem_output_estimate_bytes(job->plan, s->n_points ? s->n_points : 1, s->n_tilts);
+    return bytes + STEM_OUTPUT_RESERVE_MARGIN + (job->plan->opt.layout_emd ? bytes + STEM_OUTPUT_RESERVE_MARGIN : 0);
+}
+
 int stem_campaign_survey(const stem_campaign_job *job)
 {
     campaign cp = {0};
@@ -528,13 +543,14 @@ int stem_campaign_survey(const stem_campaign_job *job)
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
     double state = stem_acc_global_bytes(job->plan, cp.n_points);
     if (!err)
-        err =
-            stem_mpi_agree(job->m->layout.world_rank == 0 ? checkpoint_room(&cp, dir, state) : STEM_OK, job->m->world);
+        err = stem_mpi_agree(job->m->layout.world_rank == 0 ? checkpoint_room(&cp, dir, state, dry_run_output(job))
+                                                            : STEM_OK,
+                             job->m->world);
     if (!err)
         err = stem_checkpoint_survey(job->m->world, dir, identity, cp.n_units, cp.smatrix_bytes, (size_t)state,
                                      job->restart);
     if (!err && job->m->layout.world_rank == 0)
-        printf("checkpoint: its state (every point's exact sums) is %.1f MiB, at most %.1f MiB on disk while a store "
+        printf("checkpoint: its state (every point's exact sums) is %.2f MiB, at most %.2f MiB on disk while a store "
                "replaces it%s\n",
                state / 1048576.0, 2 * state / 1048576.0 + (double)cp.smatrix_bytes * cp.n_units / 1048576.0,
                cp.smatrix_bytes ? " (with every unit's S-matrix)" : "");

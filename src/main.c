@@ -368,7 +368,7 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     if (!err) { /* the file's disk space, held from now on (a full disk is refused before computing; a dry run looks) */
         double bytes = stem_output_estimate_bytes(plan, series->n_points ? series->n_points : 1, series->n_tilts);
         if (o->dry_run && !o->variant && rank == 0)
-            printf("output: about %.1f MiB%s\n", bytes / 1048576.0,
+            printf("output: about %.2f MiB%s\n", bytes / 1048576.0,
                    plan->opt.layout_emd ? " (twice while the EMD conversion writes its copy)" : "");
         err = o->dry_run ? stem_output_target_room(world, target, bytes, plan->opt.layout_emd ? bytes : 0)
                          : stem_output_target_reserve(world, target, bytes, plan->opt.layout_emd ? bytes : 0);

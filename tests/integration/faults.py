@@ -57,6 +57,8 @@ Scenarios (each asserts exit code, message, and the files left behind):
                     intensity is 0 or above 1 (test hook STEMSIM_TEST_POISON_RESULT),
                     in a plain run and in a [series] campaign: exit 9, nothing
                     published, no temporary left
+  checkpoint_room   a campaign's output fits a tmpfs but its checkpoint (the state twice) does
+                    not: exit 6 before computing (also --dry-run), nothing left; with room it runs
   full_disk_already a tmpfs already full, and one with room for the native file but
                     not the EMD copy (a filler file stemsim did not create): exit 6 with
                     "no space left", no crash, the filler intact, nothing else left
@@ -72,6 +74,7 @@ Exit: 0 pass, 1 fail, 77 skip.
 import argparse
 import hashlib
 import os
+import re
 import shlex
 import signal
 import socket
@@ -977,6 +980,49 @@ def s_full_disk_already():
             disk_full_checks(problems, what, rc, err, t.path, size)
         os.rmdir(t.path)
     return finish(problems, "full_disk_already")
+
+
+def s_checkpoint_room():
+    """A campaign whose output fits its disk but whose checkpoint (the state twice while a store
+    replaces it) does not: refused before computing (exit 6, naming the checkpoint and 'no space
+    left'), by --dry-run too, nothing left on the disk; with just enough room it runs and publishes."""
+    d = fresh("checkpoint_room")
+    camp = local_config(d, "\n[series]\ntilt_x = 0 4 8 12\n")
+    sets = ["simulation.frozen_phonons=2", "simulation.thermal=true", "output.checkpoint_interval=0"]
+    rc, out, err = run(cmd(A.ranks, camp, [f"output.file={d}/probe.h5"] + sets, ["--dry-run"]), cwd=d, timeout=90)
+    m_out = re.search(r"output: about ([0-9.]+) MiB", out)
+    m_state = re.search(r"its state \(every point's exact sums\) is ([0-9.]+) MiB", out)
+    problems = []
+    if rc != 0 or not m_out or not m_state:
+        log(out + err)
+        return finish([f"the dry run: exit {rc}, no output or state size printed"], "checkpoint_room")
+    out_kib, state_kib = float(m_out.group(1)) * 1024, float(m_state.group(1)) * 1024
+    log(f"checkpoint_room: output about {out_kib:.0f} KiB, state {state_kib:.0f} KiB")
+    # the output's reserve (and its 1 MiB margin) fits, the state twice does not; then room for all
+    small = int(out_kib + 1024 + 1.3 * state_kib + 64)
+    large = int(out_kib + 1024 + 2 * state_kib + 1024)
+    for what, kib, want in (("too small", small, 6), ("just large enough", large, 0)):
+        with Tmpfs(d, kib) as t:
+            if not t.ok:
+                log(f"SKIP checkpoint_room: cannot mount a small tmpfs here ({t.why})")
+                return 77
+            argv = [f"output.file={t.path}/out.h5"] + sets
+            rc, _, err = run(cmd(A.ranks, camp, argv, ["--dry-run"]), cwd=d, timeout=90)
+            expect(problems, rc == want, f"{what} (--dry-run, {kib} KiB): exit {rc}, expected {want}")
+            rc, out, err = run(cmd(A.ranks, camp, argv), cwd=d, timeout=120)
+            expect(problems, rc == want, f"{what} ({kib} KiB): exit {rc}, expected {want}")
+            if want:
+                expect(problems, "no space left" in err.lower() and "checkpoint" in err,
+                       f"{what}: the message does not name the checkpoint's missing space")
+                expect(problems, "unit 1 of" not in out, f"{what}: units were computed before the refusal")
+                left = sorted(os.listdir(t.path))
+                expect(problems, not left, f"{what}: left on the disk: {left}")
+            else:
+                expect(problems, os.path.exists(os.path.join(t.path, "out.h5")), f"{what}: no output published")
+                expect(problems, not os.path.exists(os.path.join(t.path, "out.h5.checkpoint")),
+                       f"{what}: the checkpoint was not removed")
+        os.rmdir(t.path)
+    return finish(problems, "checkpoint_room")
 
 
 def wait_line(p, text, seconds):
