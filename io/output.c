@@ -220,3 +220,11 @@ double stem_output_estimate_bytes(const stem_plan *plan, int n_points, int n_til
 {
     return stem_layout_estimate_bytes(plan, n_points, n_tilts);
 }
+
+double stem_output_estimate_emd_bytes(const stem_plan *plan, int n_points, int n_tilts)
+{
+    int groups = plan->n_images + (plan->opt.save_3d ? 1 : 0) + (plan->opt.save_dpc ? 1 : 0) +
+        (plan->opt.save_4d ? 1 : 0) + (plan->algorithm == STEM_ALG_HRTEM ? 2 : 0);
+    /* measured: 5-6 HDF5 objects per group of 570-670 B each (tests/integration/faults.py reserve_estimate) */
+    return stem_layout_estimate_bytes(plan, n_points, n_tilts) + 3100.0 * groups * (n_points > 0 ? n_points : 1);
+}

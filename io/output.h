@@ -24,6 +24,10 @@
  * datasets of n_points series points, the stored potential and S-matrix of each of n_tilts
  * sample tilts, HDF5's own): what stem_output_target_reserve holds from the start. */
 double stem_output_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts);
+/* The EMD conversion's copy of that file (layout = emd): its datasets again, and per series
+ * point Prismatic's data groups (each image, rings, DPC, 4D: a group with data and dim vectors,
+ * about 3.1 kB of HDF5 objects each, which dominate a series of many small points). */
+double stem_output_estimate_emd_bytes(const stem_plan *plan, int n_points, int n_tilts);
 
 /* Every run's one writer call. series NULL: one point, res holds it; else res is the buffer
  * series->load fills point by point, under the series' leading axes. stored: NULL, or what

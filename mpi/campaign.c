@@ -525,8 +525,10 @@ static void report_balance(const campaign *cp)
 static double dry_run_output(const stem_campaign_job *job)
 {
     const stem_series *s = job->series;
-    double bytes = stem_output_estimate_bytes(job->plan, s->n_points ? s->n_points : 1, s->n_tilts);
-    return bytes + STEM_OUTPUT_RESERVE_MARGIN + (job->plan->opt.layout_emd ? bytes + STEM_OUTPUT_RESERVE_MARGIN : 0);
+    int points = s->n_points ? s->n_points : 1;
+    double bytes = stem_output_estimate_bytes(job->plan, points, s->n_tilts);
+    double emd = job->plan->opt.layout_emd ? stem_output_estimate_emd_bytes(job->plan, points, s->n_tilts) : 0;
+    return bytes + STEM_OUTPUT_RESERVE_MARGIN + (emd > 0 ? emd + STEM_OUTPUT_RESERVE_MARGIN : 0);
 }
 
 int stem_campaign_survey(const stem_campaign_job *job)

@@ -366,12 +366,16 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     int n_inputs = list_inputs(cfg, inputs);
     if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
     if (!err) { /* the file's disk space, held from now on (a full disk is refused before computing; a dry run looks) */
-        double bytes = stem_output_estimate_bytes(plan, series->n_points ? series->n_points : 1, series->n_tilts);
-        if (o->dry_run && !o->variant && rank == 0)
-            printf("output: about %.2f MiB%s\n", bytes / 1048576.0,
-                   plan->opt.layout_emd ? " (twice while the EMD conversion writes its copy)" : "");
-        err = o->dry_run ? stem_output_target_room(world, target, bytes, plan->opt.layout_emd ? bytes : 0)
-                         : stem_output_target_reserve(world, target, bytes, plan->opt.layout_emd ? bytes : 0);
+        int points = series->n_points ? series->n_points : 1;
+        double bytes = stem_output_estimate_bytes(plan, points, series->n_tilts);
+        double emd = plan->opt.layout_emd ? stem_output_estimate_emd_bytes(plan, points, series->n_tilts) : 0;
+        if (o->dry_run && !o->variant && rank == 0) {
+            printf("output: about %.2f MiB\n", (emd > 0 ? emd : bytes) / 1048576.0);
+            if (emd > 0)
+                printf("output: and %.2f MiB for the native file while the EMD conversion runs\n", bytes / 1048576.0);
+        }
+        err = o->dry_run ? stem_output_target_room(world, target, bytes, emd)
+                         : stem_output_target_reserve(world, target, bytes, emd);
     }
     /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
     if (!err && !o->dry_run && engine->uses_fftw) {

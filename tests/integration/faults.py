@@ -57,6 +57,7 @@ Scenarios (each asserts exit code, message, and the files left behind):
                     intensity is 0 or above 1 (test hook STEMSIM_TEST_POISON_RESULT),
                     in a plain run and in a [series] campaign: exit 9, nothing
                     published, no temporary left
+  reserve_estimate  the output's reserve within [1, 1.10] x the file: 4D, 65 points, EMD of many points
   checkpoint_room   a campaign's output fits a tmpfs but its checkpoint (the state twice) does
                     not: exit 6 before computing (also --dry-run), nothing left; with room it runs
   full_disk_already a tmpfs already full, and one with room for the native file but
@@ -1023,6 +1024,36 @@ def s_checkpoint_room():
                        f"{what}: the checkpoint was not removed")
         os.rmdir(t.path)
     return finish(problems, "checkpoint_room")
+
+
+def s_reserve_estimate():
+    """The output's space reserve (--dry-run's "output: about X MiB") holds the file it protects
+    and is within 10% of it: 4D patterns (float32), a series of many points, and the EMD layout
+    of many points (Prismatic's groups per point)."""
+    d = fresh("reserve_estimate")
+    problems = []
+    series = "\n[series]\ndefocus = -64:2:64\n"
+    cases = (("4D, one point", "", ["scan.step=0.05"]),
+             ("a series of 65 points", series, ["detector.save_4d=false", "scan.step=0.1"]),
+             ("a series of 65 points, layout = emd", series,
+              ["detector.save_4d=false", "scan.step=0.1", "output.layout=emd"]),
+             ("4D, 9 points, layout = emd", "\n[series]\ndefocus = -40:10:40\n", ["output.layout=emd"]))
+    for k, (what, extra, sets) in enumerate(cases):
+        cfg = local_config(d, extra)
+        argv = [f"output.file={d}/out{k}.h5"] + sets
+        rc, out, err = run(cmd(A.ranks, cfg, argv, ["--dry-run"]), cwd=d, timeout=90)
+        m = re.search(r"output: about ([0-9.]+) MiB", out)
+        rc2, _, _ = run(cmd(A.ranks, cfg, argv), cwd=d, timeout=240)
+        path = os.path.join(d, f"out{k}.h5")
+        if rc or rc2 or not m or not os.path.exists(path):
+            problems.append(f"{what}: dry run exit {rc}, run exit {rc2}, estimate printed: {bool(m)}")
+            continue
+        est, size = float(m.group(1)) * 1048576, os.path.getsize(path)
+        log(f"reserve_estimate: {what}: estimate {est / 1048576:.2f} MiB, file {size / 1048576:.2f} MiB, "
+            f"ratio {est / size:.3f}")
+        expect(problems, size <= est <= 1.10 * size, f"{what}: the reserve {est:.0f} B is not within "
+               f"[1, 1.10] x the file's {size} B")
+    return finish(problems, "reserve_estimate")
 
 
 def wait_line(p, text, seconds):
