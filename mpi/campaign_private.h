@@ -1,6 +1,7 @@
 /* The campaign's state, shared by its files (campaign.h): campaign.c the flow, the shape and
- * the units; campaign_rounds.c the schedule and the checkpoint; campaign_output.c the
- * finished points and the output. Private to mpi/campaign*.c. */
+ * the opening (sums, checkpoint); campaign_unit.c one unit and the group state it needs;
+ * campaign_rounds.c the schedule and the stores; campaign_output.c the finished points and
+ * the output. Private to mpi/campaign*.c. */
 #ifndef STEM_CAMPAIGN_PRIVATE_H
 #define STEM_CAMPAIGN_PRIVATE_H
 
@@ -64,6 +65,7 @@ typedef struct {
 
 /* campaign.c */
 const stem_plan *stem_campaign_tilt_plans(const campaign *cp, int t);
+/* campaign_unit.c */
 int stem_campaign_unit_model(campaign *cp, int t, const stem_atoms **model);
 int stem_campaign_group_state(campaign *cp);
 void stem_campaign_group_state_free(campaign *cp);

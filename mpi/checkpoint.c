@@ -1,4 +1,5 @@
-/* Campaign checkpoints on disk (checkpoint.h). */
+/* Campaign checkpoints on disk (checkpoint.h): the directory, its manifest, lock and FFT-plans
+ * note, the S-matrix unit files; the state file is checkpoint_state.c's. */
 #include "checkpoint.h"
 
 #include <dirent.h>
@@ -16,12 +17,11 @@
 #include "../io/input_file.h"
 #include "../src/signals.h"
 #include "comm.h"
+#include "checkpoint_files.h"
 #include "consistency.h"
 
 #define MANIFEST_HEAD "stemsim checkpoint 2\n"
 #define MANIFEST_HEAD_V1 "stemsim checkpoint 1\n"
-#define STATE_NAME "state"
-#define STATE_FORMAT 2u
 #define UNIT_FORMAT 1u
 #define LOCK_NAME "stemsim.lock"
 #define PLANS_NAME "fft_plans" /* the FFT plans the units were computed with (note_plans) */
@@ -34,82 +34,9 @@ typedef struct {
 } unit_header;
 _Static_assert(sizeof(unit_header) == 48, "unit header layout");
 
-/* The state file's header; the done map (n_units bytes) and the payload follow. */
-typedef struct {
-    char magic[8];
-    uint32_t format, n_units;
-    uint64_t identity, bytes, checksum;
-    uint32_t n_done, reserved;
-    uint64_t spare[2];
-} state_header;
-_Static_assert(sizeof(state_header) == 64, "state header layout");
-
 static void unit_path(const stem_checkpoint *ck, int unit, const char *suffix, char *out, size_t n)
 {
     snprintf(out, n, "%s/unit_%07d%s", ck->dir, unit, suffix);
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_at(int fd, void *buf, size_t n, off_t at)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = pread(fd, p, n > (1u << 30) ? (1u << 30) : n, at);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        p += r;
-        n -= (size_t)r;
-        at += r;
-    }
-    return 0;
-}
-
-static int sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-/* Remove path if it is a regular file (a temporary a killed job left); anything else under a
- * checkpoint's name (a link, a FIFO, a directory) is not stemsim's: refused, left alone. */
-static int remove_stale(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st))
-        return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return STEM_FAIL(STEM_ERR_IO,
-                         "checkpoint: %s exists and is not a regular file (a link?): stemsim writes and "
-                         "deletes nothing through it; remove it",
-                         path);
-    if (unlink(path) && errno != ENOENT)
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
-    return STEM_OK;
-}
-
-/* A new file created exclusively, never through a link (O_EXCL refuses an existing link
- * and O_NOFOLLOW any); a stale regular temporary of the same name is removed first. */
-static int create_exclusive(const char *path)
-{
-    if (remove_stale(path)) return -1;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot create %s: %s", path, strerror(errno));
-    return fd;
 }
 
 /* Write path atomically: path.tmp, fsync, rename, directory fsync. kill_after: test hook. */
@@ -118,29 +45,16 @@ static int write_atomic(const char *dir, const char *path, const void *a, size_t
 {
     char tmp[STEM_PATH_MAX + 64];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = create_exclusive(tmp);
+    int fd = stem_ckfile_create_exclusive(tmp);
     if (fd < 0) return STEM_ERR_IO;
-    int ok = write_all(fd, a, na) == 0;
+    int ok = stem_ckfile_write_all(fd, a, na) == 0;
     if (ok && kill_halfway) { /* test hook: a job killed in the middle of a checkpoint write */
-        ok = write_all(fd, b, nb / 2) == 0;
+        ok = stem_ckfile_write_all(fd, b, nb / 2) == 0;
         fsync(fd);
         raise(SIGKILL);
     }
-    ok = ok && write_all(fd, b, nb) == 0 && fsync(fd) == 0;
-    int err = errno;
-    if (close(fd) != 0 && ok) ok = 0, err = errno;
-    if (!ok) {
-        unlink(tmp);
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", tmp, strerror(err));
-    }
-    if (rename(tmp, path) != 0) {
-        err = errno;
-        unlink(tmp);
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(err));
-    }
-    if (sync_dir(dir) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot fsync directory %s: %s", dir, strerror(errno));
-    return STEM_OK;
+    ok = ok && stem_ckfile_write_all(fd, b, nb) == 0 && fsync(fd) == 0;
+    return stem_ckfile_publish_temporary(dir, fd, ok, tmp, path);
 }
 
 /* The first line where two identity texts differ, for the refusal. */
@@ -215,15 +129,15 @@ static int check_unit(const stem_checkpoint *ck, int unit, const char *path)
     unit_header h;
     struct stat st;
     int err = STEM_OK;
-    if (fstat(fd, &st) || read_at(fd, &h, sizeof h, 0) || memcmp(h.magic, "STEMUNIT", 8) || h.format != UNIT_FORMAT ||
-        h.unit != (uint32_t)unit || h.identity != ck->identity || h.bytes != ck->unit_bytes ||
-        (uint64_t)st.st_size != sizeof h + h.bytes)
+    if (fstat(fd, &st) || stem_ckfile_read_at(fd, &h, sizeof h, 0) || memcmp(h.magic, "STEMUNIT", 8) ||
+        h.format != UNIT_FORMAT || h.unit != (uint32_t)unit || h.identity != ck->identity ||
+        h.bytes != ck->unit_bytes || (uint64_t)st.st_size != sizeof h + h.bytes)
         err = STEM_ERR_IO;
     unsigned long long sum = STEM_HASH_SEED;
     char *buf = err ? NULL : stem_alloc(1 << 20, "checkpoint check buffer");
     for (size_t at = 0; !err && buf && at < ck->unit_bytes; at += 1 << 20) {
         size_t n = ck->unit_bytes - at < (1 << 20) ? ck->unit_bytes - at : (1 << 20);
-        if (read_at(fd, buf, n, (off_t)(sizeof h + at)))
+        if (stem_ckfile_read_at(fd, buf, n, (off_t)(sizeof h + at)))
             err = STEM_ERR_IO;
         else
             sum = stem_hash_bytes(sum, buf, n);
@@ -245,7 +159,7 @@ static int checkpoint_name(const char *name)
 {
     if (!strcmp(name, "manifest") || !strcmp(name, "manifest.tmp")) return 1;
     if (!strcmp(name, PLANS_NAME) || !strcmp(name, PLANS_NAME ".tmp")) return 1;
-    if (!strcmp(name, STATE_NAME) || !strcmp(name, STATE_NAME ".tmp")) return 1;
+    if (!strcmp(name, STEM_CHECKPOINT_STATE_NAME) || !strcmp(name, STEM_CHECKPOINT_STATE_NAME ".tmp")) return 1;
     if (strncmp(name, "unit_", 5)) return 0;
     for (int i = 5; i < 12; i++)
         if (name[i] < '0' || name[i] > '9') return 0;
@@ -279,7 +193,7 @@ static int restart_empty(const stem_checkpoint *ck, int remove, int *count)
         if (!checkpoint_name(e->d_name)) continue;
         snprintf(path, sizeof path, "%s/%s", ck->dir, e->d_name);
         ++*count;
-        if (remove) err = remove_stale(path);
+        if (remove) err = stem_ckfile_remove_stale(path);
     }
     closedir(d);
     return err;
@@ -339,224 +253,6 @@ static int note_plans(const stem_checkpoint *ck, const char *plans)
     return STEM_OK;
 }
 
-/* The state's checksum: four 64-bit lanes over 32-byte blocks (multiply and shift), fed in
- * pieces of any size, so that a store and a check of many GiB run at memory speed, not at
- * a byte-wise hash's. */
-static void state_hash_init(state_hash *h)
-{
-    memset(h, 0, sizeof *h);
-    for (int k = 0; k < 4; k++) h->lane[k] = 0x243F6A8885A308D3ULL * (uint64_t)(k + 1);
-}
-
-static void state_hash_block(state_hash *h, const unsigned char *b)
-{
-    for (int k = 0; k < 4; k++) {
-        uint64_t w;
-        memcpy(&w, b + 8 * k, 8);
-        uint64_t x = (h->lane[k] ^ w) * 0x9E3779B97F4A7C15ULL;
-        h->lane[k] = x ^ (x >> 29);
-    }
-}
-
-static void state_hash_update(state_hash *h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    h->total += n;
-    if (h->n_tail) {
-        size_t take = 32 - h->n_tail < n ? 32 - h->n_tail : n;
-        memcpy(h->tail + h->n_tail, p, take);
-        h->n_tail += take, p += take, n -= take;
-        if (h->n_tail < 32) return;
-        state_hash_block(h, h->tail);
-        h->n_tail = 0;
-    }
-    for (; n >= 32; p += 32, n -= 32) state_hash_block(h, p);
-    memcpy(h->tail, p, n);
-    h->n_tail = n;
-}
-
-static uint64_t state_hash_final(state_hash *h)
-{
-    memset(h->tail + h->n_tail, 0, 32 - h->n_tail);
-    memcpy(h->tail + 24, &h->total, 8); /* the length, so that trailing zeros count */
-    state_hash_block(h, h->tail);
-    uint64_t r = 0;
-    for (int k = 0; k < 4; k++) r = (r ^ h->lane[k]) * 0x100000001B3ULL + (r >> 31);
-    return r;
-}
-
-static void state_path(const stem_checkpoint *ck, const char *suffix, char *out, size_t n)
-{
-    snprintf(out, n, "%s/" STATE_NAME "%s", ck->dir, suffix);
-}
-
-static int state_damaged(const char *path, const char *why)
-{
-    return STEM_FAIL(STEM_ERR_IO,
-                     "checkpoint: %s is damaged or not this campaign's (%s): nothing is deleted; run with --restart "
-                     "to start the campaign over",
-                     path, why);
-}
-
-/* The state file: whole and this campaign's (header, size), the done map into ck->done; its
- * checksum over the payload too when `whole` (a dry run), else as the run loads it
- * (stem_checkpoint_state_read in order, stem_checkpoint_state_loaded), so that a resume reads
- * its many GiB once. A missing state is an empty one (no store yet). */
-static int read_state(stem_checkpoint *ck, int whole)
-{
-    char path[STEM_PATH_MAX + 32];
-    state_path(ck, "", path, sizeof path);
-    struct stat st;
-    if (lstat(path, &st))
-        return errno == ENOENT ? STEM_OK : STEM_FAIL(STEM_ERR_IO, "checkpoint: %s: %s", path, strerror(errno));
-    FILE *f;
-    STEM_TRY(stem_input_open(path, "checkpoint state", STEM_ERR_IO, &f));
-    int fd = fileno(f);
-    state_header h;
-    const char *why = NULL;
-    if (fstat(fd, &st) || read_at(fd, &h, sizeof h, 0) || memcmp(h.magic, "STEMSTAT", 8) || h.format != STATE_FORMAT)
-        why = "header";
-    else if (h.identity != ck->identity || h.n_units != (uint32_t)ck->n_units || h.bytes != ck->state_bytes)
-        why = "another campaign's identity or size";
-    else if ((uint64_t)st.st_size != sizeof h + h.n_units + h.bytes)
-        why = "size";
-    state_hash sum;
-    state_hash_init(&sum);
-    size_t total = (size_t)ck->n_units + (whole ? ck->state_bytes : 0);
-    char *buf = why ? NULL : stem_alloc(1 << 22, "checkpoint check buffer");
-    int err = !why && !buf ? STEM_ERR_MEMORY : STEM_OK;
-    for (size_t at = 0; !why && buf && at < total; at += 1 << 22) {
-        size_t n = total - at < (1 << 22) ? total - at : (1 << 22);
-        if (read_at(fd, buf, n, (off_t)(sizeof h + at)))
-            why = "short read";
-        else
-            state_hash_update(&sum, buf, n);
-    }
-    ck->load_hash = sum; /* the done map's part: the load adds the payload */
-    ck->load_at = 0;
-    ck->state_checksum = h.checksum;
-    if (!why && !err && whole && state_hash_final(&sum) != h.checksum) why = "checksum";
-    if (!why && !err && read_at(fd, ck->done, (size_t)ck->n_units, sizeof h)) why = "done map";
-    free(buf);
-    fclose(f);
-    if (why) return state_damaged(path, why);
-    if (err) return err;
-    ck->n_done = 0;
-    for (int u = 0; u < ck->n_units; u++) ck->n_done += ck->done[u] != 0;
-    if (ck->n_done != (int)h.n_done) return state_damaged(path, "done count");
-    ck->has_state = 1;
-    return STEM_OK;
-}
-
-int stem_checkpoint_state_read(stem_checkpoint *ck, size_t offset, void *buf, size_t bytes)
-{
-    char path[STEM_PATH_MAX + 32];
-    state_path(ck, "", path, sizeof path);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC); /* verified a regular file when opened */
-    if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
-    int bad = read_at(fd, buf, bytes, (off_t)(sizeof(state_header) + (size_t)ck->n_units + offset));
-    close(fd);
-    if (bad) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %zu bytes of %s", bytes, path);
-    if (offset == ck->load_at) { /* read in order: the checksum follows */
-        state_hash_update(&ck->load_hash, buf, bytes);
-        ck->load_at += bytes;
-    }
-    return STEM_OK;
-}
-
-int stem_checkpoint_state_loaded(stem_checkpoint *ck)
-{
-    char path[STEM_PATH_MAX + 32];
-    state_path(ck, "", path, sizeof path);
-    if (ck->load_at != ck->state_bytes || state_hash_final(&ck->load_hash) != ck->state_checksum)
-        return state_damaged(path, ck->load_at != ck->state_bytes ? "not read whole" : "checksum");
-    return STEM_OK;
-}
-
-int stem_checkpoint_state_begin(stem_checkpoint *ck, const unsigned char *done)
-{
-    char path[STEM_PATH_MAX + 32];
-    state_path(ck, ".tmp", path, sizeof path);
-    ck->n_store = 0;
-    for (int u = 0; u < ck->n_units; u++) ck->n_store += done[u] != 0;
-    const char *hook = getenv("STEMSIM_TEST_KILL_AFTER_UNITS"); /* test hook: killed as a store begins */
-    if (hook && ck->n_done >= atoi(hook)) raise(SIGKILL);
-    hook = getenv("STEMSIM_TEST_KILL_IN_CHECKPOINT"); /* test hook: killed halfway through this store */
-    ck->kill_in_store = hook && ck->n_store >= atoi(hook);
-    ck->store_fd = create_exclusive(path);
-    if (ck->store_fd < 0) return STEM_ERR_IO;
-    state_hash_init(&ck->store_sum);
-    state_hash_update(&ck->store_sum, done, (size_t)ck->n_units);
-    ck->store_at = 0;
-    state_header h = {0};
-    if (write_all(ck->store_fd, &h, sizeof h) || write_all(ck->store_fd, done, (size_t)ck->n_units))
-        return stem_checkpoint_state_abort(ck),
-               STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", path, strerror(errno));
-    return STEM_OK;
-}
-
-int stem_checkpoint_state_append(stem_checkpoint *ck, const void *buf, size_t bytes)
-{
-    char path[STEM_PATH_MAX + 32];
-    state_path(ck, ".tmp", path, sizeof path);
-    if (ck->kill_in_store && ck->store_at + bytes >= ck->state_bytes / 2) { /* test hook */
-        write_all(ck->store_fd, buf, bytes / 2);
-        fsync(ck->store_fd);
-        raise(SIGKILL);
-    }
-    if (write_all(ck->store_fd, buf, bytes)) {
-        int e = errno;
-        stem_checkpoint_state_abort(ck);
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", path, strerror(e));
-    }
-    state_hash_update(&ck->store_sum, buf, bytes);
-    ck->store_at += bytes;
-    return STEM_OK;
-}
-
-void stem_checkpoint_state_abort(stem_checkpoint *ck)
-{
-    char path[STEM_PATH_MAX + 32];
-    if (ck->store_fd <= 0 || !ck->dir[0]) return;
-    close(ck->store_fd);
-    ck->store_fd = -1;
-    state_path(ck, ".tmp", path, sizeof path);
-    unlink(path); /* this job's own temporary */
-}
-
-int stem_checkpoint_state_commit(stem_checkpoint *ck)
-{
-    char tmp[STEM_PATH_MAX + 32], path[STEM_PATH_MAX + 32];
-    state_path(ck, ".tmp", tmp, sizeof tmp);
-    state_path(ck, "", path, sizeof path);
-    STEM_ASSERT(ck->store_at == ck->state_bytes, "the stored sums have the planned size");
-    state_header h = {.format = STATE_FORMAT,
-                      .n_units = (uint32_t)ck->n_units,
-                      .identity = ck->identity,
-                      .bytes = ck->state_bytes,
-                      .checksum = state_hash_final(&ck->store_sum),
-                      .n_done = (uint32_t)ck->n_store};
-    memcpy(h.magic, "STEMSTAT", 8);
-    int ok = pwrite(ck->store_fd, &h, sizeof h, 0) == (ssize_t)sizeof h && fsync(ck->store_fd) == 0;
-    int e = errno;
-    if (close(ck->store_fd) != 0 && ok) ok = 0, e = errno;
-    ck->store_fd = -1;
-    if (!ok) {
-        unlink(tmp);
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot write %s: %s (disk full or quota?)", tmp, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    if (sync_dir(ck->dir) != 0)
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot fsync directory %s: %s", ck->dir, strerror(errno));
-    ck->n_done = ck->n_store;
-    ck->has_state = 1;
-    return STEM_OK;
-}
-
 /* Rank 0: the directory ready and locked, its manifest checked, its state read (the units its sums hold). */
 static int open_on_root(stem_checkpoint *ck, const char *identity, const char *plans, int restart)
 {
@@ -572,12 +268,12 @@ static int open_on_root(stem_checkpoint *ck, const char *identity, const char *p
     STEM_TRY(check_manifest(ck, identity, &resumed));
     STEM_TRY(note_plans(ck, plans));
     char path[STEM_PATH_MAX + 32];
-    state_path(ck, ".tmp", path, sizeof path);
-    STEM_TRY(remove_stale(path)); /* a store a killed job left half done */
-    STEM_TRY(read_state(ck, 0));
+    stem_checkpoint_state_path(ck, ".tmp", path, sizeof path);
+    STEM_TRY(stem_ckfile_remove_stale(path)); /* a store a killed job left half done */
+    STEM_TRY(stem_checkpoint_read_state(ck, 0));
     for (int u = 0; u < ck->n_units && ck->unit_bytes; u++) { /* the S-matrices kept of the units the sums hold */
         unit_path(ck, u, ".tmp", path, sizeof path);
-        STEM_TRY(remove_stale(path));
+        STEM_TRY(stem_ckfile_remove_stale(path));
         unit_path(ck, u, "", path, sizeof path);
         if (ck->done[u]) STEM_TRY(check_unit(ck, u, path));
     }
@@ -620,7 +316,7 @@ static int survey_units(stem_checkpoint *ck, const char *identity, int *found)
     STEM_TRY(manifest_text(ck, identity, &mine));
     int err = compare_manifest(ck, path, mine);
     free(mine);
-    if (!err) err = read_state(ck, 1);
+    if (!err) err = stem_checkpoint_read_state(ck, 1);
     *found = ck->n_done;
     return err;
 }
@@ -717,7 +413,7 @@ int stem_checkpoint_load(stem_checkpoint *ck, int unit, size_t offset, void *buf
     }
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* verified a regular file: never blocks */
     if (fd < 0) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot open %s: %s", path, strerror(errno));
-    int bad = read_at(fd, buf, bytes, (off_t)(sizeof(unit_header) + offset));
+    int bad = stem_ckfile_read_at(fd, buf, bytes, (off_t)(sizeof(unit_header) + offset));
     close(fd);
     return bad ? STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %zu bytes of %s", bytes, path) : STEM_OK;
 }
@@ -730,7 +426,7 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
         if (unlink(path) && errno != ENOENT)
             return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     }
-    state_path(ck, "", path, sizeof path);
+    stem_checkpoint_state_path(ck, "", path, sizeof path);
     if (unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/manifest", ck->dir);

@@ -68,6 +68,10 @@ int stem_checkpoint_open(stem_checkpoint *ck, MPI_Comm comm, const char *dir, co
  * rank 0, with the real run's refusal as the result (agreed over comm); nothing is written. */
 int stem_checkpoint_survey(MPI_Comm comm, const char *dir, const char *identity, int n_units, size_t unit_bytes,
                            size_t state_bytes, int restart);
+/* checkpoint_state.c: <dir>/state<suffix>; rank 0 opening the directory: the state file read
+ * (header, size, the done map into ck->done; the payload's checksum too when whole), or none. */
+void stem_checkpoint_state_path(const stem_checkpoint *ck, const char *suffix, char *out, size_t n);
+int stem_checkpoint_read_state(stem_checkpoint *ck, int whole);
 /* Rank 0: bytes [offset, offset + bytes) of the state's payload; read in order, the checksum
  * follows, and stem_checkpoint_state_loaded then says whether the payload was what the header
  * says (a damaged state refused by name, exit 6: nothing is computed from it). */

@@ -1,0 +1,145 @@
+/* One unit of a campaign (campaign_private.h): the tilt's model, the configuration's
+ * transmission functions (built ahead while the engine runs, where the leader alone builds
+ * them), the algorithm on the tilt's points or a distributed FFT's slabs; and the group
+ * state every unit uses (detector, lookup table, result buffers). */
+#include "campaign_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/phases.h"
+#include "phonon_steps.h"
+
+static int tilt_model(campaign *cp, int t)
+{
+    if (cp->tilt == t) return STEM_OK;
+    double tx, ty;
+    stem_atoms_free(&cp->tilted);
+    cp->tilt = -1;
+    stem_series_tilt_values(cp->job->series, t, &tx, &ty);
+    STEM_TRY(stem_atoms_rotated(cp->job->atoms, cp->job->cfg->rotation_z, tx, ty, &cp->tilted));
+    cp->tilt = t;
+    return STEM_OK;
+}
+
+/* Tilt t's model: a series' rotated to the tilt (kept for the group's next unit of the same
+ * tilt), a plain run's as it was prepared. */
+int stem_campaign_unit_model(campaign *cp, int t, const stem_atoms **model)
+{
+    *model = cp->job->atoms;
+    if (!cp->checkpointed) return STEM_OK;
+    STEM_TRY(tilt_model(cp, t));
+    *model = &cp->tilted;
+    return STEM_OK;
+}
+
+/* Unit u (tilt t, configuration c): its tilt's points computed and added into res[per_tilt];
+ * collective over the group, agreed. With a static schedule (next >= 0: the unit this group
+ * runs next) the group leader builds next's transmission functions ahead while the engine
+ * runs this one (only where the leader alone builds them: group_state). */
+int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
+{
+    const stem_campaign_job *job = cp->job;
+    int t = u / cp->n_configs, c = u % cp->n_configs;
+    const stem_atoms *model = NULL;
+    int err = stem_mpi_agree(stem_campaign_unit_model(cp, t, &model), job->m->group);
+    const stem_plan *plans = stem_campaign_tilt_plans(cp, t);
+    if (cp->dist) { /* the wave in slabs: its own slices, propagation and record */
+        if (!err) err = stem_dist_unit_run(cp->dist, job->m, plans, cp->n_optics, model, c, res);
+        return stem_mpi_agree(err, job->m->group);
+    }
+    int loaded = cp->smatrix_io && cp->smatrix_io->load; /* the S-matrix read back: no transmission functions */
+    if (!err && !loaded)
+        err = stem_phonon_transmission(job->m, job->engine, &plans[0], model, &cp->table, c, cp->ready == c, cp->trans,
+                                       &cp->trans_node);
+    cp->buffers.config = c;
+    if (!err && cp->spare && next >= 0) stem_build_ahead_start(&cp->ahead, next % cp->n_configs, cp->spare);
+    if (!err)
+        err =
+            stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, res, &cp->buffers);
+    if (cp->spare && (cp->ready = stem_build_ahead_finish(&cp->ahead)) >= 0) {
+        stem_complex *built = cp->spare;
+        cp->spare = cp->trans;
+        cp->trans = built;
+    }
+    return stem_mpi_agree(err, job->m->group);
+}
+
+/* One unit's results, zeroed before each unit (the sums keep the rest); the group leader's
+ * S-matrix buffer with [output] save_smatrix on a checkpointed run. */
+static int unit_results(campaign *cp)
+{
+    STEM_ALLOC(cp->res, (size_t)cp->per_tilt, "unit results");
+    for (int j = 0; j < cp->per_tilt; j++) STEM_TRY(stem_result_alloc(cp->job->plan, &cp->res[j]));
+    if (cp->smatrix_bytes && cp->job->m->layout.group_rank == 0)
+        STEM_ALLOC(cp->smatrix_unit, cp->smatrix_bytes, "one unit's S-matrix (checkpoint)");
+    return STEM_OK;
+}
+
+/* The memory sink's second transmission buffer, for the next configuration built ahead: only
+ * where the leader alone builds and broadcasts (an engine with its own transmission step, or a
+ * group of one) and leaves the host's cores idle; where the group shares the build, a leader
+ * holding the configuration already would broadcast while the others wait in the exchange. */
+static int ahead_buffer(campaign *cp)
+{
+    const stem_campaign_job *job = cp->job;
+    const stem_layout *L = &job->m->layout;
+    int rounds = (cp->n_units + L->n_groups - 1) / L->n_groups;
+    int loaded = cp->smatrix_io && cp->smatrix_io->load;
+    if (cp->checkpointed || loaded || !job->engine->host_idle || L->group_rank != 0 || rounds <= 1 ||
+        !(job->engine->transmission || L->group_size == 1))
+        return STEM_OK;
+    const stem_plan *plan = job->plan;
+    cp->spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
+    if (!cp->spare) return STEM_ERR_MEMORY;
+    cp->ahead = (stem_build_ahead){.engine = job->engine, .plan = plan, .atoms = job->atoms, .table = &cp->table};
+    return STEM_OK;
+}
+
+/* What a group keeps from one unit to the next: the detector, the sink's buffers, the
+ * transmission functions (in the node's shared memory where the group's ranks build them
+ * together: the CPU; an engine that builds them itself, the GPU, hands each rank its own
+ * copy) and the lookup table, or a distributed FFT's slabs. */
+int stem_campaign_group_state(campaign *cp)
+{
+    const stem_campaign_job *job = cp->job;
+    const stem_mpi *m = job->m;
+    const stem_plan *plan = job->plan;
+    int err = stem_phonon_injected_failure(m, "campaign");
+    if (!err) err = stem_detector_build(plan, &cp->det);
+    if (!err) err = unit_results(cp);
+    err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
+    if (plan->dist)                      /* no rank holds a whole slice: the slabs' own state */
+        return err ? err : stem_dist_unit_create(m, plan, job->atoms, job->potentials, &cp->dist);
+    if (!err)
+        err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
+                                     (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
+                                     &cp->trans_node, &cp->trans);
+    double t = stem_wall_time();
+    if (!(cp->smatrix_io && cp->smatrix_io->load)) /* the S-matrices read back: no potential needed */
+        err = stem_phonon_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table);
+    stem_phase_add(STEM_PHASE_TABLE, t);
+    if (!err) err = ahead_buffer(cp); /* the leader's alone: agreed at the first safe point */
+    return err;
+}
+
+void stem_campaign_group_state_free(campaign *cp)
+{
+    stem_build_ahead_finish(&cp->ahead); /* left early: never free a buffer a helper writes */
+    stem_fft_free(cp->spare);
+    cp->spare = NULL;
+    stem_dist_unit_free(cp->dist);
+    cp->dist = NULL;
+    stem_algorithm_buffers_free(&cp->buffers);
+    stem_potential_table_free(&cp->table);
+    stem_node_buffer_free(&cp->trans_node, cp->trans);
+    cp->trans = NULL;
+    for (int j = 0; cp->res && j < cp->per_tilt; j++) stem_result_free(&cp->res[j]);
+    free(cp->res);
+    cp->res = NULL;
+    stem_detector_free(&cp->det);
+    stem_atoms_free(&cp->tilted);
+    cp->tilt = -1;
+    free(cp->smatrix_unit);
+    cp->smatrix_unit = NULL;
+}
