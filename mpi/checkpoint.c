@@ -253,6 +253,25 @@ static int note_plans(const stem_checkpoint *ck, const char *plans)
     return STEM_OK;
 }
 
+/* A directory without a stemsim manifest (a new campaign's, e.g. checkpoint_dir = .) must not
+ * hold a name a checkpoint writes (a user's fft_plans, state or unit_0000001): stemsim neither
+ * trusts, overwrites nor removes a file it did not create, so it refuses by name. */
+static int no_foreign_names(const stem_checkpoint *ck)
+{
+    DIR *d = opendir(ck->dir);
+    if (!d) return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot read %s: %s", ck->dir, strerror(errno));
+    char name[256] = "";
+    for (struct dirent *e; !name[0] && (e = readdir(d));)
+        if (checkpoint_name(e->d_name)) snprintf(name, sizeof name, "%s", e->d_name);
+    closedir(d);
+    if (!name[0]) return STEM_OK;
+    return STEM_FAIL(STEM_ERR_IO,
+                     "checkpoint: %s/%s exists but %s holds no stemsim checkpoint manifest: stemsim neither reads, "
+                     "replaces nor removes a file it did not create; move it, or set [output] checkpoint_dir to a "
+                     "directory of its own",
+                     ck->dir, name, ck->dir);
+}
+
 /* Rank 0: the directory ready and locked, its manifest checked, its state read (the units its sums hold). */
 static int open_on_root(stem_checkpoint *ck, const char *identity, const char *plans, int restart)
 {
@@ -264,10 +283,19 @@ static int open_on_root(stem_checkpoint *ck, const char *identity, const char *p
     STEM_TRY(take_lock(ck));
     int removed;
     if (restart) STEM_TRY(restart_empty(ck, 1, &removed));
+    char path[STEM_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/manifest", ck->dir);
+    struct stat manifest;
+    int err = lstat(path, &manifest) ? no_foreign_names(ck) : STEM_OK; /* before anything is written */
+    if (err && ck->lock_created) { /* the refusal leaves nothing of this job's behind */
+        snprintf(path, sizeof path, "%s/" LOCK_NAME, ck->dir);
+        unlink(path);
+    }
+    STEM_TRY(err);
     int resumed;
     STEM_TRY(check_manifest(ck, identity, &resumed));
+    ck->lock_ours = ck->lock_created || resumed; /* a lock a killed job of this campaign left */
     STEM_TRY(note_plans(ck, plans));
-    char path[STEM_PATH_MAX + 32];
     stem_checkpoint_state_path(ck, ".tmp", path, sizeof path);
     STEM_TRY(stem_ckfile_remove_stale(path)); /* a store a killed job left half done */
     STEM_TRY(stem_checkpoint_read_state(ck, 0));
@@ -421,7 +449,7 @@ int stem_checkpoint_load(stem_checkpoint *ck, int unit, size_t offset, void *buf
 int stem_checkpoint_remove(const stem_checkpoint *ck)
 {
     char path[STEM_PATH_MAX + 32];
-    for (int u = 0; u < ck->n_units; u++) {
+    for (int u = 0; u < ck->n_units && ck->unit_bytes; u++) { /* unit files only where this campaign writes them */
         unit_path(ck, u, "", path, sizeof path);
         if (unlink(path) && errno != ENOENT)
             return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
@@ -435,12 +463,11 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
     snprintf(path, sizeof path, "%s/" PLANS_NAME, ck->dir);
     if (unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
-    /* the lock, held until stem_checkpoint_free: its name goes now if it is one stemsim made
-     * (this job, or a killed one of this campaign: an empty regular file) */
+    /* the lock, held until stem_checkpoint_free: its name goes now if stemsim made it (this job,
+     * or a killed one of this campaign, whose manifest was there); a user's file of that name stays */
     snprintf(path, sizeof path, "%s/" LOCK_NAME, ck->dir);
     struct stat st;
-    if ((ck->lock_created || (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_size == 0)) && unlink(path) &&
-        errno != ENOENT)
+    if (ck->lock_ours && !lstat(path, &st) && S_ISREG(st.st_mode) && unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     if (rmdir(ck->dir)) stem_warn("checkpoint directory %s left in place: %s", ck->dir, strerror(errno));
     return STEM_OK;

@@ -57,6 +57,7 @@ typedef struct {
     unsigned char *verified; /* [n_units]: checked (header, checksum) on this rank since the last store */
     int lock_fd;             /* rank 0: <dir>/stemsim.lock, held; -1 elsewhere */
     int lock_created;        /* rank 0 created it (and removes it with the checkpoint) */
+    int lock_ours;           /* rank 0: created by this job or by an earlier run of this campaign */
 } stem_checkpoint;
 
 /* Collective over comm; rank 0 works on the directory, every rank learns the outcome.

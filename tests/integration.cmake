@@ -223,7 +223,7 @@ endif()
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_alg multislice prism)
     foreach(_s equals_single kill_resume signals damaged owned usable changed_key fft_plans ranks depths
-               state_size random_kills groups_bitwise interval old_version)
+               state_size random_kills groups_bitwise interval old_version foreign)
       add_test(NAME campaign_${_s}_${_alg}
                COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py ${_s} --algorithm ${_alg}
                        --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}

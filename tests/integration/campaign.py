@@ -54,6 +54,8 @@ says which units they hold; checkpoint_interval = 0 where a test counts stored u
   interval       checkpoint_interval = 1e6: nothing stored before the end (the kill hook
                  at 1 never fires, at 0 leaves no state, kill -9 mid-campaign leaves no
                  state); SIGTERM stores it (exit 75); each rerun bit for bit
+  foreign        checkpoint_dir holding a user's fft_plans, unit_0000001 or state but no manifest:
+                 exit 6 naming it, nothing changed; the user's empty stemsim.lock is never removed
   old_version    a version 1 checkpoint: exit 3 naming the version (run and --dry-run),
                  nothing changed; --restart removes only its names and completes
 Exit: 0 pass, 1 fail, 77 skip.
@@ -692,6 +694,46 @@ def scenario_beam_tilts():
             log(out)
             log("FAIL %s: exit %d, expected 3 with '%s'" % (what, rc, says))
             bad += 1
+    return 1 if bad else 0
+
+
+def scenario_foreign():
+    """checkpoint_dir = a directory of the user's (e.g. '.') holding files named like a
+    checkpoint's (fft_plans, unit_0000001, state) but no stemsim manifest: refused by name (exit 6),
+    every file unchanged, nothing written; an empty stemsim.lock of the user's is used for locking
+    but never removed, and the campaign beside it completes."""
+    bad = 0
+    name = "foreign"
+    fresh(name)
+    own = os.path.join(A.workdir, "foreign_dir")
+    shutil.rmtree(own, ignore_errors=True)
+    os.makedirs(own)
+    cfg = write_config(name, extra="\n[output]\ncheckpoint_dir = %s\n" % own)
+    lock = os.path.join(own, "stemsim.lock")
+    open(lock, "w").close()
+    for planted in ("fft_plans", "unit_0000001", "state"):
+        path = os.path.join(own, planted)
+        with open(path, "w") as f:
+            f.write("the user's own %s\n" % planted)
+        before = {f: digest(os.path.join(own, f)) for f in os.listdir(own)}
+        rc, out = run(1, cfg)
+        after = {f: digest(os.path.join(own, f)) for f in os.listdir(own)}
+        log("foreign %s: exit %d" % (planted, rc))
+        if rc != 6 or planted not in out or "did not create" not in out:
+            log(out)
+            log("FAIL foreign: a user's %s in checkpoint_dir: exit %d, expected 6 naming it" % (planted, rc))
+            bad += 1
+        if after != before:
+            log("FAIL foreign: the directory changed: %s -> %s" % (sorted(before), sorted(after)))
+            bad += 1
+        os.remove(path)
+    rc, out = run(1, cfg)
+    left = sorted(os.listdir(own))
+    log("foreign: the campaign beside the user's stemsim.lock: exit %d, left %s" % (rc, left))
+    if rc != 0 or left != ["stemsim.lock"]:
+        log(out)
+        log("FAIL foreign: expected exit 0 and the user's stemsim.lock kept (and nothing else), got %d, %s" % (rc, left))
+        bad += 1
     return 1 if bad else 0
 
 
