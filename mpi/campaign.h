@@ -1,26 +1,19 @@
 /* The one driver of every run: a campaign of points (the [series] points, or the single
  * point of a plain run) whose units, (tilt, configuration) pairs, are scheduled over the
- * rank groups, computed, handed to a sink, finished and written through one output call.
+ * rank groups, computed, added to the points' exact sums, finished and written through one
+ * output call.
  *
- *   shape     points, units, each point's plan (a plain run: its one plan)
- *   schedule  static rounds (unit u of round r: u = r x groups + group) for the memory
- *             sink; dynamic for the checkpoint sink (an MPI-3 atomic counter on rank 0:
- *             a group that finishes early takes the next unit)
+ *   shape     points, units, each point's plan (a plain run: its one plan)   campaign.c
  *   unit      the tilt's model, its configuration's transmission functions (or the
- *             distributed FFT's slabs), stem_algorithm_run_points for its points
- *   sink      where a finished unit goes, chosen by one rule (stem_campaign_checkpointed):
- *             - memory (no checkpoint): the unit's values are added straight into the
- *               group's running sums, configuration after configuration, and the groups'
- *               sums are reduced at the end (the frozen-phonon loop of a single run);
- *             - checkpoint ([output] checkpoint = on, or a [series]/depths campaign with
- *               checkpoint = auto): each unit is computed into zeroed results, gathered to
- *               its group's leader and stored (checkpoint.h); a point is the sum of its
- *               units read back in configuration order, so no number depends on which
- *               group ran which unit, on how often the job was stopped, or on the rank
- *               count (beyond the 1e-7 of float sums). A run finds the units already in
- *               the checkpoint and computes only the others.
- *             The two sinks add in different orders, so each keeps the bits it always gave.
- *   finish    sums, standard errors, PACBED, source-size blur, the result check
+ *             distributed FFT's slabs), stem_algorithm_run_points for its points   campaign_unit.c
+ *   schedule  static rounds (round r: the (r x groups + group)-th unit not yet done), a safe
+ *             point between rounds                                          campaign_rounds.c
+ *   sums      every unit's values added as integers (src/accumulator.h), so no bit depends
+ *             on the groups, the ranks or the stops; a checkpointed run (the rule:
+ *             stem_campaign_checkpointed) stores them every checkpoint_interval, at a
+ *             signal and at the end, and a resume loads them (campaign_sums.c, checkpoint.h)
+ *   finish    each point from the sums: means, standard errors, PACBED, source-size blur,
+ *             the result check                                             campaign_output.c
  *   output    stem_output_write (io/output.h), one call for every run. */
 #ifndef STEM_CAMPAIGN_H
 #define STEM_CAMPAIGN_H

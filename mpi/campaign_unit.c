@@ -76,7 +76,7 @@ static int unit_results(campaign *cp)
     return STEM_OK;
 }
 
-/* The memory sink's second transmission buffer, for the next configuration built ahead: only
+/* A plain run's second transmission buffer, for the next configuration built ahead: only
  * where the leader alone builds and broadcasts (an engine with its own transmission step, or a
  * group of one) and leaves the host's cores idle; where the group shares the build, a leader
  * holding the configuration already would broadcast while the others wait in the exchange. */

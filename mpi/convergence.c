@@ -46,7 +46,7 @@ int stem_convergence_means(const stem_mpi *m, const stem_config *cfg, const stem
                            const stem_atoms *atoms, const stem_atom_potential *potentials, double *means)
 {
     stem_result res = {0};
-    stem_series plain = {0}; /* one point: the campaign's memory sink leaves its result in res */
+    stem_series plain = {0}; /* one point: the campaign leaves its finished result in res */
     stem_campaign_job job = {m, cfg, &plain, plan, engine, atoms, potentials, NULL, NULL, 0, &res};
     int err = stem_campaign_run(&job);
     int ni = plan->n_images;
