@@ -325,11 +325,11 @@ static int open_checkpoint(campaign *cp, const char *dir)
     int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              m->world);
     if (!err) err = campaign_plans(cp);
-    double state = (double)stem_sums_state_bytes(&cp->acc);
+    double state = stem_acc_global_bytes(job->plan, cp->n_points); /* as the dry run says; the store checks it */
     if (!err) err = stem_mpi_agree(m->layout.world_rank == 0 ? checkpoint_room(cp, dir, state, 0) : STEM_OK, m->world);
     if (!err)
         err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
-                                   cp->smatrix_bytes, stem_sums_state_bytes(&cp->acc), job->restart);
+                                   cp->smatrix_bytes, (size_t)state, job->restart);
     free(identity);
     if (!err) memcpy(cp->done, cp->ck.done, (size_t)cp->n_units);
     if (!err) err = stem_sums_load(&cp->acc, m, &cp->ck);

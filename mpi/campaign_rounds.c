@@ -67,28 +67,28 @@ static int take_join(campaign *cp)
     return cp->take_err;
 }
 
+/* Unit u's results res to the sums on this thread, the units waiting for it. */
+static int take_in_line(campaign *cp, stem_result *res, int u)
+{
+    double t = stem_wall_time();
+    int err = take_unit(cp, res, u);
+    stem_phase_add(STEM_PHASE_REDUCTION, t);
+    return err;
+}
+
 /* Unit u's results to the sums: by a helper thread while the next unit computes (the two
  * result buffers swap), or in line; the engine's results are zero again either way. */
 static int take_or_hand_over(campaign *cp, int u)
 {
     STEM_TRY(take_join(cp));
-    if (!cp->res_taken) {
-        double t = stem_wall_time();
-        int err = take_unit(cp, cp->res, u);
-        stem_phase_add(STEM_PHASE_REDUCTION, t);
-        return err;
-    }
+    if (!cp->res_taken) return take_in_line(cp, cp->res, u);
     stem_result *r = cp->res_taken;
     cp->res_taken = cp->res;
     cp->res = r;
     cp->take_unit = u;
     cp->take_err = STEM_OK;
-    if (pthread_create(&cp->taker, NULL, take_in_background, cp)) { /* no thread: in line */
-        double t = stem_wall_time();
-        int err = take_unit(cp, cp->res_taken, u);
-        stem_phase_add(STEM_PHASE_REDUCTION, t);
-        return err;
-    }
+    if (pthread_create(&cp->taker, NULL, take_in_background, cp)) /* no thread: in line */
+        return take_in_line(cp, cp->res_taken, u);
     cp->taking = 1;
     return STEM_OK;
 }

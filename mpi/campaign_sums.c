@@ -6,16 +6,6 @@
 
 #define PIECE_BYTES ((size_t)1 << 26) /* one message or write: 64 MiB */
 
-size_t stem_sums_state_bytes(const stem_accumulator *acc)
-{
-    size_t point = 0;
-    for (int i = 0; i < acc->n_arrays; i++) {
-        stem_acc_array a = stem_acc_array_at(acc, i);
-        point += (size_t)a.global * a.elt;
-    }
-    return point * (size_t)acc->n_points;
-}
-
 static size_t point_bytes(const stem_acc_array *a) { return (size_t)a->count * a->elt; }
 
 int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m)

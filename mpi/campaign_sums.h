@@ -12,8 +12,6 @@
 #include "checkpoint.h"
 #include "comm.h"
 
-/* Bytes of the state's payload: every point's sums, every part once. */
-size_t stem_sums_state_bytes(const stem_accumulator *acc);
 /* Collective over m->world: every rank's sums added into their owners'. */
 int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m);
 /* Collective over m->world, after a collect: the owners' sums and the done map (n_units

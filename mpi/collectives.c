@@ -87,42 +87,6 @@ static void fixed128_sum(void *in, void *inout, int *len, MPI_Datatype *type)
     }
 }
 
-/* One scan channel's sums over comm (t: 16 bytes, op: fixed128_sum). */
-static int sum_scan_channel(stem_result *res, int ch, int root, int rank, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-    stem_fixed128 *sum = res->scan_sum[ch];
-    int n = (int)res->width[ch];
-    void *mine = root < 0 || rank == root ? MPI_IN_PLACE : sum;
-    int rc = root < 0 ? MPI_Allreduce(MPI_IN_PLACE, sum, n, t, op, comm)
-                      : MPI_Reduce(mine, rank == root ? sum : NULL, n, t, op, root, comm);
-    return rc == MPI_SUCCESS
-        ? STEM_OK
-        : STEM_FAIL(STEM_ERR_MPI, "the sum of %s over the ranks failed", stem_channel_table[ch].name);
-}
-
-int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm)
-{
-    int size, rank, err = STEM_OK, any = 0;
-    STEM_MPI_CALL(MPI_Comm_size(comm, &size));
-    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
-    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) any |= res->scan_sum[ch] != NULL;
-    if (size == 1 || !any) return STEM_OK;
-    _Static_assert(sizeof(stem_fixed128) == 16, "stem_fixed128 is 16 bytes");
-    MPI_Datatype t;
-    MPI_Op op;
-    STEM_MPI_CALL(MPI_Type_contiguous(16, MPI_BYTE, &t));
-    STEM_MPI_CALL(MPI_Type_commit(&t));
-    STEM_MPI_CALL(MPI_Op_create(fixed128_sum, 1, &op));
-    for (int ch = 0; ch < STEM_N_CHANNELS && !err; ch++)
-        if (res->scan_sum[ch]) err = sum_scan_channel(res, ch, root, rank, t, op, comm);
-    int bad = res->scan_bad;
-    if (!err && MPI_Allreduce(&bad, &res->scan_bad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
-        err = STEM_FAIL(STEM_ERR_MPI, "the sum of the scan channels' flags over the ranks failed");
-    MPI_Op_free(&op);
-    MPI_Type_free(&t);
-    return err;
-}
-
 int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, MPI_Comm comm)
 {
     int size, err = STEM_OK;

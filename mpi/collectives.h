@@ -17,9 +17,6 @@ int stem_mpi_agree(int status, MPI_Comm comm);
 int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm);
 /* Broadcast the model from root (other ranks allocate). */
 int stem_mpi_bcast_atoms(stem_atoms *atoms, int root, MPI_Comm comm);
-/* The scan channels' exact sums (res->scan_sum, 128-bit integers) added over comm, to root or
- * (root < 0) to every rank: the same bits on any rank count; the flag of a bad value too. */
-int stem_mpi_sum_scan(stem_result *res, int root, MPI_Comm comm);
 /* Exact integer sums (elt 8: int64; 16: stem_fixed128) over comm, in place, to root or
  * (root < 0) to every rank; in pieces below INT_MAX. */
 int stem_mpi_reduce_fixed(void *buf, long count, size_t elt, int root, MPI_Comm comm);

@@ -230,10 +230,9 @@ int stem_acc_take(stem_accumulator *acc, int p, int config, stem_result *res, in
     t.bad = stem_calloc((size_t)threads, sizeof(int), "the sums' flags");
     if (acc->config_images) t.images = stem_calloc((size_t)threads * acc->n_images, sizeof(int64_t), "image sums");
     int err = !t.bad || (acc->config_images && !t.images) ? STEM_ERR_MEMORY : STEM_OK;
-    long batch = acc->n_probes / (4L * threads) + 1;
     stem_work work = {.ctx = &t, .work = take_probes};
     if (!err) /* a unit is in the sums whole, or not at all: a signal does not cut this short */
-        err = stem_dispatch_whole(&work, acc->n_probes, (int)(batch < (1L << 30) ? batch : (1L << 30)), threads);
+        err = stem_dispatch_whole(&work, acc->n_probes, threads);
     int bad = 0;
     for (int k = 0; !err && k < threads; k++) bad |= t.bad[k];
     if (!err && acc->config_images) { /* integer sums: the workers' order does not matter */
@@ -329,8 +328,7 @@ int stem_acc_to_result(const stem_accumulator *acc, int p, stem_result *res, int
 {
     result_work t = {acc, p, res};
     stem_work work = {.ctx = &t, .work = result_probes};
-    long batch = acc->n_probes / (4L * (threads > 0 ? threads : 1)) + 1;
-    STEM_TRY(stem_dispatch_whole(&work, acc->n_probes, (int)(batch < (1L << 30) ? batch : (1L << 30)), threads));
+    STEM_TRY(stem_dispatch_whole(&work, acc->n_probes, threads));
     if (acc->pacbed && res->scan_sum[STEM_CH_PACBED]) {
         memcpy(res->scan_sum[STEM_CH_PACBED], acc->pacbed + (size_t)p * acc->pattern_bins,
                sizeof(stem_fixed128) * (size_t)acc->pattern_bins);

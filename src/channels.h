@@ -127,7 +127,7 @@ void stem_result_add_pattern(stem_result *res, long p, const int *bin, const flo
 /* Scan channel ch's exact sums as doubles (each rounded once): out[width[ch]]. */
 void stem_result_scan_values(const stem_result *res, int ch, double *out);
 /* Every scan channel's row set from its exact sums divided by count (probes x configurations:
- * the mean), once the sums hold every rank's probes (mpi/collectives.h stem_mpi_sum_scan). */
+ * the mean), once the sums hold every rank's probes (the campaign's exact sums: accumulator.h). */
 void stem_result_scan_mean(stem_result *res, double count);
 /* The per-probe channels' sums of probes [q0, q1) into values: intensity-weighted sums
  * divided by the total, then every sum divided by the number of configurations (standard_errors.h

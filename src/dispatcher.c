@@ -56,9 +56,10 @@ int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers,
     return dispatch(work, n_items, batch, n_workers, stage, NULL, 0);
 }
 
-int stem_dispatch_whole(const stem_work *work, long n_items, int batch, int n_workers)
+int stem_dispatch_whole(const stem_work *work, long n_items, int n_workers)
 {
-    return dispatch(work, n_items, batch, n_workers, NULL, NULL, 1);
+    long batch = n_items / (4L * (n_workers > 0 ? n_workers : 1)) + 1; /* four batches a worker: even ends */
+    return dispatch(work, n_items, (int)(batch < (1L << 30) ? batch : (1L << 30)), n_workers, NULL, NULL, 1);
 }
 
 int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,

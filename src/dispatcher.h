@@ -16,8 +16,9 @@ typedef struct {
  * signal. stage: the progress line's name. */
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage);
 /* The same for a short step that must finish whole (the campaign's sums): every item runs even
- * when a stop signal is pending (stem_dispatch ends its stage early then), quietly. */
-int stem_dispatch_whole(const stem_work *work, long n_items, int batch, int n_workers);
+ * when a stop signal is pending (stem_dispatch ends its stage early then), quietly, in about
+ * four batches a worker. */
+int stem_dispatch_whole(const stem_work *work, long n_items, int n_workers);
 /* The same with the next batch taken from *shared_next, a counter that other processes
  * of the node (node-shared memory) take batches from too: this rank runs the batches
  * it gets, until the counter passes n_items. The counter starts at 0 (the caller's). */

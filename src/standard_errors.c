@@ -68,8 +68,7 @@ int stem_result_finalise(stem_result *res, int n_configs, int threads)
         if (res->err[ch] && stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL) errors_finalise_ratio(res, ch);
     finalise_work f = {res, n_configs};
     stem_work work = {.ctx = &f, .work = finalise_probes};
-    long batch = res->n_probes / (4L * (threads > 0 ? threads : 1)) + 1;
-    return stem_dispatch_whole(&work, res->n_probes, (int)(batch < (1L << 30) ? batch : (1L << 30)), threads);
+    return stem_dispatch_whole(&work, res->n_probes, threads);
 }
 
 int stem_result_alloc_errors(const stem_plan *plan, stem_result *res)

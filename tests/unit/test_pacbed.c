@@ -72,7 +72,8 @@ static void test_shuffled_patterns(void)
         stem_result_add_pattern(p < 77 ? &half1 : &half2, p, bin, pat[p], N);
     }
     for (int i = 0; i < N / 2; i++)
-        half1.scan_sum[STEM_CH_PACBED][i] += half2.scan_sum[STEM_CH_PACBED][i]; /* stem_mpi_sum_scan */
+        half1.scan_sum[STEM_CH_PACBED][i] +=
+            half2.scan_sum[STEM_CH_PACBED][i]; /* as two ranks' sums add (stem_mpi_reduce_fixed) */
     double vf[N / 2], vs[N / 2], vh[N / 2], worst = 0;
     stem_result_scan_values(&fwd, STEM_CH_PACBED, vf);
     stem_result_scan_values(&shuf, STEM_CH_PACBED, vs);
