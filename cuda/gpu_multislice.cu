@@ -142,6 +142,7 @@ int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_c
     ms_ctx *c = st->ms;
     c->trans = trans;
     c->res = res;
+    c->pp.n_items = plan->probe_end - plan->probe_begin; /* a streamed 4D run's blocks move the probes */
     if (!fresh) err = gpu_prop_shared_upload_each(plan, &c->dev, &c->pp, trans, c->sh);
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;

@@ -219,6 +219,11 @@ static const key_spec key_table[] = {
      "transfers and checkpoint space)"},
     {"detector", "save_4d", K_BOOL, OFF(opt.save_4d), "false", 0, 0, NULL, "-",
      "write full diffraction patterns /cbed (large)"},
+    {"detector", "probe_block", K_INT_AUTO, OFF(opt.probe_block), "auto", 1, 1e9, NULL, "probes",
+     "4D patterns (save_4d) streamed to the output in blocks of this many of a rank's probes, every configuration "
+     "of a block computed before it is written, so that the result may be many times the memory (auto: one block "
+     "of all the rank's probes when they fit [compute] max_memory, else the largest block that fits; "
+     "docs/output.md)"},
     {"detector", "cbed_max_angle", K_DOUBLE, OFF(cbed_max_angle), "0", 0, 1e4, NULL, "mrad",
      "4D patterns and PACBED cropped to a centred square of this half-width (0: the whole band-limited pattern)"},
     {"detector", "cbed_bin", K_INT, OFF(cbed_bin), "1", 1, 64, NULL, "-",

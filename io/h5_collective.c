@@ -225,6 +225,21 @@ int stem_h5_group(const stem_h5_file *f, const char *name)
     return stem_h5_agree(f->comm, rc);
 }
 
+/* A new dataset's creation properties: contiguous (the default), or chunked with its space
+ * allocated at once (parallel HDF5 asks it) and never filled (every value is written). */
+static hid_t create_properties(const stem_h5_dataset *d)
+{
+    if (!d->chunk[0]) return H5P_DEFAULT;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (dcpl < 0) return dcpl;
+    if (H5Pset_chunk(dcpl, d->rank, d->chunk) < 0 || H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) {
+        H5Pclose(dcpl);
+        return H5I_INVALID_HID;
+    }
+    return dcpl;
+}
+
 int stem_h5_write_dataset(const stem_h5_file *f, const stem_h5_dataset *d)
 {
     int rc = STEM_OK;
@@ -235,8 +250,11 @@ int stem_h5_write_dataset(const stem_h5_file *f, const stem_h5_dataset *d)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: H5Screate_simple failed for %s", f->path, d->name);
         goto done;
     }
+    hid_t dcpl = d->open ? H5P_DEFAULT : create_properties(d);
     dset = d->open ? H5Dopen2(f->file, d->name, H5P_DEFAULT)
-                   : H5Dcreate2(f->file, d->name, d->file_type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        : dcpl < 0 ? H5I_INVALID_HID
+                   : H5Dcreate2(f->file, d->name, d->file_type, fspace, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (dcpl != H5P_DEFAULT && dcpl >= 0) H5Pclose(dcpl);
     char why[128];
     if (dset < 0)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: cannot %s dataset %s (%s)", f->path, d->open ? "open" : "create",

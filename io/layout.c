@@ -38,6 +38,8 @@ typedef struct {
     int n_attrs;
     int fixed;      /* the same for every series point (an axis): no leading series axes */
     int image_rows; /* [..][ny][nx]... images whose rows a distributed FFT spreads over a group (grid 3) */
+    int patterns;   /* chunked in whole 2D patterns (its last two axes), this many along the probe axis */
+    int reopen;     /* written in parts: open the dataset the first part created */
 } stem_output_dataset;
 
 /* Length of the longest 1D axis (scan, rings, detector). */
@@ -247,13 +249,18 @@ static int stem_output_write_dataset(const stem_output *o, const stem_output_dat
                          .file_type = shaped.file_type,
                          .mem_type = shaped.mem_type,
                          .rank = shaped.rank + w.lead,
-                         .open = w.lead && o->point > 0,
+                         .open = (w.lead && o->point > 0) || shaped.reopen,
                          .data = shaped.data,
                          .select = stem_output_select_part,
                          .attrs = stem_output_dataset_attrs,
                          .ctx = &w};
     memcpy(h.dims, o->lead, sizeof(hsize_t) * (size_t)w.lead);
     memcpy(h.dims + w.lead, shaped.dims, sizeof(hsize_t) * (size_t)shaped.rank);
+    if (shaped.patterns > 0) /* [1 ...][patterns along the probe axis][qy][qx] */
+        for (int k = 0; k < h.rank; k++)
+            h.chunk[k] = k >= h.rank - 2 ? h.dims[k]
+                : k == h.rank - 3        ? (h.dims[k] < (hsize_t)shaped.patterns ? h.dims[k] : (hsize_t)shaped.patterns)
+                                         : 1;
     return stem_h5_write_dataset(&o->h5, &h);
 }
 
@@ -492,10 +499,15 @@ static int stem_output_pacbed(const stem_output *o)
     return stem_output_write_dataset(o, &d);
 }
 
-static int stem_output_cbed(const stem_output *o)
+/* The 4D patterns of this rank's probes [begin, begin + count) (data, probe-major) into /cbed,
+ * chunked in whole patterns of about STEM_OUTPUT_CHUNK_BYTES; created by the first part
+ * (open 0), the same layout whether written whole at the end or in streamed blocks. */
+static int cbed_rows(const stem_output *o, hsize_t begin, hsize_t count, const float *data, int open)
 {
     const stem_plan *plan = o->plan;
-    if (!o->has_4d) return STEM_OK;
+    stem_output part = *o;
+    part.begin = begin;
+    part.count = count;
     stem_output_attr attrs[] = {
         {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
         {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
@@ -510,10 +522,23 @@ static int stem_output_cbed(const stem_output *o)
         .rank = 4,
         .dims = {(hsize_t)plan->scan_ny, (hsize_t)plan->scan_nx, (hsize_t)plan->cbed_ny, (hsize_t)plan->cbed_nx},
         .grid = 1,
-        .data = o->count ? o->res->cbed : NULL,
+        .data = count ? data : NULL,
         .attrs = attrs,
-        .n_attrs = 5};
-    return stem_output_write_dataset(o, &d);
+        .n_attrs = 5,
+        .patterns = (int)fmax(1, STEM_OUTPUT_CHUNK_BYTES / (4.0 * plan->cbed_nx * plan->cbed_ny)),
+        .reopen = open};
+    return stem_output_write_dataset(&part, &d);
+}
+
+static int stem_output_cbed(const stem_output *o)
+{
+    if (!o->has_4d || o->cbed_streamed) return STEM_OK; /* streamed: written block by block */
+    return cbed_rows(o, o->begin, o->count, o->count ? o->res->cbed : NULL, 0);
+}
+
+int stem_layout_cbed_block(const stem_output *o, long begin, long count, const float *cbed, int first)
+{
+    return cbed_rows(o, (hsize_t)begin, (hsize_t)count, cbed, !first);
 }
 
 /* Whether the output has a leading depth axis ([output] depths: a detection plane each). */
@@ -643,7 +668,7 @@ static int stem_output_axes(const stem_output *o)
         memcpy(o->axis, o->series->lead_values[a], sizeof(double) * (size_t)o->series->lead_n[a]);
         STEM_TRY(stem_output_axis(o, name, o->series->lead_n[a], o->series->lead_units[a]));
     }
-    if (o->has_4d || plan->opt.save_pacbed) {
+    if (o->has_4d || o->cbed_streamed || plan->opt.save_pacbed) {
         stem_output_fill_bins(o, plan->out_nx, plan->cbed_x0, plan->cbed_nx, plan->out_dqx * plan->lambda * 1e3);
         STEM_TRY(stem_output_axis(o, "/axes/cbed_qx_mrad", plan->cbed_nx, "mrad"));
         stem_output_fill_bins(o, plan->out_ny, plan->cbed_y0, plan->cbed_ny, plan->out_dqy * plan->lambda * 1e3);

@@ -18,6 +18,7 @@ typedef struct {
     int writes;
     hsize_t begin, count; /* this rank's flattened probes */
     int has_4d, has_dpc;  /* agreed over comm */
+    int cbed_streamed;    /* /cbed written already, block by block (stem_output_stream) */
     int has_errors;       /* standard errors over configurations (agreed over comm) */
     int errors;           /* the channel writers write the standard errors, under /standard_error */
     double *scratch;      /* count values: one image column, one DPC axis */
@@ -37,6 +38,13 @@ int stem_layout_longest_axis(const stem_plan *plan, const stem_output_series *se
  * series point by point, and last the root attribute complete = 1 (after a flush, and
  * flushed); every step ends with all ranks agreeing on its status. */
 int stem_layout_write(stem_output *o);
+
+/* Chunks of /cbed: whole patterns, about this many bytes (a few along the scan's x). */
+#define STEM_OUTPUT_CHUNK_BYTES (4.0 * 1048576)
+
+/* Collective: this rank's probes [begin, begin + count) of the 4D patterns (cbed, probe-major;
+ * count 0: none) into /cbed, created by the first block. */
+int stem_layout_cbed_block(const stem_output *o, long begin, long count, const float *cbed, int first);
 
 /* Bytes the layout will take for this plan, n_points series points and n_tilts sample tilts
  * (stem_output_estimate_bytes). */

@@ -182,12 +182,71 @@ static void stem_output_free(stem_output *o)
     free(o->advice_text);
 }
 
+/* The file created and opened (the steps every write begins with, agreed). */
+static int stem_output_begin(stem_output *o)
+{
+    int rc = STEM_OK;
+    STEM_H5_STEP(rc, o->h5.comm, stem_finish_verify(&o->h5));
+    STEM_H5_STEP(rc, o->h5.comm, stem_finish_give_space(&o->h5));
+    STEM_H5_STEP(rc, o->h5.comm, stem_h5_file_open(&o->h5));
+    return rc;
+}
+
+struct stem_output_stream {
+    stem_output o;
+    int blocks; /* written so far */
+};
+
+int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
+                            stem_output_stream **out)
+{
+    stem_output_stream *s = stem_calloc(1, sizeof *s, "the streamed output");
+    *out = NULL;
+    int rc = stem_h5_agree(comm, s ? STEM_OK : STEM_ERR_MEMORY);
+    if (rc) return rc;
+    rc = stem_h5_agree(comm, stem_output_init(&s->o, comm, target, plan, NULL, 0));
+    if (!rc) rc = stem_output_begin(&s->o);
+    if (rc) {
+        stem_finish(&s->o.h5, plan, rc); /* the temporary removed */
+        free(s);
+        return rc;
+    }
+    s->o.cbed_streamed = 1;
+    *out = s;
+    return STEM_OK;
+}
+
+int stem_output_stream_cbed(stem_output_stream *s, long begin, long count, const float *cbed)
+{
+    int rc = stem_layout_cbed_block(&s->o, begin, count, cbed, s->blocks == 0);
+    if (!rc) s->blocks++;
+    return rc;
+}
+
+int stem_output_stream_abort(stem_output_stream *s, int rc)
+{
+    if (!s) return rc;
+    rc = stem_finish(&s->o.h5, s->o.plan, rc ? rc : STEM_ERR_INTERNAL);
+    stem_output_free(&s->o);
+    free(s);
+    return rc;
+}
+
 static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
                                  stem_result *res, int writes_probes, const stem_output_texts *texts,
-                                 const stem_output_series *series, const stem_output_stored *stored)
+                                 const stem_output_series *series, const stem_output_stored *stored,
+                                 stem_output_stream *stream)
 {
     stem_output o;
-    int rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
+    int rc = STEM_OK;
+    if (stream) { /* the file open since the units began, /cbed written */
+        o = stream->o;
+        free(stream);
+        o.res = writes_probes ? res : NULL;
+        o.writes = writes_probes != 0;
+    } else {
+        rc = stem_output_init(&o, comm, target, plan, res, writes_probes);
+    }
     o.series = series;
     o.stored = stored;
     for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
@@ -200,9 +259,7 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
     STEM_H5_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->plan : NULL, "plan", &o.plan_text));
     STEM_H5_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->environment : NULL, "environment", &o.env_text));
     STEM_H5_STEP(rc, comm, stem_output_share_text(&o, texts ? texts->advice : NULL, "advice", &o.advice_text));
-    STEM_H5_STEP(rc, comm, stem_finish_verify(&o.h5));
-    STEM_H5_STEP(rc, comm, stem_finish_give_space(&o.h5));
-    STEM_H5_STEP(rc, comm, stem_h5_file_open(&o.h5));
+    if (!stream && !rc) rc = stem_output_begin(&o);
     if (!rc) rc = stem_layout_write(&o);
     rc = stem_finish(&o.h5, plan, rc); /* closed on every path, published or removed */
     stem_output_free(&o);
@@ -211,9 +268,9 @@ static int stem_output_write_all(MPI_Comm comm, const stem_output_target *target
 
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
                       int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
-                      const stem_output_stored *stored)
+                      const stem_output_stored *stored, stem_output_stream *stream)
 {
-    return stem_output_write_all(comm, target, plan, res, writes_probes, texts, series, stored);
+    return stem_output_write_all(comm, target, plan, res, writes_probes, texts, series, stored, stream);
 }
 
 double stem_output_estimate_bytes(const stem_plan *plan, int n_points, int n_tilts)

@@ -31,9 +31,22 @@ double stem_output_estimate_emd_bytes(const stem_plan *plan, int n_points, int n
 
 /* Every run's one writer call. series NULL: one point, res holds it; else res is the buffer
  * series->load fills point by point, under the series' leading axes. stored: NULL, or what
- * else to write (/potential, /smatrix: one per sample tilt, stored->n_tilts; 0 a single run's). */
+ * else to write (/potential, /smatrix: one per sample tilt, stored->n_tilts; 0 a single run's).
+ * stream: NULL, or the file opened by stem_output_stream_open with its /cbed written (res then
+ * holds no 4D patterns); the call finishes and frees it, whatever its status. */
+typedef struct stem_output_stream stem_output_stream;
 int stem_output_write(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, stem_result *res,
                       int writes_probes, const stem_output_texts *texts, const stem_output_series *series,
-                      const stem_output_stored *stored);
+                      const stem_output_stored *stored, stem_output_stream *stream);
+
+/* The 4D patterns streamed to the file while the units run (plan->probe_block): the
+ * temporary created and opened now (collective over comm), each block's patterns written
+ * collectively as it is finished (every rank calls it for every block: count 0 where a rank
+ * has none), the rest by stem_output_write(..., stream). On a failure before that,
+ * stem_output_stream_abort closes and removes the temporary and returns the agreed status. */
+int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
+                            stem_output_stream **out);
+int stem_output_stream_cbed(stem_output_stream *s, long begin, long count, const float *cbed);
+int stem_output_stream_abort(stem_output_stream *s, int rc);
 
 #endif

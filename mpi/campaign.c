@@ -36,7 +36,7 @@ int stem_campaign_run(const stem_campaign_job *job)
     int err = campaign_open(&cp, dir);
     /* 2. the units in rounds, each added to the sums; the state stored as it goes */
     cp.start = cp.last_store = stem_wall_time();
-    if (!err) err = stem_campaign_rounds(&cp, dir);
+    if (!err) err = cp.streamed ? stem_campaign_blocks(&cp) : stem_campaign_rounds(&cp, dir);
     if (!err && cp.n_run) report_balance(&cp);
     /* 3. the output: each point finished from the sums, written; the checkpoint removed */
     if (!err && job->keep) err = stem_campaign_finish_point(&cp, 0, job->keep);
@@ -47,6 +47,7 @@ int stem_campaign_run(const stem_campaign_job *job)
 
 static void campaign_free(campaign *cp)
 {
+    stem_output_stream_abort(cp->stream, STEM_ERR_INTERNAL); /* only where the output was never reached */
     stem_smatrix_store_remove(&cp->store); /* copied into the output, or not wanted after a failure */
     stem_result_free(&cp->out);
     stem_acc_free(&cp->acc);
@@ -103,6 +104,7 @@ static void campaign_shape(campaign *cp, const stem_campaign_job *job)
     const stem_series *s = job->series;
     cp->job = job;
     cp->checkpointed = stem_campaign_checkpointed(job->cfg);
+    cp->streamed = job->plan->probe_block > 0 && !job->keep;
     cp->trans_node.win = MPI_WIN_NULL;
     cp->store.fd = cp->store.own = -1;
     cp->ck.lock_fd = cp->ck.store_fd = -1;
@@ -342,7 +344,8 @@ static int open_checkpoint(campaign *cp, const char *dir)
 static int campaign_open(campaign *cp, const char *dir)
 {
     const stem_campaign_job *job = cp->job;
-    int err = stem_acc_alloc(job->plan, cp->n_points, &cp->acc);
+    int err = stem_acc_alloc_channels(job->plan, cp->n_points, cp->streamed ? STEM_ACC_NO_4D : STEM_ACC_ALL,
+                                      &cp->acc); /* streamed 4D: the patterns' sums are the blocks' */
     if (!err && !(cp->done = stem_calloc((size_t)cp->n_units + 1, 1, "the units in the sums"))) err = STEM_ERR_MEMORY;
     err = stem_mpi_agree(err, job->m->world);
     if (!err) err = cp->checkpointed ? open_checkpoint(cp, dir) : open_smatrix_store(cp);

@@ -125,8 +125,10 @@ static int read_back_state(campaign *cp, stem_output_series *desc)
     const stem_plan *plan = cp->job->plan;
     const stem_series *s = cp->job->series;
     int writes = cp->job->m->layout.group == 0, err = STEM_OK;
-    if (writes) err = stem_result_alloc(plan, &cp->out);
-    if (writes && !err && !plan->dist) err = stem_result_alloc_errors(plan, &cp->out);
+    stem_plan no_4d = *plan; /* streamed 4D: the patterns are in the file already */
+    if (cp->streamed) no_4d.opt.save_4d = 0;
+    if (writes) err = stem_result_alloc(&no_4d, &cp->out);
+    if (writes && !err && !plan->dist) err = stem_result_alloc_errors(&no_4d, &cp->out);
     *desc = (stem_output_series){.n_points = s->n_points, .load = load_point, .ctx = cp};
     for (int a = 0; a < STEM_SERIES_N_AXES; a++) {
         if (!s->given[a]) continue;
@@ -163,9 +165,11 @@ int stem_campaign_write_output(campaign *cp)
     if (!err && !cp->checkpointed) err = stem_campaign_finish_point(cp, 0, res); /* one point, finished now */
     if (!err && !cp->checkpointed && plan->opt.save_smatrix) err = stem_smatrix_store_finish(&cp->store, m);
     double t = stem_wall_time();
-    if (!err)
+    if (!err) {
         err = stem_output_write(m->world, job->target, plan, res, writes, job->texts, cp->checkpointed ? &desc : NULL,
-                                &stored);
+                                &stored, cp->stream);
+        cp->stream = NULL; /* finished and freed by the writer, whatever its status */
+    }
     stem_phase_add(STEM_PHASE_WRITE, t);
     stem_potential_source_free(&cp->potential);
     stem_atoms_free(&cp->tilted);

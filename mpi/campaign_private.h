@@ -58,6 +58,16 @@ typedef struct {
     char *smatrix_unit; /* group leader: one unit's S-matrix, stored as its unit file */
     size_t smatrix_bytes;
     stem_checkpoint ck;
+    /* a plain run's 4D patterns streamed in blocks (plan->probe_block; campaign_blocks.c): the
+     * output open since the units began, the block's plan (this rank's probes of the block),
+     * results and 4D sums, each configuration's kept transmission functions (NULL: built again) */
+    int streamed; /* plan->probe_block, and a result written (not --convergence's) */
+    stem_output_stream *stream;
+    stem_plan block_plan;
+    stem_result block_res;
+    stem_accumulator block_acc;
+    stem_complex **kept;
+    stem_shared_buffer *kept_node;
     stem_result out;                 /* a finished point, rebuilt from the sums */
     stem_potential_source potential; /* save_potential: the slices of tilt potential_tilt (-1: none) */
     int potential_tilt;
@@ -73,6 +83,10 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res);
 /* campaign_rounds.c: the units not in the sums, in static rounds, each added to the sums; the
  * state stored every checkpoint_interval, at a signal (STEM_STOPPED_CHECKPOINTED) and at the end. */
 int stem_campaign_rounds(campaign *cp, const char *dir);
+/* campaign_blocks.c: every block of a streamed 4D run (plan->probe_block) computed over every
+ * configuration, its patterns written (cp->stream, left open for stem_campaign_write_output;
+ * closed and removed on a failure), the other channels in the sums, collected. */
+int stem_campaign_blocks(campaign *cp);
 /* campaign_output.c */
 int stem_campaign_write_output(campaign *cp);
 /* Point p finished from the sums into res (the first group's ranks; NULL elsewhere): the mean,

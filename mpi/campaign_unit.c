@@ -69,6 +69,7 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
  * S-matrix buffer with [output] save_smatrix on a checkpointed run. */
 static int unit_results(campaign *cp)
 {
+    if (cp->streamed) return STEM_OK; /* streamed 4D: the blocks' own (campaign_blocks.c) */
     STEM_ALLOC(cp->res, (size_t)cp->per_tilt, "unit results");
     for (int j = 0; j < cp->per_tilt; j++) STEM_TRY(stem_result_alloc(cp->job->plan, &cp->res[j]));
     if (cp->smatrix_bytes && cp->job->m->layout.group_rank == 0)
@@ -86,7 +87,7 @@ static int ahead_buffer(campaign *cp)
     const stem_layout *L = &job->m->layout;
     int rounds = (cp->n_units + L->n_groups - 1) / L->n_groups;
     int loaded = cp->smatrix_io && cp->smatrix_io->load;
-    if (cp->checkpointed || loaded || !job->engine->host_idle || L->group_rank != 0 || rounds <= 1 ||
+    if (cp->checkpointed || loaded || cp->streamed || !job->engine->host_idle || L->group_rank != 0 || rounds <= 1 ||
         !(job->engine->transmission || L->group_size == 1))
         return STEM_OK;
     const stem_plan *plan = job->plan;

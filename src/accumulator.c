@@ -73,7 +73,18 @@ double stem_acc_bytes(const stem_plan *plan, int n_points) { return n_points * p
 
 double stem_acc_global_bytes(const stem_plan *plan, int n_points) { return n_points * point_bytes(plan, 1); }
 
+/* Whether `which` keeps per-probe channel ch, and the scan rows (PACBED, each configuration's images). */
+static int keeps_channel(stem_acc_channels which, int ch)
+{
+    return which == STEM_ACC_ALL || (which == STEM_ACC_NO_4D) == (ch != STEM_CH_CBED);
+}
+
 int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc)
+{
+    return stem_acc_alloc_channels(plan, n_points, STEM_ACC_ALL, acc);
+}
+
+int stem_acc_alloc_channels(const stem_plan *plan, int n_points, stem_acc_channels which, stem_accumulator *acc)
 {
     memset(acc, 0, sizeof *acc);
     acc->n_points = n_points;
@@ -82,7 +93,7 @@ int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc)
     int configs = ceil_log2(plan->n_configs);
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         long w = stem_channel_width(plan, ch);
-        if (!w || !stem_channel_per_probe(ch)) continue;
+        if (!w || !stem_channel_per_probe(ch) || !keeps_channel(which, ch)) continue;
         acc->width[ch] = w;
         acc->frac[ch] = 62 - bound_bits(ch) - configs;
         channel_part(plan, ch, w, &acc->first[ch], &acc->global[ch], &acc->whole[ch]);
@@ -99,11 +110,12 @@ int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc)
         }
     }
     acc->pattern_bins = plan->cbed_nx * plan->cbed_ny;
-    if (plan->opt.save_pacbed && !plan->dist) {
+    int scan = which != STEM_ACC_ONLY_4D;
+    if (plan->opt.save_pacbed && !plan->dist && scan) {
         STEM_ALLOC(acc->pacbed, (size_t)n_points * acc->pattern_bins, "the campaign's PACBED sums");
         acc->n_arrays++;
     }
-    if (plan->n_images > 0 && !plan->dist) { /* the images' scan means and errors in the log */
+    if (plan->n_images > 0 && !plan->dist && scan) { /* the images' scan means and errors in the log */
         acc->n_images = plan->n_images;
         /* one configuration's image summed over the whole scan: at most 4 per probe */
         acc->image_frac = 62 - 2 - ceil_log2((double)plan->n_probes + 1);
@@ -172,10 +184,11 @@ static inline int64_t to_fixed(double x, double scale, double limit, int *bad)
 
 /* Channel ch's values of probes [q0, q1) of point p into the sums (and squares and co-moments
  * where kept), each read once and set to zero (the unit's results start the next unit zeroed). */
-static void take_channel(stem_accumulator *acc, int p, int ch, stem_result *res, long q0, long q1, int *bad)
+static void take_channel(stem_accumulator *acc, int p, long row0, int ch, stem_result *res, long q0, long q1,
+                         int *bad)
 {
     long w = acc->width[ch];
-    size_t at = (size_t)p * (size_t)(acc->n_probes * w);
+    size_t at = (size_t)p * (size_t)(acc->n_probes * w) + (size_t)(row0 * w);
     double f = ldexp(1, acc->frac[ch]), ft = ldexp(1, acc->frac[STEM_CH_TOTAL]);
     int is_float = stem_channel_table[ch].is_float;
     double limit = ldexp(1, bound_bits(ch)), total_limit = ldexp(1, bound_bits(STEM_CH_TOTAL));
@@ -202,6 +215,7 @@ typedef struct {
     stem_accumulator *acc;
     stem_result *res;
     int p, config;
+    long row0;       /* the result's first probe is the sums' row row0 */
     int64_t *images; /* [worker][image]: each worker's share of the configuration's scan sums */
     int *bad;        /* [worker] */
 } take_work;
@@ -218,21 +232,29 @@ static int take_probes(void *ctx, int worker, long q0, long q1)
                 row[i] += to_fixed(t->res->images[q * acc->n_images + i], ldexp(1, acc->image_frac), 4, bad);
     }
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
-        if (acc->sum[ch]) take_channel(acc, t->p, ch, t->res, q0, q1, bad);
+        if (acc->sum[ch]) take_channel(acc, t->p, t->row0, ch, t->res, q0, q1, bad);
     if (acc->sum[STEM_CH_TOTAL]) memset(t->res->total + q0, 0, sizeof(double) * (size_t)(q1 - q0));
     return STEM_OK;
 }
 
 int stem_acc_take(stem_accumulator *acc, int p, int config, stem_result *res, int threads)
 {
+    return stem_acc_take_rows(acc, p, config, res, 0, acc->n_probes, threads);
+}
+
+int stem_acc_take_rows(stem_accumulator *acc, int p, int config, stem_result *res, long row0, long rows, int threads)
+{
     if (threads < 1) threads = 1;
-    take_work t = {acc, res, p, config, NULL, NULL};
+    if (row0 < 0 || rows < 0 || row0 + rows > acc->n_probes || rows > res->n_probes)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "the sums' rows [%ld, %ld) outside their %ld (or the result's %ld)", row0,
+                         row0 + rows, acc->n_probes, res->n_probes);
+    take_work t = {acc, res, p, config, row0, NULL, NULL};
     t.bad = stem_calloc((size_t)threads, sizeof(int), "the sums' flags");
     if (acc->config_images) t.images = stem_calloc((size_t)threads * acc->n_images, sizeof(int64_t), "image sums");
     int err = !t.bad || (acc->config_images && !t.images) ? STEM_ERR_MEMORY : STEM_OK;
     stem_work work = {.ctx = &t, .work = take_probes};
     if (!err) /* a unit is in the sums whole, or not at all: a signal does not cut this short */
-        err = stem_dispatch_whole(&work, acc->n_probes, threads);
+        err = stem_dispatch_whole(&work, rows, threads);
     int bad = 0;
     for (int k = 0; !err && k < threads; k++) bad |= t.bad[k];
     if (!err && acc->config_images) { /* integer sums: the workers' order does not matter */

@@ -65,6 +65,10 @@ double stem_acc_bytes(const stem_plan *plan, int n_points);
 /* Bytes of the whole campaign's sums (the checkpoint's payload), every rank's parts once. */
 double stem_acc_global_bytes(const stem_plan *plan, int n_points);
 int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc);
+/* Some of the channels: the streamed 4D patterns' (mpi/campaign_blocks.c) block sums hold only
+ * the patterns (no scan rows), the run's sums every other channel and the scan rows. */
+typedef enum { STEM_ACC_ALL, STEM_ACC_NO_4D, STEM_ACC_ONLY_4D } stem_acc_channels;
+int stem_acc_alloc_channels(const stem_plan *plan, int n_points, stem_acc_channels which, stem_accumulator *acc);
 void stem_acc_free(stem_accumulator *acc);
 /* Array i (0 <= i < acc->n_arrays) in the fixed order. */
 stem_acc_array stem_acc_array_at(const stem_accumulator *acc, int i);
@@ -73,6 +77,9 @@ stem_acc_array stem_acc_array_at(const stem_accumulator *acc, int i);
  * `threads` worker threads (integer sums: the same bits on any count); config: its number
  * (each configuration's images). */
 int stem_acc_take(stem_accumulator *acc, int p, int config, stem_result *res, int threads);
+/* The same for a result of fewer probes: its first `rows` probes into the sums' rows
+ * [row0, row0 + rows) (a block of the rank's probes). */
+int stem_acc_take_rows(stem_accumulator *acc, int p, int config, stem_result *res, long row0, long rows, int threads);
 /* Every array of every point set to zero (the other ranks' share once moved to the owners). */
 void stem_acc_zero(stem_accumulator *acc, stem_acc_kind kind);
 /* Point p's sums into res (allocated for the plan, with stem_result_alloc_errors when

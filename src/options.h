@@ -43,6 +43,7 @@ typedef struct {
     int thermal;
     /* [detector], [output]: what is written; the plan's save_4d is on for cbed (the pattern is the output) */
     int save_3d, save_4d, save_dpc, save_pacbed;
+    int probe_block;     /* [detector] probe_block: probes per streamed 4D block (config 0: auto; plan.h probe_block) */
     int save_exit_wave;  /* hrtem: write /exit_wave */
     int save_potential;  /* write /potential (every configuration's slices) */
     int save_smatrix;    /* PRISM: write /smatrix (every configuration's compact S-matrix) */

@@ -667,6 +667,7 @@ int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *
     choose_decomposition(plan, cfg);
     estimate_memory(plan, count_species(atoms), cfg->max_memory_gib);
     choose_distribution(plan, cfg);
+    stem_plan_choose_blocks(plan, cfg);
     if (plan->dist)
         STEM_TRY(stem_dist_fft_check(plan->nx, plan->ny, plan->layout.group_size)); /* before any collective */
     return STEM_OK;
@@ -715,7 +716,7 @@ static const char *memory_advice(const stem_plan *plan)
         "every rank holds the whole S-matrix (one per depth of a thickness series), so more ranks do not help: raise "
         "[simulation] interpolation_x/y, use a coarser pixel_size or fewer [output] depths",
         "results are split over the ranks of a group: use more ranks (or nodes), fewer scan positions, or save_4d = "
-        "false",
+        "false (a plain run streams its 4D patterns in blocks: [detector] probe_block)",
         "the detector is large: use a coarser [simulation] pixel_size",
         "each worker thread has its own workspace: use fewer [compute] threads or a smaller batch_size"};
     int big = 0;
@@ -849,6 +850,7 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
         "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
         L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
         plan->threads, plan->batch_size);
+    stem_plan_print_blocks(plan, out);
     if (plan->opt.focal_spread > 0)
         fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n",
                 plan->opt.focal_spread, plan->opt.focal_points,

@@ -80,6 +80,10 @@ int stem_plan_check_memory(const stem_plan *plan);
 /* Whether the node-shared windows fit where MPI puts them (/dev/shm); 1 without sharing. */
 int stem_plan_shared_fits(const stem_plan *plan);
 void stem_plan_print(const stem_plan *plan, FILE *out);
+/* plan_blocks.c: the 4D blocks ([detector] probe_block) from the memory limit, the estimate
+ * made for them (after the rest of the estimate); and their line of the printed plan. */
+void stem_plan_choose_blocks(stem_plan *plan, const stem_config *cfg);
+void stem_plan_print_blocks(const stem_plan *plan, FILE *out);
 char *stem_plan_to_text(const stem_plan *plan);
 void stem_plan_free(stem_plan *plan);
 /* "multislice", "prism", "hrtem", "cbed" (the config's words). */

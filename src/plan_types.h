@@ -102,6 +102,11 @@ typedef struct {
     /* this rank's share: probes [probe_begin, probe_end), beams [beam_begin, beam_end) */
     long probe_begin, probe_end;
     int beam_begin, beam_end;
+    /* 4D patterns streamed in blocks (plan_blocks.c): probes per block of a rank's share (0: not
+     * streamed, the whole share at once), blocks (the same on every rank: the largest share's),
+     * and whether every configuration's transmission functions are kept (else built per block) */
+    long probe_block;
+    int n_blocks, keep_configs;
     int threads, batch_size;
     /* memory (bytes, per rank) */
     double mem_limit, mem_potential, mem_table, mem_smatrix, mem_results, mem_detector, mem_workspace, mem_total;

@@ -46,6 +46,11 @@ static int check_channel(const stem_plan *plan, const stem_result *res, int ch, 
                      where, stem_channel_table[ch].name, plan->probe_begin + i / w, i % w, v);
 }
 
+int stem_result_check_channel(const stem_plan *plan, const stem_result *res, int ch, const char *where)
+{
+    return check_channel(plan, res, ch, where);
+}
+
 double stem_result_total_max(const stem_plan *plan)
 {
     return STEM_RESULT_TOTAL_MAX * (plan->algorithm == STEM_ALG_PRISM ? (double)plan->fx * plan->fy : 1.0);

@@ -25,5 +25,7 @@ double stem_result_total_max(const stem_plan *plan);
  * write; no communication. The test hook STEMSIM_TEST_POISON_RESULT = nan | zero | gain
  * first spoils the first local probe's total intensity (tests/integration/faults.py). */
 int stem_result_check(const stem_plan *plan, stem_result *res, int with_scan, const char *where);
+/* One per-probe channel's values finite (a streamed 4D block's patterns, before they are written). */
+int stem_result_check_channel(const stem_plan *plan, const stem_result *res, int ch, const char *where);
 
 #endif
