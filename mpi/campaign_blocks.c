@@ -174,6 +174,7 @@ int stem_campaign_blocks(campaign *cp)
     for (int b = 0; b < plan->n_blocks && !err; b++) {
         err = stem_phonon_safe_point(m, run_block(cp, b));
         stem_progress_update(&progress, b + 1);
+        stem_campaign_test_delay();
     }
     stem_progress_end(&progress);
     cp->busy = stem_wall_time() - start;

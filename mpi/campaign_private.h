@@ -83,6 +83,8 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res);
 /* campaign_rounds.c: the units not in the sums, in static rounds, each added to the sums; the
  * state stored every checkpoint_interval, at a signal (STEM_STOPPED_CHECKPOINTED) and at the end. */
 int stem_campaign_rounds(campaign *cp, const char *dir);
+/* Test hook: STEMSIM_TEST_UNIT_DELAY=s waits s seconds after each unit or 4D block (time to signal a job). */
+void stem_campaign_test_delay(void);
 /* campaign_blocks.c: every block of a streamed 4D run (plan->probe_block) computed over every
  * configuration, its patterns written (cp->stream, left open for stem_campaign_write_output;
  * closed and removed on a failure), the other channels in the sums, collected. */

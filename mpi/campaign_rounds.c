@@ -163,7 +163,7 @@ static void report_unit(const campaign *cp, int u, double took, int finished)
               eta);
 }
 
-static void test_unit_delay(void)
+void stem_campaign_test_delay(void)
 {
     const char *d = getenv("STEMSIM_TEST_UNIT_DELAY"); /* test hook: time to signal a running job */
     if (d) usleep((useconds_t)(atof(d) * 1e6));
@@ -212,7 +212,7 @@ static int rounds(campaign *cp, const int *todo, int n_todo, int err)
         if (L->group_rank == 0 && cp->done[todo[k]])
             report_unit(cp, todo[k], stem_wall_time() - t, finished < cp->n_units ? finished : cp->n_units);
         stem_phases_log_config(todo[k], cp->n_units);
-        test_unit_delay();
+        stem_campaign_test_delay();
     }
     return err;
 }

@@ -371,6 +371,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
         double emd = plan->opt.layout_emd ? stem_output_estimate_emd_bytes(plan, points, series->n_tilts) : 0;
         if (o->dry_run && !o->variant && rank == 0) {
             printf("output: about %.2f MiB\n", (emd > 0 ? emd : bytes) / 1048576.0);
+            printf("memory: a peak of about %.3f GiB per rank (the plan's estimate%s; limit %.2f GiB)\n",
+                   plan->mem_total / 1073741824.0, plan->probe_block ? ", the 4D patterns streamed in blocks" : "",
+                   plan->mem_limit / 1073741824.0);
             if (emd > 0)
                 printf("output: and %.2f MiB for the native file while the EMD conversion runs\n", bytes / 1048576.0);
         }

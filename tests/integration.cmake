@@ -261,6 +261,20 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   endforeach()
 endif()
 
+# 4D patterns streamed in blocks (tests/integration/stream4d.py): under a max_memory that
+# leaves the patterns a quarter of their whole size, bitwise the whole run on 1 and 2 ranks,
+# the peak within the limit and the estimate; a SIGTERM leaves nothing.
+if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
+  foreach(_alg multislice prism)
+    add_test(NAME mpi_stream4d_${_alg}
+             COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stream4d.py --algorithm ${_alg}
+                     --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                     --config ${_it_dir}/small.ini --workdir ${_it_work})
+    set_tests_properties(mpi_stream4d_${_alg} PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                         SKIP_RETURN_CODE 77 TIMEOUT 300 PROCESSORS 2)
+  endforeach()
+endif()
+
 # [output] layout = emd for hrtem (a beam tilt x defocus series, the exit wave), cbed and
 # [scan] positions on 2 ranks: every EMD dataset equals the native one (h5py); negative controls.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
