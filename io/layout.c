@@ -161,6 +161,14 @@ static int stem_output_select(const stem_output *o, const stem_output_dataset *d
         mrank = d->rank - first + 1;
         mdims[0] = o->count;
         for (int k = first; k < d->rank; k++) mdims[k - first + 1] = d->dims[k];
+        stem_output_block b[3];
+        if (d->grid == 1 && o->count && stem_output_probe_blocks(o->begin, o->count, d->dims[1], b) == 1) {
+            /* one rectangle of the scan: the memory shaped as the file's selection, which HDF5
+             * maps onto chunks directly (not value by value) */
+            mrank = d->rank;
+            mdims[0] = b[0].ny, mdims[1] = b[0].nx;
+            for (int k = 2; k < d->rank; k++) mdims[k] = d->dims[k];
+        }
     } else {
         mrank = d->rank;
         memcpy(mdims, d->dims, sizeof mdims);
@@ -502,7 +510,7 @@ static int stem_output_pacbed(const stem_output *o)
 /* The 4D patterns of this rank's probes [begin, begin + count) (data, probe-major) into /cbed,
  * chunked in whole patterns of about STEM_OUTPUT_CHUNK_BYTES; created by the first part
  * (open 0), the same layout whether written whole at the end or in streamed blocks. */
-static int cbed_rows(const stem_output *o, hsize_t begin, hsize_t count, const float *data, int open)
+static int cbed_part(const stem_output *o, hsize_t begin, hsize_t count, const float *data, int open)
 {
     const stem_plan *plan = o->plan;
     stem_output part = *o;
@@ -528,6 +536,23 @@ static int cbed_rows(const stem_output *o, hsize_t begin, hsize_t count, const f
         .patterns = (int)fmax(1, STEM_OUTPUT_CHUNK_BYTES / (4.0 * plan->cbed_nx * plan->cbed_ny)),
         .reopen = open};
     return stem_output_write_dataset(&part, &d);
+}
+
+/* In up to three collective writes, each of one rectangle of the scan (a partial first row,
+ * whole rows, a partial last row): HDF5 maps a single rectangle onto the chunks directly, a
+ * union of them value by value (4x slower). Every rank makes the three calls. */
+static int cbed_rows(const stem_output *o, hsize_t begin, hsize_t count, const float *data, int open)
+{
+    stem_output_block b[3];
+    hsize_t nx = o->plan->positions || stem_plan_single_wave(o->plan) ? (hsize_t)o->plan->n_probes
+                                                                       : (hsize_t)o->plan->scan_nx;
+    int n = count ? stem_output_probe_blocks(begin, count, nx, b) : 0;
+    size_t pattern = (size_t)o->plan->cbed_nx * o->plan->cbed_ny;
+    for (int i = 0; i < 3; i++) {
+        hsize_t b0 = i < n ? b[i].y * nx + b[i].x : 0, bn = i < n ? b[i].ny * b[i].nx : 0;
+        STEM_TRY(cbed_part(o, b0, bn, bn ? data + (b0 - begin) * pattern : NULL, open || i > 0));
+    }
+    return STEM_OK;
 }
 
 static int stem_output_cbed(const stem_output *o)

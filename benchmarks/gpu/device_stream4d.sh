@@ -6,7 +6,7 @@
 # 1. bitwise: a 48 x 48 scan streamed (probe_block = 500) equals the same job held whole.
 # 2. in memory: a 128 x 128 scan, no limit: whole process per probe (the reference).
 # 3. streamed: the largest N x N scan (512, 448, 384, 320, 256) whose patterns fit the free
-#    disk and whose predicted time (2.'s rate) fits the call, under [compute] max_memory = 32:
+#    disk and whose predicted time (2.'s rate, 400 s) fits the call, under [compute] max_memory = 32:
 #    whole process per probe (goal <= 1.2 x 2.), peak host memory (goal <= 32 GiB), the write
 #    rate (the log's write phase).
 # Prints a markdown table last (benchmarks/results/STREAM4D.md) and writes summary_rows.csv.
@@ -61,7 +61,7 @@ ref_per=$(python3 -c "print(f'{$ref_wall / 128**2 * 1e3:.4f}')")
 free_b=$(df -B1 --output=avail /tmp | tail -1)
 n=0
 for cand in 512 448 384 320 256; do
-  fits=$(python3 -c "print(int($cand**2 * 255**2 * 4 * 1.03 + 2e9 < $free_b and $cand**2 * $ref_per * 1e-3 < 330))")
+  fits=$(python3 -c "print(int($cand**2 * 255**2 * 4 * 1.03 + 2e9 < $free_b and $cand**2 * $ref_per * 1.1e-3 < 400))")
   if [ "$fits" = 1 ]; then n=$cand; break; fi
 done
 echo "streamed scan: $n x $n (free disk $((free_b / 1000000000)) GB, reference $ref_per ms per probe)"
