@@ -283,7 +283,7 @@ typedef struct {
 
 typedef struct gpu_out_ctx {
     const stem_plan *plan;
-    long probe_begin, probe_end; /* the plan's probes when made: a streamed 4D run's blocks move them */
+    long probe_begin, probe_end;     /* the plan's probes when made: a streamed 4D run's blocks move them */
     const stem_detector *det_tables; /* the detector the uploaded tables came from */
     const stem_complex *S;           /* this configuration's host S-matrix (streaming, or uploaded) */
     stem_result *res;
@@ -707,8 +707,9 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     gpu_engine_state *st = gpu_engine_state_of(e);
     double t0 = stem_wall_time();
     int err = STEM_OK, fresh = 0;
-    if (st->out && (st->out->plan != plan || st->out->det_tables != det || st->out->probe_begin != plan->probe_begin ||
-                    st->out->probe_end != plan->probe_end))
+    if (st->out &&
+        (st->out->plan != plan || st->out->det_tables != det || st->out->probe_begin != plan->probe_begin ||
+         st->out->probe_end != plan->probe_end))
         gpu_output_cache_free(st);
     if (!st->out) {
         st->out = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");

@@ -91,9 +91,9 @@ typedef struct {
     hid_t file_type, mem_type;
     int rank; /* of the file's dataspace */
     hsize_t dims[STEM_H5_MAX_RANK];
-    int open;         /* open the dataset an earlier write created (a later series point) */
+    int open;                        /* open the dataset an earlier write created (a later series point) */
     hsize_t chunk[STEM_H5_MAX_RANK]; /* chunk[0] > 0: chunked in these (no fill: every value is written) */
-    const void *data; /* this rank's part (NULL where it writes nothing) */
+    const void *data;                /* this rank's part (NULL where it writes nothing) */
     /* this rank's part: select it in fspace and create the memory space *mspace; local, a
      * failure reported inside */
     int (*select)(void *ctx, hid_t fspace, hid_t *mspace);

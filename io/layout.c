@@ -544,8 +544,8 @@ static int cbed_part(const stem_output *o, hsize_t begin, hsize_t count, const f
 static int cbed_rows(const stem_output *o, hsize_t begin, hsize_t count, const float *data, int open)
 {
     stem_output_block b[3];
-    hsize_t nx = o->plan->positions || stem_plan_single_wave(o->plan) ? (hsize_t)o->plan->n_probes
-                                                                       : (hsize_t)o->plan->scan_nx;
+    hsize_t nx =
+        o->plan->positions || stem_plan_single_wave(o->plan) ? (hsize_t)o->plan->n_probes : (hsize_t)o->plan->scan_nx;
     int n = count ? stem_output_probe_blocks(begin, count, nx, b) : 0;
     size_t pattern = (size_t)o->plan->cbed_nx * o->plan->cbed_ny;
     for (int i = 0; i < 3; i++) {

@@ -48,7 +48,7 @@ int stem_campaign_run(const stem_campaign_job *job)
 static void campaign_free(campaign *cp)
 {
     stem_output_stream_abort(cp->stream, STEM_ERR_INTERNAL); /* only where the output was never reached */
-    stem_smatrix_store_remove(&cp->store); /* copied into the output, or not wanted after a failure */
+    stem_smatrix_store_remove(&cp->store);                   /* copied into the output, or not wanted after a failure */
     stem_result_free(&cp->out);
     stem_acc_free(&cp->acc);
     free(cp->done);

@@ -106,7 +106,8 @@ static int block_configs(campaign *cp, long b0, long b1)
         err = stem_mpi_agree(err, m->group);
         double t = stem_wall_time();
         if (!err) err = stem_acc_take(&cp->block_acc, 0, c, &cp->block_res, threads);
-        if (!err) err = stem_acc_take_rows(&cp->acc, 0, c, &cp->block_res, b0 - job->plan->probe_begin, b1 - b0, threads);
+        if (!err)
+            err = stem_acc_take_rows(&cp->acc, 0, c, &cp->block_res, b0 - job->plan->probe_begin, b1 - b0, threads);
         stem_phase_add(STEM_PHASE_REDUCTION, t);
     }
     return err;
@@ -145,8 +146,7 @@ static int run_block(campaign *cp, int b)
     err = stem_mpi_agree(err, m->world);
     stem_phase_add(STEM_PHASE_REDUCTION, t);
     t = stem_wall_time();
-    if (!err)
-        err = stem_output_stream_cbed(cp->stream, b0, writes ? n : 0, writes ? cp->block_res.cbed : NULL);
+    if (!err) err = stem_output_stream_cbed(cp->stream, b0, writes ? n : 0, writes ? cp->block_res.cbed : NULL);
     stem_phase_add(STEM_PHASE_WRITE, t);
     stem_result_zero(&cp->block_res);
     stem_acc_zero(&cp->block_acc, STEM_ACC_PART);

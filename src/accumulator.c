@@ -184,8 +184,7 @@ static inline int64_t to_fixed(double x, double scale, double limit, int *bad)
 
 /* Channel ch's values of probes [q0, q1) of point p into the sums (and squares and co-moments
  * where kept), each read once and set to zero (the unit's results start the next unit zeroed). */
-static void take_channel(stem_accumulator *acc, int p, long row0, int ch, stem_result *res, long q0, long q1,
-                         int *bad)
+static void take_channel(stem_accumulator *acc, int p, long row0, int ch, stem_result *res, long q0, long q1, int *bad)
 {
     long w = acc->width[ch];
     size_t at = (size_t)p * (size_t)(acc->n_probes * w) + (size_t)(row0 * w);

@@ -29,8 +29,8 @@ static const char *not_streamable(const stem_plan *plan, const stem_config *cfg)
  * exact sums (int64) and the finished point's. */
 static double whole_4d_bytes(const stem_plan *plan, double w, long local)
 {
-    double units = 1 + (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) +
-        (plan->opt.device != STEM_DEVICE_CPU);
+    double units =
+        1 + (plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) + (plan->opt.device != STEM_DEVICE_CPU);
     return (double)local * w * (4.0 * units + 8.0 + 4.0);
 }
 
@@ -52,7 +52,8 @@ void stem_plan_choose_blocks(stem_plan *plan, const stem_config *cfg)
     if (not_streamable(plan, cfg) || share < 2) return;
     double w = (double)stem_channel_width(plan, STEM_CH_CBED);
     double fixed = plan->mem_total - whole_4d_bytes(plan, w, local), per = block_bytes_per_probe(plan, w);
-    double shared = plan->layout.shared_ranks > 1 && plan->opt.device == STEM_DEVICE_CPU ? plan->layout.shared_ranks : 1;
+    double shared =
+        plan->layout.shared_ranks > 1 && plan->opt.device == STEM_DEVICE_CPU ? plan->layout.shared_ranks : 1;
     double keep = (plan->n_configs - 1) * 8.0 * plan->nx * (double)plan->ny * plan->n_slices / shared;
     long block = cfg->opt.probe_block;
     if (block == 0) { /* auto: stream only what does not fit */
@@ -63,7 +64,8 @@ void stem_plan_choose_blocks(stem_plan *plan, const stem_config *cfg)
         double with_keep = floor((room - fixed - keep) / per);
         long enough = share < 256 ? share : 256; /* a block that keeps a GPU's batches full */
         block = (long)fmin(with_keep, (double)share);
-        if (plan->n_configs > 1 && with_keep < (double)enough) block = (long)fmin(floor((room - fixed) / per), (double)share);
+        if (plan->n_configs > 1 && with_keep < (double)enough)
+            block = (long)fmin(floor((room - fixed) / per), (double)share);
         if (block < 1) return; /* not even one probe: the memory check refuses, naming the results */
     }
     if (block >= share) return; /* one block: the whole share, as an unstreamed run */
@@ -82,8 +84,9 @@ void stem_plan_print_blocks(const stem_plan *plan, FILE *out)
     double w = (double)stem_channel_width(plan, STEM_CH_CBED), GiB = 1073741824.0;
     double disk = 4.0 * w * (double)plan->n_probes;
     if (!plan->probe_block) {
-        fprintf(out, "  4D patterns        %.3f GiB on disk, held whole in memory (%.3f GiB on this rank) and "
-                     "written at the end\n",
+        fprintf(out,
+                "  4D patterns        %.3f GiB on disk, held whole in memory (%.3f GiB on this rank) and "
+                "written at the end\n",
                 disk / GiB, whole_4d_bytes(plan, w, plan->probe_end - plan->probe_begin) / GiB);
         return;
     }
