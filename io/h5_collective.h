@@ -47,6 +47,7 @@ typedef struct {
     const stem_output_target *target; /* the reserved temporary the file is written to */
     char path[STEM_OUTPUT_NAME_MAX];  /* target->temp_path */
     hid_t fapl, dxpl, file;
+    int reopen; /* stem_h5_file_open opens the temporary's existing HDF5 file (a resumed stream) */
 } stem_h5_file;
 
 /* Every rank learns the worst status, so all take the same path; a failure every rank

@@ -197,7 +197,7 @@ struct stem_output_stream {
     int blocks; /* written so far */
 };
 
-int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
+int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, int reopen,
                             stem_output_stream **out)
 {
     stem_output_stream *s = stem_calloc(1, sizeof *s, "the streamed output");
@@ -205,6 +205,8 @@ int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, con
     int rc = stem_h5_agree(comm, s ? STEM_OK : STEM_ERR_MEMORY);
     if (rc) return rc;
     rc = stem_h5_agree(comm, stem_output_init(&s->o, comm, target, plan, NULL, 0));
+    s->o.h5.reopen = reopen;
+    s->blocks = reopen; /* a resumed stream's /cbed exists */
     if (!rc) rc = stem_output_begin(&s->o);
     if (rc) {
         stem_finish(&s->o.h5, plan, rc); /* the temporary removed */
@@ -220,6 +222,17 @@ int stem_output_stream_cbed(stem_output_stream *s, long begin, long count, const
 {
     int rc = stem_layout_cbed_block(&s->o, begin, count, cbed, s->blocks == 0);
     if (!rc) s->blocks++;
+    return rc;
+}
+
+int stem_output_stream_flush(stem_output_stream *s) { return stem_h5_file_flush(&s->o.h5); }
+
+int stem_output_stream_suspend(stem_output_stream *s)
+{
+    int rc = stem_h5_file_close(&s->o.h5, 0); /* whole: not truncated, as a discarded file is */
+    if (s->o.h5.rank == 0) stem_output_target_discard(s->o.h5.target); /* its name and reserve */
+    stem_output_free(&s->o);
+    free(s);
     return rc;
 }
 

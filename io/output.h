@@ -44,9 +44,16 @@ int stem_output_write(MPI_Comm comm, const stem_output_target *target, const ste
  * collectively as it is finished (every rank calls it for every block: count 0 where a rank
  * has none), the rest by stem_output_write(..., stream). On a failure before that,
  * stem_output_stream_abort closes and removes the temporary and returns the agreed status. */
-int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan,
+int stem_output_stream_open(MPI_Comm comm, const stem_output_target *target, const stem_plan *plan, int reopen,
                             stem_output_stream **out);
 int stem_output_stream_cbed(stem_output_stream *s, long begin, long count, const float *cbed);
 int stem_output_stream_abort(stem_output_stream *s, int rc);
+/* A checkpointed stream (mpi/campaign_blocks.c): the blocks written so far made durable
+ * (collective flush) before a checkpoint state says they are done; at a stop, the file closed
+ * whole and its temporary's name given up (the checkpoint holds a link to it), freed. reopen
+ * (stem_output_stream_open): the target's temporary is such a file, adopted
+ * (stem_output_target_adopt), whose /cbed exists. */
+int stem_output_stream_flush(stem_output_stream *s);
+int stem_output_stream_suspend(stem_output_stream *s);
 
 #endif

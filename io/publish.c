@@ -99,6 +99,13 @@ static void report_stale(const char *file)
         if (len < lb + ls || strncmp(e->d_name, base, lb) || strcmp(e->d_name + len - ls, STEM_OUTPUT_TEMP_SUFFIX))
             continue;
         if (len != lb + ls && e->d_name[lb] != '.') continue;
+        char path[STEM_OUTPUT_NAME_MAX + 16];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_nlink > 1) { /* a checkpoint's patterns.h5 too */
+            stem_info("%s is a stopped run's output, kept by its checkpoint: resuming takes it over", path);
+            continue;
+        }
         if (++n <= 5)
             stem_warn("%s/%s is an unfinished output of an earlier run (killed, or still running); "
                       "it is left alone: remove it when no job writes it",
@@ -184,6 +191,66 @@ int stem_output_target_verify(const stem_output_target *t)
                          "job ran; not writing through it",
                          t->final_path, t->temp_path);
     return STEM_OK;
+}
+
+int stem_output_target_keep(const stem_output_target *t, const char *kept)
+{
+    if (link(t->temp_path, kept) == 0) return STEM_OK;
+    if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP) {
+        stem_warn("the 4D patterns cannot be kept in the checkpoint (%s: %s, on another file system than the "
+                  "output?): a stopped run will compute them again",
+                  kept, strerror(errno));
+        return STEM_OUTPUT_NOT_KEPT;
+    }
+    return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot link the output's temporary %s as %s: %s", t->temp_path, kept,
+                     strerror(errno));
+}
+
+/* A killed run's names of the kept patterns: its temporary "<file>.XXXXXX.incomplete" (a second
+ * link to the same file: this campaign's) and that run's reserve beside it, removed so that the
+ * published result has one name. */
+static void remove_killed_names(const stem_output_target *t, const struct stat *kept)
+{
+    char dbuf[STEM_PATH_MAX], bbuf[STEM_PATH_MAX], path[STEM_OUTPUT_NAME_MAX + 16];
+    snprintf(dbuf, sizeof dbuf, "%s", t->final_path);
+    snprintf(bbuf, sizeof bbuf, "%s", t->final_path);
+    const char *dir = dirname(dbuf), *base = basename(bbuf);
+    size_t lb = strlen(base), lt = strlen(TAG_TEMPLATE), ls = strlen(STEM_OUTPUT_TEMP_SUFFIX);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct stat st;
+    while (d && (e = readdir(d))) {
+        if (strlen(e->d_name) != lb + lt + ls || strncmp(e->d_name, base, lb) || e->d_name[lb] != '.' ||
+            strcmp(e->d_name + lb + lt, STEM_OUTPUT_TEMP_SUFFIX))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) || st.st_dev != kept->st_dev || st.st_ino != kept->st_ino || !strcmp(path, t->temp_path))
+            continue;
+        if (!unlink(path)) stem_info("removed %s: a stopped run's name of the 4D patterns resumed now", path);
+        snprintf(path, sizeof path, "%s/%.*sreserve%s", dir, (int)(lb + lt + 1), e->d_name, STEM_OUTPUT_TEMP_SUFFIX);
+        if (!lstat(path, &st) && S_ISREG(st.st_mode) && !unlink(path)) stem_info("removed %s, its reserve", path);
+    }
+    if (d) closedir(d);
+}
+
+int stem_output_target_adopt(stem_output_target *t, const char *kept)
+{
+    struct stat st;
+    if (!lstat(kept, &st) && S_ISREG(st.st_mode) && st.st_nlink > 1) remove_killed_names(t, &st);
+    if (lstat(kept, &st) || !S_ISREG(st.st_mode))
+        return STEM_FAIL(STEM_ERR_IO,
+                         "checkpoint: the 4D patterns of the finished blocks, %s, are %s: run with --restart to "
+                         "compute them again",
+                         kept, errno == ENOENT ? "gone" : "not a regular file");
+    if (rename(kept, t->temp_path))
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot move %s to the output's temporary %s: %s", kept,
+                         t->temp_path, strerror(errno));
+    if (lstat(t->temp_path, &st))
+        return STEM_FAIL(STEM_ERR_IO, "output %s: %s", t->temp_path, strerror(errno));
+    t->dev = st.st_dev;
+    t->ino = st.st_ino;
+    int rc = stem_output_target_keep(t, kept);
+    return rc == STEM_OUTPUT_NOT_KEPT ? STEM_OK : rc;
 }
 
 /* Open MPI's MPI-IO keeps "<file>-<job>-<pid>.lock" beside a file when its shared-memory

@@ -60,6 +60,15 @@ int stem_output_target_publish(const stem_output_target *t);
 /* "<file>.XXXXXX.<tag>.incomplete": a companion file of the reserved temporary (its
  * directory, its unique part, so the report of stale temporaries finds it too). */
 void stem_output_target_sibling(const stem_output_target *t, const char *tag, char *out, size_t n);
+/* Rank 0, a checkpointed stream of 4D patterns (mpi/campaign_blocks.c): kept, a second name
+ * of the temporary in the checkpoint (a hard link; a stop removes only the temporary's name),
+ * so that a resumed run adopts it: rename(kept, temporary) replaces the empty temporary just
+ * reserved, its identity (dev, inode) recorded for verify, and kept linked again. keep makes
+ * the link (another file system: STEM_OUTPUT_NOT_KEPT, warned, nothing kept); adopt refuses
+ * a kept name that is not a regular file. */
+#define STEM_OUTPUT_NOT_KEPT 1
+int stem_output_target_keep(const stem_output_target *t, const char *kept);
+int stem_output_target_adopt(stem_output_target *t, const char *kept);
 /* Remove the temporary (and the space reserve) if it exists (failure paths; any rank). */
 void stem_output_target_discard(const stem_output_target *t);
 /* Collective, after prepare reserved the temporary: rank 0 creates the space reserve for a

@@ -20,6 +20,11 @@
 #include "phonon_steps.h"
 
 static void campaign_shape(campaign *cp, const stem_campaign_job *job);
+/* The channels of the run's sums: a streamed run's 4D patterns are its blocks' (campaign_blocks.c). */
+static stem_acc_channels campaign_sums_channels(const campaign *cp)
+{
+    return cp->streamed ? STEM_ACC_NO_4D : STEM_ACC_ALL;
+}
 static int campaign_open(campaign *cp, const char *dir);
 static int campaign_close(campaign *cp, const char *dir, int err);
 static void report_balance(const campaign *cp);
@@ -36,7 +41,7 @@ int stem_campaign_run(const stem_campaign_job *job)
     int err = campaign_open(&cp, dir);
     /* 2. the units in rounds, each added to the sums; the state stored as it goes */
     cp.start = cp.last_store = stem_wall_time();
-    if (!err) err = cp.streamed ? stem_campaign_blocks(&cp) : stem_campaign_rounds(&cp, dir);
+    if (!err) err = cp.streamed ? stem_campaign_blocks(&cp, dir) : stem_campaign_rounds(&cp, dir);
     if (!err && cp.n_run) report_balance(&cp);
     /* 3. the output: each point finished from the sums, written; the checkpoint removed */
     if (!err && job->keep) err = stem_campaign_finish_point(&cp, 0, job->keep);
@@ -115,6 +120,7 @@ static void campaign_shape(campaign *cp, const stem_campaign_job *job)
     cp->per_tilt = s->n_points ? stem_series_per_tilt(s) : 1;
     cp->n_optics = cp->per_tilt / cp->n_planes;
     cp->n_units = cp->n_tilts * cp->n_configs;
+    if (cp->streamed) cp->n_units = job->plan->n_blocks; /* each block holds every configuration */
     cp->n_points = cp->n_tilts * cp->per_tilt;
     const stem_plan *plan = job->plan;
     cp->smatrix_bytes = cp->checkpointed && plan->opt.save_smatrix
@@ -218,6 +224,9 @@ static char *identity_text(const stem_campaign_job *job)
         fprintf(f, " %d", job->series->depth_slice[k]);
     fprintf(f, "%s\n", job->series->depth_slice ? "" : " exit");
     if (job->plan->opt.save_smatrix) fprintf(f, "S-matrix kept in each unit = yes ([output] save_smatrix)\n");
+    if (job->plan->probe_block && !job->keep) /* the units are blocks of each rank's probes */
+        fprintf(f, "4D patterns streamed = %d blocks of %ld probes of each of %d ranks' shares, %d groups\n",
+                job->plan->n_blocks, job->plan->probe_block, job->plan->layout.group_size, job->plan->layout.n_groups);
     int skip = 0;
     for (char *line = strtok(ini, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '[') skip = !strcmp(line, "[output]");
@@ -327,7 +336,7 @@ static int open_checkpoint(campaign *cp, const char *dir)
     int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              m->world);
     if (!err) err = campaign_plans(cp);
-    double state = stem_acc_global_bytes(job->plan, cp->n_points); /* as the dry run says; the store checks it */
+    double state = stem_acc_global_bytes(job->plan, cp->n_points, campaign_sums_channels(cp)); /* as the dry run */
     if (!err) err = stem_mpi_agree(m->layout.world_rank == 0 ? checkpoint_room(cp, dir, state, 0) : STEM_OK, m->world);
     if (!err)
         err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
@@ -344,8 +353,7 @@ static int open_checkpoint(campaign *cp, const char *dir)
 static int campaign_open(campaign *cp, const char *dir)
 {
     const stem_campaign_job *job = cp->job;
-    int err = stem_acc_alloc_channels(job->plan, cp->n_points, cp->streamed ? STEM_ACC_NO_4D : STEM_ACC_ALL,
-                                      &cp->acc); /* streamed 4D: the patterns' sums are the blocks' */
+    int err = stem_acc_alloc_channels(job->plan, cp->n_points, campaign_sums_channels(cp), &cp->acc);
     if (!err && !(cp->done = stem_calloc((size_t)cp->n_units + 1, 1, "the units in the sums"))) err = STEM_ERR_MEMORY;
     err = stem_mpi_agree(err, job->m->world);
     if (!err) err = cp->checkpointed ? open_checkpoint(cp, dir) : open_smatrix_store(cp);
@@ -358,6 +366,10 @@ static int campaign_close(campaign *cp, const char *dir, int err)
 {
     if (!cp->checkpointed) return err;
     if (!err && cp->job->m->layout.world_rank == 0) stem_checkpoint_remove(&cp->ck);
+    if (err && cp->streamed && cp->ck.n_done + cp->n_added) /* the patterns' file went with the failed write */
+        stem_info("the checkpoint %s keeps the finished 4D blocks' sums; if their patterns were lost with the "
+                  "output's temporary, run with --restart",
+                  dir);
     if (err && stem_signal_pending() && err == stem_signal_status(stem_signal_pending())) {
         stem_info("stopped by signal %d while writing the output: the checkpoint %s keeps every unit; run the "
                   "same command again to write it (exit %d)",
@@ -410,7 +422,7 @@ int stem_campaign_survey(const stem_campaign_job *job)
                              job->m->world);
     const stem_options *opt = &job->plan->opt;
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */
-    double state = stem_acc_global_bytes(job->plan, cp.n_points);
+    double state = stem_acc_global_bytes(job->plan, cp.n_points, campaign_sums_channels(&cp));
     if (!err)
         err = stem_mpi_agree(job->m->layout.world_rank == 0 ? checkpoint_room(&cp, dir, state, dry_run_output(job))
                                                             : STEM_OK,

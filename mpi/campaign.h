@@ -31,7 +31,7 @@ typedef struct {
     const stem_engine *engine;
     const stem_atoms *atoms; /* a series': tiled, not yet rotated (stem_atoms_tile); else prepared */
     const stem_atom_potential *potentials;
-    const stem_output_target *target;
+    stem_output_target *target; /* a resumed 4D stream adopts the kept patterns as its temporary */
     const stem_output_texts *texts;
     int restart;       /* --restart: discard the checkpoint first */
     stem_result *keep; /* --convergence: a plain run's finished result left here (the caller frees

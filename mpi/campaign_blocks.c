@@ -8,12 +8,16 @@
  * (built once) where the plan found room, else built again for each block. */
 #include "campaign_private.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../src/phases.h"
 #include "../src/result_check.h"
+#include "../src/signals.h"
 #include "campaign_sums.h"
+#include "checkpoint_files.h"
 #include "phonon_steps.h"
 
 /* This rank's probes of block b: [begin(b), begin(b + 1)). */
@@ -154,38 +158,96 @@ static int run_block(campaign *cp, int b)
     return err;
 }
 
-int stem_campaign_blocks(campaign *cp)
+/* The output opened for the blocks. Checkpointed: the patterns' file is also kept in the
+ * checkpoint (a hard link), so that a stop leaves it; a resume adopts it as its temporary. */
+static int open_stream(campaign *cp, const char *dir)
 {
     const stem_campaign_job *job = cp->job;
     const stem_mpi *m = job->m;
-    const stem_plan *plan = job->plan;
-    cp->n_run = cp->n_units;
-    int err = stem_campaign_group_state(cp);
-    if (!err) err = blocks_alloc(cp);
+    char kept[STEM_PATH_MAX + 32];
+    snprintf(kept, sizeof kept, "%s/" STEM_CHECKPOINT_PATTERNS_NAME, dir);
+    int resume = cp->checkpointed && cp->ck.n_done > 0, err = STEM_OK;
+    if (cp->checkpointed && m->layout.world_rank == 0) {
+        if (resume)
+            err = stem_output_target_adopt(job->target, kept);
+        else if (unlink(kept) && errno != ENOENT) /* a stopped run's before any block was stored: this campaign's */
+            err = STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", kept, strerror(errno));
+    }
     err = stem_mpi_agree(err, m->world);
-    if (!err) err = stem_output_stream_open(m->world, job->target, plan, &cp->stream);
-    if (!err) err = stem_mpi_agree(keep_transmissions(cp), m->world);
-    if (!err && m->layout.world_rank == 0)
-        stem_info("4D patterns streamed to the output in %d blocks of up to %ld probes per rank", plan->n_blocks,
-                  plan->probe_block);
+    if (!err) err = stem_output_stream_open(m->world, job->target, job->plan, resume, &cp->stream);
+    if (!err && cp->checkpointed && !resume && m->layout.world_rank == 0) {
+        err = stem_output_target_keep(job->target, kept);
+        if (err == STEM_OUTPUT_NOT_KEPT) err = STEM_OK;
+    }
+    if (!err && resume && m->layout.world_rank == 0)
+        stem_info("resuming: %d of %d 4D blocks done, their patterns in %s", cp->ck.n_done, cp->n_units, kept);
+    return stem_mpi_agree(err, m->world);
+}
+
+/* Checkpointed: the blocks written so far made durable, then the sums stored with them. */
+static int store_blocks(campaign *cp, const char *why)
+{
+    int err = stem_output_stream_flush(cp->stream);
+    return err ? err : stem_mpi_agree(stem_campaign_store(cp, why), cp->job->m->world);
+}
+
+/* Every block not done (a resume's are in the checkpoint), a safe point after each. */
+static int run_blocks(campaign *cp)
+{
+    const stem_mpi *m = cp->job->m;
+    const stem_plan *plan = cp->job->plan;
     stem_progress progress;
     stem_progress_begin(&progress, "4D blocks (every configuration of each)", plan->n_blocks);
     double start = stem_wall_time();
+    int err = STEM_OK;
     for (int b = 0; b < plan->n_blocks && !err; b++) {
+        if (cp->done[b]) continue; /* the same map on every rank */
         err = stem_phonon_safe_point(m, run_block(cp, b));
+        if (!err) cp->done[b] = 1, cp->n_added++;
+        if (!err && stem_campaign_store_due(cp)) err = store_blocks(cp, "interval");
         stem_progress_update(&progress, b + 1);
         stem_campaign_test_delay();
     }
     stem_progress_end(&progress);
     cp->busy = stem_wall_time() - start;
+    return err;
+}
+
+/* After the blocks: the sums collected (and stored), or at a failure the output removed or,
+ * checkpointed, closed whole for a resume (a signal's stop stores the sums first). */
+static int blocks_end(campaign *cp, const char *dir, int err)
+{
+    const stem_mpi *m = cp->job->m;
+    int sig = stem_signal_pending(), stopped = sig;
+    MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
+    if ((err || stopped) && cp->stream) {
+        int kept = cp->checkpointed ? stem_output_stream_suspend(cp->stream) : stem_output_stream_abort(cp->stream, err);
+        cp->stream = NULL;
+        if (!err) err = kept;
+    }
+    if (stopped && cp->checkpointed) return stem_campaign_stop_stored(cp, dir, stopped);
+    if (err) return err;
+    return cp->checkpointed ? store_blocks(cp, "all blocks") : stem_mpi_agree(stem_sums_collect(&cp->acc, m), m->world);
+}
+
+int stem_campaign_blocks(campaign *cp, const char *dir)
+{
+    const stem_campaign_job *job = cp->job;
+    const stem_mpi *m = job->m;
+    const stem_plan *plan = job->plan;
+    cp->n_run = cp->n_units - cp->ck.n_done;
+    int err = stem_campaign_group_state(cp);
+    if (!err) err = blocks_alloc(cp);
+    err = stem_mpi_agree(err, m->world);
+    if (!err) err = open_stream(cp, dir);
+    if (!err) err = stem_mpi_agree(keep_transmissions(cp), m->world);
+    if (!err && m->layout.world_rank == 0)
+        stem_info("4D patterns streamed to the output in %d blocks of up to %ld probes per rank", plan->n_blocks,
+                  plan->probe_block);
+    if (!err) err = run_blocks(cp);
     keep_free(cp);
     stem_acc_free(&cp->block_acc);
     stem_result_free(&cp->block_res);
     stem_campaign_group_state_free(cp);
-    if (!err) err = stem_mpi_agree(stem_sums_collect(&cp->acc, m), m->world);
-    if (err && cp->stream) {
-        stem_output_stream_abort(cp->stream, err);
-        cp->stream = NULL;
-    }
-    return err;
+    return blocks_end(cp, dir, err);
 }

@@ -83,12 +83,20 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res);
 /* campaign_rounds.c: the units not in the sums, in static rounds, each added to the sums; the
  * state stored every checkpoint_interval, at a signal (STEM_STOPPED_CHECKPOINTED) and at the end. */
 int stem_campaign_rounds(campaign *cp, const char *dir);
+/* The stores (campaign_rounds.c): whether checkpoint_interval has passed (rank 0 decides, every
+ * rank learns); every rank's sums collected into their owners and, checkpointed, stored with
+ * the units they hold; a stop's store, returning STEM_STOPPED_CHECKPOINTED. Collective. */
+int stem_campaign_store_due(const campaign *cp);
+int stem_campaign_store(campaign *cp, const char *why);
+int stem_campaign_stop_stored(campaign *cp, const char *dir, int sig);
 /* Test hook: STEMSIM_TEST_UNIT_DELAY=s waits s seconds after each unit or 4D block (time to signal a job). */
 void stem_campaign_test_delay(void);
-/* campaign_blocks.c: every block of a streamed 4D run (plan->probe_block) computed over every
- * configuration, its patterns written (cp->stream, left open for stem_campaign_write_output;
- * closed and removed on a failure), the other channels in the sums, collected. */
-int stem_campaign_blocks(campaign *cp);
+/* campaign_blocks.c: every block of a streamed 4D run (plan->probe_block) not yet done computed
+ * over every configuration, its patterns written (cp->stream, left open for
+ * stem_campaign_write_output; closed and removed on a failure, or kept for a resume where the
+ * run is checkpointed: the units are the blocks), the other channels in the sums, collected
+ * (and stored). */
+int stem_campaign_blocks(campaign *cp, const char *dir);
 /* campaign_output.c */
 int stem_campaign_write_output(campaign *cp);
 /* Point p finished from the sums into res (the first group's ranks; NULL elsewhere): the mean,

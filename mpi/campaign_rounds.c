@@ -113,7 +113,7 @@ static void take_buffers_free(campaign *cp)
 
 /* Every rank's sums into their owners and, on a checkpointed run with new units, the state
  * stored with the units it holds (collective over the world). */
-static int collect_and_store(campaign *cp, const char *why)
+int stem_campaign_store(campaign *cp, const char *why)
 {
     const stem_mpi *m = cp->job->m;
     int err = stem_mpi_agree(take_join(cp), m->world); /* every unit in the sums first */
@@ -137,7 +137,7 @@ static int collect_and_store(campaign *cp, const char *why)
 }
 
 /* Rank 0 decides (its clock): a store is due once checkpoint_interval has passed. */
-static int store_due(const campaign *cp)
+int stem_campaign_store_due(const campaign *cp)
 {
     int due = cp->checkpointed && stem_wall_time() - cp->last_store >= cp->job->cfg->checkpoint_interval;
     MPI_Bcast(&due, 1, MPI_INT, 0, cp->job->m->world);
@@ -202,7 +202,7 @@ static int rounds(campaign *cp, const int *todo, int n_todo, int err)
     for (int r = 0; r <= n_rounds; r++) {
         if ((err = stem_phonon_safe_point(m, err))) break;
         if (r == n_rounds) break;
-        if (r > 0 && store_due(cp) && (err = stem_mpi_agree(collect_and_store(cp, "interval"), m->world))) break;
+        if (r > 0 && stem_campaign_store_due(cp) && (err = stem_mpi_agree(stem_campaign_store(cp, "interval"), m->world))) break;
         int k = r * L->n_groups + L->group;
         if (k >= n_todo) continue;
         double t = stem_wall_time();
@@ -218,10 +218,10 @@ static int rounds(campaign *cp, const int *todo, int n_todo, int err)
 }
 
 /* A stop keeps what the units added: collected and stored, exit STEM_STOPPED_CHECKPOINTED. */
-static int stop_stored(campaign *cp, const char *dir, int sig)
+int stem_campaign_stop_stored(campaign *cp, const char *dir, int sig)
 {
     stem_signal_orderly_stop(); /* every rank is here: the store may take longer than the grace period */
-    int err = stem_mpi_agree(collect_and_store(cp, "signal"), cp->job->m->world);
+    int err = stem_mpi_agree(stem_campaign_store(cp, "signal"), cp->job->m->world);
     if (err) return err;
     stem_info("stopped by signal %d: the checkpoint %s keeps the sums of every finished unit; run the same command "
               "again to continue (exit %d)",
@@ -253,11 +253,11 @@ int stem_campaign_rounds(campaign *cp, const char *dir)
     MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
     /* a stop keeps the sums, whatever the unit it cut short returned (never added): only a failed
      * take may have left them half added, and then nothing is stored */
-    if (stopped && cp->checkpointed && !cp->sums_damaged) return stop_stored(cp, dir, stopped);
+    if (stopped && cp->checkpointed && !cp->sums_damaged) return stem_campaign_stop_stored(cp, dir, stopped);
     if (err) {
         if (cp->checkpointed && cp->ck.has_state)
             stem_info("the checkpoint %s keeps the sums of the %d units it held at its last store", dir, cp->ck.n_done);
         return err;
     }
-    return stem_mpi_agree(collect_and_store(cp, "all units"), m->world);
+    return stem_mpi_agree(stem_campaign_store(cp, "all units"), m->world);
 }

@@ -160,6 +160,7 @@ static int checkpoint_name(const char *name)
     if (!strcmp(name, "manifest") || !strcmp(name, "manifest.tmp")) return 1;
     if (!strcmp(name, PLANS_NAME) || !strcmp(name, PLANS_NAME ".tmp")) return 1;
     if (!strcmp(name, STEM_CHECKPOINT_STATE_NAME) || !strcmp(name, STEM_CHECKPOINT_STATE_NAME ".tmp")) return 1;
+    if (!strcmp(name, STEM_CHECKPOINT_PATTERNS_NAME)) return 1;
     if (strncmp(name, "unit_", 5)) return 0;
     for (int i = 5; i < 12; i++)
         if (name[i] < '0' || name[i] > '9') return 0;
@@ -461,6 +462,9 @@ int stem_checkpoint_remove(const stem_checkpoint *ck)
     if (unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/" PLANS_NAME, ck->dir);
+    if (unlink(path) && errno != ENOENT)
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/" STEM_CHECKPOINT_PATTERNS_NAME, ck->dir); /* a link: the output keeps its name */
     if (unlink(path) && errno != ENOENT)
         return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     /* the lock, held until stem_checkpoint_free: its name goes now if stemsim made it (this job,

@@ -52,26 +52,32 @@ static int keeps_cross(const stem_plan *plan, int ch)
     return keeps_squares(plan, ch) && stem_channel_table[ch].final == STEM_FINAL_PER_TOTAL;
 }
 
+static int keeps_channel(stem_acc_channels which, int ch);
+
 /* Bytes per point of each kind of sums, this rank's (global = 0) or the whole campaign's. */
-static double point_bytes(const stem_plan *plan, int global)
+static double point_bytes(const stem_plan *plan, int global, stem_acc_channels which)
 {
     double bytes = 0;
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
         long w = stem_channel_width(plan, ch), first, all;
         int whole;
-        if (!w || !stem_channel_per_probe(ch)) continue;
+        if (!w || !stem_channel_per_probe(ch) || !keeps_channel(which, ch)) continue;
         channel_part(plan, ch, w, &first, &all, &whole);
         double n = global ? (double)all : (double)w * (plan->dist ? 1 : (double)(plan->probe_end - plan->probe_begin));
         bytes += n * (8 + 16.0 * keeps_squares(plan, ch) + 16.0 * keeps_cross(plan, ch));
     }
+    if (which == STEM_ACC_ONLY_4D) return bytes;
     if (plan->opt.save_pacbed && !plan->dist) bytes += 16.0 * plan->cbed_nx * plan->cbed_ny;
     if (plan->n_images > 0 && !plan->dist) bytes += 8.0 * plan->n_configs * plan->n_images;
     return bytes;
 }
 
-double stem_acc_bytes(const stem_plan *plan, int n_points) { return n_points * point_bytes(plan, 0); }
+double stem_acc_bytes(const stem_plan *plan, int n_points) { return n_points * point_bytes(plan, 0, STEM_ACC_ALL); }
 
-double stem_acc_global_bytes(const stem_plan *plan, int n_points) { return n_points * point_bytes(plan, 1); }
+double stem_acc_global_bytes(const stem_plan *plan, int n_points, stem_acc_channels which)
+{
+    return n_points * point_bytes(plan, 1, which);
+}
 
 /* Whether `which` keeps per-probe channel ch, and the scan rows (PACBED, each configuration's images). */
 static int keeps_channel(stem_acc_channels which, int ch)

@@ -62,12 +62,13 @@ typedef struct {
 
 /* Bytes of every point's sums on this rank under plan (the memory estimate). */
 double stem_acc_bytes(const stem_plan *plan, int n_points);
-/* Bytes of the whole campaign's sums (the checkpoint's payload), every rank's parts once. */
-double stem_acc_global_bytes(const stem_plan *plan, int n_points);
+/* Bytes of the whole campaign's sums (the checkpoint's payload), every rank's parts once, of
+ * the channels `which` keeps (stem_acc_alloc_channels). */
+typedef enum { STEM_ACC_ALL, STEM_ACC_NO_4D, STEM_ACC_ONLY_4D } stem_acc_channels;
+double stem_acc_global_bytes(const stem_plan *plan, int n_points, stem_acc_channels which);
 int stem_acc_alloc(const stem_plan *plan, int n_points, stem_accumulator *acc);
 /* Some of the channels: the streamed 4D patterns' (mpi/campaign_blocks.c) block sums hold only
  * the patterns (no scan rows), the run's sums every other channel and the scan rows. */
-typedef enum { STEM_ACC_ALL, STEM_ACC_NO_4D, STEM_ACC_ONLY_4D } stem_acc_channels;
 int stem_acc_alloc_channels(const stem_plan *plan, int n_points, stem_acc_channels which, stem_accumulator *acc);
 void stem_acc_free(stem_accumulator *acc);
 /* Array i (0 <= i < acc->n_arrays) in the fixed order. */

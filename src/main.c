@@ -424,7 +424,7 @@ static char *environment_text(void)
 /* Every run: the campaign (mpi/campaign.h; a plain run is a campaign of one point) and its output. */
 static int campaign_and_write(const cli_options *o, const stem_config *cfg, const stem_atom_potential *potentials,
                               const stem_atoms *atoms, const stem_series *series, const stem_mpi *m,
-                              const stem_plan *plan, const stem_engine *engine, const stem_output_target *target,
+                              const stem_plan *plan, const stem_engine *engine, stem_output_target *target,
                               const char *advice)
 {
     double t0 = stem_wall_time();

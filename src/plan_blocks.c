@@ -20,7 +20,6 @@ static const char *not_streamable(const stem_plan *plan, const stem_config *cfg)
     if (plan->algorithm != STEM_ALG_MULTISLICE && plan->algorithm != STEM_ALG_PRISM) return "one wave (hrtem, cbed)";
     if (plan->dist) return "the wave in slabs";
     if (stem_series_active(cfg)) return "a [series] or [output] depths campaign keeps its points' patterns whole";
-    if (cfg->checkpoint == STEM_CHECKPOINT_ON) return "[output] checkpoint = on keeps the patterns in its sums";
     return NULL;
 }
 

@@ -72,6 +72,7 @@ import sys
 import threading
 import time
 
+import itest
 from itest import state_info, state_units
 
 A = None
@@ -309,22 +310,6 @@ def scenario_kill_resume():
     return 1 if bad else 0
 
 
-def rank_pids(parent):
-    """stemsim processes started by mpiexec (its children)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = open("/proc/%s/stat" % entry).read()
-        except OSError:
-            continue
-        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if comm == "stemsim" and int(rest[1]) == parent:
-            pids.append(int(entry))
-    return pids
-
-
 def scenario_signals():
     ref = reference()
     bad = 0
@@ -341,7 +326,7 @@ def scenario_signals():
             if os.path.exists(os.path.join(ckpt, "state")):
                 break
             time.sleep(0.05)
-        for pid in rank_pids(p.pid):
+        for pid in itest.rank_pids(p.pid):
             os.kill(pid, sig)
         out = p.communicate(timeout=120)[0]
         units = state_units(ckpt) or []
@@ -1101,7 +1086,7 @@ def scenario_interval():
     for sig in (signal.SIGKILL, signal.SIGTERM):
         fresh(name)
         p, reader, lines, ok = watched(cfg, {"STEMSIM_TEST_UNIT_DELAY": "2"}, r"unit \d+ of 6 done")
-        for pid in rank_pids(p.pid):
+        for pid in itest.rank_pids(p.pid):
             os.kill(pid, sig)
         rc, out = finished(p, reader, lines)
         if not ok:

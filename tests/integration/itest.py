@@ -97,3 +97,19 @@ def state_units(ckdir):
     """The units ckdir's state holds (sorted unit numbers), or None when it has no state."""
     info = state_info(ckdir)
     return None if info is None else info["done"]
+
+
+def rank_pids(parent):
+    """stemsim processes started by mpiexec (its children)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % entry).read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if comm == "stemsim" and int(rest[1]) == parent:
+            pids.append(int(entry))
+    return pids

@@ -10,7 +10,9 @@ quarter of what the whole patterns need, the plan streams them (it says so, in t
 blocks), the measured peak stays within the limit and below the plan's estimate, and every
 dataset equals the reference bit for bit; /cbed is chunked in whole patterns. On 2 ranks
 (one group, and a group per rank) with a forced probe_block, the same bits. A SIGTERM while
-the blocks run leaves neither the output nor a temporary. Exit: 0 pass, 1 fail, 77 skip.
+the blocks run leaves neither the output nor a temporary. Checkpointed, a kill -9 (1 rank)
+and a SIGTERM (2 ranks) part way: the rerun resumes at a block, equals the reference bit for
+bit and leaves only the output. Exit: 0 pass, 1 fail, 77 skip.
 """
 import glob
 import os
@@ -50,6 +52,49 @@ def gib(pattern, log):
         print(log)
         raise SystemExit("FAIL the log has no %r" % pattern)
     return float(m.group(1))
+
+
+def launch(ranks, name, extra, delay):
+    base = [A.stemsim] if ranks == 1 else [A.mpiexec] + A.mpi_flag + ["-np", str(ranks), A.stemsim]
+    return subprocess.Popen(base + [A.ini, "--set", "output.file=%s.h5" % name] + extra, cwd=A.workdir,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, STEMSIM_TEST_UNIT_DELAY=str(delay)))
+
+
+def stopped_and_resumed(ref):
+    """[output] checkpoint = true: a kill -9 (1 rank) and a SIGTERM (2 ranks, exit 75) after some
+    blocks were stored; the rerun resumes at a block and equals the whole run bit for bit, and
+    leaves only the output."""
+    problems = []
+    keys = ["--set", "output.checkpoint=true", "--set", "output.checkpoint_interval=0", "--set",
+            "detector.probe_block=150"]
+    for ranks, sig, expect in ((1, signal.SIGKILL, -signal.SIGKILL), (2, signal.SIGTERM, 75)):
+        name = "resumed%d" % ranks
+        p = launch(ranks, name, keys, 0.5)
+        time.sleep(4)
+        for pid in ([p.pid] if ranks == 1 else itest.rank_pids(p.pid)):  # as a batch system signals the ranks
+            os.kill(pid, sig)
+        out, _ = p.communicate(timeout=120)
+        kept = os.path.join(A.workdir, name + ".h5.checkpoint", "patterns.h5")
+        if p.returncode != expect or not os.path.exists(kept):
+            print(out)
+            problems.append("%d rank(s), signal %d: exit %d (expected %d), patterns kept: %s" %
+                            (ranks, sig, p.returncode, expect, os.path.exists(kept)))
+            continue
+        log = itest.run(A, ranks, keys, name)
+        m = re.search(r"resuming: (\d+) of (\d+) 4D blocks done", log)
+        if not m or int(m.group(1)) < 1 or int(m.group(1)) >= int(m.group(2)):
+            problems.append("%d rank(s): the rerun did not resume part way (%s)" % (ranks, m.group(0) if m else log))
+        bad = differences(ref, os.path.join(A.workdir, name + ".h5"))
+        if bad:
+            problems.append("%d rank(s), resumed: differs in %s" % (ranks, ", ".join(bad)))
+        left = sorted(os.path.basename(f) for f in glob.glob(os.path.join(A.workdir, name + ".h5*")))
+        if left != [name + ".h5"]:
+            problems.append("%d rank(s), resumed: left %s" % (ranks, left))
+        else:
+            print("%d rank(s): stopped by signal %d, resumed at block %s of %s: bitwise" %
+                  (ranks, sig, m.group(1), m.group(2)))
+    return problems
 
 
 def main():
@@ -106,10 +151,12 @@ def main():
         print(out)
         problems.append("SIGTERM while streaming: exit %d (expected %d), left %s" %
                         (p.returncode, 128 + signal.SIGTERM, left))
+    problems += stopped_and_resumed(ref)
     for msg in problems:
         print("FAIL " + msg)
     if not problems:
-        print("PASS streamed 4D (%s): bitwise on 1 and 2 ranks, within the limit, nothing left at a stop" %
+        print("PASS streamed 4D (%s): bitwise on 1 and 2 ranks, within the limit, nothing left at a stop, resumed "
+              "after kill -9 and SIGTERM" %
               A.algorithm)
     return 1 if problems else 0
 

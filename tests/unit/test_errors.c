@@ -253,7 +253,7 @@ static void memory(void)
     double sums = PROBES * (8.0 * (BINS + IMAGES + 1 + 2 + 256) + 16.0 * (BINS + IMAGES + 1 + 2 + 2)) +
         8.0 * CONFIGS * IMAGES; /* values; squares; the DPC's co-moments; each configuration's images */
     CHECK_CLOSE(stem_acc_bytes(&p, 3), 3 * sums, 0);
-    CHECK_CLOSE(stem_acc_global_bytes(&p, 3), 3 * sums, 0); /* one rank: its part is the whole */
+    CHECK_CLOSE(stem_acc_global_bytes(&p, 3, STEM_ACC_ALL), 3 * sums, 0); /* one rank: its part is the whole */
     p.opt.save_3d = p.opt.save_dpc = 0;
     CHECK_CLOSE(stem_channel_error_bytes_per_probe(&p), 24.0 * (IMAGES + 1), 0);
     p.opt.standard_errors = 0; /* [output] standard_errors = false */
