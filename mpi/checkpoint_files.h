@@ -9,7 +9,8 @@
 #include "../src/stem.h"
 
 #define STEM_CHECKPOINT_STATE_NAME "state"
-#define STEM_CHECKPOINT_PATTERNS_NAME "patterns.h5" /* a streamed run's 4D patterns (a link to the output's temporary) */
+#define STEM_CHECKPOINT_PATTERNS_NAME                                                                                  \
+    "patterns.h5" /* a streamed run's 4D patterns (a link to the output's temporary) */
 
 int stem_ckfile_write_all(int fd, const void *buf, size_t n);
 int stem_ckfile_read_at(int fd, void *buf, size_t n, off_t at);
