@@ -202,7 +202,9 @@ static int rounds(campaign *cp, const int *todo, int n_todo, int err)
     for (int r = 0; r <= n_rounds; r++) {
         if ((err = stem_phonon_safe_point(m, err))) break;
         if (r == n_rounds) break;
-        if (r > 0 && stem_campaign_store_due(cp) && (err = stem_mpi_agree(stem_campaign_store(cp, "interval"), m->world))) break;
+        if (r > 0 && stem_campaign_store_due(cp) &&
+            (err = stem_mpi_agree(stem_campaign_store(cp, "interval"), m->world)))
+            break;
         int k = r * L->n_groups + L->group;
         if (k >= n_todo) continue;
         double t = stem_wall_time();
