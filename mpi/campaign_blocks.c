@@ -221,7 +221,8 @@ static int blocks_end(campaign *cp, const char *dir, int err)
     int sig = stem_signal_pending(), stopped = sig;
     MPI_Allreduce(&sig, &stopped, 1, MPI_INT, MPI_MAX, m->world);
     if ((err || stopped) && cp->stream) {
-        int kept = cp->checkpointed ? stem_output_stream_suspend(cp->stream) : stem_output_stream_abort(cp->stream, err);
+        int kept =
+            cp->checkpointed ? stem_output_stream_suspend(cp->stream) : stem_output_stream_abort(cp->stream, err);
         cp->stream = NULL;
         if (!err) err = kept;
     }
