@@ -243,10 +243,9 @@ int stem_output_target_adopt(stem_output_target *t, const char *kept)
                          "compute them again",
                          kept, errno == ENOENT ? "gone" : "not a regular file");
     if (rename(kept, t->temp_path))
-        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot move %s to the output's temporary %s: %s", kept,
-                         t->temp_path, strerror(errno));
-    if (lstat(t->temp_path, &st))
-        return STEM_FAIL(STEM_ERR_IO, "output %s: %s", t->temp_path, strerror(errno));
+        return STEM_FAIL(STEM_ERR_IO, "checkpoint: cannot move %s to the output's temporary %s: %s", kept, t->temp_path,
+                         strerror(errno));
+    if (lstat(t->temp_path, &st)) return STEM_FAIL(STEM_ERR_IO, "output %s: %s", t->temp_path, strerror(errno));
     t->dev = st.st_dev;
     t->ino = st.st_ino;
     int rc = stem_output_target_keep(t, kept);
