@@ -115,8 +115,8 @@ int stem_h5_file_open(stem_h5_file *f)
         return STEM_FAIL(STEM_ERR_IO, "output %s: H5Pset_dxpl_mpio(collective) failed", f->path);
     /* TRUNC: the temporary is the empty file rank 0 created exclusively at
      * the start (and verified just now), never someone else's */
-    f->file = f->reopen ? H5Fopen(f->path, H5F_ACC_RDWR, f->fapl)
-                        : H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, f->fapl);
+    f->file =
+        f->reopen ? H5Fopen(f->path, H5F_ACC_RDWR, f->fapl) : H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, f->fapl);
     char why[128];
     if (f->file < 0 && f->reopen)
         return STEM_FAIL(STEM_ERR_IO,
