@@ -10,6 +10,9 @@
 #include "accumulator.h"
 
 #define STEM_BLOCK_MARGIN 0.97 /* of the memory limit, for the blocks' choice */
+/* What a block's collective write holds beyond the patterns (HDF5's and MPI-IO's buffers):
+ * streamed runs on the GPU machine peaked 9 MiB above an estimate without it */
+#define STEM_BLOCK_WRITE_BYTES (32.0 * 1048576)
 #include "series.h"
 
 /* Whether this run can stream its 4D patterns: a plain run (no series, no checkpoint: one
@@ -50,7 +53,8 @@ void stem_plan_choose_blocks(stem_plan *plan, const stem_config *cfg)
     long local = plan->probe_end - plan->probe_begin;
     if (not_streamable(plan, cfg) || share < 2) return;
     double w = (double)stem_channel_width(plan, STEM_CH_CBED);
-    double fixed = plan->mem_total - whole_4d_bytes(plan, w, local), per = block_bytes_per_probe(plan, w);
+    double fixed = plan->mem_total - whole_4d_bytes(plan, w, local) + STEM_BLOCK_WRITE_BYTES;
+    double per = block_bytes_per_probe(plan, w);
     double shared =
         plan->layout.shared_ranks > 1 && plan->opt.device == STEM_DEVICE_CPU ? plan->layout.shared_ranks : 1;
     double keep = (plan->n_configs - 1) * 8.0 * plan->nx * (double)plan->ny * plan->n_slices / shared;
@@ -72,7 +76,7 @@ void stem_plan_choose_blocks(stem_plan *plan, const stem_config *cfg)
     plan->n_blocks = (int)((share + block - 1) / block);
     plan->keep_configs = plan->n_configs == 1 || fixed + keep + per * (double)block <= plan->mem_limit;
     double before = plan->mem_results;
-    plan->mem_results += per * (double)block - whole_4d_bytes(plan, w, local);
+    plan->mem_results += per * (double)block + STEM_BLOCK_WRITE_BYTES - whole_4d_bytes(plan, w, local);
     if (plan->n_configs > 1 && plan->keep_configs) plan->mem_potential += keep;
     plan->mem_total += plan->mem_results - before + (plan->n_configs > 1 && plan->keep_configs ? keep : 0);
 }
