@@ -130,7 +130,13 @@ static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf, int s
         buf->n_focal_sets = slot + 1;
     }
     stem_focal_set *set = *out = &buf->focal[slot];
-    if (set->base == plan) return STEM_OK;
+    if (set->base == plan) { /* a streamed 4D run's blocks move the plan's probes */
+        for (int i = 0; set->plans && i < set->n; i++) {
+            set->plans[i].probe_begin = plan->probe_begin;
+            set->plans[i].probe_end = plan->probe_end;
+        }
+        return STEM_OK;
+    }
     double offset[STEM_MAX_FOCAL_POINTS];
     int n = stem_focal_points(plan, offset, set->weight);
     free(set->plans);
