@@ -124,6 +124,18 @@ static int reserve_temp(const stem_config *cfg, int keep, stem_output_target *t)
     int n = snprintf(name, sizeof name, "%s" TAG_TEMPLATE STEM_OUTPUT_TEMP_SUFFIX, cfg->output_file);
     if (n < 0 || (size_t)n >= sizeof name)
         return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: name too long", cfg->output_file);
+#ifdef OMPI_MAJOR_VERSION
+    /* Open MPI's MPI_File_open (its sharedfp/lockedfile component) overflows a fixed buffer
+     * with the file's name and a job number: the job would crash (SIGABRT) after all its
+     * computing, in the output's H5Fcreate. Measured: 244 characters open, 250 abort. */
+    if (n > STEM_OUTPUT_MPIIO_PATH_MAX)
+        return STEM_FAIL(STEM_ERR_IO,
+                         "[output] file = %s: the output's temporary would be a path of %d characters, and Open "
+                         "MPI's MPI-IO (its sharedfp lockedfile component) crashes on paths beyond about 240 "
+                         "when it opens the file: give the output a path of at most %d characters (e.g. run "
+                         "from its directory and name it relatively, or link a short name to the directory)",
+                         cfg->output_file, n, STEM_OUTPUT_MPIIO_PATH_MAX - (int)strlen(TAG_TEMPLATE STEM_OUTPUT_TEMP_SUFFIX));
+#endif
     int fd = mkstemps(name, (int)strlen(STEM_OUTPUT_TEMP_SUFFIX)); /* O_CREAT | O_EXCL, never follows a link */
     if (fd < 0)
         return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create a temporary file next to it (%s)",

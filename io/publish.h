@@ -24,6 +24,8 @@
 #include "../src/config.h"
 
 #define STEM_OUTPUT_TEMP_SUFFIX ".incomplete"
+/* The longest temporary's path Open MPI's MPI-IO opens safely (publish.c, reserve_temp). */
+#define STEM_OUTPUT_MPIIO_PATH_MAX 224
 #define STEM_OUTPUT_NAME_MAX (STEM_PATH_MAX + 32)
 
 /* A file stemsim reads, which the output must never be. */

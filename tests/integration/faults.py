@@ -1026,6 +1026,38 @@ def s_checkpoint_room():
     return finish(problems, "checkpoint_room")
 
 
+def s_long_output_path():
+    """An output path whose temporary Open MPI 4.1's MPI_File_open cannot hold (its sharedfp lockedfile
+    component overflowed a fixed buffer at 250 characters: SIGABRT in the output's H5Fcreate, after all
+    the computing, leaving a reserve and a temporary): refused before computing (exit 6, naming the
+    limit), nothing left; given with --set, as the config line limit's message advises. A path just
+    within the limit runs and publishes. (Issue 38 item 1.)"""
+    d = fresh("long_output_path")
+    config = local_config(d, "")
+    problems = []
+    name = "Si100_frozen_phonon_result.h5"
+    for length, want, tag in ((250, 6, "a"), (200, 0, "b")):  # the output's path, in characters
+        k = length - len(d) - 2 - len(name)
+        if k < 1:
+            log(f"the work directory's path is too long for a {length}-character output path: not tried")
+            continue
+        deep = os.path.join(d, tag * k)
+        os.makedirs(deep, exist_ok=True)
+        out = os.path.join(deep, name)
+        rc, stdout, err = run(cmd(A.ranks, config, [f"output.file={out}"]), cwd=d, timeout=120)
+        what = f"a {len(out)}-character output path"
+        expect(problems, rc == want, f"{what}: exit {rc}, expected {want}")
+        if want:
+            expect(problems, "Open MPI's MPI-IO" in err and "at most" in err, f"{what}: the message names no limit")
+            expect(problems, "unit 1 of" not in stdout and "probes" not in stdout.split("error")[0][-200:],
+                   f"{what}: computed before the refusal")
+            left = sorted(os.listdir(deep))
+            expect(problems, not left, f"{what}: left {left}")
+        else:
+            expect(problems, os.path.exists(out), f"{what}: not published")
+    return finish(problems, "long_output_path")
+
+
 def s_reserve_estimate():
     """The output's space reserve (--dry-run's "output: about X MiB") holds the file it protects
     and is within 10% of it: 4D patterns (float32), a series of many points, and the EMD layout
