@@ -134,7 +134,8 @@ static int reserve_temp(const stem_config *cfg, int keep, stem_output_target *t)
                          "MPI's MPI-IO (its sharedfp lockedfile component) crashes on paths beyond about 240 "
                          "when it opens the file: give the output a path of at most %d characters (e.g. run "
                          "from its directory and name it relatively, or link a short name to the directory)",
-                         cfg->output_file, n, STEM_OUTPUT_MPIIO_PATH_MAX - (int)strlen(TAG_TEMPLATE STEM_OUTPUT_TEMP_SUFFIX));
+                         cfg->output_file, n,
+                         STEM_OUTPUT_MPIIO_PATH_MAX - (int)strlen(TAG_TEMPLATE STEM_OUTPUT_TEMP_SUFFIX));
 #endif
     int fd = mkstemps(name, (int)strlen(STEM_OUTPUT_TEMP_SUFFIX)); /* O_CREAT | O_EXCL, never follows a link */
     if (fd < 0)
