@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "../src/series.h"
 #include "../src/signals.h"
 
 #define TAG_TEMPLATE ".XXXXXX"
@@ -162,10 +164,66 @@ static int reserve_temp(const stem_config *cfg, int keep, stem_output_target *t)
     return STEM_OK;
 }
 
+int stem_output_checkpointed(const stem_config *cfg)
+{
+    return cfg->checkpoint == STEM_CHECKPOINT_ON ||
+        (cfg->checkpoint == STEM_CHECKPOINT_AUTO && stem_series_active(cfg));
+}
+
+void stem_output_checkpoint_dir(const stem_config *cfg, char *out, size_t n)
+{
+    if (cfg->checkpoint_dir[0])
+        snprintf(out, n, "%s", cfg->checkpoint_dir);
+    else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n)
+        out[n - 1] = 0; /* a path this long fails to open */
+}
+
+/* path as an absolute one, its directory resolved (links included), its last name as given:
+ * two spellings of one place compare equal whether or not it exists yet. */
+static void place_of(const char *path, char *out, size_t n)
+{
+    char dbuf[STEM_PATH_MAX], bbuf[STEM_PATH_MAX], dir[PATH_MAX];
+    snprintf(dbuf, sizeof dbuf, "%s", path);
+    snprintf(bbuf, sizeof bbuf, "%s", path);
+    size_t len = strlen(bbuf);
+    while (len > 1 && bbuf[len - 1] == '/') bbuf[--len] = 0; /* "dir/" names dir */
+    const char *base = basename(bbuf);
+    if (realpath(dirname(dbuf), dir))
+        snprintf(out, n, "%s/%s", strcmp(dir, "/") ? dir : "", base);
+    else
+        snprintf(out, n, "%s", path);
+}
+
+/* The files and directories a run writes must be apart: the output, the checkpoint directory,
+ * [compute] fft_wisdom and fft_cache (else the run computes everything and then finds another
+ * of them in the output's place). Exit 3 naming both keys. */
+static int check_apart(const stem_config *cfg)
+{
+    char ck[STEM_PATH_MAX], place[4][PATH_MAX + STEM_PATH_MAX];
+    stem_output_checkpoint_dir(cfg, ck, sizeof ck);
+    int checkpointed = stem_output_checkpointed(cfg);
+    int cache = cfg->fft_cache[0] && strcmp(cfg->fft_cache, "auto") && strcmp(cfg->fft_cache, "off");
+    const char *key[4] = {"[output] file", "the checkpoint directory ([output] checkpoint_dir)", "[compute] fft_wisdom",
+                          "[compute] fft_cache"};
+    const char *path[4] = {cfg->output_file, checkpointed ? ck : NULL, cfg->fft_wisdom[0] ? cfg->fft_wisdom : NULL,
+                           cache ? cfg->fft_cache : NULL};
+    for (int i = 0; i < 4; i++)
+        if (path[i]) place_of(path[i], place[i], sizeof place[i]);
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (path[i] && path[j] && !strcmp(place[i], place[j]))
+                return STEM_FAIL(STEM_ERR_CONFIG,
+                                 "%s and %s are the same place, %s: a run writes both, one would overwrite or claim "
+                                 "the other; give them paths of their own",
+                                 key[i], key[j], place[i]);
+    return STEM_OK;
+}
+
 static int prepare_local(const stem_config *cfg, const stem_input_ref *inputs, int n_inputs, int reserve,
                          stem_output_target *t)
 {
     if (!cfg->output_file[0]) return STEM_FAIL(STEM_ERR_IO, "[output] file is empty");
+    STEM_TRY(check_apart(cfg));
     STEM_TRY(check_dir(cfg->output_file));
     STEM_TRY(check_existing(cfg, inputs, n_inputs));
     report_stale(cfg->output_file);

@@ -51,6 +51,10 @@ typedef struct {
  * is refused before any computation. */
 #define STEM_OUTPUT_RESERVE_MARGIN ((double)(1 << 20))
 
+/* Whether this config's units go to a checkpoint ([output] checkpoint = on, or auto with a
+ * [series] or depths), and its directory: [output] checkpoint_dir, or "<file>.checkpoint". */
+int stem_output_checkpointed(const stem_config *cfg);
+void stem_output_checkpoint_dir(const stem_config *cfg, char *out, size_t n);
 /* Collective over comm. Rank 0 runs the checks and (reserve != 0) creates
  * the temporary; every rank receives the same status and target. */
 int stem_output_target_prepare(MPI_Comm comm, const stem_config *cfg, const stem_input_ref *inputs, int n_inputs,

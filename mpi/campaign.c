@@ -61,18 +61,11 @@ static void campaign_free(campaign *cp)
     stem_checkpoint_free(&cp->ck);
 }
 
-int stem_campaign_checkpointed(const stem_config *cfg)
-{
-    return cfg->checkpoint == STEM_CHECKPOINT_ON ||
-        (cfg->checkpoint == STEM_CHECKPOINT_AUTO && stem_series_active(cfg));
-}
+int stem_campaign_checkpointed(const stem_config *cfg) { return stem_output_checkpointed(cfg); }
 
 void stem_series_checkpoint_dir(const stem_config *cfg, char *out, size_t n)
 {
-    if (cfg->checkpoint_dir[0])
-        snprintf(out, n, "%s", cfg->checkpoint_dir);
-    else if (snprintf(out, n, "%s.checkpoint", cfg->output_file) >= (int)n)
-        out[n - 1] = 0; /* a path this long fails to open */
+    stem_output_checkpoint_dir(cfg, out, n);
 }
 
 int stem_series_thickest(const stem_atoms *tiled, const stem_config *cfg, stem_series *s, stem_atoms *out)
