@@ -39,6 +39,11 @@ static const key_spec key_table[] = {
     {"sample", "tile_x", K_INT, OFF(tile_x), "1", 1, 1000, NULL, "-", "repeat the cell along x"},
     {"sample", "tile_y", K_INT, OFF(tile_y), "1", 1, 1000, NULL, "-", "repeat the cell along y"},
     {"sample", "tile_z", K_INT, OFF(tile_z), "1", 1, 1000, NULL, "-", "repeat the cell along z (beam direction)"},
+    {"sample", "min_distance", K_DOUBLE, OFF(min_distance), "0.3", 0, 10, NULL, "Angstrom",
+     "refuse a model with two atoms closer than this (periodic in x and y, and in z when tiled along it; sites "
+     "shared by partial occupancies summing to at most 1 excepted): a model written in nm has its bonds below "
+     "0.3 (Si 0.235, Au 0.288), or atoms written twice; 0 accepts any (a random amorphous support may hold "
+     "closer pairs than real matter)"},
     {"sample", "tilt_x", K_DOUBLE, OFF(tilt_x), "0", -180, 180, NULL, "deg",
      "rotate the model about the x axis through the cell centre (tilt series)"},
     {"sample", "tilt_y", K_DOUBLE, OFF(tilt_y), "0", -180, 180, NULL, "deg", "rotate about the y axis"},

@@ -152,3 +152,78 @@ int stem_atoms_displace(const stem_atoms *in, long seed, int config_index, int t
     }
     return STEM_OK;
 }
+
+/* The minimum image of d along a periodic axis of length L (periodic != 0). */
+static double image(double d, double L, int periodic)
+{
+    if (!periodic) return d;
+    return d - L * round(d / L);
+}
+
+/* Atoms a and b closer than limit (both occupying: their occupancies sum above 1). */
+static int too_close(const stem_atoms *m, long a, long b, double limit, const int periodic[3])
+{
+    if (m->occupancy[a] + m->occupancy[b] <= 1.0 + 1e-6) return 0; /* one site shared by partial occupancies */
+    double dx = image(m->x[a] - m->x[b], m->cell[0], periodic[0]);
+    double dy = image(m->y[a] - m->y[b], m->cell[1], periodic[1]);
+    double dz = image(m->z[a] - m->z[b], m->cell[2], periodic[2]);
+    return dx * dx + dy * dy + dz * dz < limit * limit;
+}
+
+/* Bins of at least limit along each axis, at most about 4 per atom in all (larger bins then). */
+static void bin_counts(const stem_atoms *m, double limit, int nb[3])
+{
+    for (int k = 0; k < 3; k++) {
+        double n = floor(m->cell[k] / limit);
+        nb[k] = n < 1 ? 1 : n > 4096 ? 4096 : (int)n;
+    }
+    while ((double)nb[0] * nb[1] * nb[2] > 4.0 * (double)m->n + 64) {
+        int k = nb[0] >= nb[1] && nb[0] >= nb[2] ? 0 : nb[1] >= nb[2] ? 1 : 2;
+        nb[k] = (nb[k] + 1) / 2;
+    }
+}
+
+int stem_atoms_closest_check(const stem_atoms *m, double limit, int periodic_z, long *first, long *second)
+{
+    *first = *second = -1;
+    if (limit <= 0 || m->n < 2) return STEM_OK;
+    int nb[3], periodic[3] = {1, 1, periodic_z};
+    bin_counts(m, limit, nb);
+    long bins = (long)nb[0] * nb[1] * nb[2];
+    long *head = stem_alloc(sizeof(long) * (size_t)bins, "the model's neighbour bins");
+    long *next = stem_alloc(sizeof(long) * (size_t)m->n, "the model's neighbour lists");
+    int *at = stem_alloc(sizeof(int) * 3 * (size_t)m->n, "the atoms' bins");
+    if (!head || !next || !at) {
+        free(head), free(next), free(at);
+        return STEM_ERR_MEMORY;
+    }
+    for (long b = 0; b < bins; b++) head[b] = -1;
+    const double *pos[3] = {m->x, m->y, m->z};
+    for (long i = 0; i < m->n; i++) {
+        long b = 0;
+        for (int k = 0; k < 3; k++) {
+            int c = (int)floor(pos[k][i] / m->cell[k] * nb[k]);
+            at[3 * i + k] = c < 0 ? 0 : c >= nb[k] ? nb[k] - 1 : c;
+            b = b * nb[k] + at[3 * i + k];
+        }
+        next[i] = head[b];
+        head[b] = i;
+    }
+    for (long i = 0; i < m->n && *first < 0; i++)
+        for (int d = 0; d < 27 && *first < 0; d++) { /* the 27 bins around i's (wrapped where periodic) */
+            int c[3] = {at[3 * i] + d % 3 - 1, at[3 * i + 1] + d / 3 % 3 - 1, at[3 * i + 2] + d / 9 - 1}, skip = 0;
+            long b = 0;
+            for (int k = 0; k < 3; k++) {
+                if (c[k] < 0 || c[k] >= nb[k]) {
+                    skip |= !periodic[k];
+                    c[k] = (c[k] + nb[k]) % nb[k];
+                }
+                b = b * nb[k] + c[k];
+            }
+            if (skip) continue;
+            for (long j = head[b]; j >= 0 && *first < 0; j = next[j])
+                if (j > i && too_close(m, i, j, limit, periodic)) *first = i, *second = j;
+        }
+    free(head), free(next), free(at);
+    return STEM_OK;
+}

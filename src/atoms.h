@@ -17,6 +17,9 @@ typedef struct {
 /* n atoms, zeroed, in the cell atoms already has; freed by stem_atoms_free. */
 int stem_atoms_alloc(stem_atoms *atoms, long n);
 void stem_atoms_free(stem_atoms *atoms);
+/* The first pair of atoms (*first < *second) closer than limit Angstrom whose occupancies sum
+ * above 1, periodic in x and y (and z when periodic_z); -1, -1 when none. Cell lists: O(n). */
+int stem_atoms_closest_check(const stem_atoms *atoms, double limit, int periodic_z, long *first, long *second);
 /* Tile and rotate as the config says (src/atoms.c). */
 int stem_atoms_prepare(stem_atoms *atoms, const stem_config *cfg);
 /* The two halves of stem_atoms_prepare, for a tilt series: tiling in place, then a

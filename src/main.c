@@ -1,5 +1,6 @@
 /* stemsim: command line, the collective setup (config, model, plan), the
  * campaign and the output. Exit codes are the stem_status values. */
+#include <math.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <mpi.h>
@@ -128,6 +129,46 @@ static void resolve_model_path(stem_config *cfg)
     resolve_input_path(cfg, cfg->opt.smatrix_file);
 }
 
+/* Rank 0: a model no microscope could image is refused before anything is built from it
+ * (exit 4): atoms closer than [sample] min_distance (a model written in nm, atoms written twice). */
+static int check_model_spacing(const stem_config *cfg, const stem_atoms *atoms)
+{
+    long a, b;
+    STEM_TRY(stem_atoms_closest_check(atoms, cfg->min_distance, cfg->tile_z > 1, &a, &b));
+    if (a < 0) return STEM_OK;
+    double d[3] = {atoms->x[a] - atoms->x[b], atoms->y[a] - atoms->y[b], atoms->z[a] - atoms->z[b]};
+    for (int k = 0; k < 3; k++) /* the minimum image, as the check measured it */
+        if (k < 2 || cfg->tile_z > 1) d[k] -= atoms->cell[k] * round(d[k] / atoms->cell[k]);
+    return STEM_FAIL(STEM_ERR_INPUT,
+                     "[sample] xyz = %s: atoms %ld (Z = %d) and %ld (Z = %d) are %.4g Angstrom apart, closer than "
+                     "[sample] min_distance = %g Angstrom (the cell is %.4g x %.4g x %.4g Angstrom): is the model "
+                     "in nm, or an atom written twice? (min_distance = 0 accepts any)",
+                     cfg->xyz, a + 1, atoms->Z[a], b + 1, atoms->Z[b], sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]),
+                     cfg->min_distance, atoms->cell[0], atoms->cell[1], atoms->cell[2]);
+}
+
+/* Rank 0, the model as tiled: a cell of fewer than four pixels, or so narrow that each atom's
+ * potential would wrap onto it more than a hundred times, is no sample (exit 4; a 1e-6 A cell
+ * hung in the transmission build, a 0.001 A one ran on a 1 x 1 grid). */
+static int check_model_cell(const stem_config *cfg, const stem_atoms *atoms)
+{
+    for (int k = 0; k < 2; k++) {
+        double cell = atoms->cell[k];
+        int given = k ? cfg->grid_y : cfg->grid_x;
+        double pixels = given > 0 ? given : cell / cfg->pixel_size;
+        if (pixels >= 4 && cfg->opt.potential_radius <= 100 * cell) continue;
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "[sample] xyz = %s: the cell (tiled) is %.4g Angstrom along %c: %s. Is the model in nm? "
+                         "Else tile it ([sample] tile_%c)",
+                         cfg->xyz, cell, "xy"[k],
+                         pixels < 4 ? "fewer than four pixels of [simulation] pixel_size, no sample to image"
+                                    : "each atom's potential ([simulation] potential_radius) would wrap onto it more "
+                                      "than a hundred times",
+                         "xy"[k]);
+    }
+    return STEM_OK;
+}
+
 /* Rank 0 reads the table and the model; everyone receives them and checks
  * it holds what rank 0 holds. A campaign rotates the model per tilt itself:
  * it is only tiled here. */
@@ -139,7 +180,9 @@ static int load_inputs(const stem_config *cfg, stem_atom_potential *potentials, 
         int param = cfg->opt.parametrisation;
         err = stem_atom_potentials_load(param, stem_parametrisation_path(param), potentials);
         if (!err) err = stem_xyz_read(cfg->xyz, atoms);
+        if (!err) err = check_model_spacing(cfg, atoms);
         if (!err) err = stem_campaign_checkpointed(cfg) ? stem_atoms_tile(atoms, cfg) : stem_atoms_prepare(atoms, cfg);
+        if (!err) err = check_model_cell(cfg, atoms);
     }
     err = stem_mpi_agree(err, world);
     if (!err)
