@@ -33,7 +33,7 @@ typedef struct {
     /* [sample] */
     char xyz[STEM_PATH_MAX];
     int tile_x, tile_y, tile_z;
-    double min_distance; /* [sample] min_distance: closer atoms refused (0: any) */
+    double min_distance;               /* [sample] min_distance: closer atoms refused (0: any) */
     double tilt_x, tilt_y, rotation_z; /* degrees */
     /* [beam] */
     double energy_kev;
