@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -108,6 +109,11 @@ class Config(dict):
                 if v is None:
                     continue
                 s = _value(v)
+                bad = [c for c in (";", "\n", "\r") if c in s]
+                if bad or s != s.strip():
+                    raise ValueError("[%s] %s = %r: a config file cannot hold this value (%s); stemsim would read "
+                                     "another" % (sec, k, s, "';' starts a comment" if ";" in bad else
+                                                  "a line break" if bad else "spaces at its ends are dropped"))
                 if (sec, k) in CONFIG_RELATIVE and s and not os.path.isabs(s):
                     s = os.path.normpath(os.path.join(self.base, s))
                 out.append("%s = %s" % (k, s))
@@ -148,6 +154,42 @@ def _error_lines(text):
     return "\n".join(lines[-8:]) if lines else "\n".join(text.strip().splitlines()[-8:])
 
 
+def _stop(proc, grace=10):
+    """SIGTERM (stemsim and mpirun stop cleanly, leaving no partial output), then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _wait(proc, chunks, echo, timeout, cmd):
+    """stemsim's output into chunks (echoed) until it ends; past timeout seconds it is stopped and
+    subprocess.TimeoutExpired raised (its output so far attached)."""
+    def pump():
+        for line in proc.stdout:
+            chunks.append(line)
+            if echo:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        reader.join(5)
+        raise subprocess.TimeoutExpired(cmd, timeout, output="".join(chunks)) from None
+    except BaseException:  # KeyboardInterrupt in a notebook: stemsim does not run on alone
+        _stop(proc)
+        raise
+    reader.join()
+    return rc
+
+
 def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_args=(), cwd=None, env=None,
         echo=False, timeout=None, dry_run=False, ini=None):
     """Run stemsim on a Config (written to `ini`, default a temporary file) or on a config.ini path.
@@ -155,8 +197,9 @@ def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_arg
     list, default "mpirun"); srun=True: `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation);
     otherwise stemsim runs directly (one MPI rank, singleton start-up). args: more stemsim options
     (e.g. ["--set", "probe.C10=-50"]). echo: print stemsim's output as it comes (in a notebook too).
-    Returns the absolute path of the output file (for dry_run, the text printed); raises StemsimError
-    (returncode, message, output) when stemsim fails."""
+    Returns the absolute path of the file stemsim published (its "published:" line; for dry_run, the
+    text printed); raises StemsimError (returncode, message, output) when stemsim fails, and
+    subprocess.TimeoutExpired after `timeout` seconds, stemsim stopped (SIGTERM, then SIGKILL)."""
     exe = find_stemsim(stemsim)
     cwd = os.path.abspath(cwd or os.getcwd())
     tmpdir = None
@@ -178,16 +221,11 @@ def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_arg
     elif mpirun or ranks > 1:
         launcher = shlex.split(mpirun) if isinstance(mpirun, str) else list(mpirun or ["mpirun"])
         cmd = launcher + ["-np", str(ranks)] + list(mpi_args) + cmd
+    chunks = []
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
-        chunks = []
-        for line in proc.stdout:
-            chunks.append(line)
-            if echo:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-        rc = proc.wait(timeout=timeout)
+        rc = _wait(proc, chunks, echo, timeout, cmd)
     finally:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -200,4 +238,5 @@ def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_arg
         raise StemsimError(rc, msg, text, cmd)
     if dry_run:
         return text
-    return os.path.join(cwd, out_name)
+    published = [ln[len("published: "):].rstrip("\n") for ln in chunks if ln.startswith("published: ")]
+    return published[-1] if published else os.path.join(cwd, out_name)  # stemsim names the file it published

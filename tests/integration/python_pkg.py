@@ -260,6 +260,29 @@ def inner(a):
         check(err.returncode == 3 and "semi_angle" in err.message,
               "run() of a bad config raises StemsimError with exit code 3: %s" % err)
 
+    # 4b. run() returns the file stemsim published, however the key is spelled (issue 38 item 5)
+    for spelling in (["--set=output.file=spelled1.h5"], ["-soutput.file=spelled2.h5"]):
+        got = stemsim.run(cfg, args=spelling)
+        want = os.path.abspath(spelling[0].split("=")[-1])
+        check(got == want and os.path.exists(got), "run(args=%s) returns the published %s (got %s)"
+              % (spelling, want, got))
+    try:
+        cfg.copy().set("output.file", "run;1.h5").write("semicolon.ini")
+        check(False, "a value the config file cannot hold (';') is refused")
+    except ValueError as err:
+        check("comment" in str(err), "a value the config file cannot hold (';') is refused: %s" % err)
+    # 4c. run(timeout=T) stops stemsim and raises after T seconds (issue 38 item 8)
+    import time
+    t0 = time.time()
+    try:
+        stemsim.run(cfg.copy().set("output.file", "slow.h5"), timeout=3,
+                    env=dict(os.environ, STEMSIM_TEST_UNIT_DELAY="60"))
+        check(False, "run(timeout=3) of a slow job raises")
+    except subprocess.TimeoutExpired:
+        took = time.time() - t0
+        check(took < 30 and not os.path.exists("slow.h5"),
+              "run(timeout=3) of a 60 s job raised after %.1f s, stemsim stopped, nothing published" % took)
+
     # 5. plots
     import matplotlib
     matplotlib.use("Agg")
