@@ -487,7 +487,8 @@ static int campaign_and_write(const cli_options *o, const stem_config *cfg, cons
     if (!err)
         stem_info("wrote %s in %.2f s (%.3g s of wall time per probe, configuration and point)", cfg->output_file, took,
                   took / ((double)plan->n_probes * plan->n_configs * points));
-    char published[PATH_MAX]; /* for programs that run stemsim (python/stemsim/runner.py): one line, the absolute path */
+    char
+        published[PATH_MAX]; /* for programs that run stemsim (python/stemsim/runner.py): one line, the absolute path */
     if (!err && !o->convergence && m->layout.world_rank == 0 && realpath(cfg->output_file, published)) {
         printf("published: %s\n", published);
         fflush(stdout);
