@@ -24,7 +24,9 @@ and triclinic cells) is refused with a message saying so.
 import argparse
 import itertools
 import math
+import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -70,9 +72,26 @@ class Model:
         out.append("-1")
         return "\n".join(out) + "\n"
 
-    def write(self, path):
-        with open(path, "w") as fh:
-            fh.write(self.text())
+    def write(self, path, overwrite=False):
+        """Write the model to path through a temporary beside it, renamed into place: an existing
+        file is replaced only with overwrite (FileExistsError otherwise), never through a link."""
+        path = os.fspath(path)
+        if os.path.islink(path):
+            raise FileExistsError("%s is a symbolic link: not written through it" % path)
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".incomplete",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(self.text())
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                os.link(tmp, path)  # fails if path exists: nothing replaced
+                os.unlink(tmp)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
         return path
 
     def to_ase(self):
@@ -300,7 +319,15 @@ def main(argv=None):
     p.add_argument("--format", default=None, help="ASE format name, when the file name does not tell")
     p.add_argument("--max-index", type=int, default=6, help="search range of the supercell search (default 6)")
     p.add_argument("--comment", default=None, help="the comment line of the XYZ file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file (never the input)")
     a = p.parse_args(argv)
+    if a.output != "-" and os.path.lexists(a.output):
+        if os.path.exists(a.input) and os.path.exists(a.output) and os.path.samefile(a.input, a.output):
+            p.error("the output %s is the input: choose another name" % a.output)
+        if not a.overwrite:
+            p.error("%s exists: --overwrite replaces it" % a.output)
+        if os.path.islink(a.output) or not os.path.isfile(a.output):
+            p.error("%s is not a regular file: not replaced" % a.output)
     if len(a.zone) not in (3, 4):
         p.error("--zone takes 3 indices (or 4 for hexagonal cells)")
     if min(a.tile) < 1:
@@ -317,7 +344,7 @@ def main(argv=None):
     if a.output == "-":
         sys.stdout.write(model.text())
     else:
-        model.write(a.output)
+        model.write(a.output, overwrite=a.overwrite)
         print("stemsim-structure: %s: %d atoms, cell %.6f x %.6f x %.6f Angstrom" % ((a.output, len(model)) +
                                                                                     tuple(model.cell)))
     return 0

@@ -157,6 +157,19 @@ def inner(a):
     A = 5.43
     cub = bulk("Si", "diamond", a=A, cubic=True)
     ase.io.write("POSCAR", cub, format="vasp")
+    # 1b. stemsim-structure never replaces its input, nor a file without --overwrite (issue 38 item 3)
+    import glob
+    before, first = open("si.cif").read(), open("si100.xyz").read()
+    r = subprocess.run(["stemsim-structure", "si.cif", "-o", "si.cif", "--overwrite"], capture_output=True, text=True)
+    check(r.returncode != 0 and open("si.cif").read() == before and "is the input" in r.stderr,
+          "stemsim-structure -o <its input> is refused, even with --overwrite (%s)" % r.stderr.strip()[-80:])
+    r = subprocess.run(["stemsim-structure", "si.cif", "-o", "si100.xyz"], capture_output=True, text=True)
+    check(r.returncode != 0 and open("si100.xyz").read() == first and "--overwrite" in r.stderr,
+          "stemsim-structure -o <an existing file> is refused without --overwrite (%s)" % r.stderr.strip()[-80:])
+    r = subprocess.run(["stemsim-structure", "si.cif", "--zone", "0", "0", "1", "--tile", "2", "3", "2", "--sigma",
+                        "Si=0.076", "-o", "si100.xyz", "--overwrite"], capture_output=True, text=True)
+    check(r.returncode == 0 and open("si100.xyz").read() == open("si001.xyz").read() and
+          not glob.glob("*.incomplete"), "--overwrite replaces it through a temporary, none left")
     r = subprocess.run(["stemsim-structure", "POSCAR", "--format", "vasp", "--zone", "1", "1", "0",
                         "--default-sigma", "0.07", "-o", "si110.xyz"], capture_output=True, text=True)
     check(r.returncode == 0, "stemsim-structure POSCAR --zone 1 1 0 (%s)" % (r.stdout + r.stderr).strip())
