@@ -101,6 +101,63 @@ int stem_stored_read(const stem_stored *s, int rank, const hsize_t *start, const
     return err;
 }
 
+/* The stored values as stemsim wrote them: float32, whatever filters they passed through
+ * available here (an int8 or float16 copy would be read, converted, 35% off). */
+static int stored_type(const stem_stored *s, hid_t dset)
+{
+    hid_t type = H5Dget_type(dset);
+    int float32 = type >= 0 && H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) == 4;
+    size_t bits = type >= 0 ? 8 * H5Tget_size(type) : 0;
+    H5T_class_t cls = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+    if (type >= 0) H5Tclose(type);
+    if (!float32)
+        return STEM_FAIL(STEM_ERR_INPUT,
+                         "%s %s: %s is stored as %zu-bit %s, not the float32 stemsim writes: a converted copy "
+                         "loses the potential's precision; write it again with %s",
+                         s->key, s->path, s->dataset, bits, cls == H5T_INTEGER ? "integers" : "values", s->writer);
+    hid_t dcpl = H5Dget_create_plist(dset);
+    int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0, err = STEM_OK;
+    for (int i = 0; i < n && !err; i++) {
+        unsigned flags, conf;
+        size_t nv = 0;
+        char name[64] = "";
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &nv, NULL, sizeof name, name, &conf);
+        if (id >= 0 && H5Zfilter_avail(id) <= 0)
+            err = STEM_FAIL(STEM_ERR_INPUT,
+                            "%s %s: %s is compressed with HDF5 filter %d (%s), which this HDF5 library lacks: "
+                            "install its plugin (HDF5_PLUGIN_PATH) or store it uncompressed (h5repack -f NONE)",
+                            s->key, s->path, s->dataset, (int)id, name[0] ? name : "unnamed");
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return err;
+}
+
+/* Whether every value of dset was written: contiguous, its space allocated; chunked (compressed
+ * chunks take less space than their values), every chunk present. */
+static int fully_written(hid_t dset, int *partly)
+{
+    hid_t dcpl = H5Dget_create_plist(dset), space = H5Dget_space(dset);
+    int chunked = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED, ok = 0;
+    *partly = 0;
+    if (chunked && space >= 0) {
+        hsize_t dims[8], chunk[8], want = 1, have = 0;
+        int rank = H5Sget_simple_extent_dims(space, dims, NULL);
+        if (rank > 0 && rank <= 8 && H5Pget_chunk(dcpl, rank, chunk) == rank &&
+            H5Dget_num_chunks(dset, space, &have) >= 0) {
+            for (int d = 0; d < rank; d++) want *= (dims[d] + chunk[d] - 1) / chunk[d];
+            ok = have == want;
+            *partly = have > 0 && !ok;
+        }
+    } else {
+        H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+        ok = H5Dget_space_status(dset, &status) >= 0 && status == H5D_SPACE_STATUS_ALLOCATED;
+        *partly = status == H5D_SPACE_STATUS_PART_ALLOCATED;
+    }
+    if (space >= 0) H5Sclose(space);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return ok;
+}
+
 int stem_stored_verify(const stem_stored *s, hid_t file, hid_t dset)
 {
     int complete = 0;
@@ -112,13 +169,13 @@ int stem_stored_verify(const stem_stored *s, hid_t file, hid_t dset)
                          "%s %s: the file has no complete mark (root attribute complete = 1, which "
                          "stemsim writes last): the run that wrote it did not finish, or it is not a stemsim output",
                          s->key, s->path);
-    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
-    if (H5Dget_space_status(dset, &status) < 0 || status != H5D_SPACE_STATUS_ALLOCATED)
+    STEM_TRY(stored_type(s, dset));
+    int partly;
+    if (!fully_written(dset, &partly))
         return STEM_FAIL(STEM_ERR_INPUT,
                          "%s %s: %s was declared but %s written (it would read as zeros): the file "
                          "is damaged; write it again with %s",
-                         s->key, s->path, s->dataset,
-                         status == H5D_SPACE_STATUS_PART_ALLOCATED ? "only partly" : "never", s->writer);
+                         s->key, s->path, s->dataset, partly ? "only partly" : "never", s->writer);
     return STEM_OK;
 }
 

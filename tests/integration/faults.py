@@ -777,6 +777,50 @@ def refused(problems, d, what, argv, code, text, env=None, timeout=60):
     expect(problems, not new, f"{what}: files appeared: {new}")
 
 
+def retyped(dtype, **kw):
+    """The dataset rewritten as dtype (with h5py's create_dataset keywords: compression), its attributes kept."""
+    def how(dset, f):
+        name, data, attrs = dset.name, dset[()], dict(dset.attrs)
+        del f[name]
+        new = f.create_dataset(name, data=data.astype(dtype), **kw)
+        for k, v in attrs.items():
+            new.attrs[k] = v
+    return how
+
+
+def s_stored_types():
+    """Stored potentials and S-matrices as stemsim wrote them, float32, however compressed: an int8 or
+    float16 /potential (HAADF 35% off when read) refused, exit 4, naming the type; a gzip-compressed
+    copy of each (chunks of less space than their values: refused as 'damaged' before) read and equal
+    to the uncompressed file's run bit for bit. (Issue 38 item 7.)"""
+    d = fresh("stored_types")
+    cfg = local_config(d)
+    problems = []
+    prism = stored_files(d, cfg)
+    if prism is None:
+        log("SKIP h5py not available")
+        return 77
+    import h5py
+    import numpy as np
+    for tag, dtype in (("int8", "i1"), ("float16", "f2")):
+        path = spoiled(d, "pot.h5", f"pot_{tag}.h5", "potential", retyped(dtype))
+        refused(problems, d, f"potential_file as {tag}",
+                cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.potential_file={path}"]), 4, "not the float32")
+    for src, key, extra in (("pot.h5", "potential", []), ("sm.h5", "smatrix", prism)):
+        gz = spoiled(d, src, "gz_" + src, key, retyped("f4", compression="gzip", compression_opts=4, chunks=True))
+        runs = []
+        for tag, path in (("plain", os.path.join(d, src)), ("gzip", gz)):
+            rc, _, err = run(cmd(A.ranks, cfg, [f"output.file={key}_{tag}.h5", f"simulation.{key}_file={path}"] +
+                                 extra), cwd=d)
+            expect(problems, rc == 0, f"{key}_file {tag}: exit {rc}: {err.strip()[-300:]}")
+            runs.append(os.path.join(d, f"{key}_{tag}.h5"))
+        if all(os.path.exists(r) for r in runs):
+            with h5py.File(runs[0], "r") as a, h5py.File(runs[1], "r") as b:
+                same = all(np.array_equal(a[k][()], b[k][()]) for k in ("images/HAADF", "total_intensity"))
+            expect(problems, same, f"{key}_file gzip-compressed: results differ from the uncompressed file's")
+    return finish(problems, "stored_types")
+
+
 def s_bad_imports():
     import math
     d = fresh("bad_imports")
