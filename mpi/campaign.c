@@ -5,6 +5,7 @@
 #include "../io/config.h"
 #include "campaign_private.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
@@ -193,7 +194,50 @@ static int campaign_plans(campaign *cp)
  * the paths of inputs whose contents are hashed here (the model, the probe positions): the
  * same campaign reached through another path to its config, or from another directory, is
  * the same campaign. */
-static char *identity_text(const stem_campaign_job *job)
+/* [simulation] potential_file and smatrix_file's contents: each file's bytes hashed 8 at a time
+ * (rank 0 reads it once; every rank learns the hashes), so that a resume refuses a stored file
+ * rewritten from another model with the same grid and keys (it blended the two, exit 0). */
+static int stored_hashes(const stem_campaign_job *job, unsigned long long hash[2])
+{
+    const char *path[2] = {job->plan->opt.potential_file, job->plan->opt.smatrix_file};
+    int err = STEM_OK;
+    size_t chunk = 16u << 20;
+    unsigned char *buf = job->m->layout.world_rank == 0 ? stem_alloc(chunk, "a stored file's hash") : NULL;
+    if (job->m->layout.world_rank == 0 && !buf) err = STEM_ERR_MEMORY;
+    double t = stem_wall_time();
+    for (int i = 0; i < 2; i++) {
+        hash[i] = 0;
+        if (!path[i][0] || err || job->m->layout.world_rank != 0) continue;
+        FILE *f = fopen(path[i], "rb");
+        if (!f) {
+            err =
+                STEM_FAIL(STEM_ERR_INPUT, "%s: cannot read it to identify the campaign: %s", path[i], strerror(errno));
+            continue;
+        }
+        unsigned long long h = STEM_HASH_SEED;
+        for (size_t n; (n = fread(buf, 1, chunk, f)) > 0;) {
+            size_t words = n / 8;
+            for (size_t w = 0; w < words; w++) {
+                unsigned long long v;
+                memcpy(&v, buf + 8 * w, 8);
+                h = (h ^ v) * 0x100000001b3ULL;
+                h ^= h >> 29;
+            }
+            h = stem_hash_bytes(h, buf + 8 * words, n - 8 * words);
+        }
+        if (ferror(f)) err = STEM_FAIL(STEM_ERR_INPUT, "%s: read error while identifying the campaign", path[i]);
+        fclose(f);
+        hash[i] = h;
+    }
+    free(buf);
+    if (!err && job->m->layout.world_rank == 0 && stem_wall_time() - t > 2)
+        stem_info("the stored files identified (hashed) in %.1f s", stem_wall_time() - t);
+    err = stem_mpi_agree(err, job->m->world);
+    if (!err) STEM_MPI_CALL(MPI_Bcast(hash, 2, MPI_UNSIGNED_LONG_LONG, 0, job->m->world));
+    return err;
+}
+
+static char *identity_text(const stem_campaign_job *job, const unsigned long long stored[2])
 {
     static const char *placement[] = {
         "threads =",    "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node =",
@@ -217,6 +261,8 @@ static char *identity_text(const stem_campaign_job *job)
         fprintf(f, " %d", job->series->depth_slice[k]);
     fprintf(f, "%s\n", job->series->depth_slice ? "" : " exit");
     if (job->plan->opt.save_smatrix) fprintf(f, "S-matrix kept in each unit = yes ([output] save_smatrix)\n");
+    if (job->plan->opt.potential_file[0]) fprintf(f, "stored potentials (potential_file) hash = %016llx\n", stored[0]);
+    if (job->plan->opt.smatrix_file[0]) fprintf(f, "stored S-matrices (smatrix_file) hash = %016llx\n", stored[1]);
     if (job->plan->probe_block && !job->keep) /* the units are blocks of each rank's probes */
         fprintf(f, "4D patterns streamed = %d blocks of %ld probes of each of %d ranks' shares, %d groups\n",
                 job->plan->n_blocks, job->plan->probe_block, job->plan->layout.group_size, job->plan->layout.n_groups);
@@ -325,8 +371,11 @@ static int open_checkpoint(campaign *cp, const char *dir)
     const stem_mpi *m = job->m;
     stem_signal_keeps_checkpoint(1);
     smatrix_io_setup(cp);
-    char *identity = identity_text(job);
-    int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
+    unsigned long long stored[2];
+    int err = stored_hashes(job, stored);
+    char *identity = err ? NULL : identity_text(job, stored);
+    if (!err)
+        err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              m->world);
     if (!err) err = campaign_plans(cp);
     double state = stem_acc_global_bytes(job->plan, cp->n_points, campaign_sums_channels(cp)); /* as the dry run */
@@ -410,8 +459,11 @@ int stem_campaign_survey(const stem_campaign_job *job)
     if (!cp.checkpointed) return STEM_OK; /* nothing kept between runs */
     char dir[STEM_PATH_MAX];
     stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
-    char *identity = identity_text(job);
-    int err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
+    unsigned long long stored[2];
+    int err = stored_hashes(job, stored);
+    char *identity = err ? NULL : identity_text(job, stored);
+    if (!err)
+        err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
                              job->m->world);
     const stem_options *opt = &job->plan->opt;
     if (!err && (opt->potential_file[0] || opt->smatrix_file[0])) err = campaign_plans(&cp); /* as the run checks */

@@ -100,6 +100,35 @@ def kill_resume():
          % len(units))
 
 
+def blend_refused(pot):
+    """potential_file: a campaign killed after 1 unit, its stored file then rewritten from another model
+    (one Si site made Ge: the same cell, grid and keys), is refused at the rerun, naming the stored
+    file, and publishes nothing; before, it resumed and published a blend of the two models
+    (63% off) with complete = 1. (Issue 38 item 4.)"""
+    stored = os.path.join(A.workdir, "blend_stored.h5")
+    shutil.copy(pot, stored)
+    base = ["--set", "simulation.algorithm=multislice", "--set", "simulation.potential_file=" + stored,
+            "--set", "output.checkpoint_interval=0"]
+    shutil.rmtree(os.path.join(A.workdir, "blend.h5.checkpoint"), ignore_errors=True)
+    try:
+        run(2, base + CAMPAIGN, "blend", env={"STEMSIM_TEST_KILL_AFTER_UNITS": "1"})
+        raise SystemExit("FAIL blend: the killed campaign finished")
+    except SystemExit as e:
+        if "killed campaign finished" in str(e):
+            raise
+    lines = open(os.path.join(A.repo, "data", "Si100_unitcell.xyz")).read().splitlines()
+    lines[2] = lines[2].replace("14", "32", 1)  # one site Ge: another model, the same cell
+    ge = os.path.join(A.workdir, "SiGe_unitcell.xyz")
+    open(ge, "w").write("\n".join(lines) + "\n")
+    run(2, ["--set", "simulation.algorithm=multislice", "--set", "output.save_potential=true", "--set",
+            "sample.xyz=" + ge] + CAMPAIGN, "blend_other")
+    shutil.copy(os.path.join(A.workdir, "blend_other.h5"), stored)
+    out = run(2, base + CAMPAIGN, "blend", 3)
+    if "potential_file" not in out or os.path.exists(os.path.join(A.workdir, "blend.h5")):
+        raise SystemExit("FAIL blend: the refusal does not name the stored file, or an output was published")
+    print("a campaign whose potential_file was rewritten from another model while it was stopped: refused")
+
+
 def main():
     global A
     A = itest.parse_args()
@@ -114,6 +143,7 @@ def main():
     if "transmission" in log.split("time per phase")[-1]:
         raise SystemExit("FAIL smatrix_file in a campaign: it still built transmission functions")
     kill_resume()
+    blend_refused(pot)
     emd = ["--set", "simulation.algorithm=prism"] + CAMPAIGN
     run(2, emd + ["--set", "output.save_smatrix=true", "--set", "output.layout=emd"], "prism_emd")
     run(2, emd + ["--set", "simulation.smatrix_file=" + os.path.join(A.workdir, "prism_emd.h5")], "prism_emd_loaded")
