@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -83,6 +84,23 @@ static int check_existing(const stem_config *cfg, const stem_input_ref *inputs, 
     return STEM_OK;
 }
 
+/* "<file>.XXXXXX.reserve.incomplete" whose run is gone: every run holds its reserve's lock
+ * until it ends (reserve_local), so a lock taken here means a killed run's output-sized reserve,
+ * removed (repeated kills filled disks with them). A live run's stays. Returns 1 if removed. */
+static int reclaim_reserve(const char *path, const char *tail)
+{
+    static const char tag[] = ".reserve" STEM_OUTPUT_TEMP_SUFFIX;
+    size_t n = strlen(tail), lt = strlen(TAG_TEMPLATE);
+    if (n != lt + strlen(tag) || strcmp(tail + lt, tag)) return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    int gone = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (gone && unlink(path) == 0)
+        stem_info("removed %s: the space reserve (%.1f MiB) of a run that was killed", path, st.st_size / 1048576.0);
+    if (fd >= 0) close(fd);
+    return gone;
+}
+
 /* Temporaries of earlier runs that did not finish ("<file>.*.incomplete",
  * and "<file>.incomplete" of stemsim 0.1): reported, never touched. */
 static void report_stale(const char *file)
@@ -108,6 +126,7 @@ static void report_stale(const char *file)
             stem_info("%s is a stopped run's output, kept by its checkpoint: resuming takes it over", path);
             continue;
         }
+        if (reclaim_reserve(path, e->d_name + lb)) continue;
         if (++n <= 5)
             stem_warn("%s/%s is an unfinished output of an earlier run (killed, or still running); "
                       "it is left alone: remove it when no job writes it",
@@ -495,17 +514,20 @@ static int reserve_local(stem_output_target *t, double file_bytes, double later_
         return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create the space reserve %s: %s", t->final_path, path,
                          strerror(errno));
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, path);
-    if (write_margin(fd) != 0) err = errno;
+    /* held (flock) while this run lives, and released by the kernel however it ends: a later run
+     * that can take the lock knows the reserve's run is gone (killed) and reclaims the space */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) err = errno;
+    if (!err && write_margin(fd) != 0) err = errno;
     if (!err && fallocate(fd, 0, (off_t)STEM_OUTPUT_RESERVE_MARGIN, (off_t)(need - STEM_OUTPUT_RESERVE_MARGIN)) != 0) {
         err = errno;
         double free = free_bytes(path);
         if (err != ENOSPC && err != EDQUOT) err = free >= 0 && free < need - STEM_OUTPUT_RESERVE_MARGIN ? ENOSPC : 0;
     }
-    if (close(fd) != 0 && !err) err = errno;
-    if (!err) {
+    if (!err) { /* the descriptor stays open: it holds the lock until the process ends */
         t->reserve_later = later;
         return STEM_OK;
     }
+    close(fd);
     unlink(path);
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, NULL);
     return no_room(t, file_bytes, later_bytes, free_bytes(path), err);
@@ -542,6 +564,8 @@ void stem_output_target_release(const stem_output_target *t, double keep)
     char path[STEM_OUTPUT_NAME_MAX + 16];
     reserve_path(t, path, sizeof path);
     if (keep > 0 && truncate(path, (off_t)keep) == 0) return;
+    if (truncate(path, 0) != 0 && errno != ENOENT) /* its space back now, though the locking descriptor stays open */
+        stem_warn("cannot empty the space reserve %s: %s", path, strerror(errno));
     if (unlink(path) != 0 && errno != ENOENT)
         stem_warn("cannot remove the space reserve %s: %s", path, strerror(errno));
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, NULL);

@@ -788,6 +788,49 @@ def retyped(dtype, **kw):
     return how
 
 
+def s_stale_reserve():
+    """The output-sized space reserve a SIGKILLed run leaves ("<file>.XXXXXX.reserve.incomplete"):
+    the next run reclaims it (every run holds its reserve's lock while it lives), names it, and
+    publishes; a live run's reserve is left alone by another run on the same output. (Issue 38 item 9.)"""
+    import glob
+    import signal as sig
+    d = fresh("stale_reserve")
+    cfg = local_config(d)
+    slow = ["output.file=out.h5", "simulation.frozen_phonons=3", "simulation.thermal=true"]
+    env = dict(os.environ, STEMSIM_TEST_UNIT_DELAY="4")
+    problems = []
+
+    def reserves():
+        return glob.glob(os.path.join(d, "out.h5.*.reserve.incomplete"))
+
+    def start():
+        p = subprocess.Popen(cmd(1, cfg, slow), cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if reserves():
+                return p
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+        return None
+    p = start()
+    if not p:
+        return finish(["the slow run made no reserve"], "stale_reserve")
+    p.send_signal(sig.SIGKILL)
+    p.wait()
+    stale = reserves()
+    rc, out, err = run(cmd(A.ranks, cfg, ["output.file=out.h5"]), cwd=d, timeout=120)
+    expect(problems, rc == 0 and not reserves() and "space reserve" in out + err,
+           f"after a kill -9: exit {rc}, reserves left {reserves()} (the killed run's: {stale})")
+    p = start()  # alive now: another run on the same output must leave its reserve
+    live = reserves()
+    rc, _, _ = run(cmd(A.ranks, cfg, ["output.file=out.h5", "output.overwrite=true"]), cwd=d, timeout=120)
+    expect(problems, rc == 0 and set(live) <= set(reserves()), f"a live run's reserve {live} was removed (exit {rc})")
+    if p:
+        p.kill()
+        p.wait()
+    return finish(problems, "stale_reserve")
+
+
 def s_stored_types():
     """Stored potentials and S-matrices as stemsim wrote them, float32, however compressed: an int8 or
     float16 /potential (HAADF 35% off when read) refused, exit 4, naming the type; a gzip-compressed
