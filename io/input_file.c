@@ -57,6 +57,14 @@ int stem_input_read_all(const char *path, const char *what, int code, char **tex
     *text = NULL;
     *len = 0;
     STEM_TRY(stem_input_open(path, what, code, &f));
+    struct stat st; /* text is never sparse: a file mostly of holes is refused before it is read */
+    if (!fstat(fileno(f), &st) && st.st_size > (1 << 20) && (double)st.st_blocks * 512 < st.st_size / 8.0) {
+        fclose(f);
+        return stem_fail(code, __FILE__, __LINE__, __func__,
+                         "%s '%s' is a sparse file of %.2f GiB holding %.1f MiB of data: not a text file stemsim "
+                         "reads (a truncated or preallocated copy?)",
+                         what, path, st.st_size / 1073741824.0, (double)st.st_blocks * 512 / 1048576.0);
+    }
     size_t cap = 4096, n = 0;
     char *buf = stem_alloc(cap, what);
     int err = buf ? STEM_OK : STEM_ERR_MEMORY;

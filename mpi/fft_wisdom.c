@@ -97,6 +97,11 @@ static int write_file(const char *path, const char *text)
 static int leader_wisdom(const char *path, const stem_plan *plan, char **text, const char **origin)
 {
     int from_file = path[0] && access(path, F_OK) == 0;
+    struct stat st;
+    if (from_file && !stat(path, &st) && S_ISREG(st.st_mode) && st.st_size == 0) { /* e.g. touched by a job script */
+        stem_info("[compute] fft_wisdom = %s is empty: no wisdom yet; the plans are measured and written to it", path);
+        from_file = 0;
+    }
     char *file_text = NULL;
     size_t file_len = 0;
     int err = from_file

@@ -195,7 +195,7 @@ set(STEMSIM_FAULT_SCENARIOS input_as_output stale_temporary publish_race special
     concurrent_singletons mpi_init_failure mpmd_modes dist_fft_few_rows bad_imports stored_keys result_check)
 list(APPEND STEMSIM_FAULT_SCENARIOS full_disk_already full_disk_late emd_signals) # issue 27: full disks, EMD signals
 list(APPEND STEMSIM_FAULT_SCENARIOS checkpoint_room reserve_estimate) # issue 37: the checkpoint's disk need, refused before computing
-list(APPEND STEMSIM_FAULT_SCENARIOS long_output_path stored_types stale_reserve) # issue 38: MPI-IO's path limit; stored files' types, compression
+list(APPEND STEMSIM_FAULT_SCENARIOS long_output_path stored_types stale_reserve odd_files) # issue 38: MPI-IO's path limit; stored files' types, compression
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_s IN LISTS STEMSIM_FAULT_SCENARIOS)
     foreach(_np 1 2)

@@ -831,6 +831,36 @@ def s_stale_reserve():
     return finish(problems, "stale_reserve")
 
 
+def s_odd_files():
+    """Files that are there but not what they seem (issue 38 item 11): an empty [compute] fft_wisdom
+    file is no wisdom yet (said so, the plans measured and written to it, exit 0; it was refused);
+    a 4 GiB sparse positions file is refused at once, exit 4, naming it sparse (it read 1 GiB, exit 5)."""
+    d = fresh("odd_files")
+    cfg = local_config(d)
+    problems = []
+    wisdom = os.path.join(d, "empty.wisdom")
+    open(wisdom, "w").close()
+    rc, out, err = run(cmd(A.ranks, cfg, ["output.file=w.h5", f"compute.fft_wisdom={wisdom}",
+                                          "compute.fft_planning=measure"]), cwd=d, timeout=120)
+    expect(problems, rc == 0 and "is empty" in out + err and os.path.getsize(wisdom) > 0,
+           f"an empty fft_wisdom file: exit {rc}, {os.path.getsize(wisdom)} bytes after")
+    text = open(cfg).read()
+    for key in ("units", "x_start", "x_end", "y_start", "y_end", "step"):
+        text = re.sub(r"(?m)^%s *=.*\n" % key, "", text)
+    pos_cfg = os.path.join(d, "positions.ini")
+    open(pos_cfg, "w").write(text)
+    sparse = os.path.join(d, "sparse.txt")
+    with open(sparse, "w") as f:
+        f.write("2.0 2.0\n2.4 2.0\n")
+        f.truncate(4 << 30)
+    t0 = time.time()
+    refused(problems, d, "a 4 GiB sparse positions file",
+            cmd(A.ranks, pos_cfg, ["output.file=sp.h5", f"scan.positions={sparse}"]), 4, "sparse file")
+    expect(problems, time.time() - t0 < 30, "the sparse positions file took %.0f s to refuse" % (time.time() - t0))
+    os.remove(sparse)
+    return finish(problems, "odd_files")
+
+
 def s_stored_types():
     """Stored potentials and S-matrices as stemsim wrote them, float32, however compressed: an int8 or
     float16 /potential (HAADF 35% off when read) refused, exit 4, naming the type; a gzip-compressed
