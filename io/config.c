@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -491,6 +492,7 @@ static int parse_double(const char *s, double *out)
     errno = 0;
     double v = strtod(s, &end);
     while (isspace((unsigned char)*end)) end++;
+    if (errno == ERANGE && fabs(v) < DBL_MIN) errno = 0; /* 1e-310: finite, below DBL_MIN (it underflows to nothing) */
     if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
     *out = v;
     return 0;
@@ -992,6 +994,9 @@ static int apply_override(parse_ctx *c, const char *arg)
     snprintf(buf, sizeof buf, "%s", arg);
     char *eq = strchr(buf, '='), *dot = strchr(buf, '.');
     if (!eq || !dot || dot > eq) return STEM_FAIL(STEM_ERR_USAGE, "--set '%s': expected section.key=value", arg);
+    if (dot == buf || dot + 1 == eq)
+        return STEM_FAIL(STEM_ERR_USAGE, "--set '%s': no %s before the '%s': expected section.key=value", arg,
+                         dot == buf ? "section" : "key", dot == buf ? "." : "=");
     *eq = 0;
     *dot = 0;
     if (strchr(eq + 1, ';'))

@@ -164,6 +164,15 @@ static void test_overrides(void)
     CHECK_CONTAINS(msg, "--set probe.semiangel=25");
     CHECK_CONTAINS(msg, "did you mean [probe] semiangle");
     free(msg);
+    char *tiny[] = {"probe.defocus=1e-310"}; /* finite, if subnormal: accepted (it was "not a finite number") */
+    CHECK_INT_EQ(stem_config_load(&c, path, 1, tiny), STEM_OK);
+    char *no_key[] = {"beam.=300"}; /* named as such, not answered with a key's suggestion */
+    capture_stderr_begin(&cap);
+    err = stem_config_load(&c, path, 1, no_key);
+    msg = capture_stderr_end(&cap);
+    CHECK_INT_EQ(err, STEM_ERR_USAGE);
+    CHECK_CONTAINS(msg, "no key before the '='");
+    free(msg);
     char *bad2[] = {"probesemiangle=25"};
     capture_stderr_begin(&cap);
     err = stem_config_load(&c, path, 1, bad2);
