@@ -94,6 +94,12 @@ static int compare_manifest(const stem_checkpoint *ck, const char *path, const c
                         "sums), which this stemsim (checkpoint version 2) cannot resume: finish it with the stemsim "
                         "that made it, or run with --restart to discard it (docs/campaigns.md)",
                         ck->dir);
+    else if (!err && strcmp(theirs, mine) && (!len || theirs[len - 1] != '\n' || !strncmp(theirs, mine, len)))
+        err = STEM_FAIL(STEM_ERR_IO,
+                        "checkpoint %s: its manifest is truncated (%zu bytes, ending mid-line): damaged storage, or a "
+                        "disk that filled while it was written; its sums cannot be trusted to be this campaign's. "
+                        "Run with --restart to discard it",
+                        ck->dir, len);
     else if (!err && strcmp(theirs, mine)) {
         char diff[512];
         first_difference(theirs, mine, diff, sizeof diff);

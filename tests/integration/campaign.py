@@ -351,7 +351,8 @@ def scenario_signals():
 
 def scenario_damaged():
     """A state damaged on disk: a flipped byte in the payload (checksum), one byte short (size), a
-    wrong magic, another identity: each refused by name (exit 6), nothing changed; after removing
+    wrong magic, another identity: each refused by name (exit 6), nothing changed; a manifest cut
+    mid-line named truncated (exit 6), not another campaign's; after removing
     the state the campaign starts over (its manifest kept) and completes exactly."""
     ref = reference()
     name = "damaged"
@@ -393,6 +394,19 @@ def scenario_damaged():
             log("FAIL damaged (%s): an output was published" % what)
             bad += 1
             os.remove(os.path.join(A.workdir, name + ".h5"))
+    with open(state, "wb") as f:
+        f.write(good)
+    manifest = os.path.join(ckpt, "manifest")  # truncated mid-line: named so, not "a different campaign"
+    whole = open(manifest, "rb").read()
+    with open(manifest, "wb") as f:
+        f.write(whole[:len(whole) // 2])
+    rc, out = run(2, cfg)
+    if rc != 6 or "manifest is truncated" not in out or "different campaign" in out:
+        log(out)
+        log("FAIL damaged (truncated manifest): exit %d, expected 6 naming the manifest truncated" % rc)
+        bad += 1
+    with open(manifest, "wb") as f:
+        f.write(whole)
     os.remove(state)
     rc, out = run(2, cfg)
     if rc != 0 or "resuming" in out:
