@@ -834,7 +834,8 @@ def s_stale_reserve():
 def s_odd_files():
     """Files that are there but not what they seem (issue 38 item 11): an empty [compute] fft_wisdom
     file is no wisdom yet (said so, the plans measured and written to it, exit 0; it was refused);
-    a 4 GiB sparse positions file is refused at once, exit 4, naming it sparse (it read 1 GiB, exit 5)."""
+    a 4 GiB sparse positions file is refused at once, exit 4, naming it sparse (it read 1 GiB, exit 5);
+    an objective aperture inside one Fourier pixel is warned of."""
     d = fresh("odd_files")
     cfg = local_config(d)
     problems = []
@@ -858,6 +859,11 @@ def s_odd_files():
             cmd(A.ranks, pos_cfg, ["output.file=sp.h5", f"scan.positions={sparse}"]), 4, "sparse file")
     expect(problems, time.time() - t0 < 30, "the sparse positions file took %.0f s to refuse" % (time.time() - t0))
     os.remove(sparse)
+    # an objective aperture inside one Fourier pixel: warned (it ran in silence, a flat image)
+    rc, out, err = run(cmd(A.ranks, cfg, ["output.file=ap.h5", "simulation.algorithm=hrtem",
+                                          "hrtem.objective_aperture=1e-9"]), cwd=d, timeout=120)
+    expect(problems, rc == 0 and "inside one Fourier pixel" in err,
+           f"objective_aperture = 1e-9: exit {rc}, warned: {'inside one Fourier pixel' in err}")
     return finish(problems, "odd_files")
 
 
