@@ -1,5 +1,6 @@
 /* Model preparation: tiling, rotation, frozen-phonon displacements. */
 #include "atoms.h"
+#include "memlimit.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,10 +51,22 @@ double stem_gaussian(uint64_t seed, uint64_t stream, uint64_t index)
     return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
 }
 
-static int tile(stem_atoms *a, int tx, int ty, int tz)
+/* Bytes of one atom in memory (Z, x, y, z, occupancy, sigma). */
+#define STEM_ATOM_BYTES (sizeof(int) + 5 * sizeof(double))
+
+static int tile(stem_atoms *a, int tx, int ty, int tz, double max_memory_gib)
 {
     long reps = (long)tx * ty * tz;
     if (reps == 1) return STEM_OK;
+    stem_memory_limit limit; /* refused by how much, before a failed allocation names an array */
+    stem_memory_limit_choose(max_memory_gib, 1, &limit);
+    double bytes = (double)a->n * (double)reps * STEM_ATOM_BYTES;
+    if (bytes > limit.bytes)
+        return STEM_FAIL(STEM_ERR_MEMORY,
+                         "[sample] tile %d x %d x %d of %ld atoms makes %.4g atoms: %.1f GiB for the model alone, %.0f "
+                         "times the %.2f GiB allowed (%s); tile less, or tile the cell into the model file once",
+                         tx, ty, tz, a->n, (double)a->n * reps, bytes / 1073741824.0, bytes / limit.bytes,
+                         limit.bytes / 1073741824.0, limit.source);
     stem_atoms t = {.cell = {a->cell[0] * tx, a->cell[1] * ty, a->cell[2] * tz}};
     STEM_TRY(stem_atoms_alloc(&t, a->n * reps));
     long k = 0;
@@ -107,14 +120,14 @@ static void rotate(stem_atoms *a, double rz_deg, double tx_deg, double ty_deg)
 
 int stem_atoms_prepare(stem_atoms *atoms, const stem_config *cfg)
 {
-    STEM_TRY(tile(atoms, cfg->tile_x, cfg->tile_y, cfg->tile_z));
+    STEM_TRY(tile(atoms, cfg->tile_x, cfg->tile_y, cfg->tile_z, cfg->max_memory_gib));
     rotate(atoms, cfg->rotation_z, cfg->tilt_x, cfg->tilt_y);
     return STEM_OK;
 }
 
 int stem_atoms_tile(stem_atoms *atoms, const stem_config *cfg)
 {
-    return tile(atoms, cfg->tile_x, cfg->tile_y, cfg->tile_z);
+    return tile(atoms, cfg->tile_x, cfg->tile_y, cfg->tile_z, cfg->max_memory_gib);
 }
 
 int stem_atoms_rotated(const stem_atoms *in, double rotation_z, double tilt_x, double tilt_y, stem_atoms *out)
