@@ -114,6 +114,7 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, in
     m->world = world;
     stem_layout *L = &m->layout;
     STEM_MPI_CALL(MPI_Comm_size(world, &L->world_size));
+    L->launched = stem_mpi_launched();
     STEM_MPI_CALL(MPI_Comm_rank(world, &L->world_rank));
     MPI_Comm node;
     STEM_MPI_CALL(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, L->world_rank, MPI_INFO_NULL, &node));

@@ -463,7 +463,12 @@ static void choose_decomposition(stem_plan *plan, const stem_config *cfg)
     if (bound > 0 && bound < per_rank) per_rank = bound;
     plan->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
     if (bound > 0 && plan->threads > bound && L->world_rank == 0) {
-        if (getenv("SLURM_STEP_ID")) /* launched by srun: Slurm >= 22.05 no longer passes sbatch's --cpus-per-task on */
+        if (!L->launched) /* a singleton: its affinity is the shell's (taskset, a cgroup, a batch job's cores) */
+            stem_warn("[compute] threads = %d but this process may run on %d core(s) only (its CPU affinity: "
+                      "taskset, a container or the batch job's cores): its threads take turns; use threads <= %d",
+                      plan->threads, bound, bound);
+        else if (
+            getenv("SLURM_STEP_ID")) /* launched by srun: Slurm >= 22.05 no longer passes sbatch's --cpus-per-task on */
             stem_warn("[compute] threads = %d but this rank may run on %d core(s) only (srun's binding): its threads "
                       "take turns. Use srun --cpus-per-task=%d (or export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK "
                       "before srun: Slurm 22.05 and later do not pass sbatch's --cpus-per-task on to srun)",

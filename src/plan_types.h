@@ -21,6 +21,7 @@ typedef struct {
     int local_rank;                              /* rank within the node (GPU assignment) */
     int shared_ranks;                            /* ranks of this group sharing node memory (1: none) */
     const char *not_shared;                      /* why node sharing is off (NULL: on) */
+    int launched;                                /* started by a launcher (mpirun, srun); 0: a singleton */
 } stem_layout;
 
 /* Probe aberrations as chi (probe.c) uses them. */

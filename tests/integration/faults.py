@@ -864,6 +864,10 @@ def s_odd_files():
                                           "hrtem.objective_aperture=1e-9"]), cwd=d, timeout=120)
     expect(problems, rc == 0 and "inside one Fourier pixel" in err,
            f"objective_aperture = 1e-9: exit {rc}, warned: {'inside one Fourier pixel' in err}")
+    if A.ranks == 1:  # a singleton with more threads than its cores: told so, not to use mpirun --bind-to none
+        rc, out, err = run(cmd(1, cfg, ["output.file=th.h5", "compute.threads=4096"], ["--dry-run"]), cwd=d)
+        expect(problems, rc == 0 and "threads = 4096" in err and "mpirun" not in err,
+               f"a singleton with threads = 4096: exit {rc}, {[l for l in err.splitlines() if 'threads' in l]}")
     return finish(problems, "odd_files")
 
 
