@@ -53,7 +53,7 @@ static int failures = 0;
 // A plan from config text and a one-atom model (the kernels need only its sizes).
 static int make_plan(const char *ini, stem_config *cfg, stem_atoms *atoms, stem_plan *plan)
 {
-    stem_layout L = {1, 0, 1, 0, 1, 0, 1, 0, 1, NULL};
+    stem_layout L = {1, 0, 1, 0, 1, 0, 1, 0, 1, NULL, 0};
     STEM_TRY(stem_config_load_string(cfg, "kernel_check.ini", ini));
     STEM_TRY(stem_xyz_read_string("kernel_check.xyz", "one Si atom\n10.86 10.86 5.43\n14 5.43 5.43 2.7 1 0\n", atoms));
     STEM_TRY(stem_atoms_prepare(atoms, cfg));

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     stem_config cfg;
     stem_atoms atoms{}, displaced{}, moved{};
     stem_plan plan;
-    stem_layout L = {1, 0, 1, 0, 1, 0, 1, 0, 1, NULL};
+    stem_layout L = {1, 0, 1, 0, 1, 0, 1, 0, 1, NULL, 0};
     static stem_atom_potential kirkland[STEM_MAX_Z + 1];
     stem_potential_table table;
     stem_engine engine;
