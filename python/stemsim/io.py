@@ -202,9 +202,14 @@ def read(path, lazy="auto", chunks=None, lazy_bytes=256 << 20):
     path = os.fspath(path)
     f = h5py.File(path, "r")
     try:
-        if int(f.attrs.get("complete", 0)) != 1:
-            raise IncompleteFileError("%s is incomplete (no root attribute complete = 1): its run did not finish"
-                                      % path)
+        mark = f.attrs.get("complete", 0)
+        if isinstance(mark, np.ndarray) and mark.shape in ((), (1,)):
+            mark = mark.reshape(-1)[0]
+        # the integer 1 stemsim writes last, and only that: not "1", 1.9 or True
+        if not (isinstance(mark, (int, np.integer)) and not isinstance(mark, (bool, np.bool_)) and mark == 1):
+            raise IncompleteFileError("%s is incomplete (its root attribute complete is %r, not the integer 1 stemsim "
+                                      "writes last): its run did not finish, or it is not a stemsim result"
+                                      % (path, mark))
         if "4DSTEM_simulation" in f:
             raise ValueError("%s is in Prismatic's EMD layout ([output] layout = emd): read it with py4DSTEM.read "
                              "or hyperspy (hs.load)" % path)

@@ -282,9 +282,36 @@ def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occup
     return Model(L, numbers[order], pos[order], occ[order], sig[order], comment)
 
 
+MAX_ATOMS = 10 ** 8  # beyond any model stemsim runs (a 10^8-atom XYZ is about 6 GB of text)
+
+
+def _check_atoms(atoms, kw):
+    """What no model may hold: a coordinate that is not a number, a dummy element (Z = 0, 'X'),
+    a displacement that is not a finite non-negative number."""
+    pos = np.asarray(atoms.get_positions(), float)
+    bad = np.flatnonzero(~np.isfinite(pos).all(axis=1))
+    if bad.size:
+        raise ValueError("atom %d has a coordinate that is not a finite number (%s)" % (bad[0] + 1, pos[bad[0]]))
+    zero = np.flatnonzero(np.asarray(atoms.numbers) <= 0)
+    if zero.size:
+        raise ValueError("atom %d is '%s' (Z = 0: a dummy or unknown element): give it an element"
+                         % (zero[0] + 1, atoms.get_chemical_symbols()[zero[0]]))
+    sigmas = list((kw.get("sigma") or {}).items()) + [("--default-sigma", kw.get("default_sigma", DEFAULT_SIGMA))]
+    for name, value in sigmas:
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError("the displacement of %s is %r: an rms displacement is a finite number >= 0 (Angstrom)"
+                             % (name, value))
+
+
 def from_atoms(atoms, zone=(0, 0, 1), tile=(1, 1, 1), **kw):
-    """orient() then tile()."""
-    return orient(atoms, zone, **kw).tile(*tile)
+    """orient() then tile(); refuses models no run could use (_check_atoms) or tile into."""
+    _check_atoms(atoms, kw)
+    model = orient(atoms, zone, **kw)
+    n = len(model) * int(np.prod(tile))
+    if n > MAX_ATOMS:
+        raise ValueError("tiled %s, the %d-atom cell makes %.3g atoms, more than any run can hold (%g): tile less"
+                         % (" x ".join(map(str, tile)), len(model), n, MAX_ATOMS))
+    return model.tile(*tile)
 
 
 def from_file(path, zone=(0, 0, 1), tile=(1, 1, 1), format=None, index=0, **kw):

@@ -157,6 +157,22 @@ def inner(a):
     A = 5.43
     cub = bulk("Si", "diamond", a=A, cubic=True)
     ase.io.write("POSCAR", cub, format="vasp")
+    # 1c. models no run can use, refused by name (issue 38 item 12): a NaN coordinate, a dummy atom X,
+    # a NaN displacement, a tiling beyond any run
+    bad_si = si.copy()
+    bad_si.positions[1, 0] = float("nan")
+    ase.io.write("nan.xyz", bad_si, format="extxyz")
+    dummy = si.copy()
+    dummy.numbers[2] = 0
+    ase.io.write("dummy.xyz", dummy, format="extxyz")
+    for args, text in ((["nan.xyz"], "not a finite number"), (["dummy.xyz"], "Z = 0"),
+                       (["si.cif", "--default-sigma", "nan"], "finite number >= 0"),
+                       (["si.cif", "--tile", "3000", "3000", "3000"], "tile less")):
+        r = subprocess.run(["stemsim-structure"] + args + ["-o", "refused.xyz"], capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode != 0 and text in r.stderr and "Traceback" not in r.stderr and
+              not os.path.exists("refused.xyz"), "stemsim-structure %s refused: %s" % (" ".join(args),
+                                                                                    r.stderr.strip()[-120:]))
     # 1b. stemsim-structure never replaces its input, nor a file without --overwrite (issue 38 item 3)
     import glob
     before, first = open("si.cif").read(), open("si100.xyz").read()
@@ -255,6 +271,16 @@ def inner(a):
         check(False, "read() refuses a file with complete = 0")
     except stemsim.IncompleteFileError as err:
         check(True, "read() refuses a file with complete = 0 (%s)" % err)
+    for mark in ("1", 1.9, True):  # only the integer 1 (issue 38 item 12)
+        with h5py.File("incomplete.h5", "r+") as f:
+            f.attrs["complete"] = mark
+        try:
+            stemsim.read("incomplete.h5")
+            check(False, "read() refuses complete = %r" % (mark,))
+        except stemsim.IncompleteFileError:
+            check(True, "read() refuses complete = %r with its own error" % (mark,))
+        except Exception as err:  # TypeError, ValueError before
+            check(False, "read() refuses complete = %r with its own error, not %r" % (mark, err))
 
     if a.mpiexec:
         out2 = stemsim.run(cfg.copy().set("output.file", "pkg2.h5"), ranks=2, mpirun=a.mpiexec, mpi_args=a.mpi_flag)
