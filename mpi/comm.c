@@ -3,11 +3,14 @@
 #include "comm.h"
 
 #include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +54,32 @@ int stem_mpi_launch_rank(void)
  * finish removes it under the others (the shared-file-pointer file of their output, or the
  * directory another is creating in MPI_Init). A directory of its own, under the same base
  * Open MPI would use, keeps each job's session apart. */
+static int remove_session_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+
+#define SESSION_LOCK "stemsim.lock"
+
+/* The session directories of this user's runs under base that were killed: each run holds its
+ * directory's lock while it lives, so a lock taken here is a dead run's; its directory goes. A
+ * directory without the lock (being created, or another program's) is left alone. */
+static void reclaim_sessions(const char *base)
+{
+    DIR *d = opendir(base);
+    struct dirent *e;
+    char dir[STEM_PATH_MAX], lock[STEM_PATH_MAX + 32];
+    while (d && (e = readdir(d))) {
+        struct stat st;
+        if (strncmp(e->d_name, "stemsim-mpi.", 12) || strlen(e->d_name) != 18) continue;
+        if ((size_t)snprintf(dir, sizeof dir, "%s/%s", base, e->d_name) >= sizeof dir) continue;
+        if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+        snprintf(lock, sizeof lock, "%s/" SESSION_LOCK, dir);
+        int fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        int dead = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (fd >= 0) close(fd);
+        if (dead) nftw(dir, remove_session_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    }
+    if (d) closedir(d);
+}
+
 static int private_session(stem_mpi_session *s)
 {
     const char *base = getenv("OMPI_MCA_orte_tmpdir_base");
@@ -75,6 +104,14 @@ static int private_session(stem_mpi_session *s)
     }
     s->dev = st.st_dev;
     s->ino = st.st_ino;
+    char lock[STEM_PATH_MAX + 32];
+    snprintf(lock, sizeof lock, "%s/" SESSION_LOCK, s->dir);
+    s->lock_fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s->lock_fd >= 0 && flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        close(s->lock_fd);
+        s->lock_fd = -1;
+    }
+    reclaim_sessions(base); /* after ours is locked: it is never taken for a dead one */
     return setenv("OMPI_MCA_orte_tmpdir_base", s->dir, 1) == 0
         ? STEM_OK
         : STEM_FAIL(STEM_ERR_MPI, "cannot set OMPI_MCA_orte_tmpdir_base: %s", strerror(errno));
@@ -83,6 +120,7 @@ static int private_session(stem_mpi_session *s)
 int stem_mpi_singleton_defaults(stem_mpi_session *s)
 {
     memset(s, 0, sizeof *s);
+    s->lock_fd = -1;
     if (stem_mpi_launched()) return STEM_OK;
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0); /* no helper daemon: stemsim never spawns */
     setenv("OMPI_MCA_pml", "ob1", 0);                  /* no network transports for one process */
@@ -106,6 +144,8 @@ void stem_mpi_session_remove(stem_mpi_session *s)
     if (s->dir[0] && lstat(s->dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == s->dev && st.st_ino == s->ino)
         nftw(s->dir, remove_session_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     s->dir[0] = 0;
+    if (s->lock_fd >= 0) close(s->lock_fd);
+    s->lock_fd = -1;
 }
 
 int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, int node_shared, int ranks_per_node)

@@ -20,6 +20,8 @@ typedef struct {
     char dir[STEM_PATH_MAX];
     dev_t dev;
     ino_t ino;
+    int lock_fd; /* <dir>/stemsim.lock, held (flock) while the process lives: a later run that takes it
+                    knows the run is gone and removes the directory it left (a kill -9) */
 } stem_mpi_session;
 
 /* Before MPI_Init: a process started without a launcher (no mpirun, srun or other

@@ -791,7 +791,9 @@ def retyped(dtype, **kw):
 def s_stale_reserve():
     """The output-sized space reserve a SIGKILLed run leaves ("<file>.XXXXXX.reserve.incomplete"):
     the next run reclaims it (every run holds its reserve's lock while it lives), names it, and
-    publishes; a live run's reserve is left alone by another run on the same output. (Issue 38 item 9.)"""
+    publishes; a live run's reserve is left alone by another run on the same output. A killed
+    singleton's private session directory (TMPDIR/stemsim-mpi.XXXXXX) is reclaimed by the next
+    singleton alike. (Issue 38 items 9 and 12.)"""
     import glob
     import signal as sig
     d = fresh("stale_reserve")
@@ -821,6 +823,19 @@ def s_stale_reserve():
     rc, out, err = run(cmd(A.ranks, cfg, ["output.file=out.h5"]), cwd=d, timeout=120)
     expect(problems, rc == 0 and not reserves() and "space reserve" in out + err,
            f"after a kill -9: exit {rc}, reserves left {reserves()} (the killed run's: {stale})")
+    if A.ranks == 1:  # a singleton's private Open MPI session directory, left by the kill: reclaimed too
+        tmp = os.path.join(d, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        env["TMPDIR"] = tmp
+        p = start()
+        p.send_signal(sig.SIGKILL)
+        p.wait()
+        left = glob.glob(os.path.join(tmp, "stemsim-mpi.*"))
+        rc, _, _ = run(cmd(1, cfg, ["output.file=out.h5", "output.overwrite=true"]), cwd=d, timeout=120,
+                       env=dict(os.environ, TMPDIR=tmp))
+        expect(problems, rc == 0 and left and not glob.glob(os.path.join(tmp, "stemsim-mpi.*")),
+               f"the killed singleton's session directory {left}: exit {rc}, left {glob.glob(tmp + '/stemsim-mpi.*')}")
+        del env["TMPDIR"]
     p = start()  # alive now: another run on the same output must leave its reserve
     live = reserves()
     rc, _, _ = run(cmd(A.ranks, cfg, ["output.file=out.h5", "output.overwrite=true"]), cwd=d, timeout=120)
