@@ -509,15 +509,24 @@ static int reserve_local(stem_output_target *t, double file_bytes, double later_
     /* the later copy has its own margin for its own close */
     double later = later_bytes > 0 ? later_bytes + STEM_OUTPUT_RESERVE_MARGIN : 0;
     double need = STEM_OUTPUT_RESERVE_MARGIN + file_bytes + later;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), err = 0;
-    if (fd < 0)
-        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create the space reserve %s: %s", t->final_path, path,
-                         strerror(errno));
-    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, path);
     /* held (flock) while this run lives, and released by the kernel however it ends: a later run
-     * that can take the lock knows the reserve's run is gone (killed) and reclaims the space */
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) err = errno;
-    if (!err && write_margin(fd) != 0) err = errno;
+     * that can take the lock knows the reserve's run is gone (killed) and reclaims the space. It
+     * is locked under another name first, so no run ever finds it unlocked while this one lives. */
+    char made[STEM_OUTPUT_NAME_MAX + 32];
+    snprintf(made, sizeof made, "%s.new", path);
+    int fd = open(made, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), err = 0;
+    if (fd < 0)
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create the space reserve %s: %s", t->final_path, made,
+                         strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(made, path) != 0) {
+        err = errno;
+        unlink(made);
+        close(fd);
+        return STEM_FAIL(STEM_ERR_IO, "[output] file = %s: cannot create the space reserve %s: %s", t->final_path, path,
+                         strerror(err));
+    }
+    stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_RESERVE, path);
+    if (write_margin(fd) != 0) err = errno;
     if (!err && fallocate(fd, 0, (off_t)STEM_OUTPUT_RESERVE_MARGIN, (off_t)(need - STEM_OUTPUT_RESERVE_MARGIN)) != 0) {
         err = errno;
         double free = free_bytes(path);

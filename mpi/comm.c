@@ -104,10 +104,12 @@ static int private_session(stem_mpi_session *s)
     }
     s->dev = st.st_dev;
     s->ino = st.st_ino;
-    char lock[STEM_PATH_MAX + 32];
+    char lock[STEM_PATH_MAX + 32], made[STEM_PATH_MAX + 32];
     snprintf(lock, sizeof lock, "%s/" SESSION_LOCK, s->dir);
-    s->lock_fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (s->lock_fd >= 0 && flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    snprintf(made, sizeof made, "%s/." SESSION_LOCK, s->dir);
+    /* locked before it takes its name: another run never finds it unlocked while this one lives */
+    s->lock_fd = open(made, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s->lock_fd >= 0 && (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0 || rename(made, lock) != 0)) {
         close(s->lock_fd);
         s->lock_fd = -1;
     }
