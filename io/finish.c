@@ -102,8 +102,11 @@ static int stem_output_emd_rank0(stem_h5_file *f, const stem_plan *plan, stem_ou
     stem_emd_hooks hooks = {stem_output_emd_tick, stem_output_emd_before_close, run};
     rc = stem_emd_convert(temp, emd_path, plan, &hooks);
     if (!rc && (rename(emd_path, temp) != 0 || stat(temp, &st) != 0))
-        rc = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s", emd_path, temp,
-                       strerror(errno));
+        /* a signal's handler removed both temporaries: the stop, not a failure of the disk */
+        rc = stem_signal_pending() ? stem_signal_status(stem_signal_pending())
+                                   : STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot rename %s to %s: %s",
+                                               emd_path, temp, strerror(errno));
+    if (rc && rc != STEM_ERR_MPI && stem_signal_pending()) rc = stem_signal_status(stem_signal_pending());
     if (rc) unlink(emd_path);
     stem_signal_cleanup_slot(STEM_SIGNAL_SLOT_EMD, NULL);
     if (rc) return rc;
