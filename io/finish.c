@@ -20,8 +20,9 @@
  * announce the stage on stderr and wait STEMSIM_TEST_PAUSE_S seconds (default 5) there,
  * so a test can fill the disk or send a signal at that moment: "write" (the reserve
  * given back, the file not yet created), "emd" (the conversion's file created, its
- * share of the reserve still held; every rank ticking). */
-static int stem_output_test_pause(const char *stage, int (*tick)(void *), void *ctx)
+ * share of the reserve still held; every rank ticking), "checkpoint" (a campaign's, before
+ * its checkpoint is opened: mpi/campaign.c). */
+int stem_output_test_pause(const char *stage, int (*tick)(void *), void *ctx)
 {
     const char *at = getenv("STEMSIM_TEST_PAUSE_AT"), *s = getenv("STEMSIM_TEST_PAUSE_S");
     if (!at || strcmp(at, stage)) return STEM_OK;

@@ -8,6 +8,9 @@
 #include "../src/plan.h"
 #include "h5_collective.h"
 
+/* Test hook (finish.c): STEMSIM_TEST_PAUSE_AT=stage waits there on rank 0 (tick: NULL, or
+ * called every 50 ms; its non-zero status ends the wait and is returned). */
+int stem_output_test_pause(const char *stage, int (*tick)(void *), void *ctx);
 /* Rank 0 checks the temporary is still the file it created (agree after it). */
 int stem_finish_verify(const stem_h5_file *f);
 /* Rank 0: the reserve's share for this file is given back just before it is written

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "../io/finish.h"
 #include "../io/smatrix_file.h"
 #include "../src/phases.h"
 #include "../src/signals.h"
@@ -365,14 +366,21 @@ static int checkpoint_room(const campaign *cp, const char *dir, double state, do
 
 /* The checkpoint found or made, its state loaded into the sums (after the point plans and the
  * stored inputs are checked: a refused input leaves no checkpoint). */
+/* The test hook's wait (io/finish.h) ends at a signal, with its status. */
+static int signal_tick(void *ctx)
+{
+    (void)ctx;
+    return stem_signal_pending() ? stem_signal_status(stem_signal_pending()) : STEM_OK;
+}
+
 static int open_checkpoint(campaign *cp, const char *dir)
 {
     const stem_campaign_job *job = cp->job;
     const stem_mpi *m = job->m;
-    stem_signal_keeps_checkpoint(1);
     smatrix_io_setup(cp);
     unsigned long long stored[2];
-    int err = stored_hashes(job, stored);
+    int err = m->layout.world_rank == 0 ? stem_output_test_pause("checkpoint", signal_tick, NULL) : STEM_OK;
+    if (!err) err = stored_hashes(job, stored);
     char *identity = err ? NULL : identity_text(job, stored);
     if (!err)
         err = stem_mpi_agree(identity ? STEM_OK : STEM_FAIL(STEM_ERR_MEMORY, "cannot format the campaign identity"),
@@ -380,9 +388,16 @@ static int open_checkpoint(campaign *cp, const char *dir)
     if (!err) err = campaign_plans(cp);
     double state = stem_acc_global_bytes(job->plan, cp->n_points, campaign_sums_channels(cp)); /* as the dry run */
     if (!err) err = stem_mpi_agree(m->layout.world_rank == 0 ? checkpoint_room(cp, dir, state, 0) : STEM_OK, m->world);
+    /* a stop before the checkpoint opens keeps nothing: the signal's own status (128 + N), not 75 */
+    if (!err)
+        err = stem_mpi_agree(stem_signal_pending() ? stem_signal_status(stem_signal_pending()) : STEM_OK, m->world);
     if (!err)
         err = stem_checkpoint_open(&cp->ck, m->world, dir, identity, job->plan->fft_wisdom, cp->n_units,
                                    cp->smatrix_bytes, (size_t)state, job->restart);
+    if (!err) {
+        cp->ck_opened = 1;
+        stem_signal_keeps_checkpoint(1); /* from now a signal's message says the checkpoint keeps the units */
+    }
     free(identity);
     if (!err) memcpy(cp->done, cp->ck.done, (size_t)cp->n_units);
     if (!err) err = stem_sums_load(&cp->acc, m, &cp->ck);
@@ -406,7 +421,7 @@ static int campaign_open(campaign *cp, const char *dir)
  * (or converting) keeps it, every unit still in it. */
 static int campaign_close(campaign *cp, const char *dir, int err)
 {
-    if (!cp->checkpointed) return err;
+    if (!cp->checkpointed || !cp->ck_opened) return err; /* a stop before it opened kept nothing */
     if (!err && cp->job->m->layout.world_rank == 0) stem_checkpoint_remove(&cp->ck);
     if (err && cp->streamed && cp->ck.n_done + cp->n_added) /* the patterns' file went with the failed write */
         stem_info("the checkpoint %s keeps the finished 4D blocks' sums; if their patterns were lost with the "

@@ -58,6 +58,7 @@ typedef struct {
     char *smatrix_unit; /* group leader: one unit's S-matrix, stored as its unit file */
     size_t smatrix_bytes;
     stem_checkpoint ck;
+    int ck_opened; /* the checkpoint is open: a stop from now keeps the units (exit 75) */
     /* a plain run's 4D patterns streamed in blocks (plan->probe_block; campaign_blocks.c): the
      * output open since the units began, the block's plan (this rank's probes of the block),
      * results and 4D sums, each configuration's kept transmission functions (NULL: built again) */

@@ -883,6 +883,16 @@ def s_odd_files():
         rc, out, err = run(cmd(1, cfg, ["output.file=th.h5", "compute.threads=4096"], ["--dry-run"]), cwd=d)
         expect(problems, rc == 0 and "threads = 4096" in err and "mpirun" not in err,
                f"a singleton with threads = 4096: exit {rc}, {[l for l in err.splitlines() if 'threads' in l]}")
+        # a checkpointed run stopped before its checkpoint opens kept nothing: 143 as it says, not 75
+        p = subprocess.Popen(cmd(1, cfg, ["output.file=early.h5", "output.checkpoint=true"]), cwd=d,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, STEMSIM_TEST_PAUSE_AT="checkpoint", STEMSIM_TEST_PAUSE_S="8"))
+        time.sleep(2.5)  # in the pause, before the checkpoint opens
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        expect(problems, p.returncode == 128 + signal.SIGTERM and "no result will be written" in err and
+               not os.path.exists(os.path.join(d, "early.h5.checkpoint")),
+               f"stopped before its checkpoint opened: exit {p.returncode}, expected 143 and nothing kept")
     return finish(problems, "odd_files")
 
 
