@@ -607,19 +607,19 @@ static int run(const cli_options *o, MPI_Comm world, int rank)
 }
 
 /* --version, --help, --help-config and --from-prismatic are local actions of one
- * process: they start no MPI (under a launcher only its rank 0 prints). Returns their
- * exit status, or -1 for a run. A command line in error is left to the run, which
- * reports it once. */
+ * process: they start no MPI, and every task prints (as any command under srun or mpirun
+ * does; a lone task of rank 3 of a Slurm step printed nothing, exit 0). Returns their exit
+ * status, or -1 for a run. A command line in error is left to the run, which reports it once. */
 static int local_action(int argc, char **argv)
 {
     int rank = stem_mpi_launch_rank();
     stem_log_init(rank, STEM_LOG_INFO);
     if (argc > 1 && !strcmp(argv[1], "--from-prismatic")) /* its own arguments: Prismatic's options */
-        return rank == 0 ? stem_from_prismatic(argc - 2, argv + 2, stdout) : STEM_OK;
+        return stem_from_prismatic(argc - 2, argv + 2, stdout);
     cli_options o;
     int err = parse_cli(argc, argv, &o, 1); /* quietly */
     int local = !err && (o.help || o.version || o.help_config);
-    if (local && rank == 0) {
+    if (local) {
         if (o.help) usage(stdout);
         if (o.version) fputs(stem_build_info(), stdout);
         if (o.help_config) stem_config_print_reference(stdout);

@@ -729,6 +729,10 @@ def s_mpi_init_failure():
     for flag in ("--version", "--help", "--help-config"):
         rc, out, err = run([A.stemsim, flag], cwd=d, env=dict(os.environ, TMPDIR=not_dir))
         expect(problems, rc == 0 and out and not err.strip(), f"{flag} where MPI cannot start: exit {rc}")
+        # a task other than 0 of a Slurm step prints too (it printed nothing, exit 0: issue 38 item 12)
+        slurm = dict(os.environ, SLURM_PROCID="3", SLURM_STEP_ID="0", SLURM_NTASKS="4", SLURM_JOB_ID="1")
+        rc, out, err = run([A.stemsim, flag], cwd=d, env=slurm)
+        expect(problems, rc == 0 and out.strip(), f"{flag} as task 3 of a Slurm step: exit {rc}, printed {len(out)} bytes")
     return finish(problems, "mpi_init_failure")
 
 
