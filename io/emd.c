@@ -707,7 +707,6 @@ static int parameters(const emd *e, hid_t sim)
         {"ty", 0, hrtem ? plane_tilt_mrad(plan, 1) : plan->tilt_q[1] * plan->lambda * 1e3},
         {"d", 0, plan->ring_width},
         {"te", 1, plan->opt.thermal},
-        {"rs", 1, (int)plan->opt.seed},
         {"3D", 1, plan->n_bins > 0},
         {"4D", 1, plan->opt.save_4d},
         {"DPC", 1, plan->opt.save_dpc},
@@ -719,6 +718,8 @@ static int parameters(const emd *e, hid_t sim)
     for (size_t i = 0; ok && i < sizeof keys / sizeof *keys; i++)
         ok = keys[i].is_int ? !stem_h5_attr_int(g, keys[i].name, (int)keys[i].value)
                             : !stem_h5_attr_double(g, keys[i].name, keys[i].value);
+    long seed = plan->opt.seed; /* 64 bits exact (a double or an int would round or cut a large seed) */
+    ok = ok && !stem_h5_attr(g, "rs", H5T_STD_I64LE, H5T_NATIVE_LONG, &seed, 0, NULL, NULL);
     ok = ok && !stem_h5_attr_text(g, "program", "stemsim");
     /* [scan] positions: the probes where Prismatic keeps its arbitrary probes (-p file) */
     hsize_t n = (hsize_t)plan->n_probes;

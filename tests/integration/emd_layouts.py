@@ -193,6 +193,15 @@ def main():
             print("FAIL negative control: a changed %s went unnoticed" % path)
             failed += 1
     print("negative controls: a changed value in HRTEM, exit_wave, a pattern and a positions image is caught")
+    # a seed above 2^53 is kept exactly in the EMD metadata's rs (it was rounded, then cut to 32 bits)
+    big = 9007199254740993
+    path = run(1, cbed[:2] + ["--set", "output.layout=emd", "--set", "simulation.seed=%d" % big], "seed_emd")
+    seeds = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda n, o: seeds.append(int(o.attrs["rs"])) if "rs" in o.attrs else None)
+    if seeds != [big]:
+        print("FAIL the EMD metadata's rs holds %s, not the seed %d" % (seeds, big))
+        failed += 1
     print("FAIL" if failed else "PASS")
     return 1 if failed else 0
 
