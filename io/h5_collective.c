@@ -131,13 +131,26 @@ int stem_h5_file_open(stem_h5_file *f)
     return STEM_OK;
 }
 
+/* The agreement after a collective HDF5 step. A rank whose own part failed (a full disk) may
+ * have left HDF5's ranks out of step: the others can wait inside HDF5 for a call it will never
+ * make, so it waits at most STEM_H5_CLOSE_DEADLINE_S for them, then leaves (exit 6, files
+ * removed) and the launcher ends the rest. A healthy rank is never timed: a slow write of
+ * every rank is never cut short. */
+static int stem_h5_agree_after(MPI_Comm comm, int rc)
+{
+    if (rc) stem_signal_deadline(STEM_H5_CLOSE_DEADLINE_S, STEM_ERR_IO);
+    int all = stem_h5_agree(comm, rc);
+    if (rc) stem_signal_deadline(0, 0);
+    return all;
+}
+
 int stem_h5_file_flush(const stem_h5_file *f)
 {
     char why[128];
     int rc = H5Fflush(f->file, H5F_SCOPE_GLOBAL) < 0
         ? STEM_FAIL(STEM_ERR_IO, "output %s: H5Fflush failed (%s)", f->path, stem_h5_why(f, why, sizeof why))
         : STEM_OK;
-    return stem_h5_agree(f->comm, rc);
+    return stem_h5_agree_after(f->comm, rc);
 }
 
 /* The file is being thrown away: give its space back (rank 0, by name) so
@@ -272,7 +285,7 @@ int stem_h5_write_dataset(const stem_h5_file *f, const stem_h5_dataset *d)
     if (H5Dwrite(dset, d->mem_type, mspace, fspace, f->dxpl, d->data ? d->data : &dummy) < 0)
         rc = STEM_FAIL(STEM_ERR_IO, "output %s: collective write of %s failed (%s)", f->path, d->name,
                        stem_h5_why(f, why, sizeof why));
-    if ((rc = stem_h5_agree(f->comm, rc))) goto done;
+    if ((rc = stem_h5_agree_after(f->comm, rc))) goto done;
     if (!d->open && d->attrs) rc = d->attrs(d->ctx, dset);
 done:
     if (dset >= 0 && H5Dclose(dset) < 0 && !rc)

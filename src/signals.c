@@ -45,10 +45,9 @@ static void stem_signal_watchdog(int sig)
     (void)sig;
     stem_signal_unlink_all();
     if (!stem_signal_caught && stem_signal_deadline_status) {
-        if (stem_signal_rank == 0)
-            stem_signal_say("stemsim: error: gave up waiting for the ranks to close the discarded output together "
-                            "(a full disk left HDF5's ranks out of step); its files are removed\n",
-                            NULL, NULL);
+        stem_signal_say("stemsim: error: gave up waiting for the other ranks after a failed write of the output (a "
+                        "full disk can leave HDF5's ranks out of step); its files are removed\n",
+                        NULL, NULL);
         _exit(stem_signal_deadline_status);
     }
     _exit(stem_signal_status(stem_signal_caught ? stem_signal_caught : SIGTERM));
