@@ -900,11 +900,17 @@ def s_odd_files():
     return finish(problems, "odd_files")
 
 
+def h5z_available(filter_id):
+    from h5py import h5z
+    return h5z.filter_avail(filter_id)
+
+
 def s_stored_types():
     """Stored potentials and S-matrices as stemsim wrote them, float32, however compressed: an int8 or
     float16 /potential (HAADF 35% off when read) refused, exit 4, naming the type; a gzip-compressed
     copy of each (chunks of less space than their values: refused as 'damaged' before) read and equal
-    to the uncompressed file's run bit for bit. (Issue 38 item 7.)"""
+    to the uncompressed file's run bit for bit; a filter this HDF5 lacks (Blosc, 32001) named.
+    (Issue 38 item 7.)"""
     d = fresh("stored_types")
     cfg = local_config(d)
     problems = []
@@ -918,6 +924,21 @@ def s_stored_types():
         path = spoiled(d, "pot.h5", f"pot_{tag}.h5", "potential", retyped(dtype))
         refused(problems, d, f"potential_file as {tag}",
                 cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.potential_file={path}"]), 4, "not the float32")
+    def unavailable_filter(dset, f):  # HDF5 filter 32001 (Blosc), registered as optional, not in this HDF5
+        from h5py import h5d, h5p, h5s, h5t, h5z
+        name, data, attrs = dset.name, dset[()], dict(dset.attrs)
+        del f[name]
+        dcpl = h5p.create(h5p.DATASET_CREATE)
+        dcpl.set_chunk((1,) * (data.ndim - 2) + data.shape[-2:])
+        dcpl.set_filter(32001, h5z.FLAG_OPTIONAL, (0,))
+        new = h5d.create(f.id, name.encode(), h5t.IEEE_F32LE, h5s.create_simple(data.shape), dcpl)
+        new.write(h5s.ALL, h5s.ALL, data.astype("f4"))
+        for k, v in attrs.items():
+            f[name].attrs[k] = v
+    if not h5z_available(32001):
+        path = spoiled(d, "pot.h5", "pot_blosc.h5", "potential", unavailable_filter)
+        refused(problems, d, "potential_file through a filter this HDF5 lacks",
+                cmd(A.ranks, cfg, ["output.file=out.h5", f"simulation.potential_file={path}"]), 4, "filter 32001")
     for src, key, extra in (("pot.h5", "potential", []), ("sm.h5", "smatrix", prism)):
         gz = spoiled(d, src, "gz_" + src, key, retyped("f4", compression="gzip", compression_opts=4, chunks=True))
         runs = []
