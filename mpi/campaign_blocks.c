@@ -40,6 +40,9 @@ static int blocks_alloc(campaign *cp)
     return stem_acc_alloc_channels(&cp->block_plan, 1, STEM_ACC_ONLY_4D, &cp->block_acc);
 }
 
+/* [simulation] smatrix_file: the S-matrices are read back, no transmission functions needed. */
+static int smatrix_loaded(const campaign *cp) { return cp->smatrix_io && cp->smatrix_io->load; }
+
 /* plan->keep_configs: every configuration this group runs, built once into buffers of their
  * own (node-shared where the group's ranks build them together, as the unit's buffer). */
 static int keep_transmissions(campaign *cp)
@@ -47,7 +50,7 @@ static int keep_transmissions(campaign *cp)
     const stem_campaign_job *job = cp->job;
     const stem_mpi *m = job->m;
     const stem_plan *plan = job->plan;
-    if (!plan->keep_configs || cp->n_configs == 1) return STEM_OK;
+    if (!plan->keep_configs || cp->n_configs == 1 || smatrix_loaded(cp)) return STEM_OK;
     STEM_ALLOC(cp->kept, (size_t)cp->n_configs, "each configuration's transmission functions");
     STEM_ALLOC(cp->kept_node, (size_t)cp->n_configs, "each configuration's shared buffer");
     for (int c = 0; c < cp->n_configs; c++) cp->kept_node[c].win = MPI_WIN_NULL;
@@ -85,7 +88,7 @@ static int block_transmission(campaign *cp, int c, const stem_complex **trans)
         return STEM_OK;
     }
     *trans = cp->trans;
-    if (cp->ready == c) return STEM_OK;
+    if (cp->ready == c || smatrix_loaded(cp)) return STEM_OK; /* built, or not needed */
     cp->ready = -1;
     STEM_TRY(stem_phonon_transmission(job->m, job->engine, job->plan, job->atoms, &cp->table, c, 0, cp->trans,
                                       &cp->trans_node));
