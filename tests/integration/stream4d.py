@@ -10,7 +10,8 @@ quarter of what the whole patterns need, the plan streams them (it says so, in t
 blocks), the measured peak stays within the limit and below the plan's estimate, and every
 dataset equals the reference bit for bit; /cbed is chunked in whole patterns. On 2 ranks
 (one group, and a group per rank) with a forced probe_block, the same bits. A SIGTERM while
-the blocks run leaves neither the output nor a temporary. Checkpointed, a kill -9 (1 rank)
+the blocks run leaves neither the output nor a temporary. save_potential / save_smatrix and
+potential_file / smatrix_file in blocks equal their whole runs. Checkpointed, a kill -9 (1 rank)
 and a SIGTERM (2 ranks) part way: the rerun resumes at a block, equals the reference bit for
 bit and leaves only the output. Exit: 0 pass, 1 fail, 77 skip.
 """
@@ -148,6 +149,20 @@ def main():
     bad = differences(datasets(os.path.join(A.workdir, "focal_whole.h5")), os.path.join(A.workdir, "focal_blocks.h5"))
     if bad:
         problems.append("focal spread, blocks of 2 probes on 2 ranks: differs in " + ", ".join(bad))
+    # stored inputs and outputs in blocks: save_potential / save_smatrix, then potential_file /
+    # smatrix_file read back (PRISM: no transmission functions), each = the whole run
+    small = ["--set", "scan.x_end=3.2", "--set", "scan.y_end=2.8", "--set", "scan.step=0.4"]
+    key = "smatrix" if A.algorithm == "prism" else "potential"
+    itest.run(A, 1, small + ["--set", "output.save_%s=true" % key], "stored_whole")
+    itest.run(A, 1, small + ["--set", "output.save_%s=true" % key, "--set", "detector.probe_block=2"], "stored_blocks")
+    stored = os.path.join(A.workdir, "stored_whole.h5")
+    itest.run(A, 1, small + ["--set", "simulation.%s_file=%s" % (key, stored)], "read_whole")
+    itest.run(A, 1, small + ["--set", "simulation.%s_file=%s" % (key, stored), "--set", "detector.probe_block=2"],
+              "read_blocks")
+    for a, b in (("stored_whole", "stored_blocks"), ("read_whole", "read_blocks")):
+        bad = differences(datasets(os.path.join(A.workdir, a + ".h5")), os.path.join(A.workdir, b + ".h5"))
+        if bad:
+            problems.append("%s: blocks differ from the whole run in %s" % (b, ", ".join(bad)))
     # a stop while the blocks run: nothing under the final name, no temporary left
     cmd = [A.stemsim, A.ini, "--set", "output.file=stopped.h5", "--set", "detector.probe_block=150"]
     p = subprocess.Popen(cmd, cwd=A.workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
