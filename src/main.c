@@ -148,24 +148,20 @@ static int check_model_spacing(const stem_config *cfg, const stem_atoms *atoms)
                      cfg->min_distance, atoms->cell[0], atoms->cell[1], atoms->cell[2]);
 }
 
-/* Rank 0, the model as tiled: a cell of fewer than four pixels, or so narrow that each atom's
- * potential would wrap onto it more than a hundred times, is no sample (exit 4; a 1e-6 A cell
- * hung in the transmission build, a 0.001 A one ran on a 1 x 1 grid). */
+/* Rank 0, the model as tiled: a cell so narrow that each atom's potential would wrap onto it
+ * more than a hundred times is no sample (exit 4; a 1e-6 A cell hung in the transmission
+ * build, a 0.001 A one ran on a 1 x 1 grid). A coarse grid of a real cell is the plan's to
+ * refuse, naming the pixel size. */
 static int check_model_cell(const stem_config *cfg, const stem_atoms *atoms)
 {
     for (int k = 0; k < 2; k++) {
         double cell = atoms->cell[k];
-        int given = k ? cfg->grid_y : cfg->grid_x;
-        double pixels = given > 0 ? given : cell / cfg->pixel_size;
-        if (pixels >= 4 && cfg->opt.potential_radius <= 100 * cell) continue;
+        if (cfg->opt.potential_radius <= 100 * cell) continue;
         return STEM_FAIL(STEM_ERR_INPUT,
-                         "[sample] xyz = %s: the cell (tiled) is %.4g Angstrom along %c: %s. Is the model in nm? "
-                         "Else tile it ([sample] tile_%c)",
-                         cfg->xyz, cell, "xy"[k],
-                         pixels < 4 ? "fewer than four pixels of [simulation] pixel_size, no sample to image"
-                                    : "each atom's potential ([simulation] potential_radius) would wrap onto it more "
-                                      "than a hundred times",
-                         "xy"[k]);
+                         "[sample] xyz = %s: the cell (tiled) is %.4g Angstrom along %c: each atom's potential "
+                         "([simulation] potential_radius = %g Angstrom) would wrap onto it more than a hundred "
+                         "times, no sample to image. Is the model in nm? Else tile it ([sample] tile_%c)",
+                         cfg->xyz, cell, "xy"[k], cfg -> opt.potential_radius, "xy"[k]);
     }
     return STEM_OK;
 }

@@ -532,7 +532,12 @@ def s_odd_inputs():
     rc, _, err = run(cmd(A.ranks, cfg, [f"sample.xyz={model}", "sample.tile_x=1", "sample.tile_y=1", "sample.tile_z=1",
                                         "scan.x_end=0.3", "scan.y_end=0.3", "scan.x_start=0", "scan.y_start=0",
                                         "scan.units=fractional", "output.file=dup.h5"]), cwd=d)
-    expect(problems, rc == 0, f"duplicate atom: exit {rc}, expected 0 (a warning)")
+    expect(problems, rc == 4 and "min_distance" in err, f"duplicate atom: exit {rc}, expected 4 (closer than "
+                                                           f"[sample] min_distance)")
+    rc, _, err = run(cmd(A.ranks, cfg, [f"sample.xyz={model}", "sample.tile_x=1", "sample.tile_y=1", "sample.tile_z=1",
+                                        "scan.x_end=0.3", "scan.y_end=0.3", "scan.x_start=0", "scan.y_start=0",
+                                        "scan.units=fractional", "output.file=dup.h5", "sample.min_distance=0"]), cwd=d)
+    expect(problems, rc == 0, f"duplicate atom with min_distance = 0: exit {rc}, expected 0 (a warning)")
     expect(problems, "lines 3 and 5 give the same atom" in err, "no warning naming lines 3 and 5")
     if A.ranks == 1:
         # <(...) is a pipe: refused by name, never a hang
