@@ -34,7 +34,8 @@ typedef struct {
         char section[16], key[32], value[2 * STEM_PATH_MAX];
     } e[MAX_ENTRIES];
     int n;
-    char notes[MAX_NOTES][320]; /* options not converted, and what was assumed */
+    char notes[MAX_NOTES][1024]; /* options not converted, and what was assumed (whole sentences: a
+                                    note cut short lost what it said, the 3D potential's at 320 bytes) */
     int n_notes;
     const char *where;       /* the current source, for messages */
     const char *params_file; /* the parameter file (relative model paths may be relative to it) */
@@ -457,8 +458,15 @@ static int h_gpus(conversion *c, const char *opt, char **v)
 {
     long long n = 0;
     STEM_TRY(integer(c, opt, v[0], 0, 64, &n));
-    set(c, "compute", "device", n > 0 ? "gpu" : "cpu");
+    /* auto, not gpu: Prismatic's GUI (a GPU build) writes its GPUs into every parameter file,
+     * and the converted config must also run on a CPU node (device = gpu exits 8 there) */
+    set(c, "compute", "device", n > 0 ? "auto" : "cpu");
     if (n > 0) set(c, "compute", "gpus_per_rank", "%lld", n);
+    if (n > 0)
+        note(c,
+             "%s %lld became [compute] device = auto, gpus_per_rank = %lld: the GPUs where the node has them, "
+             "else the CPU engine (device = gpu insists on a GPU)",
+             opt, n, n);
     return STEM_OK;
 }
 

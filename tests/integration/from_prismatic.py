@@ -162,6 +162,24 @@ def issue27_cases(a, work, xyz, convert):
             f.write(text)
         return path
 
+    # a GPU build's GUI writes its GPUs and threads into every parameter file: the converted config
+    # runs on a CPU node too (device = auto, said in a note); no note is cut short (issue 39 item 3)
+    gui = params("gui_gpu.txt", "--num-gpus:4\n--num-threads:12\n--tile-uc:4 4 1\n")
+    out, err = convert([gui, "--xyz", xyz])
+    cfg = parse_ini(out)
+    check(cfg.get("compute", "device", fallback=None) == "auto" and cfg.get("compute", "gpus_per_rank",
+                                                                         fallback=None) == "4",
+          "a GUI parameter file's --num-gpus 4 becomes device = auto, gpus_per_rank = 4", out)
+    check("device = auto" in err and "within a few percent of Prismatic's -3DP 0 (docs/prismatic.md)" in err,
+          "the notes are whole (the 3D potential's ended mid-word at 320 bytes)", err)
+    gui_ini = os.path.join(work, "gui_gpu.ini")
+    with open(gui_ini, "w") as f:
+        f.write(out)
+    p = subprocess.run([a.stemsim, gui_ini, "--dry-run", "--set", "compute.device=auto"], capture_output=True,
+                       text=True, timeout=120, cwd=work)
+    check(p.returncode == 0, "the converted GUI config plans on this machine (exit %d)" % p.returncode,
+          p.stderr[-300:])
+
     # -dfs before -df (a parameter file's order, or -df on the command line): around the final -df
     out, _ = convert([params("dfs_first.txt", "--probe-defocus-sigma:10\n--probe-defocus:-40\n"), "--xyz", xyz])
     check("defocus = -60:5:-20" in out, "-dfs then -df: the series is not around -df -40", out)
