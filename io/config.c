@@ -893,6 +893,11 @@ static int validate(stem_config *cfg, const char *source)
         stem_warn("%s: [simulation] supersampling has no effect any more: every atom's potential is placed at its "
                   "exact position (docs/physics.md)",
                   source);
+    size_t n = strlen(cfg->output_file);
+    if (cfg->opt.layout_emd && (n < 4 || strcasecmp(cfg->output_file + n - 4, ".emd")))
+        stem_warn("%s: [output] layout = emd writes %s, which hyperspy's hs.load recognises only by the .emd "
+                  "extension (py4DSTEM reads either): name it .emd",
+                  source, cfg->output_file);
     return STEM_OK;
 }
 

@@ -351,12 +351,16 @@ static int stem_output_image(const stem_output *o, int i)
     char name[STEM_IMAGE_NAME_MAX + 48];
     snprintf(name, sizeof name, "%s/images/%s", o->errors ? STEM_OUTPUT_ERRORS : "", im->name);
     if (o->count) stem_output_pack(o, stem_output_values(o, STEM_CH_IMAGES), o->plan->n_images, i);
+    /* a range asked beyond the simulated angles integrates up to them: labelled so, what was asked
+     * kept beside (an open-ended range, 1e9 and more, keeps its mark: "and beyond") */
+    int clipped = im->outer_mrad < 1e9 && im->outer_mrad > o->plan->max_angle_mrad * 1.0001;
     stem_output_attr attrs[] = {
         {"inner_mrad", NULL, im->inner_mrad},
-        {"outer_mrad", NULL, im->outer_mrad},
+        {"outer_mrad", NULL, clipped ? o->plan->max_angle_mrad : im->outer_mrad},
         {"units", STEM_OUTPUT_INTENSITY, 0},
+        {"outer_mrad_requested", NULL, im->outer_mrad},
     };
-    return stem_output_write_map(o, name, attrs, 3);
+    return stem_output_write_map(o, name, attrs, clipped ? 4 : 3);
 }
 
 static int stem_output_images(const stem_output *o)

@@ -193,6 +193,20 @@ def main():
             print("FAIL negative control: a changed %s went unnoticed" % path)
             failed += 1
     print("negative controls: a changed value in HRTEM, exit_wave, a pattern and a positions image is caught")
+    # an EMD file not named .emd: hyperspy's hs.load would not know it; said (issue 39 item 8)
+    log = itest.run(A, 1, ["--set", "output.layout=emd", "--set", "simulation.algorithm=cbed"], "named_h5")
+    if "name it .emd" not in log:
+        print("FAIL layout = emd written to a .h5 name without a hint at .emd")
+        failed += 1
+    # an [images] range beyond the simulated angles is labelled with the angles it integrates
+    path = run(1, ["--set", "images.WIDE=60 1000"], "wide_range")
+    with h5py.File(path, "r") as f:
+        a = f["images/WIDE"].attrs
+        top = float(a["outer_mrad"])
+        if not (top < 1000 and float(a.get("outer_mrad_requested", 0)) == 1000):
+            print("FAIL an [images] range to 1000 mrad is labelled outer_mrad = %g (requested %s)"
+                  % (top, a.get("outer_mrad_requested")))
+            failed += 1
     # a seed above 2^53 is kept exactly in the EMD metadata's rs (it was rounded, then cut to 32 bits)
     big = 9007199254740993
     path = run(1, cbed[:2] + ["--set", "output.layout=emd", "--set", "simulation.seed=%d" % big], "seed_emd")
