@@ -6,11 +6,13 @@
     cfg = stemsim.Config({"sample": {"xyz": model.write("si.xyz")}, "output": {"file": "si.h5"}})
     out = stemsim.run(cfg, ranks=2)
     stemsim.plot.images(stemsim.read(out))
+    noisy = stemsim.poisson_noise(stemsim.read(out)["images/HAADF"], dose=1e5)  # e/A^2
 
 stemsim.structure needs ase, stemsim.plot matplotlib (imported when used).
 """
 from . import structure
 from .io import IncompleteFileError, Results, read
+from .noise import poisson_noise
 from .runner import EXIT_CODES, Config, StemsimError, find_stemsim, run
 
 __version__ = "0.1.0"
@@ -24,4 +26,4 @@ def __getattr__(name):
 
 
 __all__ = ["read", "Results", "IncompleteFileError", "Config", "run", "StemsimError", "EXIT_CODES",
-           "find_stemsim", "structure", "plot"]
+           "find_stemsim", "structure", "plot", "poisson_noise"]

@@ -322,6 +322,23 @@ def inner(a):
         check(took < 30 and not os.path.exists("slow.h5"),
               "run(timeout=3) of a 60 s job raised after %.1f s, stemsim stopped, nothing published" % took)
 
+    # 4d. counting noise of a finite dose (issue 39 item 6), against the Poisson closed form
+    flat = np.full((300, 300), 0.5)
+    noisy = stemsim.poisson_noise(flat, dose=100, probe_area=1.0, seed=3)
+    check(abs(noisy.mean() - 0.5) < 0.005 and abs(noisy.var() / (0.5 / 100) - 1) < 0.05,
+          "poisson_noise: mean %.4f (0.5), variance %.3g (0.5 / 100 = 0.005)" % (noisy.mean(), noisy.var()))
+    with stemsim.read(out) as r:
+        img = r["images/HAADF"].isel({d: 0 for d in r["images/HAADF"].dims if d not in ("scan_y", "scan_x")})
+        quiet = stemsim.poisson_noise(img, dose=1e14, seed=1)
+        check(quiet.dims == img.dims and float(abs(quiet - img).max()) <= 1e-4 * float(abs(img).max()) + 1e-12 and
+              quiet.attrs.get("dose_e_per_A2") == 1e14, "poisson_noise of a DataArray keeps its dims, coords and "
+              "values at a huge dose, and records the dose")
+    try:
+        stemsim.poisson_noise(flat, dose=-1, probe_area=1.0)
+        check(False, "poisson_noise refuses a negative dose")
+    except ValueError:
+        check(True, "poisson_noise refuses a negative dose")
+
     # 5. plots
     import matplotlib
     matplotlib.use("Agg")
