@@ -16,6 +16,7 @@ the directory of the file a Config was read from, else the current directory), s
 written anywhere; [output] file stays relative to the directory stemsim runs in.
 """
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -154,6 +155,30 @@ def _error_lines(text):
     return "\n".join(lines[-8:]) if lines else "\n".join(text.strip().splitlines()[-8:])
 
 
+_PROGRESS = (  # stemsim's own progress lines: (pattern, stage or None for the match's first group)
+    (re.compile(r"^\s*(.+?):\s+(\d+)%\s+elapsed \d+ s\s+ETA (\d+) s"), None),
+    (re.compile(r"^unit (\d+) of (\d+) done .*campaign ETA (\d+) s"), "units"),
+    (re.compile(r"^configuration (\d+) of (\d+) done .*ETA (\d+) s"), "configurations"),
+)
+
+
+def _progress_of(line):
+    """(stage, fraction done, ETA in seconds) from one of stemsim's progress lines, else None."""
+    for pattern, stage in _PROGRESS:
+        m = pattern.match(line)
+        if not m:
+            continue
+        if stage is None:
+            return m.group(1).strip(), int(m.group(2)) / 100.0, float(m.group(3))
+        return stage, int(m.group(1)) / max(int(m.group(2)), 1), float(m.group(3))
+    return None
+
+
+def _print_progress(stage, fraction, eta):
+    sys.stderr.write("\rstemsim: %s %3.0f%%, ETA %.0f s   " % (stage, 100 * fraction, eta))
+    sys.stderr.flush()
+
+
 def _stop(proc, grace=10):
     """SIGTERM (stemsim and mpirun stop cleanly, leaving no partial output), then SIGKILL."""
     if proc.poll() is not None:
@@ -166,15 +191,19 @@ def _stop(proc, grace=10):
         proc.wait()
 
 
-def _wait(proc, chunks, echo, timeout, cmd):
-    """stemsim's output into chunks (echoed) until it ends; past timeout seconds it is stopped and
-    subprocess.TimeoutExpired raised (its output so far attached)."""
+def _wait(proc, chunks, echo, timeout, cmd, progress=None):
+    """stemsim's output into chunks (echoed; its progress lines to progress(stage, fraction, eta))
+    until it ends; past timeout seconds it is stopped and subprocess.TimeoutExpired raised (its
+    output so far attached)."""
     def pump():
         for line in proc.stdout:
             chunks.append(line)
             if echo:
                 sys.stdout.write(line)
                 sys.stdout.flush()
+            got = _progress_of(line) if progress else None
+            if got:
+                progress(*got)
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     try:
@@ -191,7 +220,7 @@ def _wait(proc, chunks, echo, timeout, cmd):
 
 
 def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_args=(), cwd=None, env=None,
-        echo=False, timeout=None, dry_run=False, ini=None):
+        echo=False, timeout=None, dry_run=False, ini=None, progress=None):
     """Run stemsim on a Config (written to `ini`, default a temporary file) or on a config.ini path.
     ranks > 1 or mpirun given: `mpirun -np RANKS [mpi_args] stemsim ...` (mpirun: a command name or
     list, default "mpirun"); srun=True: `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation);
@@ -199,7 +228,9 @@ def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_arg
     (e.g. ["--set", "probe.C10=-50"]). echo: print stemsim's output as it comes (in a notebook too).
     Returns the absolute path of the file stemsim published (its "published:" line; for dry_run, the
     text printed); raises StemsimError (returncode, message, output) when stemsim fails, and
-    subprocess.TimeoutExpired after `timeout` seconds, stemsim stopped (SIGTERM, then SIGKILL)."""
+    subprocess.TimeoutExpired after `timeout` seconds, stemsim stopped (SIGTERM, then SIGKILL).
+    progress: True prints one line of stemsim's progress (stage, percent, ETA) as it runs; a
+    callable is called progress(stage, fraction, eta_seconds) at each of stemsim's progress lines."""
     exe = find_stemsim(stemsim)
     cwd = os.path.abspath(cwd or os.getcwd())
     tmpdir = None
@@ -225,7 +256,9 @@ def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_arg
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
-        rc = _wait(proc, chunks, echo, timeout, cmd)
+        rc = _wait(proc, chunks, echo, timeout, cmd, _print_progress if progress is True else progress)
+        if progress is True:
+            sys.stderr.write("\n")
     finally:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)

@@ -322,6 +322,11 @@ def inner(a):
         check(took < 30 and not os.path.exists("slow.h5"),
               "run(timeout=3) of a 60 s job raised after %.1f s, stemsim stopped, nothing published" % took)
 
+    # 4e. progress from stemsim's own lines (issue 39 item 6)
+    seen = []
+    stemsim.run(cfg.copy().set("output.file", "progress.h5"), progress=lambda *a: seen.append(a))
+    check(seen and all(0 < f <= 1 and eta >= 0 for _, f, eta in seen) and seen[-1][1] == 1.0,
+          "run(progress=callback) reports stemsim's progress: %s" % seen[-2:])
     # 4d. counting noise of a finite dose (issue 39 item 6), against the Poisson closed form
     flat = np.full((300, 300), 0.5)
     noisy = stemsim.poisson_noise(flat, dose=100, probe_area=1.0, seed=3)
