@@ -232,6 +232,26 @@ def zone_axis_cell(atoms, zone, max_index=6, tol=1e-5):
     return T, count
 
 
+# Centred lattices whose conventional cell is orthogonal: a zone [u v w] means that cell's axes
+CENTRED = {"FCC": "face-centred cubic", "BCC": "body-centred cubic", "BCT": "body-centred tetragonal",
+           "ORCF": "face-centred orthorhombic", "ORCI": "body-centred orthorhombic",
+           "ORCC": "base-centred orthorhombic"}
+
+
+def _refuse_primitive_of_centred(atoms, zone):
+    """A primitive cell of a centred lattice (ase.build.bulk's default) would take [u v w] in its own
+    skewed basis: Si's [110] came out as cubic [112], in silence. Refused, with the cure."""
+    try:
+        lattice = atoms.cell.get_bravais_lattice()
+    except Exception:  # not a recognised lattice (a slab, a molecule in a box): the given cell is meant
+        return
+    if lattice.name in CENTRED and not atoms.cell.orthorhombic:
+        raise ZoneAxisError("zone axis [%s]: the structure's cell is the primitive cell of a %s lattice, in whose "
+                            "skewed axes [%s] would be taken (Si's [1 1 0] came out as cubic [1 1 2]); give its "
+                            "conventional cell: ase.build.bulk(..., cubic=True), or a CIF in its conventional setting"
+                            % (" ".join(map(str, zone)), CENTRED[lattice.name], " ".join(map(str, zone))))
+
+
 def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occupancy=None, max_index=6,
            tol=1e-5, comment=None):
     """An ASE Atoms as a stemsim Model looking down `zone` (beam along +z): the orthorhombic periodic
@@ -239,6 +259,7 @@ def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occup
     Z: rms displacement in Angstrom}, others default_sigma. occupancy: {symbol or Z: value}, or
     taken from atoms.arrays["occupancy"] when present, else 1."""
     from ase.data import atomic_numbers
+    _refuse_primitive_of_centred(atoms, zone)
     T, count = zone_axis_cell(atoms, zone, max_index, tol)
     A = np.array(atoms.cell, float)
     frac = np.mod(atoms.get_scaled_positions(wrap=True), 1.0)

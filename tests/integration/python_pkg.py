@@ -209,6 +209,12 @@ def inner(a):
     check(np.allclose(sorted(m111.cell), sorted([A / np.sqrt(2), A * np.sqrt(1.5), A * np.sqrt(3)]), atol=1e-6)
           and len(m111) == 12, "Si [111]: a/sqrt2 x a sqrt(3/2) x a sqrt3, 12 atoms (got %s, %d)" % (m111.cell,
                                                                                                     len(m111)))
+    try:  # a primitive cell of a centred lattice: refused with the cure (issue 39 item 4)
+        S.orient(bulk("Si"), (1, 1, 0))
+        check(False, "bulk('Si') (the primitive fcc cell) with zone (1, 1, 0) is refused")
+    except S.ZoneAxisError as err:
+        check("cubic=True" in str(err), "bulk('Si') (the primitive fcc cell) with zone (1, 1, 0) is refused: %s"
+              % str(err)[:90])
     mg = S.orient(bulk("Mg", "hcp", a=3.21, c=5.21), (0, 0, 0, 1))
     check(np.allclose(mg.cell, [3.21, 3.21 * np.sqrt(3), 5.21], atol=1e-6) and len(mg) == 4,
           "hcp Mg [0001]: orthohexagonal a x a sqrt3 x c, 4 atoms (got %s, %d)" % (mg.cell, len(mg)))
