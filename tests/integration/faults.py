@@ -234,7 +234,13 @@ def s_publish_race():
     sets = ["output.file=out.h5", "output.overwrite=false", "simulation.thermal=true", "simulation.frozen_phonons=600"]
     argv = cmd(A.ranks, cfg, sets)
     log("$ 2 x " + " ".join(shlex.quote(c) for c in argv))
-    procs = [subprocess.Popen(argv, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    # each job its own TMPDIR: two mpiexec started at once race on Open MPI 4.1's session directory
+    # (/tmp/ompi.<host>.<uid>: "mkdir ... File exists", exit 1), which is not the race tested here
+    tmp = [os.path.join(d, "tmp%d" % k) for k in range(2)]
+    for t in tmp:
+        os.makedirs(t, exist_ok=True)
+    procs = [subprocess.Popen(argv, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, TMPDIR=t)) for t in tmp]
     res = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
     for rc, err in res:
         log(f"  -> exit {rc}: {err.strip()[:400]}")
