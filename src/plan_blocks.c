@@ -8,15 +8,15 @@
 #include <math.h>
 
 #include "accumulator.h"
+#include "series.h"
 
 #define STEM_BLOCK_MARGIN 0.97 /* of the memory limit, for the blocks' choice */
 /* What a block's collective write holds beyond the patterns (HDF5's and MPI-IO's buffers):
  * streamed runs on the GPU machine peaked 9 MiB above an estimate without it */
 #define STEM_BLOCK_WRITE_BYTES (32.0 * 1048576)
-#include "series.h"
 
-/* Whether this run can stream its 4D patterns: a plain run (no series, no checkpoint: one
- * point, finished as it goes) of scanned probes whose patterns are kept. */
+/* Why this run cannot stream its 4D patterns (NULL: it can): a plain run (no series: one
+ * point, finished as it goes; checkpointed or not) of scanned probes whose patterns are kept. */
 static const char *not_streamable(const stem_plan *plan, const stem_config *cfg)
 {
     if (!plan->opt.save_4d) return "no 4D patterns";
