@@ -355,22 +355,24 @@ int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int
 
 int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res);
-int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
-/* The output step from the S-matrix gathered on the host by beam (engine step prism_output, gpu_prism.cu). */
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam,
-                     const stem_detector *det, stem_result *res);
+int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first, int count,
+                      stem_complex *S_local);
+/* The output step from the S-matrix gathered on the host beam fastest, the whole box (engine step
+ * prism_output, gpu_prism.cu). */
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_prism_view *S, const stem_detector *det,
+                     stem_result *res);
 /* The output step from a beam-fastest host S-matrix (single-transfer or streaming). */
 int gpu_prism_output_from_host(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_pixel,
                                const stem_detector *det, stem_result *res);
-/* The two steps with the S-matrix in device memory: the S-matrix step writes [beam][box]
- * into S_dev on the rank's first GPU (its other GPUs copy their beams there, peer to peer);
- * the output step reads the beam-fastest [box][beam] copy S_dev[g] on each GPU g. */
+/* The two steps with the S-matrix in device memory: the S-matrix step writes its beams beam
+ * fastest, [box][beam], into S_dev on the rank's first GPU (its other GPUs write theirs there,
+ * peer to peer); the output step reads the copy S_dev[g] on each GPU g. */
 int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev);
 int gpu_prism_output_from_device(const stem_engine *e, const stem_plan *plan, const float2 *const *S_dev,
                                  const stem_detector *det, stem_result *res);
-/* by_pixel[p][b] = by_beam[b][p] on the current GPU (stem_prism_arrange), synchronised;
- * not static so that tests/gpu/kernel_check.cu can check it. */
-int gpu_prism_arrange(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb);
+/* by_pixel[p][first + b] = boxes[b][p], b < n, on the current GPU in stream s (stem_prism_put_beams
+ * over the whole box); not static so that tests/gpu/kernel_check.cu can check it. */
+int gpu_prism_put_beams(float2 *by_pixel, const float2 *boxes, size_t box, int nb, int first, int n, cudaStream_t s);
 /* gpu_prism.cu: the engine's prism_resident step. */
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
                        const stem_detector *det, stem_result *res);

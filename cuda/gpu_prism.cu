@@ -1,8 +1,8 @@
 /* PRISM with the S-matrix resident in device memory: when a rank
  * group has one rank there is nothing to gather, so the compact S-matrix goes
  * from the S-matrix step to the output step without the device -> host ->
- * host -> device round trip of the general path (mpi/algorithm.c). The beam-
- * fastest arrangement of stem_prism_arrange is done by a transpose kernel. */
+ * host -> device round trip of the general path (mpi/algorithm.c). Each batch of
+ * beams is written beam fastest into the one device copy by a transpose kernel. */
 #include <stdlib.h>
 
 #include "gpu_internal.cuh"
@@ -10,28 +10,31 @@
 
 #define ARR_TILE 32
 
-/* by_pixel[p][b] = by_beam[b][p] (stem_prism_arrange), through a padded shared tile. */
-static __global__ void k_arrange(float2 *__restrict__ by_pixel, const float2 *__restrict__ by_beam, size_t box, int nb)
+/* by_pixel[p][first + b] = boxes[b][p] for the n beams of a batch (stem_prism_put_beams over the
+ * whole box), through a padded shared tile: boxes read along pixels, by_pixel written along beams. */
+static __global__ void k_put_beams(float2 *__restrict__ by_pixel, const float2 *__restrict__ boxes, size_t box, int nb,
+                                   int first, int n)
 {
     __shared__ float2 t[ARR_TILE][ARR_TILE + 1];
     size_t p0 = (size_t)blockIdx.x * ARR_TILE;
     int b0 = blockIdx.y * ARR_TILE;
-    for (int r = threadIdx.y; r < ARR_TILE; r += blockDim.y) { /* read rows of beams, pixels contiguous */
+    for (int r = threadIdx.y; r < ARR_TILE; r += blockDim.y) {
         int b = b0 + r;
         size_t p = p0 + threadIdx.x;
-        if (b < nb && p < box) t[r][threadIdx.x] = by_beam[(size_t)b * box + p];
+        if (b < n && p < box) t[r][threadIdx.x] = boxes[(size_t)b * box + p];
     }
     __syncthreads();
-    for (int r = threadIdx.y; r < ARR_TILE; r += blockDim.y) { /* write rows of pixels, beams contiguous */
+    for (int r = threadIdx.y; r < ARR_TILE; r += blockDim.y) {
         size_t p = p0 + r;
         int b = b0 + threadIdx.x;
-        if (b < nb && p < box) by_pixel[p * nb + b] = t[threadIdx.x][r];
+        if (b < n && p < box) by_pixel[p * nb + first + b] = t[threadIdx.x][r];
     }
 }
 
-/* Fits when the S-matrix step (single-transfer) plus two copies of the S-matrix
- * fit each GPU (the first holds both arrangements; the others one copy each),
- * and the output step runs in single-transfer mode. */
+/* Fits when the S-matrix step (single-transfer) plus one copy of the S-matrix fit each
+ * GPU (the S-matrix step writes its beams beam fastest in place) and the output step runs in
+ * single-transfer mode. The rank's other GPUs write into the first one's copy: they need
+ * peer access. */
 static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_bytes, int *fits)
 {
     gpu_prop_plan pp;
@@ -39,20 +42,20 @@ static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_b
     *fits = 0;
     STEM_TRY(gpu_prop_plan_build(plan, d, 1, 0, &pp));
     STEM_TRY(gpu_out_plan_build(plan, d, 0, &op));
-    *fits = !op.streaming && pp.bytes_total + 2 * S_bytes <= d->usable_bytes && op.bytes_total <= d->usable_bytes;
+    *fits = (d->n_gpus == 1 || d->peer) && !op.streaming && pp.bytes_total + S_bytes <= d->usable_bytes &&
+        op.bytes_total <= d->usable_bytes;
     gpu_out_plan_free(&op);
     return STEM_OK;
 }
 
-/* by_pixel (on the current GPU) transposed from by_beam by k_arrange. */
-int gpu_prism_arrange(float2 *by_pixel, const float2 *by_beam, size_t box, size_t nb)
+int gpu_prism_put_beams(float2 *by_pixel, const float2 *boxes, size_t box, int nb, int first, int n, cudaStream_t s)
 {
+    if (n <= 0) return STEM_OK;
     dim3 threads(ARR_TILE, 8),
-        blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((nb + ARR_TILE - 1) / ARR_TILE));
-    k_arrange<<<blocks, threads>>>(by_pixel, by_beam, box, (int)nb);
+        blocks((unsigned)((box + ARR_TILE - 1) / ARR_TILE), (unsigned)((n + ARR_TILE - 1) / ARR_TILE));
+    k_put_beams<<<blocks, threads, 0, s>>>(by_pixel, boxes, box, nb, first, n);
     cudaError_t ce = cudaGetLastError();
-    if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
-    return ce == cudaSuccess ? STEM_OK : gpu_fail_cuda(ce, "k_arrange", __FILE__, __LINE__, __func__);
+    return ce == cudaSuccess ? STEM_OK : gpu_fail_cuda(ce, "k_put_beams", __FILE__, __LINE__, __func__);
 }
 
 /* The rank's other GPUs get a copy of the arranged S-matrix, peer to peer. */
@@ -68,11 +71,10 @@ static int copy_to_other_gpus(const gpu_devices *d, float2 *S[], size_t bytes)
     return STEM_OK;
 }
 
-/* Both arrangements of the S-matrix on the rank's first GPU (by beam, then beam fastest). */
-static int alloc_on_first_gpu(const gpu_devices *d, size_t bytes, float2 **by_beam, float2 **by_pixel)
+/* The S-matrix on the rank's first GPU, beam fastest. */
+static int alloc_on_first_gpu(const gpu_devices *d, size_t bytes, float2 **by_pixel)
 {
     CUDA_CALL(cudaSetDevice(d->ids[0]));
-    STEM_TRY(gpu_alloc_((void **)by_beam, bytes, "S-matrix (by beam, on the GPU)", __FILE__, __LINE__, __func__));
     return gpu_alloc_((void **)by_pixel, bytes, "S-matrix (beam fastest, on the GPU)", __FILE__, __LINE__, __func__);
 }
 
@@ -87,21 +89,12 @@ static void free_on_every_gpu(const gpu_devices *d, float2 *S[])
     if (cudaSetDevice(d->ids[0]) != cudaSuccess) cudaGetLastError();
 }
 
-/* One plane's S-matrix by beam (beams `stride` apart on the host) to contiguous beams on the GPU. */
-static cudaError_t upload_plane(float2 *by_beam, const stem_complex *host, size_t box, size_t stride, size_t nb)
-{
-    if (stride == box) return cudaMemcpy(by_beam, host, sizeof(float2) * box * nb, cudaMemcpyHostToDevice);
-    return cudaMemcpy2D(by_beam, sizeof(float2) * box, host, sizeof(float2) * stride, sizeof(float2) * box, nb,
-                        cudaMemcpyHostToDevice);
-}
-
 int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
                        const stem_detector *det, stem_result *res)
 {
     const stem_plan *plan = &plans[0]; /* the S-matrix's: the points differ only in the probe's lens */
     const gpu_devices *d = gpu_engine_devices(e);
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
-    size_t S_bytes = sizeof(float2) * box * nb;
+    size_t S_bytes = sizeof(float2) * plan->crop_nx * plan->crop_ny * (size_t)plan->n_beams;
     gpu_engine_state *st = gpu_engine_state_of(e);
     if (!plan->opt.gpu_prism_resident) return STEM_NOT_APPLICABLE; /* [debug] gpu_prism_resident = off */
     if (stem_plan_n_planes(plan) > 1)
@@ -111,16 +104,14 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
         st->resident_plan = plan;
     }
     if (!st->resident_fits) return STEM_NOT_APPLICABLE;
-    float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
-    int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
+    float2 *by_pixel[GPU_MAX_DEVICES] = {NULL};
+    int err = alloc_on_first_gpu(d, S_bytes, &by_pixel[0]);
     double t0 = stem_wall_time();
-    if (!err) err = gpu_prism_smatrix_to_device(e, plan, trans, by_beam);
+    if (!err) err = gpu_prism_smatrix_to_device(e, plan, trans, by_pixel[0]);
     if (!err)
         err = cudaSetDevice(d->ids[0]) == cudaSuccess
             ? STEM_OK
             : gpu_fail_cuda(cudaGetLastError(), "cudaSetDevice", __FILE__, __LINE__, __func__);
-    if (!err) err = gpu_prism_arrange(by_pixel[0], by_beam, box, nb);
-    gpu_free(by_beam);
     double t1 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
     if (!err && d->n_gpus > 1) {
         err = copy_to_other_gpus(d, by_pixel, S_bytes);
@@ -128,7 +119,7 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
     }
     if (!err)
         stem_info("gpu PRISM: S-matrix kept on the GPU between its steps (%.3f GiB not copied through the host%s); "
-                  "S-matrix step and arrangement %.3f s",
+                  "S-matrix step %.3f s, its one copy written beam fastest",
                   S_bytes / GPU_GIB,
                   d->n_gpus > 1 ? (d->peer ? ", copied peer to peer to the rank's other GPUs"
                                            : ", copied to the rank's other GPUs")
@@ -140,17 +131,17 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
     return err;
 }
 
-/* The general path's output step (the S-matrix gathered over a rank group, on the host by
- * beam; of a thickness series one detection plane's, beams stem_prism_beam_stride apart):
- * uploaded once, arranged on the first GPU and copied to the rank's other GPUs when it fits
- * twice over; otherwise arranged on the host for the streaming output step. */
-int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_beam,
-                     const stem_detector *det, stem_result *res)
+/* The general path's output step: one detection plane's S-matrix, gathered over the rank group
+ * on the host beam fastest over the whole box (the engine reads no smaller tile): uploaded
+ * once and copied to the rank's other GPUs when it fits there, else streamed from the host. */
+int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_prism_view *S, const stem_detector *det,
+                     stem_result *res)
 {
     const gpu_devices *d = gpu_engine_devices(e);
-    size_t box = (size_t)plan->crop_nx * plan->crop_ny, nb = (size_t)plan->n_beams;
-    size_t S_bytes = sizeof(float2) * box * nb;
+    size_t S_bytes = sizeof(float2) * plan->crop_nx * plan->crop_ny * (size_t)plan->n_beams;
     gpu_engine_state *st = gpu_engine_state_of(e);
+    if (S->tile.x0 || S->tile.y0 || S->tile.nx != plan->crop_nx || S->tile.ny != plan->crop_ny)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "gpu PRISM output: given a tile of the S-matrix, not the whole box");
     if (st->gathered_plan != plan) { /* the same answer for every configuration */
         gpu_out_plan op;
         STEM_TRY(gpu_out_plan_build(plan, d, 0, &op));
@@ -158,26 +149,16 @@ int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_com
         st->gathered_plan = plan;
         gpu_out_plan_free(&op);
     }
-    if (!st->gathered_on_device) {
-        stem_complex *by_pixel = (stem_complex *)stem_alloc(S_bytes, "S-matrix (beam fastest)");
-        if (!by_pixel) return STEM_ERR_MEMORY;
-        stem_prism_arrange(plan, S_by_beam, by_pixel);
-        int err = gpu_prism_output_from_host(e, plan, by_pixel, det, res);
-        free(by_pixel);
-        return err;
-    }
+    if (!st->gathered_on_device) return gpu_prism_output_from_host(e, plan, S->S, det, res);
     double t0 = stem_wall_time();
-    float2 *by_beam = NULL, *by_pixel[GPU_MAX_DEVICES] = {NULL};
-    int err = alloc_on_first_gpu(d, S_bytes, &by_beam, &by_pixel[0]);
-    if (!err && upload_plane(by_beam, S_by_beam, box, stem_prism_beam_stride(plan), nb) != cudaSuccess)
+    float2 *by_pixel[GPU_MAX_DEVICES] = {NULL};
+    int err = alloc_on_first_gpu(d, S_bytes, &by_pixel[0]);
+    if (!err && cudaMemcpy(by_pixel[0], S->S, S_bytes, cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(S-matrix)", __FILE__, __LINE__, __func__);
-    if (!err) err = gpu_prism_arrange(by_pixel[0], by_beam, box, nb);
-    gpu_free(by_beam);
     if (!err && d->n_gpus > 1) err = copy_to_other_gpus(d, by_pixel, S_bytes);
     if (!err)
-        stem_info("gpu PRISM: gathered S-matrix (%.3f GiB) uploaded once and arranged on the GPU%s: %.3f s",
-                  S_bytes / GPU_GIB, d->n_gpus > 1 ? ", then copied to the rank's other GPUs" : "",
-                  stem_wall_time() - t0);
+        stem_info("gpu PRISM: gathered S-matrix (%.3f GiB) uploaded once%s: %.3f s", S_bytes / GPU_GIB,
+                  d->n_gpus > 1 ? ", then copied to the rank's other GPUs" : "", stem_wall_time() - t0);
     if (!err) err = gpu_prism_output_from_device(e, plan, by_pixel, det, res);
     free_on_every_gpu(d, by_pixel);
     return err;

@@ -1,7 +1,7 @@
 /* PRISM compact S-matrix on GPUs: batches of plane waves propagated like
  * multislice probes, cut to the Fourier box at each detection plane (the exit
  * surface without a thickness series), returned to real space with a batched
- * cuFFT plan and copied into S_local[beam - beam_begin][plane][crop_ny][crop_nx]. */
+ * cuFFT plan and copied into S_local[beam - first][plane][crop_ny][crop_nx]. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +18,7 @@ typedef struct {
 typedef struct gpu_sm_ctx {
     const stem_plan *plan;
     const stem_complex *trans;
+    int first;              /* the beam of item 0 */
     stem_complex *S_local;
     float2 *S_dev; /* instead of S_local: the S-matrix stays in device memory (the rank's first GPU) */
     int S_pinned;  /* S_local page-locked: boxes go straight into it */
@@ -70,8 +71,8 @@ static int store_plane(sm_ctx *c, sm_worker *w, long begin, int n, int k)
     cudaStream_t s = w->pw.stream;
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, stride = stem_prism_beam_stride(plan);
     size_t at = (size_t)begin * stride + (size_t)k * box;
-    if (c->S_dev) { /* device to device (peer to peer from the rank's other GPUs): the output step reads it there */
-        CUDA_CALL(copy_boxes(c->S_dev + at, stride, w->box, box, n, cudaMemcpyDefault, s));
+    if (c->S_dev) { /* beam fastest into the one device copy (peer to peer from the rank's other GPUs) */
+        STEM_TRY(gpu_prism_put_beams(c->S_dev, w->box, box, plan->n_beams, c->first - plan->beam_begin + (int)begin, n, s));
         CUDA_CALL(cudaStreamSynchronize(s));
         return STEM_OK;
     }
@@ -96,7 +97,7 @@ static int sm_work(void *ctx, int wi, long begin, long end)
     int slot = gpu_worker_slot(&c->dev, wi), n = (int)(end - begin);
     sm_worker *w = &c->w[wi];
     cudaStream_t s = w->pw.stream;
-    STEM_TRY(gpu_plane_waves_build(plan, &c->pp, &c->sh[slot], &w->pw, plan->beam_begin + (int)begin, n));
+    STEM_TRY(gpu_plane_waves_build(plan, &c->pp, &c->sh[slot], &w->pw, c->first + (int)begin, n));
     for (int k = 0, above = 0; k < stem_plan_n_planes(plan); k++) { /* each detection plane, deepest last */
         int below = stem_plan_plane_slices(plan, k);
         STEM_TRY(gpu_propagate(plan, &c->pp, &c->sh[slot], c->trans, &w->pw, above, below));
@@ -138,8 +139,8 @@ void gpu_smatrix_cache_free(gpu_engine_state *st)
 
 /* The engine keeps the context from the first configuration to its destruction;
  * each later configuration only uploads its transmission functions. */
-static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local,
-                       float2 *S_dev)
+static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first, int count,
+                       stem_complex *S_local, float2 *S_dev)
 {
     gpu_engine_state *st = gpu_engine_state_of(e);
     double t0 = stem_wall_time();
@@ -157,16 +158,19 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     }
     sm_ctx *c = st->sm;
     c->trans = trans;
+    c->first = first;
+    c->pp.n_items = count;
     c->S_local = S_local;
     c->S_dev = S_dev;
     c->S_pinned = 0;
-    if (!fresh) err = gpu_prop_shared_upload_each(plan, &c->dev, &c->pp, trans, c->sh);
+    if (!fresh && first == plan->beam_begin) /* a configuration's first call (engine.h) */
+        err = gpu_prop_shared_upload_each(plan, &c->dev, &c->pp, trans, c->sh);
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
     /* Page-locking S_local costs about what first touching it costs anyway, and lets every
      * batch's download run at full speed without a host copy. */
-    size_t S_bytes = sizeof(stem_complex) * stem_prism_beam_stride(plan) * (size_t)(plan->beam_end - plan->beam_begin);
+    size_t S_bytes = sizeof(stem_complex) * stem_prism_beam_stride(plan) * (size_t)count;
     double tp = stem_wall_time();
     if (!err && S_local) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
     tp = stem_wall_time() - tp;
@@ -189,12 +193,13 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     return err;
 }
 
-int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
+int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first, int count,
+                      stem_complex *S_local)
 {
-    return smatrix_run(e, plan, trans, S_local, NULL);
+    return smatrix_run(e, plan, trans, first, count, S_local, NULL);
 }
 
 int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev)
 {
-    return smatrix_run(e, plan, trans, NULL, S_dev);
+    return smatrix_run(e, plan, trans, plan->beam_begin, plan->beam_end - plan->beam_begin, NULL, S_dev);
 }

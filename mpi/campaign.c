@@ -289,13 +289,39 @@ static int load_smatrix(void *ctx, const stem_plan *plan, int c, int b0, int b1,
     return stem_smatrix_file_read(plan, c, b0, b1, S);
 }
 
-/* [output] save_smatrix: the group leader's whole S-matrix, kept for the unit's file. */
-static int keep_smatrix(void *ctx, const stem_plan *plan, int c, const stem_complex *S)
+/* [output] save_smatrix: the group leader's whole S-matrix, kept for the unit's file: each
+ * round's beams [b0, b1) of every rank gathered there (collective over the group). */
+static int keep_smatrix(void *ctx, const stem_plan *plan, const stem_mpi *m, int c, int b0, int b1,
+                        const stem_complex *S)
 {
     campaign *cp = ctx;
-    (void)plan, (void)c;
-    if (cp->smatrix_unit) memcpy(cp->smatrix_unit, S, cp->smatrix_bytes);
-    return STEM_OK;
+    (void)c;
+    if (!cp->smatrix_bytes) return STEM_OK; /* the same on every rank: kept only on a checkpointed run */
+    int P = plan->layout.group_size, mine[2] = {b1 - b0, b0}, *pairs = NULL, *count = NULL, err = STEM_OK;
+    if (plan->layout.group_rank == 0) {
+        pairs = stem_calloc((size_t)2 * P, sizeof(int), "S-matrix gather");
+        count = stem_calloc((size_t)2 * P, sizeof(int), "S-matrix gather"); /* then the firsts */
+        if (!pairs || !count) err = STEM_ERR_MEMORY;
+    }
+    MPI_Datatype beam;
+    if (!err && (MPI_Type_contiguous(2 * plan->crop_nx * plan->crop_ny, MPI_FLOAT, &beam) != MPI_SUCCESS ||
+                 MPI_Type_commit(&beam) != MPI_SUCCESS))
+        err = STEM_FAIL(STEM_ERR_MPI, "[output] save_smatrix: no MPI type for a beam");
+    if ((err = stem_mpi_agree(err, m->group))) {
+        free(pairs);
+        free(count);
+        return err;
+    }
+    if (MPI_Gather(mine, 2, MPI_INT, pairs, 2, MPI_INT, 0, m->group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "[output] save_smatrix: gathering the round's beams failed");
+    for (int r = 0; count && r < P; r++) count[r] = pairs[2 * r], count[P + r] = pairs[2 * r + 1];
+    if (!err && MPI_Gatherv(S, b1 - b0, beam, cp->smatrix_unit, count, count ? count + P : NULL, beam, 0,
+                            m->group) != MPI_SUCCESS)
+        err = STEM_FAIL(STEM_ERR_MPI, "[output] save_smatrix: gathering the round's beams failed");
+    MPI_Type_free(&beam);
+    free(pairs);
+    free(count);
+    return err;
 }
 
 static void smatrix_io_setup(campaign *cp)

@@ -34,17 +34,21 @@ static int write_all(int fd, const void *data, size_t bytes, off_t at)
     return 0;
 }
 
-static int store_config(void *ctx, const stem_plan *plan, int c, const stem_complex *S)
+/* Each rank writes its own beams [b0, b1) of configuration c into its group's temporary. */
+static int store_beams(void *ctx, const stem_plan *plan, const stem_mpi *m, int c, int b0, int b1,
+                       const stem_complex *S)
 {
     stem_smatrix_store *st = ctx;
+    (void)m;
+    if (b1 <= b0) return STEM_OK;
     char path[STEM_OUTPUT_NAME_MAX + 32];
     group_path(st, c % st->n_groups, path, sizeof path);
-    if (st->fd < 0 || write_all(st->fd, S, st->config_bytes, (off_t)(c / st->n_groups) * (off_t)st->config_bytes))
+    size_t beam_bytes = st->config_bytes / (size_t)plan->n_beams;
+    off_t at = (off_t)(c / st->n_groups) * (off_t)st->config_bytes + (off_t)b0 * (off_t)beam_bytes;
+    if (st->fd < 0 || write_all(st->fd, S, beam_bytes * (size_t)(b1 - b0), at))
         return STEM_FAIL(STEM_ERR_IO,
-                         "[output] save_smatrix: cannot write configuration %d's S-matrix (%.3f GiB) to "
-                         "%s: %s",
-                         c + 1, st->config_bytes / 1073741824.0, path, strerror(errno));
-    (void)plan;
+                         "[output] save_smatrix: cannot write beams %d-%d of configuration %d's S-matrix to %s: %s",
+                         b0 + 1, b1, c + 1, path, strerror(errno));
     return STEM_OK;
 }
 
@@ -59,19 +63,23 @@ int stem_smatrix_store_open(stem_smatrix_store *st, const stem_mpi *m, const ste
     st->io.ctx = st;
     if (plan->opt.smatrix_file[0]) st->io.load = load_beams;
     if (!plan->opt.save_smatrix) return STEM_OK;
-    st->io.store = store_config;
+    st->io.store = store_beams;
     st->target = target;
     int err = STEM_OK;
+    char path[STEM_OUTPUT_NAME_MAX + 32];
+    group_path(st, m->layout.group, path, sizeof path);
     if (m->layout.group_rank == 0) {
-        char path[STEM_OUTPUT_NAME_MAX + 32];
-        group_path(st, m->layout.group, path, sizeof path);
-        st->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        st->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (st->fd < 0)
             err = STEM_FAIL(STEM_ERR_IO, "[output] save_smatrix: cannot create the temporary %s: %s", path,
                             strerror(errno));
         else
             st->own = m->layout.group;
     }
+    err = stem_mpi_agree(err, m->world);
+    if (!err && m->layout.group_rank != 0 && (st->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        err = STEM_FAIL(STEM_ERR_IO, "[output] save_smatrix: cannot open the group's temporary %s: %s", path,
+                        strerror(errno)); /* every rank writes its own beams */
     err = stem_mpi_agree(err, m->world);
     if (err) stem_smatrix_store_remove(st);
     return err;

@@ -19,26 +19,18 @@ static int cpu_multislice(const stem_engine *e, const stem_plan *plan, const ste
     return stem_multislice_run(plan, trans, det, res);
 }
 
-static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans,
-                             stem_complex *S_local)
+static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first,
+                             int count, stem_complex *out)
 {
     (void)e;
-    return stem_prism_smatrix_local(plan, trans, S_local);
+    return stem_prism_smatrix_beams(plan, trans, first, count, out);
 }
 
-static int cpu_prism_smatrix_queue(const stem_engine *e, const stem_plan *plan, const stem_complex *trans,
-                                   const stem_beam_queue *queue)
-{
-    (void)e;
-    return stem_prism_smatrix_queue(plan, trans, queue);
-}
-
-/* S: beam-fastest (the algorithm arranged it, output_beam_fastest). */
-static int cpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_complex *S_by_pixel,
+static int cpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_prism_view *S,
                             const stem_detector *det, stem_result *res)
 {
     (void)e;
-    return stem_prism_output(plan, S_by_pixel, det, res);
+    return stem_prism_output(plan, S, det, res);
 }
 
 static int cpu_engine(stem_engine *engine)
@@ -46,11 +38,10 @@ static int cpu_engine(stem_engine *engine)
     memset(engine, 0, sizeof *engine);
     engine->name = "cpu";
     engine->uses_fftw = 1;
-    engine->output_beam_fastest = 1;
+    engine->prism_tiles = 1;
     engine->describe = cpu_describe;
     engine->multislice = cpu_multislice;
     engine->prism_smatrix = cpu_prism_smatrix;
-    engine->prism_smatrix_queue = cpu_prism_smatrix_queue;
     engine->prism_output = cpu_prism_output;
     return STEM_OK;
 }

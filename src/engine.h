@@ -26,17 +26,15 @@ typedef struct stem_engine {
                         const stem_atoms *atoms, stem_complex *trans);
     int (*multislice)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                       const stem_detector *det, stem_result *res);
-    int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
-                         stem_complex *S_local);
-    /* Optional (NULL on the GPU): the S-matrix step with the node's beams taken from a counter
-     * the node's ranks share (node-shared memory), so that no rank waits for a slower one. */
-    int (*prism_smatrix_queue)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
-                               const stem_beam_queue *queue);
-    int uses_fftw;           /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
-    int output_beam_fastest; /* prism_output reads S beam-fastest, [crop_ny][crop_nx][beam], arranged on the
-                                host by the algorithm (the CPU); 0: as gathered (the GPU arranges it itself) */
-    /* S: the whole S-matrix, [beam][crop_ny][crop_nx] or beam-fastest (output_beam_fastest) */
-    int (*prism_output)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *S,
+    /* PRISM's plane waves [first, first + count) of the rank's beams [beam_begin, beam_end), by
+     * beam (stem_prism_smatrix_beams); a configuration's first call is the one at beam_begin
+     * (the GPU uploads its transmission functions then). */
+    int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first,
+                         int count, stem_complex *out);
+    int uses_fftw;   /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
+    int prism_tiles; /* prism_output reads any tile of the box (prism_tiles.h); 0: the whole box only */
+    /* One detection plane's S-matrix over a tile holding the windows of the plan's probes, beam fastest */
+    int (*prism_output)(const struct stem_engine *e, const stem_plan *plan, const stem_prism_view *S,
                         const stem_detector *det, stem_result *res);
     /* Optional (NULL on the CPU): a whole PRISM configuration of a one-rank group with
      * the S-matrix kept where the engine computes it (the GPU: in device memory, no

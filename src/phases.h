@@ -16,7 +16,7 @@ typedef enum {
     STEM_PHASE_BROADCAST,    /* transmission functions to the group, waiting for the leader included */
     STEM_PHASE_SMATRIX,      /* PRISM: this rank's plane waves through the sample */
     STEM_PHASE_GATHER,       /* PRISM: the S-matrix gathered over the group (or copied to a rank's other GPUs) */
-    STEM_PHASE_ARRANGE,      /* PRISM: the S-matrix arranged beam-fastest for the CPU's output step */
+    STEM_PHASE_ARRANGE,      /* PRISM: the S-matrix put beam fastest into the ranks' tiles (mpi/smatrix_tiles.c) */
     STEM_PHASE_PROBES,       /* multislice probes or the PRISM output step */
     STEM_PHASE_WAIT,         /* agreements and safe points: waiting for slower ranks */
     STEM_PHASE_REDUCTION,    /* results summed over groups */

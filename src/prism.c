@@ -15,7 +15,7 @@ typedef struct {
     const stem_plan *plan;
     const stem_complex *trans, *prop;
     int first;             /* the beam of item 0 */
-    stem_complex *S_local; /* where beam first goes; beam first + i at S_local + i * box */
+    stem_complex *S_local; /* where beam first goes; beam first + i at S_local + i * beam stride */
     stem_complex **waves, **box;
     stem_fft *fft, *fft_box;
 } smatrix_job;
@@ -93,12 +93,11 @@ static int smatrix_work(void *ctx, int w, long begin, long end)
     return STEM_OK;
 }
 
-/* Beams [first, first + count) into S_local, from this rank's own counter or from the node's (shared_next). */
-static int smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count, stem_complex *S_local,
-                         long *shared_next)
+int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count,
+                             stem_complex *out)
 {
     int workers = plan->threads;
-    smatrix_job job = {.plan = plan, .trans = trans, .first = first, .S_local = S_local};
+    smatrix_job job = {.plan = plan, .trans = trans, .first = first, .S_local = out};
     stem_complex *prop = stem_propagator_alloc(plan);
     job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.box = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
@@ -107,40 +106,13 @@ static int smatrix_beams(const stem_plan *plan, const stem_complex *trans, int f
     int err = prop && job.waves && job.box && job.fft && job.fft_box ? STEM_OK : STEM_ERR_MEMORY;
     job.prop = prop;
     stem_work work = {&job, smatrix_setup, smatrix_work, smatrix_teardown};
-    if (!err) err = stem_dispatch_shared(&work, count, plan->batch_size, workers, "S-matrix plane waves", shared_next);
+    if (!err) err = stem_dispatch(&work, count, plan->batch_size, workers, "S-matrix plane waves");
     stem_fft_free(prop);
     free(job.waves);
     free(job.box);
     free(job.fft);
     free(job.fft_box);
     return err;
-}
-
-int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local)
-{
-    return smatrix_beams(plan, trans, plan->beam_begin, plan->beam_end - plan->beam_begin, S_local, NULL);
-}
-
-int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue)
-{
-    return smatrix_beams(plan, trans, queue->first, queue->count,
-                         queue->S + (size_t)queue->first * stem_prism_beam_stride(plan), queue->next);
-}
-
-void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,
-                               size_t end)
-{
-    size_t stride = stem_prism_beam_stride(plan), nb = (size_t)plan->n_beams;
-    const size_t tile = 64; /* cache-blocked transpose */
-    for (size_t p0 = begin; p0 < end; p0 += tile)
-        for (size_t b0 = 0; b0 < nb; b0 += tile)
-            for (size_t b = b0; b < b0 + tile && b < nb; b++)
-                for (size_t p = p0; p < p0 + tile && p < end; p++) by_pixel[p * nb + b] = by_beam[b * stride + p];
-}
-
-void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel)
-{
-    stem_prism_arrange_pixels(plan, by_beam, by_pixel, 0, (size_t)plan->crop_nx * plan->crop_ny);
 }
 
 /* ---- output step ------------------------------------------------------- */
@@ -159,7 +131,7 @@ enum { OUTPUT_RUN = STEM_PRISM_RUN };
 
 typedef struct {
     const stem_plan *plan;
-    const stem_complex *S;
+    const stem_prism_view *S;
     const stem_detector *det;
     stem_result *res;
     size_t win_stride;             /* complex numbers from one window to the next (aligned like the first) */
@@ -226,19 +198,20 @@ static void run_sums(const stem_complex *restrict s, int nb, const float *restri
     memcpy(acc_im + 8, &im1, sizeof im1);
 }
 
-void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re,
+void stem_prism_gather_windows(const stem_prism_view *S, int cx, int cy, int nb, const float *coef_re,
                                const float *coef_im, const int *ox, int oy, int n, int wx, int wy, stem_complex *window,
                                size_t win_stride)
 {
     int span = ox[n - 1] - ox[0] + wx; /* ox ascending along the row */
+    const stem_prism_tile *tile = &S->tile;
     float re[STEM_PRISM_RUN], im[STEM_PRISM_RUN];
     for (int j = 0; j < wy; j++) {
-        int gy = ((oy + j) % cy + cy) % cy;
+        int ty = ((oy + j - tile->y0) % cy + cy) % cy; /* the box pixel's row in the tile */
         for (int u = 0, first = 0, last = 0; u < span; u++) {
-            int gx = ((ox[0] + u) % cx + cx) % cx;
+            int tx = ((ox[0] + u - tile->x0) % cx + cx) % cx;
             while (first < n && ox[first] + wx <= ox[0] + u) first++; /* windows that ended */
             while (last < n && ox[last] <= ox[0] + u) last++;         /* windows that began */
-            run_sums(S + ((size_t)gy * cx + gx) * nb, nb, coef_re, coef_im, re, im);
+            run_sums(S->S + ((size_t)ty * tile->nx + tx) * nb, nb, coef_re, coef_im, re, im);
             for (int t = first; t < last; t++)
                 window[t * win_stride + (size_t)j * wx + (ox[0] + u - ox[t])] = re[t] + I * im[t];
         }
@@ -294,7 +267,7 @@ static int output_work(void *ctx, int w, long begin, long end)
     return STEM_OK;
 }
 
-int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res)
+int stem_prism_output(const stem_plan *plan, const stem_prism_view *S, const stem_detector *det, stem_result *res)
 {
     int workers = plan->threads;
     /* windows one after another at FFTW's alignment of the first (64 bytes) */

@@ -3,6 +3,7 @@
 #define STEM_PRISM_H
 
 #include "detector.h"
+#include "prism_tiles.h"
 
 /* The S-matrix's layout: each beam's waves at every detection plane (stem_plan_n_planes: a
  * thickness series records the S-matrix at each depth, else the exit surface only), the
@@ -13,43 +14,28 @@ static inline size_t stem_prism_beam_stride(const stem_plan *plan)
     return (size_t)stem_plan_n_planes(plan) * plan->crop_nx * plan->crop_ny;
 }
 
-/* Propagate this rank's beams [beam_begin, beam_end) and store each exit wave (and the
- * waves at the detection planes above it) cut to the Fourier box and transformed back:
- * S_local[beam - beam_begin][plane][crop_ny][crop_nx]. */
-int stem_prism_smatrix_local(const stem_plan *plan, const stem_complex *trans, stem_complex *S_local);
-
-/* Beams [first, first + count) of the S-matrix, shared by the ranks of a node (node-shared
- * memory): each worker of each of them takes the next beams from *next, a counter in the
- * node's shared memory that starts at 0, and writes them at S + beam * box. Which rank
- * computes a beam does not change it. */
-typedef struct {
-    long *next;
-    int first, count;
-    stem_complex *S; /* the whole S-matrix, [beam][plane][crop_ny][crop_nx] */
-} stem_beam_queue;
-int stem_prism_smatrix_queue(const stem_plan *plan, const stem_complex *trans, const stem_beam_queue *queue);
-/* Reorder all beams of one plane's S-matrix (by_beam: the plane's first pixel of beam 0,
- * beams stem_prism_beam_stride apart) into the beam-fastest layout [pixel][beam] that the
- * output step reads contiguously. */
-void stem_prism_arrange(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel);
-/* The same for pixels [begin, end) of the box only (a share of the work). */
-void stem_prism_arrange_pixels(const stem_plan *plan, const stem_complex *by_beam, stem_complex *by_pixel, size_t begin,
-                               size_t end);
-/* Output step for this rank's probes: windows of 1/f of the cell around each
- * probe, weighted by the probe's beam coefficients, summed, FFT, |.|^2, detectors. */
-int stem_prism_output(const stem_plan *plan, const stem_complex *S, const stem_detector *det, stem_result *res);
+/* Propagate beams [first, first + count) and store each exit wave (and the waves at the
+ * detection planes above it) cut to the Fourier box and transformed back:
+ * out[beam - first][plane][crop_ny][crop_nx]. Which rank or thread computes a beam, and with
+ * which others, does not change it. */
+int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count,
+                             stem_complex *out);
+/* Output step for this rank's probes on one detection plane's S-matrix over a tile that holds
+ * their windows (prism_tiles.h): windows of 1/f of the cell around each probe, weighted by the
+ * probe's beam coefficients, summed, FFT, |.|^2, detectors. */
+int stem_prism_output(const stem_plan *plan, const stem_prism_view *S, const stem_detector *det, stem_result *res);
 /* First pixel (coarse grid, before wrapping) of the window around position x. */
 int stem_prism_window_origin(double x, double cell, int crop, int window);
 
 /* The output step's windows of a run of n <= STEM_PRISM_RUN probes of one scan row
  * (separate so that tests/unit/test_prism.c checks it against the plain sum): window t
  * (at window + t * win_stride, wx x wy) is sum_b coef[t][b] S[pixel][b] over the box
- * pixels from (ox[t], oy) on, wrapped periodically; ox ascending. coef_re and coef_im
+ * pixels from (ox[t], oy) on, wrapped periodically, read from the tile; ox ascending. coef_re and coef_im
  * are the coefficients transposed, [b][STEM_PRISM_RUN], entries t >= n zero. Each value
  * is the sum in beam order with the plain complex product, as a probe alone would get it,
  * so results do not depend on how probes are grouped into runs. */
 enum { STEM_PRISM_RUN = 16 };
-void stem_prism_gather_windows(const stem_complex *S, int cx, int cy, int nb, const float *coef_re,
+void stem_prism_gather_windows(const stem_prism_view *S, int cx, int cy, int nb, const float *coef_re,
                                const float *coef_im, const int *ox, int oy, int n, int wx, int wy, stem_complex *window,
                                size_t win_stride);
 

@@ -94,6 +94,26 @@ static inline int sim_setup(sim_case *s, const char *ini, const stem_atoms *mode
     return sim_transmission(s, 0);
 }
 
+/* One rank's S-matrix as mpi/smatrix_tiles.c holds it: every beam over the whole box, beam
+ * fastest; detection plane k's into *S (the caller frees S->S). Returns the S-matrix by beam
+ * (every plane; the caller frees it), NULL on failure. */
+static inline stem_complex *sim_prism_smatrix(const stem_plan *plan, const stem_complex *trans, int k,
+                                              stem_prism_view *S)
+{
+    size_t stride = stem_prism_beam_stride(plan);
+    stem_complex *by_beam = stem_fft_alloc(stride * plan->n_beams, "test S-matrix");
+    stem_complex *tile = stem_fft_alloc((size_t)plan->crop_nx * plan->crop_ny * plan->n_beams, "test S-matrix");
+    if (!by_beam || !tile || stem_prism_smatrix_beams(plan, trans, 0, plan->n_beams, by_beam)) {
+        stem_fft_free(by_beam);
+        stem_fft_free(tile);
+        return NULL;
+    }
+    stem_prism_tile_whole(plan, &S->tile);
+    stem_prism_put_beams(plan, by_beam, stride, plan->n_beams, k, &S->tile, 0, S->tile.ny, tile, plan->n_beams);
+    S->S = tile;
+    return by_beam;
+}
+
 /* Run the algorithm the plan names on every probe; leaves s->res finalised. */
 static inline int sim_run(sim_case *s)
 {
@@ -101,15 +121,12 @@ static inline int sim_run(sim_case *s)
     stem_result_free(&s->res);
     STEM_TRY(stem_result_alloc(plan, &s->res));
     if (plan->algorithm == STEM_ALG_PRISM) {
-        size_t box = (size_t)plan->crop_nx * plan->crop_ny;
-        stem_complex *by_beam = stem_fft_alloc(box * plan->n_beams, "test S-matrix");
-        stem_complex *by_pixel = stem_fft_alloc(box * plan->n_beams, "test S-matrix");
-        if (!by_beam || !by_pixel) return STEM_ERR_MEMORY;
-        int err = stem_prism_smatrix_local(plan, s->trans, by_beam); /* one rank holds every beam */
-        if (!err) stem_prism_arrange(plan, by_beam, by_pixel);
-        if (!err) err = stem_prism_output(plan, by_pixel, &s->det, &s->res);
+        stem_prism_view S;
+        stem_complex *by_beam = sim_prism_smatrix(plan, s->trans, 0, &S); /* one rank holds every beam */
+        if (!by_beam) return STEM_ERR_MEMORY;
+        int err = stem_prism_output(plan, &S, &s->det, &s->res);
         stem_fft_free(by_beam);
-        stem_fft_free(by_pixel);
+        stem_fft_free((stem_complex *)S.S);
         STEM_TRY(err);
     } else {
         STEM_TRY(stem_multislice_run(plan, s->trans, &s->det, &s->res));

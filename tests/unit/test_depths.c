@@ -61,23 +61,21 @@ static void compare(const char *what, const stem_result *got, const stem_result 
 }
 
 /* PRISM with detection planes, as mpi/algorithm.c runs it on one rank: the S-matrix of every
- * plane from one pass, each plane arranged beam fastest and given to the output step. */
+ * plane from one pass, each plane put beam fastest over the whole box for the output step. */
 static void prism_planes(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res)
 {
     size_t box = (size_t)plan->crop_nx * plan->crop_ny;
     REQUIRE(stem_prism_beam_stride(plan) == box * (size_t)plan->n_depths);
-    stem_complex *by_beam = stem_fft_alloc(stem_prism_beam_stride(plan) * plan->n_beams, "test S-matrices");
-    stem_complex *by_pixel = stem_fft_alloc(box * plan->n_beams, "test S-matrix");
-    REQUIRE(by_beam && by_pixel);
-    REQUIRE(stem_prism_smatrix_local(plan, trans, by_beam) == STEM_OK);
     for (int k = 0; k < plan->n_depths; k++) {
+        stem_prism_view S;
+        stem_complex *by_beam = sim_prism_smatrix(plan, trans, k, &S);
+        REQUIRE(by_beam);
         REQUIRE(stem_result_alloc(plan, &res[k]) == STEM_OK);
-        stem_prism_arrange(plan, by_beam + k * box, by_pixel);
-        REQUIRE(stem_prism_output(plan, by_pixel, det, &res[k]) == STEM_OK);
+        REQUIRE(stem_prism_output(plan, &S, det, &res[k]) == STEM_OK);
         stem_result_finalise(&res[k], 1, 1);
+        stem_fft_free(by_beam);
+        stem_fft_free((stem_complex *)S.S);
     }
-    stem_fft_free(by_beam);
-    stem_fft_free(by_pixel);
 }
 
 /* The plan of `s` with planes after slices 4, 8 and 12. */

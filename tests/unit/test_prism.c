@@ -170,6 +170,33 @@ static float lcg_float(unsigned long long *state)
     return (float)((*state >> 40) / 8388608.0 - 1.0);
 }
 
+/* The same windows read from a tile of the box that holds them (a margin of 2 pixels; the
+ * tile's corner wrapped like the windows), laid out as mpi/smatrix_tiles.c holds a rank's share:
+ * equal bit for bit to the windows read from the whole box (`want`). */
+static void check_tile_windows(const stem_complex *S, const float *coef_re, const float *coef_im, const int *ox, int oy,
+                               int n, const stem_complex *want, size_t stride)
+{
+    enum { CX = 40, CY = 28, NB = 37, WX = 17, WY = 11, RUN = STEM_PRISM_RUN };
+    int nx = ox[n - 1] - ox[0] + WX + 4, ny = WY + 4;
+    stem_prism_tile t = {((ox[0] - 2) % CX + CX) % CX, ((oy - 2) % CY + CY) % CY, nx < CX ? nx : CX, ny < CY ? ny : CY};
+    if (t.nx == CX) t.x0 = 0;
+    if (t.ny == CY) t.y0 = 0;
+    stem_complex *tile = malloc(sizeof(stem_complex) * t.nx * t.ny * NB), *win = malloc(sizeof(stem_complex) * RUN * stride);
+    for (int j = 0; j < t.ny; j++)
+        for (int i = 0; i < t.nx; i++)
+            memcpy(tile + ((size_t)j * t.nx + i) * NB, S + ((size_t)((t.y0 + j) % CY) * CX + (t.x0 + i) % CX) * NB,
+                   sizeof(stem_complex) * NB);
+    for (size_t k = 0; k < RUN * stride; k++) win[k] = NAN;
+    stem_prism_view view = {tile, t};
+    stem_prism_gather_windows(&view, CX, CY, NB, coef_re, coef_im, ox, oy, n, WX, WY, win, stride);
+    int differ = 0;
+    for (int k = 0; k < n; k++) differ += memcmp(win + k * stride, want + k * stride, sizeof(stem_complex) * WX * WY) != 0;
+    CHECK_MSG(differ == 0, "run of %d from x %d, y %d: %d windows read from a %d x %d tile at (%d, %d) differ from the "
+              "whole box's", n, ox[0], oy, differ, t.nx, t.ny, t.x0, t.y0);
+    free(tile);
+    free(win);
+}
+
 /* stem_prism_gather_windows against sum_b coef[t][b] * S[pixel][b] in C's complex arithmetic
  * for each window alone: equal bit for bit (the same sum in the same order), every window
  * value written, nothing outside the windows. */
@@ -192,7 +219,8 @@ static void test_gather_windows(int n, int ox0, int step, int oy)
     int ox[RUN];
     for (int t = 0; t < n; t++) ox[t] = ox0 + t * step + (step ? t / 3 : 0); /* uneven steps, as positions rounded */
     for (size_t k = 0; k < RUN * stride; k++) win[k] = NAN;
-    stem_prism_gather_windows(S, CX, CY, NB, coef_re, coef_im, ox, oy, n, WX, WY, win, stride);
+    stem_prism_view whole = {S, {0, 0, CX, CY}};
+    stem_prism_gather_windows(&whole, CX, CY, NB, coef_re, coef_im, ox, oy, n, WX, WY, win, stride);
     int mismatches = 0, unwritten = 0, spilled = 0;
     for (int t = 0; t < RUN; t++)
         for (size_t k = 0; k < stride; k++) {
@@ -212,6 +240,7 @@ static void test_gather_windows(int n, int ox0, int step, int oy)
               "run of %d from x %d (step %d), y %d: %d values differ from the plain sum, %d unwritten, %d written "
               "outside the windows",
               n, ox0, step, oy, mismatches, unwritten, spilled);
+    check_tile_windows(S, coef_re, coef_im, ox, oy, n, win, stride);
     free(S);
     free(win);
 }

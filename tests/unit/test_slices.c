@@ -137,7 +137,7 @@ static void test_vacuum_smatrix(void)
     const stem_plan *p = &s.plan;
     size_t box = (size_t)p->crop_nx * p->crop_ny;
     stem_complex *S = stem_fft_alloc(box * p->n_beams, "S-matrix");
-    REQUIRE(S && stem_prism_smatrix_local(p, s.trans, S) == STEM_OK);
+    REQUIRE(S && stem_prism_smatrix_beams(p, s.trans, 0, p->n_beams, S) == STEM_OK);
     double worst = 0;
     for (int b = 0; b < p->n_beams; b++) {
         stem_complex want = fresnel(p, p->beam_kx[b] / p->cell[0], p->beam_ky[b] / p->cell[1], 9);
