@@ -18,7 +18,7 @@ typedef struct {
 typedef struct gpu_sm_ctx {
     const stem_plan *plan;
     const stem_complex *trans;
-    int first;              /* the beam of item 0 */
+    int first; /* the beam of item 0 */
     stem_complex *S_local;
     float2 *S_dev; /* instead of S_local: the S-matrix stays in device memory (the rank's first GPU) */
     int S_pinned;  /* S_local page-locked: boxes go straight into it */
@@ -72,7 +72,8 @@ static int store_plane(sm_ctx *c, sm_worker *w, long begin, int n, int k)
     size_t box = (size_t)plan->crop_nx * plan->crop_ny, stride = stem_prism_beam_stride(plan);
     size_t at = (size_t)begin * stride + (size_t)k * box;
     if (c->S_dev) { /* beam fastest into the one device copy (peer to peer from the rank's other GPUs) */
-        STEM_TRY(gpu_prism_put_beams(c->S_dev, w->box, box, plan->n_beams, c->first - plan->beam_begin + (int)begin, n, s));
+        STEM_TRY(
+            gpu_prism_put_beams(c->S_dev, w->box, box, plan->n_beams, c->first - plan->beam_begin + (int)begin, n, s));
         CUDA_CALL(cudaStreamSynchronize(s));
         return STEM_OK;
     }
@@ -176,11 +177,13 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     tp = stem_wall_time() - tp;
     double t1 = stem_wall_time();
     stem_work work = {c, sm_setup, sm_work, NULL};
-    if (!err) err = stem_dispatch(&work, c->pp.n_items, c->pp.batch, c->dev.workers, "GPU S-matrix plane waves");
+    if (!err)
+        err = stem_dispatch_quiet(&work, c->pp.n_items, c->pp.batch, c->dev.workers,
+                                  "GPU S-matrix plane waves (one round)");
     double t2 = stem_wall_time();
-    if (!err && c->pp.n_items > 0)
+    if (!err && c->pp.n_items > 0 && first == plan->beam_begin) /* a configuration's first round */
         stem_info("gpu S-matrix: %ld plane waves on %d GPU(s) x %d stream(s), batch %d, %s, %s: %.3f s compute "
-                  "(%.4f ms per plane wave), %.3f s %s (%.3f s page-locking the host S-matrix)",
+                  "(%.4f ms per plane wave), %.3f s %s (%.3f s page-locking the host round)",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
                   c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1,
                   1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,

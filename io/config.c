@@ -416,6 +416,9 @@ static const key_spec key_table[] = {
     {"debug", "ranks_per_node", K_INT, OFF(ranks_per_node), "0", 0, 1000000, NULL, "ranks",
      "node-shared memory as if each node held this many consecutive ranks of a group (0: the real nodes); "
      "tests the exchange between nodes on one machine"},
+    {"debug", "smatrix_round_beams", K_INT, OFF(opt.smatrix_round_beams), "0", 0, 1000000, NULL, "beams",
+     "PRISM's S-matrix step computes and exchanges its beams in rounds of this many beams per rank (0: about a "
+     "tenth of the rank's S-matrix tile, at least a batch per thread); tests the exchange"},
 };
 #define N_KEYS ((int)(sizeof key_table / sizeof key_table[0]))
 _Static_assert(sizeof key_table / sizeof key_table[0] <= sizeof((stem_config *)0)->seen,

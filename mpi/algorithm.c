@@ -64,12 +64,12 @@ static int focal_setup(const stem_plan *plan, stem_algorithm_buffers *buf, int s
  * stem_prism_view of the S-matrix: input) once per defocus,
  * weighted into res (the `planes` results the step makes: multislice's every detection
  * plane, PRISM's output step the one of its S-matrix); a single call without a focal spread. */
-typedef int (*probe_step)(const stem_engine *engine, const stem_plan *plan, const void *input,
-                          const stem_detector *det, stem_result *res);
+typedef int (*probe_step)(const stem_engine *engine, const stem_plan *plan, const void *input, const stem_detector *det,
+                          stem_result *res);
 
 static int over_focal_points(probe_step step, int planes, const stem_engine *engine, const stem_plan *plan,
-                             const void *input, const stem_detector *det, stem_result *res,
-                             stem_algorithm_buffers *buf, int slot)
+                             const void *input, const stem_detector *det, stem_result *res, stem_algorithm_buffers *buf,
+                             int slot)
 {
     stem_focal_set *set;
     STEM_TRY(focal_setup(plan, buf, slot, &set));
@@ -88,8 +88,8 @@ static int multislice_step(const stem_engine *engine, const stem_plan *plan, con
     return engine->multislice(engine, plan, trans, det, res);
 }
 
-static int prism_output_step(const stem_engine *engine, const stem_plan *plan, const void *S,
-                             const stem_detector *det, stem_result *res)
+static int prism_output_step(const stem_engine *engine, const stem_plan *plan, const void *S, const stem_detector *det,
+                             stem_result *res)
 {
     return engine->prism_output(engine, plan, S, det, res);
 }
@@ -110,8 +110,8 @@ static int prism_points(const stem_engine *engine, const stem_plan *plans, int n
     for (int k = 0; k < planes && !err; k++) {
         stem_prism_view S = stem_smatrix_tiles_view(&plans[0], &buf->tiles, k);
         for (int i = 0; i < n && !err; i++)
-            err = over_focal_points(prism_output_step, 1, engine, &plans[i], &S, det, &res[(size_t)i * planes + k],
-                                    buf, i);
+            err = over_focal_points(prism_output_step, 1, engine, &plans[i], &S, det, &res[(size_t)i * planes + k], buf,
+                                    i);
     }
     stem_phase_add(STEM_PHASE_PROBES, t);
     return err;

@@ -304,8 +304,9 @@ static int keep_smatrix(void *ctx, const stem_plan *plan, const stem_mpi *m, int
         if (!pairs || !count) err = STEM_ERR_MEMORY;
     }
     MPI_Datatype beam;
-    if (!err && (MPI_Type_contiguous(2 * plan->crop_nx * plan->crop_ny, MPI_FLOAT, &beam) != MPI_SUCCESS ||
-                 MPI_Type_commit(&beam) != MPI_SUCCESS))
+    if (!err &&
+        (MPI_Type_contiguous(2 * plan->crop_nx * plan->crop_ny, MPI_FLOAT, &beam) != MPI_SUCCESS ||
+         MPI_Type_commit(&beam) != MPI_SUCCESS))
         err = STEM_FAIL(STEM_ERR_MPI, "[output] save_smatrix: no MPI type for a beam");
     if ((err = stem_mpi_agree(err, m->group))) {
         free(pairs);
@@ -315,8 +316,9 @@ static int keep_smatrix(void *ctx, const stem_plan *plan, const stem_mpi *m, int
     if (MPI_Gather(mine, 2, MPI_INT, pairs, 2, MPI_INT, 0, m->group) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "[output] save_smatrix: gathering the round's beams failed");
     for (int r = 0; count && r < P; r++) count[r] = pairs[2 * r], count[P + r] = pairs[2 * r + 1];
-    if (!err && MPI_Gatherv(S, b1 - b0, beam, cp->smatrix_unit, count, count ? count + P : NULL, beam, 0,
-                            m->group) != MPI_SUCCESS)
+    if (!err &&
+        MPI_Gatherv(S, b1 - b0, beam, cp->smatrix_unit, count, count ? count + P : NULL, beam, 0, m->group) !=
+            MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "[output] save_smatrix: gathering the round's beams failed");
     MPI_Type_free(&beam);
     free(pairs);

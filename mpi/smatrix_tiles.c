@@ -11,12 +11,12 @@
 
 /* Who holds what: the same on every rank of the group, from the ranks' probe ranges. */
 typedef struct {
-    int P, me, others;      /* group size, this rank, ranks outside this rank's unit */
-    int *unit, *unit_size;  /* [P]: the group rank of the first rank of each rank's unit, its ranks */
-    int *beam_b, *beam_e;   /* [P]: each rank's beams */
-    int *band_row0;         /* [P]: the first row of its band in its unit's tile */
-    stem_prism_tile *tile;  /* [P]: each rank's unit's tile */
-    stem_prism_tile *band;  /* [P]: the rows of that tile the rank receives from other units */
+    int P, me, others;     /* group size, this rank, ranks outside this rank's unit */
+    int *unit, *unit_size; /* [P]: the group rank of the first rank of each rank's unit, its ranks */
+    int *beam_b, *beam_e;  /* [P]: each rank's beams */
+    int *band_row0;        /* [P]: the first row of its band in its unit's tile */
+    stem_prism_tile *tile; /* [P]: each rank's unit's tile */
+    stem_prism_tile *band; /* [P]: the rows of that tile the rank receives from other units */
     int round_beams, n_rounds;
 } holders;
 
@@ -63,10 +63,13 @@ static int choose_rounds(const stem_plan *plan, const stem_mpi *m, holders *h)
         if (h->beam_e[r] - h->beam_b[r] > most) most = h->beam_e[r] - h->beam_b[r];
     }
     double share = 8.0 * planes * pixels_of(&h->tile[h->me]) * plan->n_beams / h->unit_size[h->unit[h->me]];
-    int R = stem_prism_round_beams(plan, share, 8.0 * planes * (box + send + recv), most > 0 ? most : 1);
+    int R = plan->opt.smatrix_round_beams > 0
+        ? plan->opt.smatrix_round_beams /* [debug] */
+        : stem_prism_round_beams(plan, share, 8.0 * planes * (box + send + recv), most > 0 ? most : 1);
     double largest = planes * (send > recv ? send : recv);
     if (largest > 0 && R > (INT_MAX - 1) / largest) R = (int)((INT_MAX - 1) / largest);
-    if (R < 1) return STEM_FAIL(STEM_ERR_MEMORY, "PRISM: one beam's share of the S-matrix exchange is over 2^31 values");
+    if (R < 1)
+        return STEM_FAIL(STEM_ERR_MEMORY, "PRISM: one beam's share of the S-matrix exchange is over 2^31 values");
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &R, 1, MPI_INT, MPI_MIN, m->group));
     h->round_beams = R;
     h->n_rounds = most > 0 ? (most + R - 1) / R : 0;
@@ -140,8 +143,8 @@ static int buffers(const stem_plan *plan, const stem_mpi *m, const holders *h, s
     if (!err) err = reserve(&t->round, &t->round_count, R * stem_prism_beam_stride(plan), "S-matrix round");
     if (!err && h->others) err = reserve(&t->send, &t->send_count, R * planes * send, "S-matrix exchange");
     if (!err && h->others)
-        err = reserve(&t->recv, &t->recv_count, R * planes * h->others * pixels_of(&h->band[h->me]),
-                      "S-matrix exchange");
+        err =
+            reserve(&t->recv, &t->recv_count, R * planes * h->others * pixels_of(&h->band[h->me]), "S-matrix exchange");
     t->geometry = h->tile[h->me];
     return err;
 }
@@ -263,8 +266,9 @@ static int exchange(const stem_plan *plan, const stem_mpi *m, const holders *h, 
     double t0 = stem_wall_time();
     t0 = stem_phase_add(STEM_PHASE_ARRANGE, t0);
     err = stem_mpi_agree(err, m->group);
-    if (!err && MPI_Alltoallv(t->send, sc, sd, MPI_C_FLOAT_COMPLEX, t->recv, rc, rd, MPI_C_FLOAT_COMPLEX,
-                              m->group) != MPI_SUCCESS)
+    if (!err &&
+        MPI_Alltoallv(t->send, sc, sd, MPI_C_FLOAT_COMPLEX, t->recv, rc, rd, MPI_C_FLOAT_COMPLEX, m->group) !=
+            MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "PRISM: the S-matrix exchange over the rank group failed");
     t0 = stem_phase_add(STEM_PHASE_GATHER, t0);
     if (!err) unpack(plan, h, t, round, rd);
@@ -297,14 +301,21 @@ static int one_round(const stem_engine *engine, const stem_plan *plan, const ste
 }
 
 int stem_smatrix_tiles_build(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m,
-                             const stem_complex *trans, const stem_smatrix_io *io, int config,
-                             stem_smatrix_tiles *t)
+                             const stem_complex *trans, const stem_smatrix_io *io, int config, stem_smatrix_tiles *t)
 {
     holders h;
     int err = holders_make(engine, plan, m, &h);
     err = stem_mpi_agree(err, m->group);
     if (!err) err = stem_mpi_agree(buffers(plan, m, &h, t), m->group);
-    for (int r = 0; !err && r < h.n_rounds; r++) err = one_round(engine, plan, m, trans, io, config, &h, t, r);
+    long mine = err ? 0 : h.beam_e[h.me] - h.beam_b[h.me];
+    stem_progress progress; /* the step's, over its rounds */
+    stem_progress_begin(&progress, io && io->load ? "S-matrix read back" : "S-matrix plane waves", mine);
+    for (int r = 0; !err && r < h.n_rounds; r++) {
+        err = one_round(engine, plan, m, trans, io, config, &h, t, r);
+        long done = (long)(r + 1) * h.round_beams;
+        stem_progress_update(&progress, done < mine ? done : mine);
+    }
+    if (!err) stem_progress_end(&progress);
     if (m->share.active) { /* the node's ranks wrote their beams into the one tile */
         int e = stem_shared_sync(&m->share, &t->tile_node);
         if (!err) err = e;

@@ -34,7 +34,7 @@ typedef struct {
 typedef struct {
     stem_complex *tile; /* [plane][tile.ny][tile.nx][n_beams]; node-shared when the node shares */
     stem_shared_buffer tile_node;
-    size_t tile_count;       /* complex numbers allocated */
+    size_t tile_count;        /* complex numbers allocated */
     stem_prism_tile geometry; /* this rank's unit's tile for the plan's probes */
     stem_complex *round, *send, *recv;
     size_t round_count, send_count, recv_count;
@@ -43,8 +43,7 @@ typedef struct {
 /* Collective over m->group: every detection plane's S-matrix of this configuration over this
  * rank's tile (config: the configuration's index, for io). */
 int stem_smatrix_tiles_build(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m,
-                             const stem_complex *trans, const stem_smatrix_io *io, int config,
-                             stem_smatrix_tiles *t);
+                             const stem_complex *trans, const stem_smatrix_io *io, int config, stem_smatrix_tiles *t);
 /* Detection plane k's S-matrix over the tile, as the output step reads it. */
 stem_prism_view stem_smatrix_tiles_view(const stem_plan *plan, const stem_smatrix_tiles *t, int k);
 /* Collective over the node when the tile is node-shared. */

@@ -12,7 +12,6 @@ typedef struct {
     long n_items;
     int batch;
     atomic_long next, done;
-    long *shared_next; /* not NULL: batches come from this counter, shared with other processes */
     atomic_int status;
     int whole; /* every item, signal or not (stem_dispatch_whole) */
     stem_progress progress;
@@ -32,8 +31,7 @@ static void *worker_main(void *p)
     /* a stop signal ends the stage early; the campaign's next safe point
      * notices it on every rank and discards the partial result */
     while (!err && !atomic_load(&s->status) && (s->whole || !stem_signal_pending())) {
-        long b = s->shared_next ? __atomic_fetch_add(s->shared_next, s->batch, __ATOMIC_RELAXED)
-                                : atomic_fetch_add(&s->next, s->batch);
+        long b = atomic_fetch_add(&s->next, s->batch);
         if (b >= s->n_items) break;
         long e = b + s->batch < s->n_items ? b + s->batch : s->n_items;
         err = w->work(w->ctx, arg->worker, b, e);
@@ -48,41 +46,41 @@ static void *worker_main(void *p)
     return NULL;
 }
 
-static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage, long *shared_next,
+static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage, int quiet,
                     int whole);
 
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage)
 {
-    return dispatch(work, n_items, batch, n_workers, stage, NULL, 0);
+    return dispatch(work, n_items, batch, n_workers, stage, 0, 0);
 }
 
 int stem_dispatch_whole(const stem_work *work, long n_items, int n_workers)
 {
     long batch = n_items / (4L * (n_workers > 0 ? n_workers : 1)) + 1; /* four batches a worker: even ends */
-    return dispatch(work, n_items, (int)(batch < (1L << 30) ? batch : (1L << 30)), n_workers, NULL, NULL, 1);
+    return dispatch(work, n_items, (int)(batch < (1L << 30) ? batch : (1L << 30)), n_workers, "the campaign's sums", 1,
+                    1);
 }
 
-int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
-                         long *shared_next)
+int stem_dispatch_quiet(const stem_work *work, long n_items, int batch, int n_workers, const char *stage)
 {
-    return dispatch(work, n_items, batch, n_workers, stage, shared_next, 0);
+    return dispatch(work, n_items, batch, n_workers, stage, 1, 0);
 }
 
-static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage, long *shared_next,
+static int dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage, int quiet,
                     int whole)
 {
     if (n_items <= 0) return STEM_OK;
     if (n_workers < 1) n_workers = 1;
     long max_workers = (n_items + batch - 1) / batch;
     if (n_workers > max_workers) n_workers = (int)max_workers;
-    dispatch_state s = {.work = work, .n_items = n_items, .batch = batch, .shared_next = shared_next, .whole = whole};
+    dispatch_state s = {.work = work, .n_items = n_items, .batch = batch, .whole = whole};
     atomic_init(&s.next, 0);
     atomic_init(&s.done, 0);
     atomic_init(&s.status, 0);
-    if (stage)
+    if (!quiet)
         stem_progress_begin(&s.progress, stage, n_items);
-    else /* a short step run often (the campaign's sums): reported only if it takes a while */
-        stem_progress_begin_quiet(&s.progress, "the campaign's sums", n_items);
+    else /* a short step run often: reported only if it takes a while */
+        stem_progress_begin_quiet(&s.progress, stage, n_items);
     pthread_t *threads = stem_calloc(n_workers, sizeof *threads, "worker threads");
     worker_arg *args = stem_calloc(n_workers, sizeof *args, "worker threads");
     if (!threads || !args) {

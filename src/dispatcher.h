@@ -19,10 +19,8 @@ int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers,
  * when a stop signal is pending (stem_dispatch ends its stage early then), quietly, in about
  * four batches a worker. */
 int stem_dispatch_whole(const stem_work *work, long n_items, int n_workers);
-/* The same with the next batch taken from *shared_next, a counter that other processes
- * of the node (node-shared memory) take batches from too: this rank runs the batches
- * it gets, until the counter passes n_items. The counter starts at 0 (the caller's). */
-int stem_dispatch_shared(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
-                         long *shared_next);
+/* The same for one part of a longer stage whose caller reports the stage's progress (the
+ * rounds of PRISM's S-matrix step): printed only if this part alone runs past 2 s. */
+int stem_dispatch_quiet(const stem_work *work, long n_items, int batch, int n_workers, const char *stage);
 
 #endif

@@ -46,6 +46,14 @@ static int cpu_engine(stem_engine *engine)
     return STEM_OK;
 }
 
+void stem_engine_resolve_device(stem_plan *plan, const stem_gpu_provider *gpu)
+{
+    /* hrtem's wave may yet be distributed over the ranks (the plan decides from its estimate),
+     * which only the CPU engine does: it stays auto, for stem_engine_create */
+    if (plan->opt.device != STEM_DEVICE_AUTO || plan->algorithm == STEM_ALG_HRTEM) return;
+    plan->opt.device = gpu && gpu->count() > 0 ? STEM_DEVICE_GPU : STEM_DEVICE_CPU;
+}
+
 int stem_engine_create(const stem_plan *plan, const stem_gpu_provider *gpu, stem_engine *engine)
 {
     int device = plan->opt.device;

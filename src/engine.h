@@ -64,6 +64,10 @@ typedef struct {
     void (*warm_up)(int start);
 } stem_gpu_provider;
 
+/* [compute] device = auto made cpu or gpu (a GPU engine that sees a GPU) before the plan's
+ * memory estimate, which differs between the two (hrtem's stays auto); the engine created
+ * later is the one named. */
+void stem_engine_resolve_device(stem_plan *plan, const stem_gpu_provider *gpu);
 /* [compute] device: cpu, gpu (an error without a usable GPU), auto. Once per
  * run. gpu may be NULL (no GPU engine in this program). */
 int stem_engine_create(const stem_plan *plan, const stem_gpu_provider *gpu, stem_engine *engine);

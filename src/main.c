@@ -236,6 +236,17 @@ static void print_decomposition(const stem_plan *plan)
     int copies = L->group_size - 1;
     if (L->shared_ranks > 1) copies = (L->group_size + L->shared_ranks - 1) / L->shared_ranks - 1;
     int trans_copies = L->shared_ranks > 1 && plan->opt.device != STEM_DEVICE_CPU ? L->group_size - 1 : copies;
+    /* the S-matrix: each rank (node) receives the others' beams over its tile (mpi/smatrix_tiles.h),
+     * group rank 0's taken for all; the whole box on the GPU */
+    if (smat > 0 && plan->opt.device == STEM_DEVICE_CPU) {
+        long b, e, b1, e1;
+        int unit = L->shared_ranks > 1 ? L->shared_ranks : 1;
+        stem_split_range(plan->n_probes, L->group_size, 0, &b, &e);
+        stem_split_range(plan->n_probes, L->group_size, unit - 1, &b1, &e1);
+        stem_prism_tile tile = {0, 0, 0, 0};
+        stem_prism_tile_of_probes(plan, b, e1, 0, &tile);
+        smat *= (double)stem_prism_tile_pixels(&tile) / ((double)plan->crop_nx * plan->crop_ny);
+    }
     printf("  bytes moved per group%s: transmission functions %.3f GiB, S-matrix %.3f GiB, result reduction %.3f GiB\n",
            L->shared_ranks > 1 ? " (between nodes: memory is shared inside one)" : "",
            per_group * trans * trans_copies / 1073741824.0, per_group * smat * copies / 1073741824.0,
@@ -381,7 +392,8 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
             stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared, cfg->ranks_per_node), world);
     if (!err) err = load_positions(cfg, model, world, rank, positions);
     if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, positions, &m->layout), world);
-    if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world); /* before anything is allocated */
+    if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world);  /* before anything is allocated */
+    if (!err) stem_engine_resolve_device(plan, stem_gpu_engine_provider()); /* its memory differs */
     if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
     if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
     if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);

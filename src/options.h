@@ -60,12 +60,13 @@ typedef struct {
     int gpu_deterministic; /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
     int fft_planning;      /* stem_fft_planning */
     /* [debug]: kernel variants for benchmarking */
-    int gpu_prism_output;   /* stem_gpu_output_variant */
-    int gpu_tile;           /* 0: automatic */
-    int gpu_gemm;           /* stem_gpu_gemm */
-    int gpu_prism_resident; /* 1: auto, 0: off */
-    int gpu_gemm_check;     /* time the PRISM output's CGEMMs alone after the step (log) */
-    int gpu_transmission;   /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
+    int gpu_prism_output;    /* stem_gpu_output_variant */
+    int gpu_tile;            /* 0: automatic */
+    int gpu_gemm;            /* stem_gpu_gemm */
+    int gpu_prism_resident;  /* 1: auto, 0: off */
+    int smatrix_round_beams; /* PRISM's S-matrix rounds: beams per rank (0: auto, mpi/smatrix_tiles.c) */
+    int gpu_gemm_check;      /* time the PRISM output's CGEMMs alone after the step (log) */
+    int gpu_transmission;    /* 1: auto (on the GPU with the GPU engine), 0: off (the CPU builds them) */
 } stem_options;
 
 /* FFTW_MEASURE instead of FFTW_ESTIMATE for the CPU engine's serial FFTs ([compute] fft_planning = auto or measure). */

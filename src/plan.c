@@ -12,6 +12,7 @@
 
 #include "channels.h"
 #include "coherence.h"
+#include "prism_tiles.h"
 #include "memlimit.h"
 #include "probe.h"
 #include "slabs.h"
@@ -44,17 +45,6 @@ void stem_split_range(long n, int parts, int i, long *b, long *e)
     long base = n / parts, extra = n % parts;
     *b = i * base + (i < extra ? i : extra);
     *e = *b + base + (i < extra ? 1 : 0);
-}
-
-void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y)
-{
-    if (plan->positions) {
-        *x = plan->positions[2 * p];
-        *y = plan->positions[2 * p + 1];
-        return;
-    }
-    *x = plan->scan_x0 + (p % plan->scan_nx) * plan->scan_step;
-    *y = plan->scan_y0 + (p / plan->scan_nx) * plan->scan_step;
 }
 
 /* Grid along one axis: explicit, or from the pixel size; PRISM needs a multiple of f. */
@@ -369,18 +359,42 @@ static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
  * with HDF5's caches and the I/O components it loads). */
 #define STEM_WRITE_BUFFER_BYTES (64.0 * 1048576)
 
-/* PRISM's host S-matrices per rank (mpi/algorithm.c): the gathered one, by beam, at each of the
- * `planes` detection planes; its beam-fastest copy of one plane; and, in a group of several ranks
- * without node sharing, this rank's beams at each plane. A thickness series of n depths so holds
- * (n + 1) S-matrices of 8 n_beams crop_nx crop_ny bytes each (plus n shares of this rank's beams)
- * where a single run holds 2: the S-matrix part grows linearly with the depths. Node-shared: the
- * node's copies, each rank counting its share. */
+/* A one-rank GPU group without a focal spread, stored S-matrix or thickness series keeps its one
+ * copy of the S-matrix on the GPU (cuda/gpu_prism.cu, gpu_prism_resident): none on the host. */
+static int smatrix_on_gpu(const stem_plan *plan, int planes)
+{
+    return plan->opt.device == STEM_DEVICE_GPU && plan->layout.group_size == 1 && planes == 1 &&
+        plan->opt.gpu_prism_resident && !(plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) &&
+        !plan->opt.save_smatrix && !plan->opt.smatrix_file[0];
+}
+
+/* PRISM's host S-matrix per rank (mpi/smatrix_tiles.h): every beam over its unit's tile (the
+ * windows of the unit's probes; the whole box on the GPU) at each of the `planes` detection
+ * planes, beam fastest, and a round's buffers (the round's beams by beam, and the bands sent to
+ * and received from other units). The unit is the rank, or its node's ranks when they share
+ * memory (shared), each counting its share of the node's tile. */
 static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
 {
-    double S = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;
-    if (shared > 1) return (planes + 1) * S / shared; /* each rank computes its beams in place */
-    return (planes + 1) * S +
-        (plan->layout.group_size > 1 ? planes * S * (plan->beam_end - plan->beam_begin) / plan->n_beams : 0);
+    if (smatrix_on_gpu(plan, planes)) return 0;
+    int P = plan->layout.group_size, node_rank = plan->layout.local_rank % (int)shared;
+    long first = plan->layout.group_rank - node_rank, last = first + (long)shared - 1, b = 0, e = 0, b1 = 0, e1 = 0;
+    if (last >= P) last = P - 1;
+    stem_prism_tile tile = {0, 0, 0, 0};
+    if (plan->opt.device == STEM_DEVICE_CPU) { /* the node's probes: its ranks are consecutive in the group */
+        stem_split_range(plan->n_probes, P, (int)first, &b, &e);
+        stem_split_range(plan->n_probes, P, (int)last, &b1, &e1);
+        stem_prism_tile_of_probes(plan, b, e1, 0, &tile);
+    } else {
+        stem_prism_tile_whole(plan, &tile);
+    }
+    double area = (double)stem_prism_tile_pixels(&tile), box = (double)plan->crop_nx * plan->crop_ny;
+    double share = 8.0 * planes * area * plan->n_beams / shared, units = P / shared;
+    double send = (units - 1) * area, recv = (P - shared) * area / shared; /* pixels per beam of a round */
+    double per_beam = 8.0 * planes * (box + send + recv);
+    int round = plan->opt.smatrix_round_beams > 0
+        ? plan->opt.smatrix_round_beams
+        : stem_prism_round_beams(plan, share, per_beam, (plan->n_beams + P - 1) / P);
+    return share + round * per_beam;
 }
 
 /* Every large buffer of a run, per rank (mpi/campaign.c, detector.c, engines), and the process
@@ -725,8 +739,9 @@ static const char *memory_advice(const stem_plan *plan)
         "grid [simulation] transmission_oversampling times finer, so more ranks do not help: use thicker slices, a "
         "coarser pixel_size, a lower transmission_oversampling, fewer [compute] threads or a smaller cell",
         "the potential's profile table is large: lower [simulation] potential_radius (more ranks do not help)",
-        "every rank holds the whole S-matrix (one per depth of a thickness series), so more ranks do not help: raise "
-        "[simulation] interpolation_x/y, use a coarser pixel_size or fewer [output] depths",
+        "each rank holds the S-matrix over the windows of its probes (one per depth of a thickness series; the whole "
+        "box on the GPU), about 1/ranks of it plus the window: use more ranks in a group (fewer [compute] groups, "
+        "more nodes), raise [simulation] interpolation_x/y, use a coarser pixel_size or fewer [output] depths",
         "results are split over the ranks of a group: use more ranks (or nodes), fewer scan positions, or save_4d = "
         "false (a plain run streams its 4D patterns in blocks: [detector] probe_block)",
         "the detector is large: use a coarser [simulation] pixel_size",

@@ -10,8 +10,6 @@
 /* The slices that cover cell_z (at least 1) and the last one's thickness. */
 int stem_slice_count(double cell_z, double dz, double *dz_last);
 
-/* Probe index p -> scan position in Angstrom (row-major, x fastest). */
-void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y);
 
 /* An FFT-friendly size >= n (factors 2, 3, 5, 7 only). */
 int stem_fft_good_size(int n);

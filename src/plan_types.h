@@ -125,6 +125,18 @@ static inline int stem_plan_single_wave(const stem_plan *plan)
     return plan->algorithm == STEM_ALG_HRTEM || plan->algorithm == STEM_ALG_CBED;
 }
 
+/* Probe index p -> scan position in Angstrom ([scan] positions, or the grid row-major, x fastest). */
+static inline void stem_plan_probe_position(const stem_plan *plan, long p, double *x, double *y)
+{
+    if (plan->positions) {
+        *x = plan->positions[2 * p];
+        *y = plan->positions[2 * p + 1];
+        return;
+    }
+    *x = plan->scan_x0 + (p % plan->scan_nx) * plan->scan_step;
+    *y = plan->scan_y0 + (p / plan->scan_nx) * plan->scan_step;
+}
+
 /* Results one probe step makes: one per detection plane (at least the exit). */
 static inline int stem_plan_n_planes(const stem_plan *plan) { return plan->n_depths > 0 ? plan->n_depths : 1; }
 /* Slices the waves pass before detection plane k. */

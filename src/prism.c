@@ -93,8 +93,7 @@ static int smatrix_work(void *ctx, int w, long begin, long end)
     return STEM_OK;
 }
 
-int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count,
-                             stem_complex *out)
+int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count, stem_complex *out)
 {
     int workers = plan->threads;
     smatrix_job job = {.plan = plan, .trans = trans, .first = first, .S_local = out};
@@ -106,7 +105,7 @@ int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, i
     int err = prop && job.waves && job.box && job.fft && job.fft_box ? STEM_OK : STEM_ERR_MEMORY;
     job.prop = prop;
     stem_work work = {&job, smatrix_setup, smatrix_work, smatrix_teardown};
-    if (!err) err = stem_dispatch(&work, count, plan->batch_size, workers, "S-matrix plane waves");
+    if (!err) err = stem_dispatch_quiet(&work, count, plan->batch_size, workers, "S-matrix plane waves (one round)");
     stem_fft_free(prop);
     free(job.waves);
     free(job.box);
@@ -116,12 +115,6 @@ int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, i
 }
 
 /* ---- output step ------------------------------------------------------- */
-
-int stem_prism_window_origin(double x, double cell, int crop, int window)
-{
-    int centre = (int)floor(x / cell * crop + 0.5);
-    return centre - window / 2;
-}
 
 /* Probes of one scan row are taken in runs of up to OUTPUT_RUN: their windows overlap
  * almost wholly, so each pixel's beams are read from the (large) S-matrix once per run

@@ -18,14 +18,11 @@ static inline size_t stem_prism_beam_stride(const stem_plan *plan)
  * detection planes above it) cut to the Fourier box and transformed back:
  * out[beam - first][plane][crop_ny][crop_nx]. Which rank or thread computes a beam, and with
  * which others, does not change it. */
-int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count,
-                             stem_complex *out);
+int stem_prism_smatrix_beams(const stem_plan *plan, const stem_complex *trans, int first, int count, stem_complex *out);
 /* Output step for this rank's probes on one detection plane's S-matrix over a tile that holds
  * their windows (prism_tiles.h): windows of 1/f of the cell around each probe, weighted by the
  * probe's beam coefficients, summed, FFT, |.|^2, detectors. */
 int stem_prism_output(const stem_plan *plan, const stem_prism_view *S, const stem_detector *det, stem_result *res);
-/* First pixel (coarse grid, before wrapping) of the window around position x. */
-int stem_prism_window_origin(double x, double cell, int crop, int window);
 
 /* The output step's windows of a run of n <= STEM_PRISM_RUN probes of one scan row
  * (separate so that tests/unit/test_prism.c checks it against the plain sum): window t

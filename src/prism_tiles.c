@@ -4,8 +4,12 @@
 #include <limits.h>
 #include <math.h>
 
-#include "plan.h"
-#include "prism.h"
+
+int stem_prism_window_origin(double x, double cell, int crop, int window)
+{
+    int centre = (int)floor(x / cell * crop + 0.5);
+    return centre - window / 2;
+}
 
 void stem_prism_tile_whole(const stem_plan *plan, stem_prism_tile *t)
 {

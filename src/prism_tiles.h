@@ -19,6 +19,9 @@ typedef struct {
     stem_prism_tile tile;
 } stem_prism_view;
 
+/* First pixel (coarse grid, before wrapping) of the window around position x. */
+int stem_prism_window_origin(double x, double cell, int crop, int window);
+
 static inline size_t stem_prism_tile_pixels(const stem_prism_tile *t) { return (size_t)t->nx * t->ny; }
 
 /* The whole box. */
@@ -35,7 +38,6 @@ stem_prism_tile stem_prism_tile_rows(const stem_prism_tile *t, int row_begin, in
 void stem_prism_put_beams(const stem_plan *plan, const stem_complex *by_beam, size_t beam_stride, int n, int plane,
                           const stem_prism_tile *region, int row_begin, int row_end, stem_complex *dst,
                           size_t pixel_stride);
-
 
 /* Beams per round of the distributed S-matrix step (mpi/smatrix_tiles.h) for a rank whose
  * round buffers take per_beam bytes a beam: about a tenth of its tile share (tile_bytes), yet

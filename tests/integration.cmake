@@ -359,6 +359,12 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(stored_smatrix PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400)
+  # PRISM's S-matrix distributed by space: 1-4 ranks and emulated nodes bitwise, memory per rank as 1/ranks
+  add_test(NAME smatrix_tiles
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/smatrix_tiles.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(smatrix_tiles PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 400 PROCESSORS 2)
   # Stored potentials and S-matrices in a [series] campaign: one per tilt, read back bit for
   # bit, kill and resume, files of other tilts refused
   add_test(NAME stored_campaign

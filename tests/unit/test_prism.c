@@ -181,7 +181,8 @@ static void check_tile_windows(const stem_complex *S, const float *coef_re, cons
     stem_prism_tile t = {((ox[0] - 2) % CX + CX) % CX, ((oy - 2) % CY + CY) % CY, nx < CX ? nx : CX, ny < CY ? ny : CY};
     if (t.nx == CX) t.x0 = 0;
     if (t.ny == CY) t.y0 = 0;
-    stem_complex *tile = malloc(sizeof(stem_complex) * t.nx * t.ny * NB), *win = malloc(sizeof(stem_complex) * RUN * stride);
+    stem_complex *tile = malloc(sizeof(stem_complex) * t.nx * t.ny * NB),
+                 *win = malloc(sizeof(stem_complex) * RUN * stride);
     for (int j = 0; j < t.ny; j++)
         for (int i = 0; i < t.nx; i++)
             memcpy(tile + ((size_t)j * t.nx + i) * NB, S + ((size_t)((t.y0 + j) % CY) * CX + (t.x0 + i) % CX) * NB,
@@ -190,9 +191,12 @@ static void check_tile_windows(const stem_complex *S, const float *coef_re, cons
     stem_prism_view view = {tile, t};
     stem_prism_gather_windows(&view, CX, CY, NB, coef_re, coef_im, ox, oy, n, WX, WY, win, stride);
     int differ = 0;
-    for (int k = 0; k < n; k++) differ += memcmp(win + k * stride, want + k * stride, sizeof(stem_complex) * WX * WY) != 0;
-    CHECK_MSG(differ == 0, "run of %d from x %d, y %d: %d windows read from a %d x %d tile at (%d, %d) differ from the "
-              "whole box's", n, ox[0], oy, differ, t.nx, t.ny, t.x0, t.y0);
+    for (int k = 0; k < n; k++)
+        differ += memcmp(win + k * stride, want + k * stride, sizeof(stem_complex) * WX * WY) != 0;
+    CHECK_MSG(differ == 0,
+              "run of %d from x %d, y %d: %d windows read from a %d x %d tile at (%d, %d) differ from the "
+              "whole box's",
+              n, ox[0], oy, differ, t.nx, t.ny, t.x0, t.y0);
     free(tile);
     free(win);
 }
