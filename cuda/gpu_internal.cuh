@@ -356,7 +356,7 @@ int gpu_direct_windows(float2 *win, const float2 *src, int W, int H, int nb, int
 int gpu_multislice_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, const stem_detector *det,
                        stem_result *res);
 int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first, int count,
-                      stem_complex *S_local);
+                      int opening, stem_complex *S_local);
 /* The output step from the S-matrix gathered on the host beam fastest, the whole box (engine step
  * prism_output, gpu_prism.cu). */
 int gpu_prism_output(const stem_engine *e, const stem_plan *plan, const stem_prism_view *S, const stem_detector *det,

@@ -48,6 +48,28 @@ static int resident_fits(const stem_plan *plan, const gpu_devices *d, double S_b
     return STEM_OK;
 }
 
+/* The plan counted no host S-matrix for a one-rank GPU group (src/plan.c): where one copy does
+ * not fit the GPU after all, the host holds it (and a round of about a tenth): refused before
+ * anything is allocated when that passes the memory limit, else said. */
+static int host_instead(const stem_plan *plan, const gpu_devices *d, double S_bytes)
+{
+    if (plan->opt.memory_mode == STEM_MEMMODE_STREAMING) return STEM_OK; /* the plan counted it */
+    double host = plan->mem_total + 1.1 * S_bytes;
+    if (host > plan->mem_limit)
+        return STEM_FAIL(STEM_ERR_MEMORY,
+                         "PRISM: the S-matrix (%.2f GiB) does not fit the GPU (%.2f GiB usable beside the S-matrix "
+                         "step's buffers), and through the host it needs %.2f GiB per rank, over the limit of %.2f "
+                         "GiB (%s): raise [simulation] interpolation_x/y, use a coarser pixel_size or raise "
+                         "[compute] max_memory",
+                         S_bytes / GPU_GIB, d->usable_bytes / GPU_GIB, host / GPU_GIB, plan->mem_limit / GPU_GIB,
+                         plan->mem_limit_source);
+    stem_warn("PRISM: the S-matrix (%.2f GiB) does not fit the GPU (%.2f GiB usable beside the S-matrix step's "
+              "buffers): it is held on the host, %.2f GiB per rank instead of the plan's %.2f GiB (limit %.2f GiB)",
+              S_bytes / GPU_GIB, d->usable_bytes / GPU_GIB, host / GPU_GIB, plan->mem_total / GPU_GIB,
+              plan->mem_limit / GPU_GIB);
+    return STEM_OK;
+}
+
 int gpu_prism_put_beams(float2 *by_pixel, const float2 *boxes, size_t box, int nb, int first, int n, cudaStream_t s)
 {
     if (n <= 0) return STEM_OK;
@@ -102,6 +124,7 @@ int gpu_prism_resident(const stem_engine *e, const stem_plan *plans, int n, cons
     if (st->resident_plan != plan) { /* the same answer for every configuration */
         STEM_TRY(resident_fits(plan, d, (double)S_bytes, &st->resident_fits));
         st->resident_plan = plan;
+        if (!st->resident_fits) STEM_TRY(host_instead(plan, d, (double)S_bytes));
     }
     if (!st->resident_fits) return STEM_NOT_APPLICABLE;
     float2 *by_pixel[GPU_MAX_DEVICES] = {NULL};

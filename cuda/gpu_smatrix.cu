@@ -21,7 +21,6 @@ typedef struct gpu_sm_ctx {
     int first; /* the beam of item 0 */
     stem_complex *S_local;
     float2 *S_dev; /* instead of S_local: the S-matrix stays in device memory (the rank's first GPU) */
-    int S_pinned;  /* S_local page-locked: boxes go straight into it */
     gpu_devices dev;
     gpu_prop_plan pp;
     gpu_prop_shared sh[GPU_MAX_DEVICES];
@@ -56,15 +55,7 @@ static void sm_worker_free(void *worker)
 
 static int sm_setup(void *ctx, int w) { return gpu_use_worker_device(&((sm_ctx *)ctx)->dev, w); }
 
-/* n boxes, contiguous at src, to n beams `stride` complex numbers apart at dst (one plane of each). */
-static cudaError_t copy_boxes(void *dst, size_t stride, const float2 *src, size_t box, int n, cudaMemcpyKind kind,
-                              cudaStream_t s)
-{
-    if (stride == box) return cudaMemcpyAsync(dst, src, sizeof(float2) * box * n, kind, s);
-    return cudaMemcpy2DAsync(dst, sizeof(float2) * stride, src, sizeof(float2) * box, sizeof(float2) * box, n, kind, s);
-}
-
-/* The batch's boxes of detection plane k to their beams: S_dev, S_local or through the staging buffer. */
+/* The batch's boxes of detection plane k to their beams: into S_dev, or through the staging buffer into S_local. */
 static int store_plane(sm_ctx *c, sm_worker *w, long begin, int n, int k)
 {
     const stem_plan *plan = c->plan;
@@ -74,11 +65,6 @@ static int store_plane(sm_ctx *c, sm_worker *w, long begin, int n, int k)
     if (c->S_dev) { /* beam fastest into the one device copy (peer to peer from the rank's other GPUs) */
         STEM_TRY(
             gpu_prism_put_beams(c->S_dev, w->box, box, plan->n_beams, c->first - plan->beam_begin + (int)begin, n, s));
-        CUDA_CALL(cudaStreamSynchronize(s));
-        return STEM_OK;
-    }
-    if (c->S_pinned) {
-        CUDA_CALL(copy_boxes(c->S_local + at, stride, w->box, box, n, cudaMemcpyDeviceToHost, s));
         CUDA_CALL(cudaStreamSynchronize(s));
         return STEM_OK;
     }
@@ -141,7 +127,7 @@ void gpu_smatrix_cache_free(gpu_engine_state *st)
 /* The engine keeps the context from the first configuration to its destruction;
  * each later configuration only uploads its transmission functions. */
 static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first, int count,
-                       stem_complex *S_local, float2 *S_dev)
+                       int opening, stem_complex *S_local, float2 *S_dev)
 {
     gpu_engine_state *st = gpu_engine_state_of(e);
     double t0 = stem_wall_time();
@@ -163,46 +149,38 @@ static int smatrix_run(const stem_engine *e, const stem_plan *plan, const stem_c
     c->pp.n_items = count;
     c->S_local = S_local;
     c->S_dev = S_dev;
-    c->S_pinned = 0;
-    if (!fresh && first == plan->beam_begin) /* a configuration's first call (engine.h) */
+    if (!fresh && opening) /* a configuration's first call (engine.h) */
         err = gpu_prop_shared_upload_each(plan, &c->dev, &c->pp, trans, c->sh);
     int pinned = 0;
     size_t trans_bytes = sizeof(stem_complex) * plan->nx * plan->ny * plan->n_slices;
     if (!err && c->pp.streaming) gpu_pin(trans, trans_bytes, &pinned, "transmission functions");
-    /* Page-locking S_local costs about what first touching it costs anyway, and lets every
-     * batch's download run at full speed without a host copy. */
-    size_t S_bytes = sizeof(stem_complex) * stem_prism_beam_stride(plan) * (size_t)count;
-    double tp = stem_wall_time();
-    if (!err && S_local) gpu_pin(S_local, S_bytes, &c->S_pinned, "local S-matrix");
-    tp = stem_wall_time() - tp;
+    /* S_local, a round's buffer reused round after round, is not page-locked (it would be at
+     * every call, about 0.4 s per GB): the boxes go through the workers' staging buffers. */
     double t1 = stem_wall_time();
     stem_work work = {c, sm_setup, sm_work, NULL};
     if (!err)
         err = stem_dispatch_quiet(&work, c->pp.n_items, c->pp.batch, c->dev.workers,
                                   "GPU S-matrix plane waves (one round)");
     double t2 = stem_wall_time();
-    if (!err && c->pp.n_items > 0 && first == plan->beam_begin) /* a configuration's first round */
+    if (!err && c->pp.n_items > 0 && opening) /* a configuration's first round */
         stem_info("gpu S-matrix: %ld plane waves on %d GPU(s) x %d stream(s), batch %d, %s, %s: %.3f s compute "
-                  "(%.4f ms per plane wave), %.3f s %s (%.3f s page-locking the host round)",
+                  "(%.4f ms per plane wave), %.3f s %s",
                   c->pp.n_items, c->dev.n_gpus, c->dev.streams, c->pp.batch,
                   c->pp.streaming ? "streaming" : "single-transfer", c->w[0].pw.fft_note, t2 - t1,
                   1e3 * (t2 - t1) / c->pp.n_items, t1 - t0,
-                  fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)",
-                  tp);
+                  fresh ? "setup and upload" : "upload (tables, plans and workers kept from the first configuration)");
     gpu_unpin(trans, pinned);
-    gpu_unpin(S_local, c->S_pinned);
-    c->S_pinned = 0;
     if (err) gpu_smatrix_cache_free(st);
     return err;
 }
 
 int gpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first, int count,
-                      stem_complex *S_local)
+                      int opening, stem_complex *S_local)
 {
-    return smatrix_run(e, plan, trans, first, count, S_local, NULL);
+    return smatrix_run(e, plan, trans, first, count, opening, S_local, NULL);
 }
 
 int gpu_prism_smatrix_to_device(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, float2 *S_dev)
 {
-    return smatrix_run(e, plan, trans, plan->beam_begin, plan->beam_end - plan->beam_begin, NULL, S_dev);
+    return smatrix_run(e, plan, trans, plan->beam_begin, plan->beam_end - plan->beam_begin, 1, NULL, S_dev);
 }

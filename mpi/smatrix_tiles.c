@@ -279,24 +279,73 @@ static int exchange(const stem_plan *plan, const stem_mpi *m, const holders *h, 
 
 /* ---- the step ---- */
 
-static int one_round(const stem_engine *engine, const stem_plan *plan, const stem_mpi *m, const stem_complex *trans,
-                     const stem_smatrix_io *io, int config, const holders *h, stem_smatrix_tiles *t, int round)
+/* Beams [first, first + n) into the round buffer: computed, or read back ([simulation] smatrix_file). */
+typedef struct {
+    const stem_engine *engine;
+    const stem_plan *plan;
+    const stem_complex *trans;
+    const stem_smatrix_io *io;
+    int config, opening; /* opening: no beam computed yet for this configuration on this rank */
+} beam_source;
+
+static int fill_round(beam_source *src, int first, int n, stem_complex *round)
 {
+    if (n <= 0) return STEM_OK;
+    const stem_smatrix_io *io = src->io;
+    if (io && io->load) return io->load(io->ctx, src->plan, src->config, first, first + n, round);
+    int err = src->engine->prism_smatrix(src->engine, src->plan, src->trans, first, n, src->opening, round);
+    src->opening = 0;
+    return err;
+}
+
+static int one_round(beam_source *src, const stem_mpi *m, const holders *h, stem_smatrix_tiles *t, int round)
+{
+    const stem_plan *plan = src->plan;
+    const stem_smatrix_io *io = src->io;
     int n = round_count(h, h->me, round), first = h->beam_b[h->me] + round * h->round_beams, err = STEM_OK;
     double t0 = stem_wall_time();
-    if (n > 0)
-        err = io && io->load ? io->load(io->ctx, plan, config, first, first + n, t->round)
-                             : engine->prism_smatrix(engine, plan, trans, first, n, t->round);
+    err = fill_round(src, first, n, t->round);
     t0 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
     err = stem_mpi_agree(err, m->group); /* no rank goes on to the exchange alone */
     t0 = stem_phase_add(STEM_PHASE_WAIT, t0);
     if (!err) err = put_own(plan, t, first, n);
     t0 = stem_phase_add(STEM_PHASE_ARRANGE, t0);
     if (!err && io && io->store) {
-        err = stem_mpi_agree(io->store(io->ctx, plan, m, config, first, first + n, t->round), m->group);
+        err = stem_mpi_agree(io->store(io->ctx, plan, m, src->config, first, first + n, t->round), m->group);
         t0 = stem_phase_add(STEM_PHASE_WRITE, t0);
     }
     if (!err && h->others) err = exchange(plan, m, h, t, round);
+    return err;
+}
+
+/* A group that is one unit: every beam goes into the one tile; its ranks take rounds of beams from
+ * a counter (node-shared when they share the node's tile), each as it is free. */
+static int queued_rounds(beam_source *src, const stem_mpi *m, const holders *h, stem_smatrix_tiles *t,
+                         stem_progress *progress)
+{
+    const stem_plan *plan = src->plan;
+    long own = 0, *next = &own, R = h->round_beams, nb = plan->n_beams;
+    int err = STEM_OK;
+    if (m->share.active) {
+        if (!t->queue_node.base)
+            err = stem_shared_alloc(&m->share, sizeof(long), "S-matrix beam counter", &t->queue_node);
+        if ((err = stem_mpi_agree(err, m->share.node))) return err;
+        next = t->queue_node.base;
+        if (m->share.node_rank == 0) __atomic_store_n(next, 0L, __ATOMIC_RELAXED);
+        STEM_TRY(stem_shared_sync(&m->share, &t->queue_node)); /* reset before anyone takes */
+    }
+    while (!err) {
+        long first = __atomic_fetch_add(next, R, __ATOMIC_RELAXED);
+        if (first >= nb) break;
+        int n = (int)(nb - first < R ? nb - first : R);
+        double t0 = stem_wall_time();
+        err = fill_round(src, (int)first, n, t->round);
+        t0 = stem_phase_add(STEM_PHASE_SMATRIX, t0);
+        if (!err) err = put_own(plan, t, (int)first, n);
+        stem_phase_add(STEM_PHASE_ARRANGE, t0);
+        stem_progress_update(progress, first + n); /* the node's progress, as this rank sees it */
+    }
+    if (err) __atomic_store_n(next, nb, __ATOMIC_RELAXED); /* the others take no more: the configuration failed */
     return err;
 }
 
@@ -307,11 +356,14 @@ int stem_smatrix_tiles_build(const stem_engine *engine, const stem_plan *plan, c
     int err = holders_make(engine, plan, m, &h);
     err = stem_mpi_agree(err, m->group);
     if (!err) err = stem_mpi_agree(buffers(plan, m, &h, t), m->group);
-    long mine = err ? 0 : h.beam_e[h.me] - h.beam_b[h.me];
+    beam_source src = {engine, plan, trans, io, config, 1};
+    int queued = !h.others && !(io && io->store); /* storing gathers round by round: in step */
+    long mine = err ? 0 : queued ? plan->n_beams : h.beam_e[h.me] - h.beam_b[h.me];
     stem_progress progress; /* the step's, over its rounds */
     stem_progress_begin(&progress, io && io->load ? "S-matrix read back" : "S-matrix plane waves", mine);
-    for (int r = 0; !err && r < h.n_rounds; r++) {
-        err = one_round(engine, plan, m, trans, io, config, &h, t, r);
+    if (!err && queued) err = queued_rounds(&src, m, &h, t, &progress);
+    for (int r = 0; !err && !queued && r < h.n_rounds; r++) {
+        err = one_round(&src, m, &h, t, r);
         long done = (long)(r + 1) * h.round_beams;
         stem_progress_update(&progress, done < mine ? done : mine);
     }
@@ -332,6 +384,7 @@ stem_prism_view stem_smatrix_tiles_view(const stem_plan *plan, const stem_smatri
 
 void stem_smatrix_tiles_free(stem_smatrix_tiles *t)
 {
+    stem_shared_free(&t->queue_node);
     stem_node_buffer_free(&t->tile_node, t->tile);
     stem_fft_free(t->round);
     stem_fft_free(t->send);

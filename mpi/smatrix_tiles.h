@@ -8,7 +8,9 @@
  * puts its round into its own unit's tile, and sends every other unit's ranks their band of
  * rows of that unit's tile (one all-to-all per round over the group). A round holds about a
  * tenth of the tile, so the S-matrix memory per rank is about 1.1 x (whole S-matrix / units)
- * plus the window's halo. An engine that reads only the whole box (the GPU) gets the whole
+ * plus the window's halo. A group that is one unit (one rank, or ranks of one node) exchanges
+ * nothing: its ranks take rounds from a counter they share instead, so that a rank slowed by
+ * its neighbours leaves beams to the others. An engine that reads only the whole box (the GPU) gets the whole
  * box as its tile: the same exchange, one copy on the host. Every value is a copy of the one
  * its beam's rank computed, so results equal a single rank's bit for bit. */
 #ifndef STEM_SMATRIX_TILES_H
@@ -38,6 +40,7 @@ typedef struct {
     stem_prism_tile geometry; /* this rank's unit's tile for the plan's probes */
     stem_complex *round, *send, *recv;
     size_t round_count, send_count, recv_count;
+    stem_shared_buffer queue_node; /* node-shared: the counter a lone node's ranks take beams from */
 } stem_smatrix_tiles;
 
 /* Collective over m->group: every detection plane's S-matrix of this configuration over this

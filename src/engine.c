@@ -20,9 +20,9 @@ static int cpu_multislice(const stem_engine *e, const stem_plan *plan, const ste
 }
 
 static int cpu_prism_smatrix(const stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first,
-                             int count, stem_complex *out)
+                             int count, int opening, stem_complex *out)
 {
-    (void)e;
+    (void)e, (void)opening;
     return stem_prism_smatrix_beams(plan, trans, first, count, out);
 }
 

@@ -26,11 +26,10 @@ typedef struct stem_engine {
                         const stem_atoms *atoms, stem_complex *trans);
     int (*multislice)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans,
                       const stem_detector *det, stem_result *res);
-    /* PRISM's plane waves [first, first + count) of the rank's beams [beam_begin, beam_end), by
-     * beam (stem_prism_smatrix_beams); a configuration's first call is the one at beam_begin
-     * (the GPU uploads its transmission functions then). */
+    /* PRISM's plane waves [first, first + count), by beam (stem_prism_smatrix_beams); opening: the
+     * configuration's first call on this rank (the GPU uploads its transmission functions then). */
     int (*prism_smatrix)(const struct stem_engine *e, const stem_plan *plan, const stem_complex *trans, int first,
-                         int count, stem_complex *out);
+                         int count, int opening, stem_complex *out);
     int uses_fftw;   /* its FFTs are FFTW's (the CPU): measured plans are shared over the ranks */
     int prism_tiles; /* prism_output reads any tile of the box (prism_tiles.h); 0: the whole box only */
     /* One detection plane's S-matrix over a tile holding the windows of the plan's probes, beam fastest */

@@ -359,13 +359,15 @@ static int choose_pattern_window(stem_plan *plan, const stem_config *cfg)
  * with HDF5's caches and the I/O components it loads). */
 #define STEM_WRITE_BUFFER_BYTES (64.0 * 1048576)
 
-/* A one-rank GPU group without a focal spread, stored S-matrix or thickness series keeps its one
- * copy of the S-matrix on the GPU (cuda/gpu_prism.cu, gpu_prism_resident): none on the host. */
+/* A one-rank GPU group without a focal spread, stored S-matrix, thickness series or streaming keeps
+ * its one copy of the S-matrix on the GPU (cuda/gpu_prism.cu, gpu_prism_resident): none on the host.
+ * (When the GPU turns out too small for it, the run takes the host path and says so.) */
 static int smatrix_on_gpu(const stem_plan *plan, int planes)
 {
     return plan->opt.device == STEM_DEVICE_GPU && plan->layout.group_size == 1 && planes == 1 &&
-        plan->opt.gpu_prism_resident && !(plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) &&
-        !plan->opt.save_smatrix && !plan->opt.smatrix_file[0];
+        plan->opt.gpu_prism_resident && plan->opt.memory_mode != STEM_MEMMODE_STREAMING &&
+        !(plan->opt.focal_spread > 0 && plan->opt.focal_points > 1) && !plan->opt.save_smatrix &&
+        !plan->opt.smatrix_file[0];
 }
 
 /* PRISM's host S-matrix per rank (mpi/smatrix_tiles.h): every beam over its unit's tile (the
@@ -412,7 +414,8 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
         8.0 * grid * plan->n_slices / (plan->opt.device == STEM_DEVICE_CPU ? shared : 1) + 48.0 * plan->n_atoms * 2;
     /* the transmission build's workers: a potential and a wave on the oversampled grid each */
     double m = plan->opt.oversampling;
-    plan->mem_potential += 12.0 * m * m * grid * (plan->opt.device == STEM_DEVICE_GPU ? 1 : plan->threads);
+    int gpu = plan->opt.device == STEM_DEVICE_GPU; /* the GPU builds them in its own memory (gpu_transmission) */
+    if (!(gpu && plan->opt.gpu_transmission)) plan->mem_potential += 12.0 * m * m * grid * (gpu ? 1 : plan->threads);
     /* a GPU run's group leaders build the next configuration while the GPU works (mpi/phonon_loop.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
@@ -440,9 +443,11 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
             if (ch != STEM_CH_CBED && !stem_channel_table[ch].is_float && stem_channel_per_probe(ch))
                 plan->mem_results += 8.0 * stem_channel_width(plan, ch) * plan->n_probes;
     plan->mem_detector = 16.0 * plan->out_nx * plan->out_ny; /* bin, mask, two angles per pixel */
-    /* each worker's waves (twice: FFTW's scratch) and pattern; the propagators (multislice.c) */
-    plan->mem_workspace = (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads +
-        8.0 * grid * (1 + stem_plan_thin_last(plan));
+    /* the propagators (multislice.c); on the CPU each worker's waves (twice: FFTW's scratch) and pattern */
+    plan->mem_workspace = 8.0 * grid * (1 + stem_plan_thin_last(plan));
+    if (!gpu ||
+        plan->algorithm == STEM_ALG_HRTEM) /* the GPU's waves are in its memory (hrtem: the CPU's if too large) */
+        plan->mem_workspace += (double)plan->threads * plan->batch_size * grid * 8.0 * 2 + 4.0 * grid * plan->threads;
     plan->mem_runtime = stem_process_resident_bytes() + STEM_WRITE_BUFFER_BYTES;
     plan->mem_total = plan->mem_runtime + plan->mem_potential + plan->mem_table + plan->mem_smatrix +
         plan->mem_results + plan->mem_detector + plan->mem_workspace;

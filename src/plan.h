@@ -10,7 +10,6 @@
 /* The slices that cover cell_z (at least 1) and the last one's thickness. */
 int stem_slice_count(double cell_z, double dz, double *dz_last);
 
-
 /* An FFT-friendly size >= n (factors 2, 3, 5, 7 only). */
 int stem_fft_good_size(int n);
 /* Smallest multiple of m that is FFT-friendly and >= n (m with a prime factor

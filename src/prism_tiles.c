@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <math.h>
 
-
 int stem_prism_window_origin(double x, double cell, int crop, int window)
 {
     int centre = (int)floor(x / cell * crop + 0.5);

@@ -590,14 +590,16 @@ def prism_depths_f1(cfg, at_depths):
 
 
 def prism_depths_memory(cfg, cold):
-    """The plan counts one S-matrix per depth ((n + 1) S-matrices where a single run holds 2): a
-    max_memory between the two estimates runs the exit surface alone and refuses the depths
-    (exit 5, naming the S-matrix) before anything is allocated."""
+    """The plan counts one S-matrix per depth (over the rank's tile: the whole box at f = 1; n where a
+    single run holds 1, each beside a round of beams of about the same size): a max_memory between
+    the two estimates runs the exit surface alone and refuses the depths (exit 5, naming the
+    S-matrix) before anything is allocated."""
     import re
     base = cold + ["--set", "sample.tile_z=3", "--set", "simulation.interpolation_x=1",
                    "--set", "simulation.interpolation_y=1", "--dry-run"]
-    every = ["--set", "output.depth_every=1"]  # 6 depths: 7 S-matrices
+    every = ["--set", "output.depth_every=1"]  # 6 depths: 6 S-matrices
     est = {}
+    whole = None
     for tag, extra in (("exit", ["--set", "output.checkpoint=true"]), ("depths", every)):
         rc, out = run(1, cfg, base + extra)
         m = re.search(r"memory per rank\s+([\d.]+) GiB .*S-matrix ([\d.]+)", out)
@@ -606,11 +608,13 @@ def prism_depths_memory(cfg, cold):
             log("FAIL dry run (%s) exited %d without the memory estimate" % (tag, rc))
             return 1
         est[tag] = (float(m.group(1)), float(m.group(2)))
+        dims = re.search(r"S-matrix\s+(\d+) beams x (\d+) x (\d+) pixels", out)
+        whole = 8.0 * int(dims.group(1)) * int(dims.group(2)) * int(dims.group(3)) / 2**30
     log("plan per rank: exit surface %.3f GiB (S-matrix %.3f), 6 depths %.3f GiB (S-matrix %.3f)" %
         (est["exit"] + est["depths"]))
     bad = 0
-    if not abs(est["depths"][1] - 3.5 * est["exit"][1]) <= 0.003:  # GiB printed to 3 decimals
-        log("FAIL the S-matrix estimate with 6 depths is not 7/2 of the single one")
+    if not abs(est["depths"][1] - est["exit"][1] - 5 * whole) <= 0.003:  # GiB printed to 3 decimals
+        log("FAIL the S-matrix estimate with 6 depths is not 5 S-matrices (%.4f GiB) above the single one" % whole)
         bad += 1
     limit = ["--set", "compute.max_memory=%.6f" % ((est["exit"][0] + est["depths"][0]) / 2)]
     rc, out = run(1, cfg, base + ["--set", "output.checkpoint=true"] + limit)
