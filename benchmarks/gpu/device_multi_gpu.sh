@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several GPUs of one node (issue: multi-GPU runs; results in benchmarks/results/MULTI_GPU.md).
 # Builds nothing: carry build/, .device/ and .whl/ to a machine with 2 (or more) GPUs:
-#   bash benchmarks/gpu/device_multi_gpu.sh correct|ac|paper|all|quick
+#   bash benchmarks/gpu/device_multi_gpu.sh correct|ac|paper|all|quick|four
 # correct: the silicon check case (aberrated probe, rings, images, DPC, 4D), multislice
 #   and PRISM f = 2, 1 and 4 configurations: every way of using 2 GPUs (one rank per GPU
 #   in one rank group, one rank per GPU in two groups, one rank driving both GPUs with
@@ -14,6 +14,13 @@
 #   probes), PRISM f = 16 and 8 with the paper's 32 configurations, f = 4 with 8,
 #   1 GPU against 2 GPUs, and f = 4
 #   with one configuration (beams split over the GPUs, the S-matrix gathered).
+# four: a node of 4 GPUs in one call (about 6 minutes): the silicon case's variants on 4 GPUs
+#   (4 ranks in one group, in 4 groups, one rank driving 4, 2 ranks driving 2 each) against
+#   1 GPU (1e-6; 4 groups of whole configurations bit for bit); strong scaling 1 -> 2 ->
+#   4 GPUs for aC multislice, aC PRISM f = 8 (16 configurations), the paper slab f = 16 and 8
+#   (32 configurations; f = 4 on 4 GPUs only); the 65-tilt x 16-configuration campaign of
+#   device_tomography.sh (PRISM f = 8, 62 500 probes, HAADF) on 4 GPUs (its 1-GPU time is the
+#   tomography benchmark's).
 # Whole-process wall time (mpirun included), speed-up and efficiency go to
 # $OUT/multi_gpu.csv and are printed as a markdown table; every run's -v log is kept.
 set -uo pipefail
@@ -37,6 +44,12 @@ launch() {
     1rank_2gpu)  cmd=("$exe"); set_=(--set compute.gpus_per_rank=2); ng=2; nr=1 ;;
     4rank_2gpu)  cmd=("${mpi[@]}" -np 4 "$exe"); set_=(--set compute.fp_groups=1); ng=2; nr=4 ;;
     2rank_1gpu)  cmd=(env CUDA_VISIBLE_DEVICES=0 "${mpi[@]}" -np 2 -x CUDA_VISIBLE_DEVICES "$exe"); set_=(); ng=1; nr=2 ;;
+    2of4_1grp)   cmd=(env CUDA_VISIBLE_DEVICES=0,1 "${mpi[@]}" -np 2 -x CUDA_VISIBLE_DEVICES "$exe"); set_=(--set compute.fp_groups=1); ng=2; nr=2 ;;
+    2of4_2grp)   cmd=(env CUDA_VISIBLE_DEVICES=0,1 "${mpi[@]}" -np 2 -x CUDA_VISIBLE_DEVICES "$exe"); set_=(--set compute.fp_groups=2); ng=2; nr=2 ;;
+    4rank_1grp)  cmd=("${mpi[@]}" -np 4 "$exe"); set_=(--set compute.fp_groups=1); ng=4; nr=4 ;;
+    4rank_4grp)  cmd=("${mpi[@]}" -np 4 "$exe"); set_=(--set compute.fp_groups=4); ng=4; nr=4 ;;
+    1rank_4gpu)  cmd=("$exe"); set_=(--set compute.gpus_per_rank=4); ng=4; nr=1 ;;
+    2rank_2gpus) cmd=("${mpi[@]}" -np 2 "$exe"); set_=(--set compute.gpus_per_rank=2 --set compute.fp_groups=1); ng=4; nr=2 ;;
     cpu)         cmd=("$exe"); set_=(--set compute.device=cpu); ng=0; nr=1 ;;
   esac
 }
@@ -48,7 +61,7 @@ run() {
   launch "$v"
   local log=$out/logs/${c}_$v.log t0 t1 rc
   t0=$(date +%s.%N)
-  "${cmd[@]}" -v "$@" --set compute.device=gpu "${set_[@]}" --set output.overwrite=true \
+  timeout ${RUN_LIMIT:-300} "${cmd[@]}" -v "$@" --set compute.device=gpu "${set_[@]}" --set output.overwrite=true \
       --set output.file="$w/${c}_$v.h5" > "$log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
@@ -126,6 +139,47 @@ if [ "$what" = paper ] || [ "$what" = all ]; then
      --set simulation.frozen_phonons=1)
   for v in 1gpu 2rank_1grp 1rank_2gpu; do run paper_1cfg_f4 $v "${p[@]}"; done
   for v in 2rank_1grp 1rank_2gpu; do same paper_1cfg_f4 $v 1e-6 images,rings; done
+fi
+
+if [ "$what" = four ]; then
+  [ "$ngpu" -ge 4 ] || echo "only $ngpu GPUs visible: the 4-GPU variants share them"
+  echo "== correctness: silicon check case, 4 configurations, every 4-GPU variant against 1 GPU (tol 1e-6)"
+  si=(benchmarks/cases/gpu_check_si.ini -q --set scan.step=0.4 --set simulation.thermal=true
+      --set simulation.frozen_phonons=4)
+  for alg in multislice prism; do
+    c=si4_$alg
+    for v in 1gpu 4rank_1grp 4rank_4grp 1rank_4gpu 2rank_2gpus; do run $c $v "${si[@]}" --set simulation.algorithm=$alg; done
+    for v in 4rank_1grp 4rank_4grp 1rank_4gpu 2rank_2gpus; do same $c $v 1e-6; done
+    same $c 4rank_4grp 0 # gpu_deterministic = on (the default): groups of whole configurations, bit for bit
+  done
+  python3 benchmarks/cases/gpu_make_amorphous_carbon.py $w/aC.xyz > /dev/null
+  ac=(benchmarks/cases/gpu_bench.ini --set sample.xyz=$w/aC.xyz)
+  echo "== amorphous carbon: multislice, 19 600 probes, 1 configuration: 1, 2, 4 GPUs"
+  ms=("${ac[@]}" --set scan.x_start=20 --set scan.x_end=47.9 --set scan.y_start=20 --set scan.y_end=47.9)
+  for v in 1gpu 2of4_1grp 4rank_1grp; do run aC_ms $v "${ms[@]}"; done
+  for v in 2of4_1grp 4rank_1grp; do same aC_ms $v 1e-6 images,rings; done
+  echo "== amorphous carbon: PRISM f=8, 250 000 probes, 16 configurations: 1, 2, 4 GPUs"
+  pr=("${ac[@]}" --set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
+      --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100
+      --set simulation.thermal=true --set simulation.frozen_phonons=16)
+  for v in 1gpu 2of4_2grp 4rank_4grp; do run aC_prism_f8 $v "${pr[@]}"; done
+  for v in 2of4_2grp 4rank_4grp; do same aC_prism_f8 $v 1e-6 images,rings; done
+  for f in 16 8 4; do
+    echo "== SrTiO3 slab (paper scale): PRISM f=$f, 518 400 probes, 32 configurations"
+    p=(benchmarks/cases/paper_srtio3.ini --set simulation.interpolation_x=$f --set simulation.interpolation_y=$f
+       --set simulation.frozen_phonons=32)
+    vs=(1gpu 2of4_2grp 4rank_4grp)
+    [ $f = 4 ] && vs=(4rank_4grp) # 1 GPU: 122.2 s (issue "Performance round 4", the same week)
+    for v in "${vs[@]}"; do run paper_prism_f$f $v "${p[@]}"; done
+    [ $f = 4 ] || for v in 2of4_2grp 4rank_4grp; do same paper_prism_f$f $v 1e-6 images,rings; done
+  done
+  echo "== the tomography campaign: 65 tilts x 16 configurations, PRISM f = 8, 62 500 probes, HAADF: 4 GPUs"
+  tomo=("${ac[@]}" --set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
+        --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.4
+        --set detector.save_3d=false --set simulation.thermal=true --set simulation.frozen_phonons=16
+        --set series.tilt_x=-64:2:64)
+  RUN_LIMIT=400 run tomo_65x16 4rank_4grp "${tomo[@]}"
+  rm -f $w/*.h5
 fi
 
 if [ "$what" = quick ]; then # the lightest per-configuration cases, where fixed costs show
