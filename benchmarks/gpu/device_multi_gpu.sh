@@ -143,6 +143,9 @@ fi
 
 if [ "$what" = four ]; then
   [ "$ngpu" -ge 4 ] || echo "only $ngpu GPUs visible: the 4-GPU variants share them"
+  parts=" ${FOUR_PARTS:-correct ms prism paper tomo} " # a part of it: FOUR_PARTS="paper tomo"
+fi
+if [ "$what" = four ] && [[ $parts == *" correct "* ]]; then
   echo "== correctness: silicon check case, 4 configurations, every 4-GPU variant against 1 GPU (tol 1e-6)"
   si=(benchmarks/cases/gpu_check_si.ini -q --set scan.step=0.4 --set simulation.thermal=true
       --set simulation.frozen_phonons=4)
@@ -152,19 +155,27 @@ if [ "$what" = four ]; then
     for v in 4rank_1grp 4rank_4grp 1rank_4gpu 2rank_2gpus; do same $c $v 1e-6; done
     same $c 4rank_4grp 0 # gpu_deterministic = on (the default): groups of whole configurations, bit for bit
   done
+fi
+if [ "$what" = four ]; then
   python3 benchmarks/cases/gpu_make_amorphous_carbon.py $w/aC.xyz > /dev/null
   ac=(benchmarks/cases/gpu_bench.ini --set sample.xyz=$w/aC.xyz)
+fi
+if [ "$what" = four ] && [[ $parts == *" ms "* ]]; then
   echo "== amorphous carbon: multislice, 19 600 probes, 1 configuration: 1, 2, 4 GPUs"
   ms=("${ac[@]}" --set scan.x_start=20 --set scan.x_end=47.9 --set scan.y_start=20 --set scan.y_end=47.9)
   for v in 1gpu 2of4_1grp 4rank_1grp; do run aC_ms $v "${ms[@]}"; done
   for v in 2of4_1grp 4rank_1grp; do same aC_ms $v 1e-6 images,rings; done
+fi
+if [ "$what" = four ] && [[ $parts == *" prism "* ]]; then
   echo "== amorphous carbon: PRISM f=8, 250 000 probes, 16 configurations: 1, 2, 4 GPUs"
   pr=("${ac[@]}" --set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
       --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100
       --set simulation.thermal=true --set simulation.frozen_phonons=16)
   for v in 1gpu 2of4_2grp 4rank_4grp; do run aC_prism_f8 $v "${pr[@]}"; done
   for v in 2of4_2grp 4rank_4grp; do same aC_prism_f8 $v 1e-6 images,rings; done
-  for f in 16 8 4; do
+fi
+if [ "$what" = four ] && [[ $parts == *" paper "* ]]; then
+  for f in ${PAPER_F:-16 8 4}; do
     echo "== SrTiO3 slab (paper scale): PRISM f=$f, 518 400 probes, 32 configurations"
     p=(benchmarks/cases/paper_srtio3.ini --set simulation.interpolation_x=$f --set simulation.interpolation_y=$f
        --set simulation.frozen_phonons=32)
@@ -173,6 +184,8 @@ if [ "$what" = four ]; then
     for v in "${vs[@]}"; do run paper_prism_f$f $v "${p[@]}"; done
     [ $f = 4 ] || for v in 2of4_2grp 4rank_4grp; do same paper_prism_f$f $v 1e-6 images,rings; done
   done
+fi
+if [ "$what" = four ] && [[ $parts == *" tomo "* ]]; then
   echo "== the tomography campaign: 65 tilts x 16 configurations, PRISM f = 8, 62 500 probes, HAADF: 4 GPUs"
   tomo=("${ac[@]}" --set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
         --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.4
