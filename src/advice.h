@@ -26,6 +26,7 @@ typedef struct {
 #define STEM_ADVICE_WALK_AIRY 0.61     /* theta_out dz <= this times lambda / alpha (the Airy radius) */
 #define STEM_ADVICE_CROSS_SECTION 0.99 /* the band holds this fraction of the heaviest element's sigma_el */
 #define STEM_ADVICE_WINDOW_LEAK 0.01   /* PRISM: at most this fraction of the probe outside its window */
+#define STEM_ADVICE_SCAN_NYQUIST 0.25  /* source_size: scan step <= this times lambda / alpha */
 
 /* The checks, one function each; every one appends to a (never fails: advice
  * that cannot be computed is left out). */
@@ -37,6 +38,7 @@ void stem_advice_pixel_potential(const stem_plan *plan, const int *present, cons
                                  stem_advice *a);
 void stem_advice_focal_points(const stem_plan *plan, stem_advice *a);
 void stem_advice_prism_window(const stem_plan *plan, stem_advice *a);
+void stem_advice_source_scan(const stem_plan *plan, stem_advice *a);
 /* Every check; atoms and potentials may be NULL (then the pixel check is skipped). */
 void stem_advice_plan(const stem_plan *plan, const stem_atoms *atoms, const stem_atom_potential *potentials,
                       stem_advice *a);

@@ -20,7 +20,7 @@ import itest
 BEYOND = ["--set", "images.HAADF=60 200"]  # 0.1 A pixels at 200 keV reach ~85 mrad
 CLEAN = ["--set", "images.HAADF=60 80", "--set", "simulation.slice_thickness=1.3575",
          "--set", "simulation.pixel_size=0.05"]
-FOUND = "lies inside the HAADF range 60-200 mrad"
+FOUND = "the range 60-200 mrad is cut at the band limit"
 
 
 def attribute(path, where):
