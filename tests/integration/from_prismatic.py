@@ -119,13 +119,26 @@ def aberration_file_cases(work, xyz, convert):
         print("FAIL -aber: the line outside the basis was not noted, a line after the end was read, or -C3's win "
               "was not said: %s" % err)
         bad += 1
+    # -df and -dfr with -aber: Prismatic's updateAberrations (src/aberration.cpp) sets the file's C1 to the
+    # probe defocus (mag = C1 pi / lambda), each series point to its own value: it replaces, never adds
+    out, err = convert(["--xyz", xyz, "--", "-E", "300", "-aber", ab, "-df", "-50"])
+    got = float(parse_ini(out).get("probe", "C10", fallback="nan"))
+    if got != -50:
+        print("FAIL -df with -aber: [probe] C10 = %s, expected -50 (Prismatic replaces the file's C1)" % got)
+        bad += 1
+    out, err = convert(["--xyz", xyz, "--", "-E", "300", "-aber", ab, "-dfr", "-100", "100", "50"])
+    series = parse_ini(out).get("series", "defocus", fallback="")
+    if series.replace(" ", "") != "-100:50:100":
+        print("FAIL -dfr with -aber: [series] defocus = %r, expected -100:50:100 (absolute, as Prismatic)" % series)
+        bad += 1
     with open(ab, "w") as f:
         f.write("shift\n1 1 0.3 0\n")
     out, err = convert(["--xyz", xyz, "--", "-aber", ab], expect=3)
     if "shift of the probe" not in err:
         print("FAIL -aber with a probe shift (m = 1): %s" % err)
         bad += 1
-    print("-aber: C10, C21, C43 and azimuths from Prismatic's magnitudes at 300 keV; -C3 wins; a shift refused")
+    print("-aber: C10, C21, C43 and azimuths from Prismatic's magnitudes at 300 keV; -C3, -df and -dfr replace the "
+          "file's values; a shift refused")
     return bad
 
 
