@@ -7,10 +7,13 @@
     out = stemsim.run(cfg, ranks=2)
     stemsim.plot.images(stemsim.read(out))
     noisy = stemsim.poisson_noise(stemsim.read(out)["images/HAADF"], dose=1e5)  # e/A^2
+    dc = stemsim.to_py4dstem(out)                 # calibrated py4DSTEM DataCube (square q pixels)
+    s = stemsim.to_hyperspy(out)                  # hyperspy Signal2D, navigation = scan
 
 stemsim.structure needs ase, stemsim.plot matplotlib (imported when used).
 """
 from . import structure
+from .handoff import square_q, to_hyperspy, to_py4dstem
 from .io import IncompleteFileError, Results, read
 from .noise import poisson_noise
 from .runner import EXIT_CODES, Config, StemsimError, find_stemsim, run
@@ -26,4 +29,4 @@ def __getattr__(name):
 
 
 __all__ = ["read", "Results", "IncompleteFileError", "Config", "run", "StemsimError", "EXIT_CODES",
-           "find_stemsim", "structure", "plot", "poisson_noise"]
+           "find_stemsim", "structure", "plot", "poisson_noise", "to_py4dstem", "to_hyperspy", "square_q"]

@@ -21,6 +21,8 @@ below under that Python with the package and its console script from there:
      with --mpiexec, run(ranks=2, mpirun=...) gives the same results (1e-6).
   4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
   5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
+  6. stemsim.to_py4dstem and to_hyperspy on a non-square cell (where py4DSTEM and hyperspy are
+     installed): calibrated, the scan as navigation, py4DSTEM's virtual images within 1%.
 """
 import argparse
 import os
@@ -372,11 +374,77 @@ def inner(a):
     check(all(os.path.getsize(p) > 1000 for p in ("images.png", "rings.png", "cbed.png", "series.png")),
           "plots saved")
     res.close()
+
+    # 6. handoffs, on a non-square cell (q steps 2.31 x 1.54 mrad)
+    handoffs(a)
     if FAILS:
         print("FAILED: %d check(s)" % len(FAILS))
         return 1
     print("all checks passed")
     return 0
+
+
+def handoffs(a):
+    """to_py4dstem: calibrated DataCube, square q pixels; its virtual BF 0-15 and ADF 40-80 mrad
+    within 1% of stemsim's images (the cell's own anisotropic q steps taken as one size, the
+    way a user of py4DSTEM would without the handoff, are off by several %); to_hyperspy: the
+    scan as navigation (x, y in Angstrom), the pattern as signal (qx, qy in mrad, each axis its
+    own step), each image range its own signal."""
+    import importlib.util
+    import numpy as np
+    import stemsim
+    if not importlib.util.find_spec("py4DSTEM") or not importlib.util.find_spec("hyperspy"):
+        print("skip 6: py4DSTEM or hyperspy not installed")
+        return
+    import warnings
+    cfg = stemsim.Config({
+        "sample": {"xyz": os.path.join(a.source, "data", "Si100_unitcell.xyz"), "tile_x": 4, "tile_y": 6},
+        "beam": {"energy": 200}, "probe": {"semiangle": 20},
+        "simulation": {"algorithm": "prism", "pixel_size": 0.08, "slice_thickness": 2.715, "interpolation_x": 2,
+                       "interpolation_y": 2},
+        "scan": {"units": "angstrom", "x_start": 0, "x_end": 5.43, "y_start": 0, "y_end": 3.8, "step": 0.6},
+        "detector": {"save_4d": True, "save_3d": False, "cbed_max_angle": 105},
+        "images": {"BF": "0 15", "ADF": "40 80"}, "output": {"file": "nonsquare.h5"}})
+    out = stemsim.run(cfg)
+    r = stemsim.read(out)
+    dqx, dqy = (float(r["cbed"][q][1] - r["cbed"][q][0]) for q in ("qx", "qy"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dc = stemsim.to_py4dstem(out)
+        raw = stemsim.to_py4dstem(out, square_q_pixels=False)
+    ny, nx = r["images/BF"].shape
+    dq = dc.calibration.get_Q_pixel_size()
+    check(dc.data.shape[:2] == (nx, ny) and abs(dc.calibration.get_R_pixel_size() - 0.6) < 1e-12 and
+          dc.calibration.get_Q_pixel_units() == "mrad" and abs(dq - min(dqx, dqy) / 2) < 1e-9,
+          "to_py4dstem: [R_x][R_y] = scan (%d, %d), R 0.6 A, Q %.4g mrad = the finer of %.4g x %.4g / 2"
+          % (nx, ny, dq, dqx, dqy))
+    worst, naive = 0.0, 0.0
+    for nm, lo, hi in (("BF", 0, 15), ("ADF", 40, 80)):
+        ref = r["images/" + nm].values
+        for cube, size, cx, cy in ((dc, dq, dc.calibration.get_qx0_mean(), dc.calibration.get_qy0_mean()),
+                                   (raw, dqx, raw.calibration.get_qx0_mean(), raw.calibration.get_qy0_mean())):
+            geometry = ((cx, cy), hi / size) if lo == 0 else ((cx, cy), (lo / size, hi / size))
+            v = cube.get_virtual_image(mode="circle" if lo == 0 else "annulus", geometry=geometry, name=nm,
+                                       returncalc=True, verbose=False)
+            err = float(np.abs(np.asarray(v.data).T / ref - 1).mean())
+            if cube is dc:
+                worst = max(worst, err)
+            else:
+                naive = max(naive, err)
+    check(worst <= 0.01 and naive > 0.02, "py4DSTEM's virtual BF and ADF from to_py4dstem within 1%% of stemsim's "
+          "images (worst mean %.4f; the cell's q steps taken as one: %.4f)" % (worst, naive))
+    s = stemsim.to_hyperspy(out)
+    nav = [(ax.name, round(ax.scale, 9), ax.units) for ax in s.axes_manager.navigation_axes]
+    sig = [(ax.name, round(ax.scale, 9), ax.units) for ax in s.axes_manager.signal_axes]
+    check(nav == [("x", 0.6, "Å"), ("y", 0.6, "Å")] and sig == [("qx", round(dqx, 9), "mrad"),
+                                                                ("qy", round(dqy, 9), "mrad")] and
+          np.array_equal(s.inav[1, 0].data, r["cbed"].values[0, 1]),
+          "to_hyperspy: navigation %s, signal %s, pattern (x 1, y 0) = /cbed[0][1]" % (nav, sig))
+    images = stemsim.to_hyperspy(out, "images")
+    check(sorted(images) == ["ADF", "BF"] and np.array_equal(images["ADF"].data, r["images/ADF"].values) and
+          [ax.name for ax in images["ADF"].axes_manager.signal_axes] == ["x", "y"],
+          "to_hyperspy(images): one signal per range (%s), the image as signal (x, y)" % sorted(images))
+    r.close()
 
 
 def main():
