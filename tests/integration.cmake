@@ -449,6 +449,9 @@ add_test(NAME docs_config COMMAND bash ${_it_dir}/docs.sh config $<TARGET_FILE:s
 set_tests_properties(docs_config PROPERTIES LABELS "docs" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 60)
 add_test(NAME docs_site COMMAND bash ${_it_dir}/docs.sh site ${CMAKE_SOURCE_DIR}/build-venv/bin/mkdocs ${CMAKE_BINARY_DIR}/site)
 set_tests_properties(docs_site PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIMEOUT 120)
+# Numbers a page quotes from a validation script's results files equal them (tests/docs_numbers.py).
+add_test(NAME docs_numbers COMMAND ${STEMSIM_PYTHON} ${CMAKE_SOURCE_DIR}/tests/docs_numbers.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(docs_numbers PROPERTIES LABELS "docs" TIMEOUT 30)
 # The source's levels (tests/levels.sh, docs/developers.md "The levels"): which directory may
 # include which, no include cycles between modules, src/ headers declare only src/ functions.
 add_test(NAME levels COMMAND bash ${CMAKE_SOURCE_DIR}/tests/levels.sh)
