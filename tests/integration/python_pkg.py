@@ -21,6 +21,7 @@ below under that Python with the package and its console script from there:
      with --mpiexec, run(ranks=2, mpirun=...) gives the same results (1e-6).
   4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
   5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
+  5b. xr.open_dataset(path, engine="stemsim") (the package's xarray backend entry point) = read().
   6. stemsim.to_py4dstem and to_hyperspy on a non-square cell (where py4DSTEM and hyperspy are
      installed): calibrated, the scan as navigation, py4DSTEM's virtual images within 1%.
 """
@@ -374,6 +375,15 @@ def inner(a):
     check(all(os.path.getsize(p) > 1000 for p in ("images.png", "rings.png", "cbed.png", "series.png")),
           "plots saved")
     res.close()
+
+    # 5b. xarray's own entry: xr.open_dataset(path, engine="stemsim") (the installed entry point)
+    import xarray as xr
+    with stemsim.read(out) as rr, xr.open_dataset(out, engine="stemsim") as ds:
+        check(sorted(ds.data_vars) == sorted(rr.keys()) and
+              all(np.array_equal(ds[k].values, rr[k].values) and ds[k].dims == rr[k].dims for k in rr.keys()) and
+              ds.attrs.get("algorithm") == rr.attrs.get("algorithm"),
+              "xr.open_dataset(engine='stemsim'): every dataset as read() gives it (%d), the root attributes"
+              % len(ds.data_vars))
 
     # 6. handoffs, on a non-square cell (q steps 2.31 x 1.54 mrad)
     handoffs(a)
