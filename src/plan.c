@@ -375,8 +375,14 @@ static int smatrix_on_gpu(const stem_plan *plan, int planes)
  * planes, beam fastest, and a round's buffers (the round's beams by beam, and the bands sent to
  * and received from other units). The unit is the rank, or its node's ranks when they share
  * memory (shared), each counting its share of the node's tile. */
-static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
+typedef struct {
+    stem_prism_tile tile; /* the unit's (rank's or node's) tile of the box */
+    int round;            /* beams per rank and round */
+} smatrix_holding;
+
+static double smatrix_held(const stem_plan *plan, int planes, double shared, smatrix_holding *h)
 {
+    memset(h, 0, sizeof *h);
     if (smatrix_on_gpu(plan, planes)) return 0;
     int P = plan->layout.group_size, node_rank = plan->layout.local_rank % (int)shared;
     long first = plan->layout.group_rank - node_rank, last = first + (long)shared - 1, b = 0, e = 0, b1 = 0, e1 = 0;
@@ -396,7 +402,34 @@ static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
     int round = plan->opt.smatrix_round_beams > 0
         ? plan->opt.smatrix_round_beams
         : stem_prism_round_beams(plan, share, per_beam, (plan->n_beams + P - 1) / P);
+    h->tile = tile;
+    h->round = round;
     return share + round * per_beam;
+}
+
+static double smatrix_bytes(const stem_plan *plan, int planes, double shared)
+{
+    smatrix_holding h;
+    return smatrix_held(plan, planes, shared, &h);
+}
+
+/* What the plan's S-matrix part holds on this rank (mpi/smatrix_tiles.h), for the plan's print. */
+static void print_smatrix_holding(const stem_plan *plan, FILE *out)
+{
+    double shared = plan->layout.shared_ranks > 1 ? plan->layout.shared_ranks : 1;
+    smatrix_holding h;
+    double bytes = smatrix_held(plan, stem_plan_n_planes(plan), shared, &h);
+    if (!(bytes > 0)) {
+        fprintf(out, "  S-matrix per rank  none on the host: its one copy is kept on the GPU (one-rank group)\n");
+        return;
+    }
+    double part = (double)stem_prism_tile_pixels(&h.tile) / ((double)plan->crop_nx * plan->crop_ny);
+    fprintf(out,
+            "  S-matrix per rank  %.3f GiB: every beam over a %d x %d tile (%.0f%% of the box: %s)%s, and rounds of %d "
+            "beam%s\n",
+            bytes / 1073741824.0, h.tile.nx, h.tile.ny, 100 * part,
+            plan->opt.device == STEM_DEVICE_CPU ? "the windows of its probes" : "the GPU reads the whole box",
+            shared > 1 ? ", one copy for the node's ranks" : "", h.round, h.round == 1 ? "" : "s");
 }
 
 /* Every large buffer of a run, per rank (mpi/campaign.c, detector.c, engines), and the process
@@ -842,9 +875,11 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     fprintf(out, "  transmission       formed on a %dx finer grid (%.4f A pixels; heaviest element Z = %d)\n",
             plan->opt.oversampling, fmax(plan->dx, plan->dy) / plan->opt.oversampling, plan->heaviest_z);
     fprintf(out, "  beams              %d plane waves inside %.2f mrad\n", plan->n_beams, plan->alpha * 1e3);
-    if (plan->algorithm == STEM_ALG_PRISM)
+    if (plan->algorithm == STEM_ALG_PRISM) {
         fprintf(out, "  S-matrix           %d beams x %d x %d pixels (%.3f GiB)\n", plan->n_beams, plan->crop_nx,
                 plan->crop_ny, 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
+        print_smatrix_holding(plan, out);
+    }
     fprintf(out, "  detector           %d x %d pixels, %d rings of %g mrad, %d images\n", plan->out_nx, plan->out_ny,
             plan->n_bins, plan->ring_width, plan->n_images);
     if (plan->algorithm == STEM_ALG_HRTEM)
