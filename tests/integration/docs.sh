@@ -3,9 +3,13 @@
 #   docs.sh config STEMSIM    docs/config.md's key table is what `stemsim --help-config` prints
 #                             (docs/gen_config.py --check; fails when an option changed and the
 #                             page was not regenerated)
-#   docs.sh site MKDOCS OUT   the MkDocs site builds with warnings as errors (broken links and
+#   docs.sh site MKDOCS OUT [STEMSIM PYTHON]
+#                             the MkDocs site builds with warnings as errors (broken links and
 #                             anchors, pages missing from the nav), and the README stays a front
-#                             door (under 200 lines); exit 77 when MkDocs is not installed
+#                             door (under 200 lines); exit 77 when MkDocs is not installed. With
+#                             STEMSIM and PYTHON the figures are drawn first from the runs that
+#                             docs/figures/make_figures.py makes (a page showing a figure that no
+#                             script makes fails)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 case ${1:-} in
@@ -16,6 +20,11 @@ case ${1:-} in
     lines=$(wc -l < "$root/README.md")
     [ "$lines" -lt 200 ] || { echo "FAIL README.md has $lines lines: the manual belongs in docs/"; exit 1; }
     [ -x "$mkdocs" ] || { echo "SKIP MkDocs is not installed at $mkdocs (.ci/deps --interop installs it)"; exit 77; }
+    python3 "$root/docs/figures/make_figures.py" --check-pages || { echo "FAIL a page shows a figure no script makes"; exit 1; }
+    if [ -n "${4:-}" ]; then
+      "$5" "$root/docs/figures/make_figures.py" --stemsim "$4" --out "$root/docs/figures" --work "$out.figures" ||
+        { echo "FAIL drawing the figures"; exit 1; }
+    fi
     "$mkdocs" build --strict --config-file "$root/mkdocs.yml" --site-dir "$out" 2>&1 || { echo "FAIL the docs site"; exit 1; }
     echo "PASS: README.md $lines lines; site in $out" ;;
   *) echo "usage: docs.sh config STEMSIM | site MKDOCS OUT" >&2; exit 2 ;;
