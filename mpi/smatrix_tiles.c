@@ -50,22 +50,19 @@ static void unit_tiles(const stem_engine *engine, const stem_plan *plan, const l
     }
 }
 
-static size_t pixels_of(const stem_prism_tile *t) { return stem_prism_tile_pixels(t); }
-
 /* Beams per round, agreed: a tenth of the tile share, within MPI's int counts. */
 static int choose_rounds(const stem_plan *plan, const stem_mpi *m, holders *h)
 {
     double planes = stem_plan_n_planes(plan), box = (double)plan->crop_nx * plan->crop_ny;
-    double send = 0, recv = (double)h->others * pixels_of(&h->band[h->me]);
+    double send = 0, recv = (double)h->others * stem_prism_tile_pixels(&h->band[h->me]);
     int most = 0;
     for (int r = 0; r < h->P; r++) {
-        if (outside(h, r)) send += (double)pixels_of(&h->band[r]);
+        if (outside(h, r)) send += (double)stem_prism_tile_pixels(&h->band[r]);
         if (h->beam_e[r] - h->beam_b[r] > most) most = h->beam_e[r] - h->beam_b[r];
     }
-    double share = 8.0 * planes * pixels_of(&h->tile[h->me]) * plan->n_beams / h->unit_size[h->unit[h->me]];
-    int R = plan->opt.smatrix_round_beams > 0
-        ? plan->opt.smatrix_round_beams /* [debug] */
-        : stem_prism_round_beams(plan, share, 8.0 * planes * (box + send + recv), most > 0 ? most : 1);
+    double share =
+        8.0 * planes * stem_prism_tile_pixels(&h->tile[h->me]) * plan->n_beams / h->unit_size[h->unit[h->me]];
+    int R = stem_prism_round_beams(plan, share, 8.0 * planes * (box + send + recv), most > 0 ? most : 1);
     double largest = planes * (send > recv ? send : recv);
     if (largest > 0 && R > (INT_MAX - 1) / largest) R = (int)((INT_MAX - 1) / largest);
     if (R < 1)
@@ -128,9 +125,9 @@ static int reserve(stem_complex **p, size_t *have, size_t count, const char *wha
 static int buffers(const stem_plan *plan, const stem_mpi *m, const holders *h, stem_smatrix_tiles *t)
 {
     size_t planes = (size_t)stem_plan_n_planes(plan), R = (size_t)h->round_beams;
-    size_t need = planes * pixels_of(&h->tile[h->me]) * plan->n_beams, send = 0;
+    size_t need = planes * stem_prism_tile_pixels(&h->tile[h->me]) * plan->n_beams, send = 0;
     for (int r = 0; r < h->P; r++)
-        if (outside(h, r)) send += pixels_of(&h->band[r]);
+        if (outside(h, r)) send += stem_prism_tile_pixels(&h->band[r]);
     int err = STEM_OK;
     if (need > t->tile_count || !t->tile) {
         stem_node_buffer_free(&t->tile_node, t->tile);
@@ -143,8 +140,8 @@ static int buffers(const stem_plan *plan, const stem_mpi *m, const holders *h, s
     if (!err) err = reserve(&t->round, &t->round_count, R * stem_prism_beam_stride(plan), "S-matrix round");
     if (!err && h->others) err = reserve(&t->send, &t->send_count, R * planes * send, "S-matrix exchange");
     if (!err && h->others)
-        err =
-            reserve(&t->recv, &t->recv_count, R * planes * h->others * pixels_of(&h->band[h->me]), "S-matrix exchange");
+        err = reserve(&t->recv, &t->recv_count, R * planes * h->others * stem_prism_tile_pixels(&h->band[h->me]),
+                      "S-matrix exchange");
     t->geometry = h->tile[h->me];
     return err;
 }
@@ -197,7 +194,7 @@ static int put_segments(const stem_plan *plan, const stem_complex *src, int n, c
 static int put_own(const stem_plan *plan, stem_smatrix_tiles *t, int first, int n)
 {
     int planes = stem_plan_n_planes(plan);
-    size_t plane_count = pixels_of(&t->geometry) * plan->n_beams;
+    size_t plane_count = stem_prism_tile_pixels(&t->geometry) * plan->n_beams;
     segment seg[STEM_MAX_DEPTHS];
     for (int k = 0; k < planes; k++)
         seg[k] = (segment){t->geometry, k, t->tile + k * plane_count + first, (size_t)plan->n_beams};
@@ -220,7 +217,7 @@ static int pack(const stem_plan *plan, const holders *h, stem_smatrix_tiles *t, 
     if (!seg) return STEM_ERR_MEMORY;
     size_t at = 0;
     for (int d = 0; d < h->P; d++) {
-        size_t px = outside(h, d) ? pixels_of(&h->band[d]) : 0;
+        size_t px = outside(h, d) ? stem_prism_tile_pixels(&h->band[d]) : 0;
         displ[d] = (int)at;
         count[d] = (int)(px * planes * (size_t)n);
         for (int k = 0; px && n && k < planes; k++)
@@ -236,8 +233,8 @@ static int pack(const stem_plan *plan, const holders *h, stem_smatrix_tiles *t, 
 static void unpack(const stem_plan *plan, const holders *h, stem_smatrix_tiles *t, int round, const int *displ)
 {
     int planes = stem_plan_n_planes(plan);
-    size_t nb = (size_t)plan->n_beams, plane_count = pixels_of(&t->geometry) * nb;
-    size_t px = pixels_of(&h->band[h->me]), row0 = (size_t)h->band_row0[h->me] * t->geometry.nx;
+    size_t nb = (size_t)plan->n_beams, plane_count = stem_prism_tile_pixels(&t->geometry) * nb;
+    size_t px = stem_prism_tile_pixels(&h->band[h->me]), row0 = (size_t)h->band_row0[h->me] * t->geometry.nx;
     for (int s = 0; s < h->P; s++) {
         int n = outside(h, s) ? round_count(h, s, round) : 0;
         if (!n) continue;
@@ -257,7 +254,7 @@ static int exchange(const stem_plan *plan, const stem_mpi *m, const holders *h, 
     if (!sc) return STEM_ERR_MEMORY;
     int *sd = sc + P, *rc = sc + 2 * P, *rd = sc + 3 * P;
     int err = pack(plan, h, t, round_count(h, h->me, round), sc, sd);
-    size_t px = pixels_of(&h->band[h->me]), at = 0;
+    size_t px = stem_prism_tile_pixels(&h->band[h->me]), at = 0;
     for (int s = 0; s < P; s++) {
         rd[s] = (int)at;
         rc[s] = outside(h, s) ? (int)(px * planes * (size_t)round_count(h, s, round)) : 0;
@@ -378,7 +375,7 @@ int stem_smatrix_tiles_build(const stem_engine *engine, const stem_plan *plan, c
 
 stem_prism_view stem_smatrix_tiles_view(const stem_plan *plan, const stem_smatrix_tiles *t, int k)
 {
-    size_t plane_count = pixels_of(&t->geometry) * plan->n_beams;
+    size_t plane_count = stem_prism_tile_pixels(&t->geometry) * plan->n_beams;
     return (stem_prism_view){t->tile + k * plane_count, t->geometry};
 }
 

@@ -154,14 +154,15 @@ static int check_model_spacing(const stem_config *cfg, const stem_atoms *atoms)
  * refuse, naming the pixel size. */
 static int check_model_cell(const stem_config *cfg, const stem_atoms *atoms)
 {
+    double radius = cfg->opt.potential_radius;
     for (int k = 0; k < 2; k++) {
         double cell = atoms->cell[k];
-        if (cfg->opt.potential_radius <= 100 * cell) continue;
+        if (radius <= 100 * cell) continue;
         return STEM_FAIL(STEM_ERR_INPUT,
                          "[sample] xyz = %s: the cell (tiled) is %.4g Angstrom along %c: each atom's potential "
                          "([simulation] potential_radius = %g Angstrom) would wrap onto it more than a hundred "
                          "times, no sample to image. Is the model in nm? Else tile it ([sample] tile_%c)",
-                         cfg->xyz, cell, "xy"[k], cfg -> opt.potential_radius, "xy"[k]);
+                         cfg->xyz, cell, "xy"[k], radius, "xy"[k]);
     }
     return STEM_OK;
 }
@@ -239,12 +240,8 @@ static void print_decomposition(const stem_plan *plan)
     /* the S-matrix: each rank (node) receives the others' beams over its tile (mpi/smatrix_tiles.h),
      * group rank 0's taken for all; the whole box on the GPU */
     if (smat > 0 && plan->opt.device == STEM_DEVICE_CPU) {
-        long b, e, b1, e1;
-        int unit = L->shared_ranks > 1 ? L->shared_ranks : 1;
-        stem_split_range(plan->n_probes, L->group_size, 0, &b, &e);
-        stem_split_range(plan->n_probes, L->group_size, unit - 1, &b1, &e1);
-        stem_prism_tile tile = {0, 0, 0, 0};
-        stem_prism_tile_of_probes(plan, b, e1, 0, &tile);
+        stem_prism_tile tile;
+        stem_plan_unit_tile(plan, 0, L->shared_ranks > 1 ? L->shared_ranks : 1, &tile);
         smat *= (double)stem_prism_tile_pixels(&tile) / ((double)plan->crop_nx * plan->crop_ny);
     }
     printf("  bytes moved per group%s: transmission functions %.3f GiB, S-matrix %.3f GiB, result reduction %.3f GiB\n",

@@ -47,6 +47,15 @@ void stem_split_range(long n, int parts, int i, long *b, long *e)
     *e = *b + base + (i < extra ? 1 : 0);
 }
 
+void stem_plan_unit_tile(const stem_plan *plan, int first, int n, stem_prism_tile *tile)
+{
+    int P = plan->layout.group_size, last = first + n - 1 < P ? first + n - 1 : P - 1;
+    long b, e, b1, e1;
+    stem_split_range(plan->n_probes, P, first, &b, &e);
+    stem_split_range(plan->n_probes, P, last, &b1, &e1);
+    stem_prism_tile_of_probes(plan, b, e1, 0, tile);
+}
+
 /* Grid along one axis: explicit, or from the pixel size; PRISM needs a multiple of f. */
 static int choose_grid(int explicit_n, double length, double pixel, int f)
 {
@@ -385,23 +394,16 @@ static double smatrix_held(const stem_plan *plan, int planes, double shared, sma
     memset(h, 0, sizeof *h);
     if (smatrix_on_gpu(plan, planes)) return 0;
     int P = plan->layout.group_size, node_rank = plan->layout.local_rank % (int)shared;
-    long first = plan->layout.group_rank - node_rank, last = first + (long)shared - 1, b = 0, e = 0, b1 = 0, e1 = 0;
-    if (last >= P) last = P - 1;
-    stem_prism_tile tile = {0, 0, 0, 0};
-    if (plan->opt.device == STEM_DEVICE_CPU) { /* the node's probes: its ranks are consecutive in the group */
-        stem_split_range(plan->n_probes, P, (int)first, &b, &e);
-        stem_split_range(plan->n_probes, P, (int)last, &b1, &e1);
-        stem_prism_tile_of_probes(plan, b, e1, 0, &tile);
-    } else {
+    stem_prism_tile tile;
+    if (plan->opt.device == STEM_DEVICE_CPU) /* the node's probes: its ranks are consecutive in the group */
+        stem_plan_unit_tile(plan, plan->layout.group_rank - node_rank, (int)shared, &tile);
+    else
         stem_prism_tile_whole(plan, &tile);
-    }
     double area = (double)stem_prism_tile_pixels(&tile), box = (double)plan->crop_nx * plan->crop_ny;
     double share = 8.0 * planes * area * plan->n_beams / shared, units = P / shared;
     double send = (units - 1) * area, recv = (P - shared) * area / shared; /* pixels per beam of a round */
     double per_beam = 8.0 * planes * (box + send + recv);
-    int round = plan->opt.smatrix_round_beams > 0
-        ? plan->opt.smatrix_round_beams
-        : stem_prism_round_beams(plan, share, per_beam, (plan->n_beams + P - 1) / P);
+    int round = stem_prism_round_beams(plan, share, per_beam, (plan->n_beams + P - 1) / P);
     h->tile = tile;
     h->round = round;
     return share + round * per_beam;

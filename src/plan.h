@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "plan_types.h"
+#include "prism_tiles.h"
 
 /* The slices that cover cell_z (at least 1) and the last one's thickness. */
 int stem_slice_count(double cell_z, double dz, double *dz_last);
@@ -17,6 +18,10 @@ int stem_fft_good_size(int n);
 int stem_fft_good_multiple(int n, int m);
 /* Count and split [0, n) into `parts` contiguous pieces; piece i is [*b, *e). */
 void stem_split_range(long n, int parts, int i, long *b, long *e);
+/* PRISM: the tile of the S-matrix's box that the windows of the probes of group ranks
+ * [first, first + n) cover (prism_tiles.h), from the plan's split of the probes; what the
+ * S-matrix step gives such a unit of ranks (mpi/smatrix_tiles.c) when no streamed block moves them. */
+void stem_plan_unit_tile(const stem_plan *plan, int first, int n, stem_prism_tile *tile);
 
 /* Depth nodes of the finite projection's profiles (potential.c). */
 #define STEM_FINITE_NODES 24

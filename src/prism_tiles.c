@@ -86,6 +86,7 @@ void stem_prism_put_beams(const stem_plan *plan, const stem_complex *by_beam, si
 
 int stem_prism_round_beams(const stem_plan *plan, double tile_bytes, double per_beam, int most_beams)
 {
+    if (plan->opt.smatrix_round_beams > 0) return plan->opt.smatrix_round_beams; /* [debug] */
     double budget = tile_bytes / 10 > 8.0 * 1048576 ? tile_bytes / 10 : 8.0 * 1048576;
     double n = per_beam > 0 ? floor(budget / per_beam) : most_beams;
     double least = (double)plan->threads * plan->batch_size;

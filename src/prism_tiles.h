@@ -41,7 +41,8 @@ void stem_prism_put_beams(const stem_plan *plan, const stem_complex *by_beam, si
 
 /* Beams per round of the distributed S-matrix step (mpi/smatrix_tiles.h) for a rank whose
  * round buffers take per_beam bytes a beam: about a tenth of its tile share (tile_bytes), yet
- * at least one batch per worker (the threads' work) and at most the most beams of a rank. */
+ * at least one batch per worker (the threads' work) and at most the most beams of a rank;
+ * [debug] smatrix_round_beams when set. */
 int stem_prism_round_beams(const stem_plan *plan, double tile_bytes, double per_beam, int most_beams);
 
 #endif
