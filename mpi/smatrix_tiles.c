@@ -253,6 +253,7 @@ static int exchange(const stem_plan *plan, const stem_mpi *m, const holders *h, 
     int *sc = stem_calloc((size_t)4 * P, sizeof(int), "S-matrix exchange counts");
     if (!sc) return STEM_ERR_MEMORY;
     int *sd = sc + P, *rc = sc + 2 * P, *rd = sc + 3 * P;
+    double t0 = stem_wall_time();
     int err = pack(plan, h, t, round_count(h, h->me, round), sc, sd);
     size_t px = stem_prism_tile_pixels(&h->band[h->me]), at = 0;
     for (int s = 0; s < P; s++) {
@@ -260,8 +261,7 @@ static int exchange(const stem_plan *plan, const stem_mpi *m, const holders *h, 
         rc[s] = outside(h, s) ? (int)(px * planes * (size_t)round_count(h, s, round)) : 0;
         at += (size_t)rc[s];
     }
-    double t0 = stem_wall_time();
-    t0 = stem_phase_add(STEM_PHASE_ARRANGE, t0);
+    t0 = stem_phase_add(STEM_PHASE_ARRANGE, t0); /* the packing */
     err = stem_mpi_agree(err, m->group);
     if (!err &&
         MPI_Alltoallv(t->send, sc, sd, MPI_C_FLOAT_COMPLEX, t->recv, rc, rd, MPI_C_FLOAT_COMPLEX, m->group) !=
