@@ -18,8 +18,19 @@ import numpy as np
 from .io import Results, read
 
 
-def _results(source):
-    return source if isinstance(source, Results) else read(source)
+class _opened:
+    """The Results of source: given, or read from a path (then closed on leaving)."""
+
+    def __init__(self, source):
+        self.mine = not isinstance(source, Results)
+        self.r = read(source) if self.mine else source
+
+    def __enter__(self):
+        return self.r
+
+    def __exit__(self, *exc):
+        if self.mine:
+            self.r.close()
 
 
 def _one_point(da, sel):
@@ -75,12 +86,12 @@ def to_py4dstem(source, name="cbed", square_q_pixels=True, oversample=2, **serie
     with oversample) where the cell's q steps differ; else as written, the x step taken (a
     warning when y's differs)."""
     import py4DSTEM
-    r = _results(source)
-    if name not in r:
-        raise KeyError("%s has no /%s (run with [detector] save_4d = true)" % (r.path, name))
-    da = _one_point(r[name], series)
-    qx, qy = da["qx"].values, da["qy"].values
-    data = np.asarray(da.transpose("scan_x", "scan_y", "qy", "qx").values)
+    with _opened(source) as r:
+        if name not in r:
+            raise KeyError("%s has no /%s (run with [detector] save_4d = true)" % (r.path, name))
+        da = _one_point(r[name], series)
+        qx, qy, step = da["qx"].values, da["qy"].values, _step(da["scan_x"].values)
+        data = np.asarray(da.transpose("scan_x", "scan_y", "qy", "qx").values)
     if square_q_pixels and abs(_step(qx) - _step(qy)) > 1e-9 * _step(qx):
         data, qx, qy, dq = square_q(data, qx, qy, oversample)
     else:
@@ -88,7 +99,6 @@ def to_py4dstem(source, name="cbed", square_q_pixels=True, oversample=2, **serie
         if abs(_step(qy) - dq) > 1e-9 * dq:
             warnings.warn("stemsim: q steps differ (x %.5g, y %.5g mrad); py4DSTEM takes x's" % (dq, _step(qy)))
     dc = py4DSTEM.DataCube(data=np.ascontiguousarray(np.swapaxes(data, 2, 3)).astype(np.float32))
-    step = float(r.attrs.get("scan_step", _step(da["scan_x"].values) if "scan_x" in da.coords else 1.0))
     dc.calibration.set_R_pixel_size(step)
     dc.calibration.set_R_pixel_units("A")
     dc.calibration.set_Q_pixel_size(dq)
@@ -113,22 +123,17 @@ def to_hyperspy(source, name="cbed", **series):
     of Signal2D, one per [images] range (its title and range in metadata); any other 2D scan
     dataset ("total_intensity", "dpc_com_x"...) as one Signal2D."""
     import hyperspy.api as hs
-    r = _results(source)
-    units = {"scan_x": "Å", "scan_y": "Å", "qx": "mrad", "qy": "mrad"}
-    if name == "images":
-        return {k.split("/", 1)[1]: to_hyperspy(r, k, **series) for k in r if k.startswith("images/")}
-    if name not in r:
-        raise KeyError("%s has no /%s" % (r.path, name))
-    da = _one_point(r[name], series)
-    if da.dims[-2:] == ("qy", "qx"):
-        core = ("scan_y", "scan_x", "qy", "qx")
+    with _opened(source) as r:
+        if name == "images":
+            return {k.split("/", 1)[1]: to_hyperspy(r, k, **series) for k in r if k.startswith("images/")}
+        if name not in r:
+            raise KeyError("%s has no /%s" % (r.path, name))
+        da = _one_point(r[name], series)
+        core = ("scan_y", "scan_x", "qy", "qx") if da.dims[-2:] == ("qy", "qx") else ("scan_y", "scan_x")
+        units = {"scan_x": "Å", "scan_y": "Å", "qx": "mrad", "qy": "mrad"}
         s = hs.signals.Signal2D(np.asarray(da.transpose(*core).values), axes=_axes(da, core, units))
-    else:
-        core = ("scan_y", "scan_x")
-        s = hs.signals.Signal2D(np.asarray(da.transpose(*core).values), axes=_axes(da, core, units))
-    s.metadata.General.title = str(name)
-    a = dict(da.attrs)
-    if "range" in a:
-        s.metadata.set_item("Signal.quantity", "fraction of the beam (%s)" % a["range"])
-    s.metadata.set_item("Acquisition_instrument.TEM.beam_energy", float(r.attrs.get("energy_kev", 0) or 0))
-    return s
+        s.metadata.General.title = str(name)
+        if "range" in da.attrs:
+            s.metadata.set_item("Signal.quantity", "fraction of the beam (%s)" % da.attrs["range"])
+        s.metadata.set_item("Acquisition_instrument.TEM.beam_energy", float(r.attrs.get("energy_kev", 0) or 0))
+        return s
