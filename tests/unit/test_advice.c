@@ -34,6 +34,14 @@ static int advise(const char *ini, const stem_atoms *model, stem_advice *a)
     return STEM_OK;
 }
 
+/* advise() on the config `format` with its one %s filled by `value`. */
+static int advise_with(const char *format, const char *value, const stem_atoms *model, stem_advice *a)
+{
+    char ini[1024];
+    snprintf(ini, sizeof ini, format, value);
+    return advise(ini, model, a);
+}
+
 static int has(const stem_advice *a, const char *check, const char *text)
 {
     for (int i = 0; i < a->n; i++)
@@ -151,13 +159,10 @@ static void check_each_advice(void)
      * SrTiO3 plan that was 1.7-2.4% low without any), and none at lambda / (3 (theta + alpha)) */
     const char *inside = SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = %s\n"
                                  "slice_thickness = 1.3575\n[images]\nHAADF = 70 200\n";
-    char band_ini[512];
-    snprintf(band_ini, sizeof band_ini, inside, "0.032");
-    advise(band_ini, NULL, a);
+    advise_with(inside, "0.032", NULL, a);
     CHECK_MSG(has(a, "band_limit", need), "expected '%s' at 0.032 A", need);
     CHECK(has(a, "band_limit", "misses the probe's rays scattered beyond the band"));
-    snprintf(band_ini, sizeof band_ini, inside, "0.029");
-    advise(band_ini, NULL, a);
+    advise_with(inside, "0.029", NULL, a);
     CHECK(!has(a, "band_limit", NULL));
     /* slices against the angle asked, not the band's: 0.05 A (band 131 mrad) with 2.715 A slices and a
      * 200 mrad range: 0.54 A sideways, advised on the first dry run */
@@ -186,23 +191,18 @@ static void check_each_advice(void)
     const char *au_ini = "[sample]\nxyz = unused.xyz\n[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n"
                          "[simulation]\npixel_size = %s\nslice_thickness = 2\n[images]\nHAADF = 70 120\n"
                          "[scan]\nx_end = 0.1\ny_end = 0.1\n[compute]\nthreads = 1\n";
-    char ini[1024];
-    snprintf(ini, sizeof ini, au_ini, "0.05");
-    advise(ini, &au, a);
+    advise_with(au_ini, "0.05", &au, a);
     CHECK(has(a, "pixel_potential", "of Au's elastic cross-section"));
     CHECK(has(a, "pixel_potential", "use pixel_size <= 0.031 A"));
-    snprintf(ini, sizeof ini, au_ini, "0.025");
-    advise(ini, &au, a);
+    advise_with(au_ini, "0.025", &au, a);
     CHECK(!has(a, "pixel_potential", NULL));
     stem_atoms_free(&au);
     /* focal points: an explicit 7 at the sigma 35 A, 300 keV, 25 mrad */
     const char *focal = SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\nfocal_spread = 35\n%s"
                                 "[simulation]\npixel_size = 0.05\nslice_thickness = 1.3575\n[images]\nHAADF = 70 120\n";
-    snprintf(ini, sizeof ini, focal, "focal_points = 7\n");
-    advise(ini, NULL, a);
+    advise_with(focal, "focal_points = 7\n", NULL, a);
     CHECK(has(a, "focal_points", "use focal_points = auto"));
-    snprintf(ini, sizeof ini, focal, "");
-    advise(ini, NULL, a);
+    advise_with(focal, "", NULL, a);
     CHECK(!has(a, "focal_points", NULL));
     /* PRISM window: f = 2 on a 10.86 A cell leaves a 5.4 A window for a 1.5 A probe with Airy tails */
     advise(SI_CASE "[beam]\nenergy = 200\n[probe]\nsemiangle = 20\n[simulation]\nalgorithm = prism\npixel_size = 0.05\n"
@@ -215,11 +215,9 @@ static void check_each_advice(void)
         "[beam]\nenergy = 200\n[probe]\nsemiangle = 20\nsource_size = 0.8\n[simulation]\n"
         "pixel_size = 0.05\nslice_thickness = 1.3575\n[images]\nHAADF = 60 140\n[scan]\nunits = angstrom\nx_end = 1.2\n"
         "y_end = 1.2\nstep = %s\n[compute]\nthreads = 1\n";
-    snprintf(ini, sizeof ini, blur, "0.4");
-    advise(ini, NULL, a);
+    advise_with(blur, "0.4", NULL, a);
     CHECK(has(a, "source_scan", "use [scan] step <= 0.31 A"));
-    snprintf(ini, sizeof ini, blur, "0.3");
-    advise(ini, NULL, a);
+    advise_with(blur, "0.3", NULL, a);
     CHECK(!has(a, "source_scan", NULL));
     /* none: Si at 200 keV, 20 mrad, 0.05 A, 1.36 A slices, detectors (plus the probe's 20 mrad) inside the
      * band (167 mrad), multislice */
