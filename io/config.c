@@ -177,11 +177,14 @@ static const key_spec key_table[] = {
      "of the centre; what lies above the first or below the last slice is added to that slice), as abTEM's "
      "projection=\"finite\" and Prismatic's 3D potential do; costs 24 times the lookup-table memory"},
     {"simulation", "potential_file", K_STRING, OFF(opt.potential_file), "", 0, 0, NULL, "path",
-     "read the potential slices from /potential of a stemsim output written with [output] save_potential, instead of "
-     "building them from the atoms (relative to the config file): its grid, cell and slicing must be this run's "
+     "read the potential slices from /potential of a stemsim output written with [output] save_potential, or of an "
+     "imported potential (root attribute potential_source: another code's, written by stemsim.write_potential; "
+     "docs/physics.md, Potentials from elsewhere), instead of building them from the atoms (relative to the config "
+     "file): its grid, cell and slicing must be this run's "
      "(refused otherwise, exit 4), configuration c uses its slices c (it needs at least frozen_phonons of them); "
      "the energy may differ (the potential does not depend on it), the tilts, rotation, parametrisation, projection, "
-     "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3); a damaged or "
+     "potential_radius, thermal and (thermal) seed may not (compared with the writer's config, exit 3; an imported "
+     "file's are its own); a damaged or "
      "unfinished file is refused (exit 4); a [series] or checkpointed campaign reads each tilt's slices from "
      "/potential_tilts/tilt_<t> of a campaign over the same tilts (others refused, exit 4); with a distributed FFT "
      "each rank reads its rows"},

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../src/stem.h"
+#include "h5_collective.h"
 #include "stored_file.h"
 
 /* |V| beyond this (V Angstrom) is no atom's: silicon peaks near 1.2e3 on a 0.025 Angstrom
@@ -78,22 +79,50 @@ static int check_content(const stem_plan *plan, const stem_stored *s)
     return err;
 }
 
+/* An imported potential (docs/physics.md, "Potentials from elsewhere"): the file names its
+ * source (root attribute potential_source) instead of recording a stemsim config, so there is
+ * nothing to compare the run's keys with. */
+static void say_imported(const stem_plan *plan, const stem_stored *s, const char *source)
+{
+    if (plan->layout.world_rank == 0)
+        stem_info("potential_file %s: imported (potential_source \"%s\"): its tilt, rotation, parametrisation and "
+                  "thermal displacements are the file's; stemsim checks only its grid, cell, slices and values",
+                  s->path, source);
+}
+
+/* An imported potential holds one orientation: a campaign over sample tilts cannot read it. */
+static int refuse_imported_tilts(const stem_stored *s, const char *source)
+{
+    return STEM_FAIL(STEM_ERR_INPUT,
+                     "%s %s: an imported potential (potential_source \"%s\") holds one orientation of the "
+                     "sample; a [series] or checkpointed campaign over sample tilts needs each tilt's slices "
+                     "(write one file per tilt and run each as its own job)",
+                     s->key, s->path, source);
+}
+
 int stem_potential_file_check(const stem_plan *plan, const stem_config *cfg, const stem_stored_tilt *tilt)
 {
     char name[64];
     stem_stored s = potential_dataset(plan, name, sizeof name);
-    hid_t file, dset;
-    int err = stem_stored_open(&s, &file, &dset);
+    hid_t dset = H5I_INVALID_HID, file;
+    int err = stem_stored_open_file(&s, &file);
+    char *source = err ? NULL : stem_h5_attr_read_text(file, "potential_source");
+    if (source && tilt)
+        err = refuse_imported_tilts(&s, source);
+    else if (source)
+        say_imported(plan, &s, source);
+    if (!err) err = stem_stored_open_dataset(&s, file, &dset);
     if (!err) err = stem_stored_verify(&s, file, dset);
     if (!err && tilt) err = stem_stored_check_tilt(&s, file, dset, STEM_POTENTIAL_TILTS_GROUP, tilt);
     if (!err) err = check_open(plan, &s, dset);
     if (!err) err = check_content(plan, &s);
     int skip = tilt ? STEM_STORED_TILT_KEYS : 0; /* a campaign's tilts: compared angle by angle above */
-    if (!err)
+    if (!err && !source)
         err = stem_stored_check_keys(&s, file, cfg, potential_keys + skip,
                                      (int)(sizeof potential_keys / sizeof *potential_keys) - skip,
                                      "the stored slices hold the sample as it was oriented, parametrised, projected "
                                      "and displaced then");
+    free(source);
     stem_stored_close(file, dset);
     return err;
 }

@@ -12,16 +12,21 @@
 #include "h5_collective.h"
 #include "input_file.h"
 
-int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
+int stem_stored_open_file(const stem_stored *s, hid_t *file)
 {
-    *file = *dset = H5I_INVALID_HID;
+    *file = H5I_INVALID_HID;
     FILE *probe; /* HDF5 would open a FIFO blocking, and wait for a writer forever */
     STEM_TRY(stem_input_open(s->path, s->key, STEM_ERR_INPUT, &probe));
     fclose(probe);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *file = H5Fopen(s->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*file < 0) return STEM_FAIL(STEM_ERR_INPUT, "%s %s: cannot open it as an HDF5 file", s->key, s->path);
-    *dset = H5Dopen2(*file, s->dataset, H5P_DEFAULT);
+    return STEM_OK;
+}
+
+int stem_stored_open_dataset(const stem_stored *s, hid_t file, hid_t *dset)
+{
+    *dset = H5Dopen2(file, s->dataset, H5P_DEFAULT);
     if (*dset < 0)
         return STEM_FAIL(STEM_ERR_INPUT, "%s %s: no dataset %s (write it with %s = true%s)", s->key, s->path,
                          s->dataset, s->writer,
@@ -29,6 +34,13 @@ int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
                                                          "reads one dataset per tilt, not a single run's"
                                                        : "");
     return STEM_OK;
+}
+
+int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset)
+{
+    *dset = H5I_INVALID_HID;
+    STEM_TRY(stem_stored_open_file(s, file));
+    return stem_stored_open_dataset(s, *file, dset);
 }
 
 void stem_stored_close(hid_t file, hid_t dset)

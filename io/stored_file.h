@@ -20,6 +20,9 @@ typedef struct {
  * path that is not a regular file (a FIFO, a device, a directory) is refused before
  * HDF5 opens it, without blocking (STEM_ERR_INPUT). */
 int stem_stored_open(const stem_stored *s, hid_t *file, hid_t *dset);
+/* stem_stored_open in its two steps: the file, then its dataset s->dataset. */
+int stem_stored_open_file(const stem_stored *s, hid_t *file);
+int stem_stored_open_dataset(const stem_stored *s, hid_t file, hid_t *dset);
 void stem_stored_close(hid_t file, hid_t dset);
 /* The dataset's dimensions: exactly `rank` of them, else STEM_ERR_INPUT naming `axes`. */
 int stem_stored_dims(const stem_stored *s, hid_t dset, int rank, const char *axes, hsize_t *dims);

@@ -44,10 +44,19 @@ def au_layer_quotes(repo):
     return "docs/physics.md", [row, text, step]
 
 
+def imported_potential_quotes(repo):
+    """docs/physics.md, abTEM's potential imported (benchmarks/validation/abtem_imported_potential.py)."""
+    d = load(repo, "benchmarks/results/abtem_imported_potential.json")
+    imported = " and ".join("%.1e (%s)" % (v["imported"], k) for k, v in d.items())
+    own = " and ".join("%.1e (%s)" % (v["own"], k.split()[0]) for k, v in d.items())
+    return "docs/physics.md", ["exit wave to\n%s (complex relative RMS; stemsim's own potential of the same atoms lies\n%s from it"
+                               % (imported, own)]
+
+
 def main():
     repo = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     bad = 0
-    for quotes in (au_layer_quotes,):
+    for quotes in (au_layer_quotes, imported_potential_quotes):
         page, wanted = quotes(repo)
         with open(os.path.join(repo, page)) as f:
             text = f.read()

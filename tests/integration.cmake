@@ -436,6 +436,13 @@ if(STEMSIM_PYTHON)
                        SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
 if(STEMSIM_PYTHON)
+  # Potentials from elsewhere: stemsim.write_potential's files run (a closed-form grating; a
+  # round trip bit for bit; refusals).
+  add_test(NAME imported_potential
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/imported_potential.py --python ${STEMSIM_VENV_PYTHON}
+                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/imported_potential)
+  set_tests_properties(imported_potential PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
   add_test(NAME notebooks
            COMMAND ${STEMSIM_PYTHON} ${_it_dir}/notebooks.py --python ${STEMSIM_VENV_PYTHON}
                    --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/notebooks)

@@ -16,6 +16,7 @@ from . import structure
 from .handoff import square_q, to_hyperspy, to_py4dstem
 from .io import IncompleteFileError, Results, read
 from .noise import poisson_noise
+from .potential import write_potential
 from .runner import EXIT_CODES, Config, StemsimError, find_stemsim, run
 
 __version__ = "0.1.0"
@@ -29,4 +30,4 @@ def __getattr__(name):
 
 
 __all__ = ["read", "Results", "IncompleteFileError", "Config", "run", "StemsimError", "EXIT_CODES",
-           "find_stemsim", "structure", "plot", "poisson_noise", "to_py4dstem", "to_hyperspy", "square_q"]
+           "find_stemsim", "structure", "plot", "poisson_noise", "to_py4dstem", "to_hyperspy", "square_q", "write_potential"]
