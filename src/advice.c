@@ -49,19 +49,25 @@ static double pixel_size(const stem_plan *plan) { return fmax(plan->dx, plan->dy
 void stem_advice_band_limit(const stem_plan *plan, stem_advice *a)
 {
     double band = plan->max_angle_mrad, alpha = plan->semiangle_mrad;
+    int heavy = plan->heaviest_z >= STEM_ADVICE_HEAVY_Z;
+    double margin = heavy ? STEM_ADVICE_HEAVY_BAND : 1;
+    char why[160] = "";
+    if (heavy)
+        snprintf(why, sizeof why, " times %.2f for Z = %d, whose electrons scatter through several slices to beyond it",
+                 margin, plan->heaviest_z);
     for (int i = 0; i < plan->n_images; i++) {
         const stem_image_range *r = &plan->images[i];
-        double need = r->outer_mrad + alpha;
+        double need = (r->outer_mrad + alpha) * margin;
         if (r->outer_mrad >= 1e8 || need <= band * 1.0001) continue; /* "max": the band is what was asked */
         const char *cut = r->outer_mrad > band ? "is cut at the band limit and misses what scatters beyond"
+            : r->outer_mrad + alpha <= band    ? "misses what the heavy atoms scatter beyond the band"
                                                : "misses the probe's rays scattered beyond the band";
         add(a, "band_limit",
             "pixel %.4g A: the band limit %.0f mrad (2/3 of Nyquist) is below the %s range's %g mrad plus the probe's "
-            "%g mrad: the range %g-%g mrad %s: use pixel_size <= %.3g A (band limit = lambda / (3 pixel) >= "
-            "theta_outer "
-            "+ alpha)",
-            pixel_size(plan), band, r->name, r->outer_mrad, alpha, r->inner_mrad, r->outer_mrad, cut,
-            round_down(plan->lambda / (3 * need * 1e-3)));
+            "%g mrad%s: the range %g-%g mrad %s: use pixel_size <= %.3g A (band limit = lambda / (3 pixel) >= "
+            "theta_outer + alpha%s)",
+            pixel_size(plan), band, r->name, r->outer_mrad, alpha, why, r->inner_mrad, r->outer_mrad, cut,
+            round_down(plan->lambda / (3 * need * 1e-3)), heavy ? ", times the margin" : "");
     }
 }
 

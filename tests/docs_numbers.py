@@ -53,10 +53,19 @@ def imported_potential_quotes(repo):
                                % (imported, own)]
 
 
+def thick_au_quotes(repo):
+    """docs/accuracy.md, Au [001] HAADF against thickness (benchmarks/validation/thick_au.py)."""
+    sys.path.insert(0, os.path.join(repo, "benchmarks", "validation"))
+    import thick_au
+    res = load(repo, "benchmarks/results/thick_au.json")
+    case = res["case"]
+    return "docs/accuracy.md", [thick_au.table(res, case["cells"], case["every"]), thick_au.findings(res)]
+
+
 def main():
     repo = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     bad = 0
-    for quotes in (au_layer_quotes, imported_potential_quotes):
+    for quotes in (au_layer_quotes, imported_potential_quotes, thick_au_quotes):
         page, wanted = quotes(repo)
         with open(os.path.join(repo, page)) as f:
             text = f.read()
