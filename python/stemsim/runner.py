@@ -15,6 +15,8 @@ exponent, 12 significant digits). Paths that stemsim resolves against the config
 the directory of the file a Config was read from, else the current directory), so the .ini may be
 written anywhere; [output] file stays relative to the directory stemsim runs in.
 """
+import configparser
+import io
 import os
 import re
 import shlex
@@ -59,8 +61,41 @@ def _value(v):
     return os.fspath(v) if hasattr(v, "__fspath__") else str(v)
 
 
+def _parser():
+    """configparser set to stemsim's dialect: keys keep their case, no interpolation (a '%' is a
+    '%'), no DEFAULT section, '#' comments at the start of a line; a section given twice is one."""
+    p = configparser.ConfigParser(interpolation=None, comment_prefixes=("#",), inline_comment_prefixes=None,
+                                  strict=False, empty_lines_in_values=False, default_section=_NO_DEFAULT,
+                                  delimiters=("=",))
+    p.optionxform = str
+    return p
+
+
+_NO_DEFAULT = "\0no default section"  # stemsim has none: a [DEFAULT] is a section like any other
+
+
+def _stemsim_comments(text):
+    """stemsim's own rules, applied before configparser sees the text as stemsim applies them
+    before inih (io/config.c): ';' starts a comment anywhere on a line, indentation is ignored
+    (an indented line is never the continuation of a value)."""
+    return "\n".join(line.split(";", 1)[0].strip() for line in text.splitlines()) + "\n"
+
+
 class Config(dict):
-    """A stemsim config.ini as {section: {key: value}} (a dict of dicts)."""
+    """A stemsim config.ini as {section: {key: value}} (a dict of dicts), read and written with
+    Python's configparser in stemsim's dialect (docs/config.md): keys keep their case, ';'
+    starts a comment anywhere on a line and '#' at its start, indentation is ignored.
+
+    Values read from a file are strings; values set from Python may be numbers, booleans,
+    lists or paths and are written as stemsim reads them (see the module's docstring).
+    A missing section reads as an empty one (cfg["probe"]["C10"] = -50 makes [probe]).
+
+    Args:
+        sections: {section: {key: value}} to start from.
+        base: the directory against which the config's relative paths ([sample] xyz ...) are
+            made absolute when written; default the current directory.
+        **kw: more sections, as keyword arguments (sample={"xyz": "si.xyz"}).
+    """
 
     def __init__(self, sections=None, base=None, **kw):
         super().__init__()
@@ -73,21 +108,33 @@ class Config(dict):
         return self[section]
 
     @classmethod
-    def from_file(cls, path):
-        """Read a config.ini (comments dropped)."""
-        cfg, sec = cls(base=os.path.dirname(os.path.abspath(path))), None
-        with open(path) as fh:
-            for line in fh:
-                line = line.split(";", 1)[0].strip()
-                if not line or line.startswith("#"):
-                    continue
-                if line.startswith("[") and line.endswith("]"):
-                    sec = line[1:-1].strip()
-                    cfg[sec]
-                elif "=" in line and sec is not None:
-                    k, v = line.split("=", 1)
-                    cfg[sec][k.strip()] = v.strip()
+    def from_string(cls, text, base=None, source="<string>"):
+        """A Config from the text of a config.ini (comments dropped). Raises ValueError for what
+        stemsim refuses as syntax too: a key outside any [section], a line that is neither
+        '[section]' nor 'key = value'."""
+        parser = _parser()
+        try:
+            parser.read_string(_stemsim_comments(text), source=source)
+        except configparser.MissingSectionHeaderError as err:
+            raise ValueError("%s:%d: key outside any [section]: %s" % (source, err.lineno, err.line.strip())) \
+                from None
+        except configparser.ParsingError as err:
+            line = err.errors[0][0] if getattr(err, "errors", None) else 0
+            lines = text.splitlines()
+            raise ValueError("%s:%d: syntax error (expected '[section]' or 'key = value'): %s"
+                             % (source, line, lines[line - 1].strip() if 0 < line <= len(lines) else "")) from None
+        cfg = cls(base=base)
+        for sec in parser.sections():
+            cfg[sec].update(parser.items(sec, raw=True))
         return cfg
+
+    @classmethod
+    def from_file(cls, path):
+        """Read a config.ini (comments dropped); its directory becomes `base`. Raises ValueError
+        as from_string does, naming the file."""
+        with open(path) as fh:
+            text = fh.read()
+        return cls.from_string(text, base=os.path.dirname(os.path.abspath(path)), source=os.fspath(path))
 
     def set(self, key, value):
         """set("probe.C10", -50)."""
@@ -103,9 +150,11 @@ class Config(dict):
         return Config({s: dict(k) for s, k in self.items()}, base=self.base)
 
     def text(self):
-        out = []
+        """The config as the text of a config.ini (written by configparser). Raises ValueError for
+        a value no config file can hold as given (a ';', a line break, spaces at its ends)."""
+        parser = _parser()
         for sec, keys in self.items():
-            out.append("[%s]" % sec)
+            parser.add_section(sec)
             for k, v in keys.items():
                 if v is None:
                     continue
@@ -117,9 +166,10 @@ class Config(dict):
                                                   "a line break" if bad else "spaces at its ends are dropped"))
                 if (sec, k) in CONFIG_RELATIVE and s and not os.path.isabs(s):
                     s = os.path.normpath(os.path.join(self.base, s))
-                out.append("%s = %s" % (k, s))
-            out.append("")
-        return "\n".join(out)
+                parser.set(sec, k, s)
+        out = io.StringIO()
+        parser.write(out)
+        return out.getvalue()
 
     def write(self, path):
         """Write the .ini; returns its path."""

@@ -20,6 +20,8 @@ below under that Python with the package and its console script from there:
      it equals h5py's; a file with complete = 0 is refused; examples/read_stemsim.py agrees;
      with --mpiexec, run(ranks=2, mpirun=...) gives the same results (1e-6).
   4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
+     Config's INI goes through configparser: configparser reads its text back unchanged; ';'
+     comments, indentation and case as stemsim reads them; a key outside any section refused.
   5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
   5b. xr.open_dataset(path, engine="stemsim") (the package's xarray backend entry point) = read().
   6. stemsim.to_py4dstem and to_hyperspy on a non-square cell (where py4DSTEM and hyperspy are
@@ -319,6 +321,26 @@ def inner(a):
         check(False, "a value the config file cannot hold (';') is refused")
     except ValueError as err:
         check("comment" in str(err), "a value the config file cannot hold (';') is refused: %s" % err)
+    # 4f. Config reads and writes INI through configparser in stemsim's dialect (issue 39 item 5):
+    # what it writes configparser reads back unchanged; ';' comments anywhere, indentation
+    # ignored, keys keep their case; a key outside any section and a line without '=' are refused
+    # by line, as stemsim refuses them (the hand-written reader dropped both in silence)
+    import configparser
+    text = cfg.text()
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.optionxform = str
+    cp.read_string(text)
+    check({s: dict(cp[s]) for s in cp.sections()} == {s: dict(k) for s, k in stemsim.Config.from_string(text).items()}
+          and cp["series"]["tilt_x"] == "0 1", "Config.text() is INI that configparser reads back unchanged")
+    got = stemsim.Config.from_string("[Probe] ; aberrations\n   C10 = -50;defocus\n# a note\n[output]\nfile = a%b.h5\n")
+    check(got == {"Probe": {"C10": "-50"}, "output": {"file": "a%b.h5"}},
+          "Config.from_string: ';' comments anywhere, '#' lines, indentation ignored, case kept (%s)" % dict(got))
+    for bad_text, why in (("tile_x = 2\n[sample]\n", "outside any [section]"), ("[simulation]\nthermal\n", ":2:")):
+        try:
+            stemsim.Config.from_string(bad_text)
+            check(False, "Config.from_string refuses %r" % bad_text)
+        except ValueError as err:
+            check(why in str(err), "Config.from_string refuses %r: %s" % (bad_text, err))
     # 4c. run(timeout=T) stops stemsim and raises after T seconds (issue 38 item 8)
     import time
     t0 = time.time()
