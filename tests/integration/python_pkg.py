@@ -14,7 +14,9 @@ below under that Python with the package and its console script from there:
      a^3/2 / (a^3/8) = 4 atoms), and its atoms equal an independent construction: the cubic
      crystal rotated by x = [1-10]/sqrt2, y = [00-1], z = [110]/sqrt2 and wrapped into that cell
      (so the model is that crystal, periodic); stemsim --dry-run accepts it. A monoclinic zone
-     without an orthorhombic cell is refused with a message.
+     without an orthorhombic cell is refused with a message. bulk("Si") (the primitive fcc cell)
+     [110] is cubic [110] (taken in its conventional cell); ASE's Prismatic XYZ reader reads the
+     package's files and the package reads ASE's and what ASE's reader gets wrong.
   3. stemsim.run() of a small frozen-phonon tilt series, then stemsim.read(): every dataset equals
      h5py's array, dims follow series_axes, coordinates equal /axes, /cbed is lazy and a slice of
      it equals h5py's; a file with complete = 0 is refused; examples/read_stemsim.py agrees;
@@ -214,12 +216,46 @@ def inner(a):
     check(np.allclose(sorted(m111.cell), sorted([A / np.sqrt(2), A * np.sqrt(1.5), A * np.sqrt(3)]), atol=1e-6)
           and len(m111) == 12, "Si [111]: a/sqrt2 x a sqrt(3/2) x a sqrt3, 12 atoms (got %s, %d)" % (m111.cell,
                                                                                                     len(m111)))
-    try:  # a primitive cell of a centred lattice: refused with the cure (issue 39 item 4)
-        S.orient(bulk("Si"), (1, 1, 0))
-        check(False, "bulk('Si') (the primitive fcc cell) with zone (1, 1, 0) is refused")
-    except S.ZoneAxisError as err:
-        check("cubic=True" in str(err), "bulk('Si') (the primitive fcc cell) with zone (1, 1, 0) is refused: %s"
-              % str(err)[:90])
+    # a primitive cell of a centred lattice is taken in its conventional cell (issue 39 item 4):
+    # bulk("Si") [110] is cubic [110] (it came out as cubic [112] in silence, then was refused)
+    prim = S.orient(bulk("Si", a=A), (1, 1, 0), sigma={"Si": 0.07})
+    conv = S.orient(cub, (1, 1, 0), sigma={"Si": 0.07})
+    rows_c = np.column_stack([conv.numbers, conv.positions, conv.occupancy, conv.sigma])
+    ok, why = same_atoms(prim, conv.cell, rows_c)
+    check(ok and np.allclose(prim.cell, closed, atol=1e-6) and len(prim) / (prim.cell[0] * prim.cell[1]) ==
+          len(conv) / (conv.cell[0] * conv.cell[1]), "bulk('Si') (the primitive fcc cell) [110] is cubic [110]: "
+          "%.4f x %.4f A, %d atoms, the atoms of bulk('Si', cubic=True) [110] (%s)" % (prim.cell[0], prim.cell[1],
+                                                                                   len(prim), why))
+    given = S.orient(bulk("Si", a=A), (1, 1, 0), standardise=False)
+    check(len(given) == 12 and np.allclose(given.cell, [A / np.sqrt(2), A * np.sqrt(3), A * np.sqrt(6) / 2]) and
+          "conventional" not in given.comment, "standardise=False takes the primitive axes as given (cubic [112]: "
+          "a/sqrt2 x a sqrt3 x a sqrt6/2, 12 atoms; got %s, %d)" % (given.cell.round(4), len(given)))
+    fe = S.orient(bulk("Fe", "bcc", a=2.87), (0, 0, 1))
+    check(np.allclose(fe.cell, [2.87] * 3) and len(fe) == 2, "bulk('Fe') (primitive bcc) [001]: the cube, 2 atoms "
+                                                             "(got %s, %d)" % (fe.cell, len(fe)))
+    # ASE's Prismatic XYZ (ase.io format "prismatic", issue 39 item 5) reads what the package writes;
+    # the package reads what ASE writes (to ASE's 6 digits) and, as stemsim does, files ASE's
+    # reader gets wrong: no closing -1 (ASE drops the last atom), lines without occupancy or sigma
+    ase_m = ase.io.read("si110.xyz", format="prismatic")
+    ase_sig = np.sqrt(ase_m.arrays["debye_waller_factors"] / (8 * np.pi ** 2))
+    check(np.allclose(ase_m.positions, m.positions, atol=1e-6) and np.array_equal(ase_m.numbers, m.numbers) and
+          np.allclose(ase_m.cell.lengths(), m.cell) and np.allclose(ase_sig, m.sigma) and
+          np.allclose(ase_m.arrays["occupancies"], m.occupancy),
+          "ase.io.read(format='prismatic') of the package's XYZ is the model (Z, positions, cell, occupancy, sigma)")
+    again = S.orient(ase_m, (0, 0, 1))
+    check(np.allclose(again.sigma, 0.07) and np.allclose(again.occupancy, 1) and len(again) == len(m),
+          "orient() of ASE's Atoms keeps its Debye-Waller factors as rms displacements (%s)" % again.sigma[:2])
+    ase.io.write("ase_written.xyz", m.tile(2, 1, 1).to_ase(), format="prismatic")
+    back = S.read_xyz("ase_written.xyz")
+    ok, why = same_atoms(back, m.cell * (2, 1, 1), np.column_stack([m.tile(2, 1, 1).numbers, m.tile(2, 1, 1).positions,
+                                                                    np.ones(8), np.full(8, 0.07)]), tol=1e-4)
+    check(ok, "read_xyz of ase.io.write(model.to_ase(), format='prismatic') is the model to ASE's 6 digits (%s)" % why)
+    with open("short.xyz", "w") as fh:
+        fh.write("no -1, short lines\n 5.43 5.43 5.43\n14 0 0 0\n\n14 1.3575 1.3575 1.3575 0.5\n")
+    short = S.read_xyz("short.xyz")
+    check(len(short) == 2 and list(short.occupancy) == [1.0, 0.5] and list(short.sigma) == [0.0, 0.0],
+          "read_xyz reads as stemsim does: no -1, 4 or 5 numbers a line (occupancy 1, sigma 0): %d atoms, occupancy "
+          "%s" % (len(short), short.occupancy.tolist()))
     mg = S.orient(bulk("Mg", "hcp", a=3.21, c=5.21), (0, 0, 0, 1))
     check(np.allclose(mg.cell, [3.21, 3.21 * np.sqrt(3), 5.21], atol=1e-6) and len(mg) == 4,
           "hcp Mg [0001]: orthohexagonal a x a sqrt3 x c, 4 atoms (got %s, %d)" % (mg.cell, len(mg)))
