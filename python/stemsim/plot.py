@@ -37,44 +37,65 @@ def _point_title(a):
         "tilt_x", "tilt_y", "beam_tilt_x", "beam_tilt_y", "defocus", "depth"))
 
 
-def _grid(n, ncols=None, size=3.2):
-    plt = _plt()
-    ncols = ncols or min(n, 4)
-    nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
+def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=None, size=3.2):
+    """Every /images/<NAME> (or the NAMEs given) in one figure, a panel each, drawn with xarray's
+    faceting (DataArray.plot(col=..., col_wrap=...)).
 
+    A series gives one panel per point (up to max_panels per image) unless `point` picks one.
+    The panels of one image share a colour scale (so a series' points compare), each image its
+    own; each panel has its colour bar and is titled by the image's name, its angular range
+    and the series point.
 
-def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=None):
-    """Every /images/<NAME> (or the NAMEs given), one panel each; a series gives one panel per
-    point (up to max_panels) unless `point` picks one ({axis: index or value})."""
+    Args:
+        results: a Results from stemsim.read().
+        names: an image name or a list of them (default every /images/<NAME>).
+        point: {series axis: index (an int) or value (nearest)}, e.g. {"defocus": 0}.
+        max_panels: the most panels drawn of each image's series points.
+        cmap: matplotlib colour map.
+        ncols: panels per row (default up to 4).
+        size: the height of a panel in inches.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    import xarray as xr
     if names is None:
         names = [n.split("/", 1)[1] for n in results.names if n.startswith("images/")]
     elif isinstance(names, str):
         names = [names]
-    panels = []
+    panels, titles, groups = [], [], []
     for name in names:
         a = _select(results["images/" + name], point)
         lead = [d for d in a.dims if d not in ("scan_y", "scan_x")]
+        points = [a]
         if lead:
             stacked = a.stack(_point=lead)
-            for i in range(min(stacked.sizes["_point"], max_panels)):
-                panels.append((name, stacked.isel(_point=i)))
-        else:
-            panels.append((name, a))
-    fig, axes = _grid(len(panels), ncols)
-    for ax, (name, a) in zip(axes, panels):
-        im = ax.imshow(np.asarray(a.transpose("scan_y", "scan_x").values), cmap=cmap,
-                       extent=_extent(a, "scan_x", "scan_y"))
-        title = "%s %s" % (name, a.attrs.get("range", ""))
-        pt = _point_title(a)
-        ax.set_title(title + ("\n" + pt if pt else ""), fontsize=9)
-        ax.set_xlabel("x (Angstrom)")
-        ax.set_ylabel("y (Angstrom)")
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
+            points = [stacked.isel(_point=i) for i in range(min(stacked.sizes["_point"], max_panels))]
+        for p in points:
+            pt = _point_title(p)
+            titles.append("%s %s" % (name, a.attrs.get("range", "")) + ("\n" + pt if pt else ""))
+            groups.append(name)
+            panels.append(p.drop_vars([c for c in p.coords if c not in ("scan_y", "scan_x")]).astype(float))
+    stack = xr.concat(panels, dim="panel").transpose("panel", "scan_y", "scan_x")
+    stack["panel"] = np.arange(len(panels))
+    stack.scan_x.attrs.update(long_name="x", units="Angstrom")
+    stack.scan_y.attrs.update(long_name="y", units="Angstrom")
+    grid = stack.plot.imshow(x="scan_x", y="scan_y", col="panel", col_wrap=ncols or min(len(panels), 4),
+                             cmap=cmap, add_colorbar=False, yincrease=False, size=size, aspect=1.0)
+    fig = grid.fig
+    scale = {}
+    for i, name in enumerate(groups):  # one colour scale per image, over its panels
+        lo, hi = float(stack[i].min()), float(stack[i].max())
+        was = scale.get(name, (lo, hi))
+        scale[name] = (min(lo, was[0]), max(hi, was[1]))
+    for ax, title, name in zip(grid.axs.flat, titles, groups):
+        im = ax.images[0]
+        lo, hi = scale[name]
+        im.set_clim(lo, hi if hi > lo else lo + 1e-30)
+        ax.set_title(title, fontsize=9)
+        bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03, format="%.3g")
+        bar.ax.tick_params(labelsize=7)
+    fig.subplots_adjust(wspace=0.55, hspace=0.4, right=0.95, top=1 - 0.35 / fig.get_size_inches()[1])  # colour bars, titles
     return fig
 
 

@@ -24,7 +24,8 @@ below under that Python with the package and its console script from there:
   4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
      Config's INI goes through configparser: configparser reads its text back unchanged; ';'
      comments, indentation and case as stemsim reads them; a key outside any section refused.
-  5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
+  5. stemsim.plot draws images (a panel per series point, by xarray's faceting: one colour scale
+     per image), rings, a 4D pattern and a series.
   5b. xr.open_dataset(path, engine="stemsim") (the package's xarray backend entry point) = read().
   6. stemsim.to_py4dstem and to_hyperspy on a non-square cell (where py4DSTEM and hyperspy are
      installed): calibrated, the scan as navigation, py4DSTEM's virtual images within 1%.
@@ -422,6 +423,15 @@ def inner(a):
     titles = [ax.get_title() for ax in fig.axes if ax.images]
     check(any("60 mrad and beyond" in t and "tilt_x 1" in t for t in titles), "panel titles name the range and "
                                                                                "point: %s" % titles[:2])
+    # xarray's faceting (issue 39 item 5): the panels of one image share a colour scale that spans
+    # its series points (each image its own), and the axes are shared
+    haadf = [ax for ax in fig.axes if ax.images and ax.get_title().startswith("HAADF")]
+    clims = [ax.images[0].get_clim() for ax in haadf]
+    want = (float(res["images/HAADF"].min()), float(res["images/HAADF"].max()))
+    check(len(clims) == 2 and all(np.allclose(c, want) for c in clims) and
+          haadf[0].get_shared_x_axes().joined(haadf[0], haadf[1]),
+          "plot.images: the HAADF panels share one colour scale over both tilts %s and their axes (%s)"
+          % (tuple(round(w, 6) for w in want), clims))
     fig.savefig("images.png")
     plot.rings(res, probe=(1, 0)).savefig("rings.png")
     plot.pattern(res, probe=(2, 1)).savefig("cbed.png")
