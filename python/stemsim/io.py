@@ -257,3 +257,25 @@ def read(path, lazy="auto", chunks=None, lazy_bytes=256 << 20):
         if f is not None:
             f.close()
         raise
+
+
+def main(argv=None):
+    """stemsim-read: a summary of a stemsim result file (every dataset, its axes and units)."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="stemsim-read", description="List every dataset of a stemsim result file "
+                                 "with its named axes, sizes and units (as stemsim.read gives them).")
+    ap.add_argument("file", nargs="+", help="stemsim result files (their own layout)")
+    a = ap.parse_args(argv)
+    for path in a.file:
+        try:
+            with read(path) as r:
+                print(repr(r))
+        except (OSError, ValueError) as err:
+            sys.exit("stemsim-read: error: %s" % err)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())

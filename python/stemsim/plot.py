@@ -6,6 +6,7 @@
     stemsim.plot.rings(r, probe=(1, 1))            # radial profile at a probe and over the scan
     stemsim.plot.pattern(r, probe=(1, 1))          # the 4D pattern at a probe (log scale)
     stemsim.plot.series(r, "HAADF")                # scan mean of an image along the series axis, +- its error
+    stemsim.plot.render("result.h5", "png/")       # all of them to PNG files (the command stemsim-render)
 """
 import numpy as np
 
@@ -37,7 +38,7 @@ def _point_title(a):
         "tilt_x", "tilt_y", "beam_tilt_x", "beam_tilt_y", "defocus", "depth"))
 
 
-def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=None, size=3.2):
+def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=None, size=3.2, symmetric=False):
     """Every /images/<NAME> (or the NAMEs given) in one figure, a panel each, drawn with xarray's
     faceting (DataArray.plot(col=..., col_wrap=...)).
 
@@ -48,12 +49,15 @@ def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=No
 
     Args:
         results: a Results from stemsim.read().
-        names: an image name or a list of them (default every /images/<NAME>).
+        names: an image name or a list of them (default every /images/<NAME>); any other
+            dataset over the scan by its path ("dpc_com_x", "total_intensity") as well.
         point: {series axis: index (an int) or value (nearest)}, e.g. {"defocus": 0}.
         max_panels: the most panels drawn of each image's series points.
         cmap: matplotlib colour map.
         ncols: panels per row (default up to 4).
         size: the height of a panel in inches.
+        symmetric: colour scales symmetric about 0 (for signed maps such as the DPC centre of
+            mass, with a diverging cmap such as "RdBu_r").
 
     Returns:
         matplotlib.figure.Figure
@@ -65,7 +69,8 @@ def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=No
         names = [names]
     panels, titles, groups = [], [], []
     for name in names:
-        a = _select(results["images/" + name], point)
+        key = "images/" + name if "images/" + name in results else name
+        a = _select(results[key], point)
         lead = [d for d in a.dims if d not in ("scan_y", "scan_x")]
         points = [a]
         if lead:
@@ -73,7 +78,7 @@ def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=No
             points = [stacked.isel(_point=i) for i in range(min(stacked.sizes["_point"], max_panels))]
         for p in points:
             pt = _point_title(p)
-            titles.append("%s %s" % (name, a.attrs.get("range", "")) + ("\n" + pt if pt else ""))
+            titles.append(" ".join(filter(None, (name, a.attrs.get("range", "")))) + ("\n" + pt if pt else ""))
             groups.append(name)
             panels.append(p.drop_vars([c for c in p.coords if c not in ("scan_y", "scan_x")]).astype(float))
     stack = xr.concat(panels, dim="panel").transpose("panel", "scan_y", "scan_x")
@@ -91,6 +96,8 @@ def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=No
     for ax, title, name in zip(grid.axs.flat, titles, groups):
         im = ax.images[0]
         lo, hi = scale[name]
+        if symmetric:
+            lo, hi = -max(abs(lo), abs(hi)), max(abs(lo), abs(hi))
         im.set_clim(lo, hi if hi > lo else lo + 1e-30)
         ax.set_title(title, fontsize=9)
         bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03, format="%.3g")
@@ -207,3 +214,109 @@ def series(results, name="HAADF", axis=None, reduce="mean", ax=None):
     ax.set_ylabel("%s %s (%s)" % (name, a.attrs.get("range", ""), a.attrs.get("units", "")))
     ax.legend()
     return fig
+
+
+def render(source, outdir=".", probe=None, point=None, max_panels=12, summary=False):
+    """Every 2D result of a stemsim file drawn to PNG files in outdir (what the command
+    stemsim-render does): <stem>_<NAME>.png for each /images/<NAME>, _dpc_com_x/_y.png (the
+    DPC centre of mass, a diverging scale), _rings.png (the radial profile at a probe and over
+    the scan) and _cbed.png (the 4D pattern at a probe, log scale) when the file has them.
+
+    Args:
+        source: a result file's path, or a Results.
+        outdir: where the PNGs go (made when missing).
+        probe: (ix, iy) scan indices of the probe for the rings and the pattern (default the
+            scan's centre).
+        point: one series point: {axis: index or value}, or a tuple of indices along the
+            file's series axes (default: every point a panel, up to max_panels).
+        max_panels: the most panels of one image.
+        summary: print one line per panel drawn ("DRAWN <dataset> <point> min .. max .. mean ..")
+            and per figure ("FIGURE <file> <title>"), the values as drawn.
+
+    Returns:
+        list of the PNG paths written.
+
+    Raises:
+        ValueError: a probe outside the scan, a point that is not one of the series'.
+    """
+    import os
+    from .io import Results, read
+    plt = _plt()
+    r = source if isinstance(source, Results) else read(source)
+    try:
+        if point is not None and not isinstance(point, dict):
+            axes = r.series_axes
+            point = tuple(point)
+            if len(point) != len(axes):
+                raise ValueError("point %s: the file's series has %d axes (%s)" % (point, len(axes), ", ".join(axes)))
+            point = {ax: int(i) for ax, i in zip(axes, point)}
+        for ax, i in (point or {}).items():
+            some = next(a for a in r.values() if ax in a.dims)
+            if isinstance(i, (int, np.integer)) and not 0 <= i < some.sizes[ax]:
+                raise ValueError("point %s = %d: the series axis %s has %d points" % (ax, i, ax, some.sizes[ax]))
+        scan = next((a for a in r.values() if "scan_x" in a.dims and "scan_y" in a.dims), None)
+        if probe is not None and scan is not None:
+            ix, iy = probe
+            nx, ny = scan.sizes["scan_x"], scan.sizes["scan_y"]
+            if not (0 <= ix < nx and 0 <= iy < ny):
+                raise ValueError("probe (%d, %d) lies outside the %d x %d scan" % (ix, iy, nx, ny))
+        os.makedirs(outdir, exist_ok=True)
+        stem = os.path.splitext(os.path.basename(r.path))[0]
+        figures = [(n.split("/", 1)[1], lambda n=n: images(r, n.split("/", 1)[1], point, max_panels))
+                   for n in r.names if n.startswith("images/")]
+        figures += [(n, lambda n=n: images(r, n, point, max_panels, cmap="RdBu_r", symmetric=True))
+                    for n in ("dpc_com_x", "dpc_com_y") if n in r]
+        if "rings" in r and "scan_x" in r["rings"].dims:
+            figures.append(("rings", lambda: rings(r, probe, point)))
+        if "cbed" in r and "scan_x" in r["cbed"].dims:
+            figures.append(("cbed", lambda: pattern(r, probe, point)))
+        written = []
+        for name, draw in figures:
+            fig = draw()
+            path = os.path.join(outdir, "%s_%s.png" % (stem, name))
+            if summary:
+                for ax in fig.axes:
+                    if ax.images and ax.get_title():
+                        data = np.ma.asarray(ax.images[0].get_array(), dtype=float)
+                        print("DRAWN %s %s min %.17g max %.17g mean %.17g" % (
+                            name, ax.get_title().replace("\n", ", "), data.min(), data.max(), data.mean()))
+                print("FIGURE %s %s" % (os.path.basename(path), " | ".join(
+                    ax.get_title().replace("\n", ", ") for ax in fig.axes if ax.get_title())))
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+            written.append(path)
+        return written
+    finally:
+        if r is not source:
+            r.close()
+
+
+def main(argv=None):
+    """stemsim-render: every 2D result of a stemsim file as PNG files."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="stemsim-render", description="Draw the images, DPC maps, rings' radial "
+                                 "profile and 4D pattern of a stemsim result file as PNG files.")
+    ap.add_argument("file", help="a stemsim result file (its own layout)")
+    ap.add_argument("outdir", nargs="?", default=".", help="directory for the PNGs (default: .)")
+    ap.add_argument("--probe", nargs=2, type=int, metavar=("IX", "IY"), default=None,
+                    help="scan indices of the probe whose rings and 4D pattern are drawn (default: the centre)")
+    ap.add_argument("--point", nargs="+", type=int, metavar="I", default=None,
+                    help="one series point, by its index along each series axis (default: every point a panel)")
+    ap.add_argument("--max-panels", type=int, default=12, help="most panels per image (default 12)")
+    ap.add_argument("--summary", action="store_true", help="print one line per drawn panel (for checks)")
+    a = ap.parse_args(argv)
+    import matplotlib
+    matplotlib.use("Agg")
+    from .io import IncompleteFileError
+    try:
+        for path in render(a.file, a.outdir, a.probe, a.point, a.max_panels, a.summary):
+            print(path)
+    except (OSError, ValueError, IncompleteFileError) as err:
+        sys.exit("stemsim-render: error: %s" % err)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())
