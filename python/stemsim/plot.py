@@ -107,9 +107,19 @@ def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=No
 
 
 def rings(results, probe=None, point=None, log=True, ax=None):
-    """The rings' radial profile (intensity per ring against its centre angle, mrad) at a probe
-    (ix, iy; default the scan's centre) and averaged over the scan, with standard errors when
-    the file has them."""
+    """The rings' radial profile: intensity per ring against its centre angle (mrad), at a probe
+    and averaged over the scan, with standard errors when the file has them.
+
+    Args:
+        results: a Results.
+        probe: (ix, iy) scan indices (a probe index with [scan] positions); default the centre.
+        point: one series point, {axis: index or value} (default the first).
+        log: a logarithmic intensity axis.
+        ax: a matplotlib Axes to draw into (default a new figure).
+
+    Returns:
+        matplotlib.figure.Figure
+    """
     plt = _plt()
     a = _select(results["rings"], point)
     err = results.error("rings")
@@ -148,8 +158,20 @@ def rings(results, probe=None, point=None, log=True, ax=None):
 
 
 def pattern(results, probe=None, point=None, log=True, ax=None, cmap="magma", name="cbed"):
-    """The 4D pattern (/cbed) at a probe (ix, iy; default the scan's centre), log scale; reads
-    only that pattern from the file. name="pacbed" draws the position-averaged pattern."""
+    """The 4D pattern (/cbed) at a probe, on a log scale; reads only that pattern from the file.
+
+    Args:
+        results: a Results.
+        probe: (ix, iy) scan indices (a probe index with [scan] positions); default the centre.
+        point: one series point, {axis: index or value} (default the first).
+        log: log10 of the intensity (floored at 1e-7 of the maximum).
+        ax: a matplotlib Axes to draw into (default a new figure).
+        cmap: matplotlib colour map.
+        name: "cbed", or "pacbed" for the position-averaged pattern.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
     plt = _plt()
     a = results[name]
     if name == "cbed":
@@ -179,10 +201,22 @@ def pattern(results, probe=None, point=None, log=True, ax=None, cmap="magma", na
 
 
 def series(results, name="HAADF", axis=None, reduce="mean", ax=None):
-    """An image's scan mean (or reduce="max"/"min", or a probe (ix, iy)) along a series axis. Error
-    bars, when the file has standard errors: a probe's own, or for the scan mean the mean of the
-    pixels' standard errors (an upper bound: the standard deviation of a sum is at most the sum of
-    the standard deviations, whatever the pixels' correlation)."""
+    """An image's scan mean (or max, min, or one probe's value) along a series axis.
+
+    Error bars, when the file has standard errors: a probe's own, or for the scan mean the mean
+    of the pixels' standard errors (an upper bound: the standard deviation of a sum is at most
+    the sum of the standard deviations, whatever the pixels' correlation).
+
+    Args:
+        results: a Results.
+        name: an image name ("HAADF") or a dataset path.
+        axis: the series axis (default the first).
+        reduce: "mean", "max", "min", or a probe (ix, iy).
+        ax: a matplotlib Axes to draw into (default a new figure).
+
+    Returns:
+        matplotlib.figure.Figure
+    """
     plt = _plt()
     key = name if "/" in name else "images/" + name
     a = results[key]

@@ -88,7 +88,7 @@ class Config(dict):
 
     Values read from a file are strings; values set from Python may be numbers, booleans,
     lists or paths and are written as stemsim reads them (see the module's docstring).
-    A missing section reads as an empty one (cfg["probe"]["C10"] = -50 makes [probe]).
+    A missing section reads as an empty one (`cfg["probe"]["C10"] = -50` makes `[probe]`).
 
     Args:
         sections: {section: {key: value}} to start from.
@@ -137,16 +137,18 @@ class Config(dict):
         return cls.from_string(text, base=os.path.dirname(os.path.abspath(path)), source=os.fspath(path))
 
     def set(self, key, value):
-        """set("probe.C10", -50)."""
+        """Set one value by its dotted name, `cfg.set("probe.C10", -50)`; returns the Config (calls chain)."""
         sec, k = key.split(".", 1)
         self[sec][k] = value
         return self
 
     def get_value(self, key, default=None):
+        """One value by its dotted name (`cfg.get_value("probe.C10")`), else default."""
         sec, k = key.split(".", 1)
         return self.get(sec, {}).get(k, default)
 
     def copy(self):
+        """A Config of copied sections (the same base)."""
         return Config({s: dict(k) for s, k in self.items()}, base=self.base)
 
     def text(self):
@@ -271,16 +273,40 @@ def _wait(proc, chunks, echo, timeout, cmd, progress=None):
 
 def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_args=(), cwd=None, env=None,
         echo=False, timeout=None, dry_run=False, ini=None, progress=None):
-    """Run stemsim on a Config (written to `ini`, default a temporary file) or on a config.ini path.
-    ranks > 1 or mpirun given: `mpirun -np RANKS [mpi_args] stemsim ...` (mpirun: a command name or
-    list, default "mpirun"); srun=True: `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation);
-    otherwise stemsim runs directly (one MPI rank, singleton start-up). args: more stemsim options
-    (e.g. ["--set", "probe.C10=-50"]). echo: print stemsim's output as it comes (in a notebook too).
-    Returns the absolute path of the file stemsim published (its "published:" line; for dry_run, the
-    text printed); raises StemsimError (returncode, message, output) when stemsim fails, and
-    subprocess.TimeoutExpired after `timeout` seconds, stemsim stopped (SIGTERM, then SIGKILL).
-    progress: True prints one line of stemsim's progress (stage, percent, ETA) as it runs; a
-    callable is called progress(stage, fraction, eta_seconds) at each of stemsim's progress lines."""
+    """Run stemsim on a Config or on a config.ini path, and return the path of its output.
+
+    With ranks > 1 or mpirun given, stemsim runs as `mpirun -np RANKS [mpi_args] stemsim ...`;
+    with srun=True as `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation); otherwise
+    directly (one MPI rank, singleton start-up). stemsim is found by find_stemsim.
+
+    Args:
+        config: a Config (written to `ini`, default a temporary file) or a config.ini path.
+        ranks: MPI ranks.
+        mpirun: the launcher, a command name or list (default "mpirun" when ranks > 1).
+        srun: launch with Slurm's srun instead.
+        stemsim: the stemsim binary (default `$STEMSIM`, then PATH).
+        args: more stemsim options, e.g. `["--set", "probe.C10=-50"]`.
+        mpi_args: options for the launcher.
+        cwd: the directory stemsim runs in (a relative [output] file lands there).
+        env: its environment (default this process's).
+        echo: print stemsim's output as it comes (in a notebook too).
+        timeout: seconds; past them stemsim is stopped (SIGTERM, then SIGKILL) and
+            subprocess.TimeoutExpired raised.
+        dry_run: run `stemsim --dry-run` and return what it printed (Config.dry_run does).
+        ini: where a Config is written.
+        progress: True prints one line of stemsim's progress (stage, percent, ETA) as it runs;
+            a callable is called `progress(stage, fraction, eta_seconds)` at each of stemsim's
+            progress lines.
+
+    Returns:
+        str: the absolute path of the file stemsim published (its "published:" line); with
+        dry_run, the text it printed.
+
+    Raises:
+        StemsimError: stemsim failed (its returncode, message and output).
+        subprocess.TimeoutExpired: past `timeout` seconds.
+        FileNotFoundError: no stemsim found.
+    """
     exe = find_stemsim(stemsim)
     cwd = os.path.abspath(cwd or os.getcwd())
     tmpdir = None

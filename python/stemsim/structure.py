@@ -39,8 +39,16 @@ class ZoneAxisError(ValueError):
 
 
 class Model:
-    """An orthorhombic periodic model in stemsim's frame: cell (a, b, c) Angstrom, atoms'
-    Z, Cartesian positions (N, 3) inside the cell, occupancies and sigmas (rms, Angstrom)."""
+    """An orthorhombic periodic model in stemsim's frame (the beam along +z).
+
+    Attributes:
+        cell: (a, b, c) in Angstrom.
+        numbers: the atoms' Z.
+        positions: (N, 3) Cartesian positions in Angstrom, inside the cell.
+        occupancy: per atom, 0 to 1.
+        sigma: rms thermal displacement per atom, Angstrom.
+        comment: the XYZ file's first line.
+    """
 
     def __init__(self, cell, numbers, positions, occupancy, sigma, comment="stemsim model"):
         self.cell = np.asarray(cell, float)
@@ -187,10 +195,21 @@ def _centrings(frac, numbers, tol):
 
 
 def zone_axis_cell(atoms, zone, max_index=6, tol=1e-5):
-    """The orthorhombic periodic cell of an ASE Atoms looking down zone axis [u v w] (indices of
-    atoms.cell's vectors; [u v t w] for hexagonal cells). Returns (T, counts): T (3, 3) rows
-    t1, t2, t3 in Cartesian Angstrom of the original frame (t3 along the zone axis), and the
-    number of atoms in that cell. Raises ZoneAxisError when the search finds none."""
+    """The orthorhombic periodic cell of an ASE Atoms looking down zone axis [u v w].
+
+    Args:
+        atoms: an ase.Atoms.
+        zone: indices of atoms.cell's vectors (three, or four [u v t w] for hexagonal cells).
+        max_index: lattice vectors up to this index are searched.
+        tol: the tolerance of the angles (cosines).
+
+    Returns:
+        tuple: (T, count): T (3, 3), rows t1, t2, t3 in Cartesian Angstrom of the original
+        frame (t3 along the zone axis); count, the number of atoms in that cell.
+
+    Raises:
+        ZoneAxisError: the search finds no such cell.
+    """
     A = np.array(atoms.cell, float)
     if abs(np.linalg.det(A)) < 1e-9:
         raise ZoneAxisError("the structure has no 3D cell (periodic in all three directions is needed)")
@@ -322,7 +341,8 @@ def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occup
             format="prismatic") gives them: rms = sqrt(B / 8 pi^2)).
         occupancy: {symbol or Z: value}, else atoms.arrays["occupancies"] (ASE's name) or
             ["occupancy"] when present, else 1.
-        max_index, tol: the search of zone_axis_cell.
+        max_index: the search range of zone_axis_cell (lattice vectors up to this index).
+        tol: the angular tolerance of zone_axis_cell.
         comment: the XYZ file's comment line (default: formula, zone and cell).
         standardise: False takes the zone in the given cell's axes even for a primitive cell of a
             centred lattice (bulk("Si") [110] is then cubic [112]).
@@ -407,7 +427,22 @@ def _check_atoms(atoms, kw):
 
 
 def from_atoms(atoms, zone=(0, 0, 1), tile=(1, 1, 1), **kw):
-    """orient() then tile(); refuses models no run could use (_check_atoms) or tile into."""
+    """An ASE Atoms as a tiled stemsim Model: orient() then Model.tile().
+
+    Args:
+        atoms: an ase.Atoms, periodic in 3D.
+        zone: the zone axis (see orient).
+        tile: repeats (nx, ny, nz) of the oriented cell.
+        **kw: orient's other arguments (sigma, default_sigma, occupancy, standardise ...).
+
+    Returns:
+        Model
+
+    Raises:
+        ValueError: a coordinate that is not a finite number, a dummy element (Z = 0), a
+            displacement that is not finite and >= 0, or a tiling beyond any run.
+        ZoneAxisError: no orthorhombic periodic cell for this zone.
+    """
     _check_atoms(atoms, kw)
     model = orient(atoms, zone, **kw)
     n = len(model) * int(np.prod(tile))
@@ -418,7 +453,19 @@ def from_atoms(atoms, zone=(0, 0, 1), tile=(1, 1, 1), **kw):
 
 
 def from_file(path, zone=(0, 0, 1), tile=(1, 1, 1), format=None, index=0, **kw):
-    """Read a structure with ase.io.read (CIF, POSCAR, extended XYZ ...) and build the model."""
+    """A structure file read with ase.io.read (CIF, POSCAR, extended XYZ ...) as a tiled Model.
+
+    Args:
+        path: the structure file.
+        zone: the zone axis [u v w] of its cell ([u v t w] for hexagonal cells), see orient.
+        tile: repeats (nx, ny, nz) of the oriented cell.
+        format: ASE's format name, when the file name does not tell.
+        index: which structure of a file that holds several.
+        **kw: orient's other arguments (sigma={"Si": 0.076}, default_sigma, occupancy ...).
+
+    Returns:
+        Model: `model.write("model.xyz")` writes it for [sample] xyz.
+    """
     import ase.io
     atoms = ase.io.read(path, index=index, format=format)
     return from_atoms(atoms, zone, tile, **kw)

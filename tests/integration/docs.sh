@@ -9,7 +9,8 @@
 #                             door (under 200 lines); exit 77 when MkDocs is not installed. With
 #                             STEMSIM and PYTHON the figures are drawn first from the runs that
 #                             docs/figures/make_figures.py makes (a page showing a figure that no
-#                             script makes fails)
+#                             script makes fails); the API page (docs/api.md, mkdocstrings from
+#                             the package's docstrings) documents the package's public names
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 case ${1:-} in
@@ -20,12 +21,20 @@ case ${1:-} in
     lines=$(wc -l < "$root/README.md")
     [ "$lines" -lt 200 ] || { echo "FAIL README.md has $lines lines: the manual belongs in docs/"; exit 1; }
     [ -x "$mkdocs" ] || { echo "SKIP MkDocs is not installed at $mkdocs (.ci/deps --interop installs it)"; exit 77; }
+    "$(dirname "$mkdocs")/python" -c "import mkdocstrings_handlers.python" 2>/dev/null ||
+      { echo "SKIP mkdocstrings[python] (the API page) is not installed beside $mkdocs (.ci/deps --interop installs it)"; exit 77; }
     python3 "$root/docs/figures/make_figures.py" --check-pages || { echo "FAIL a page shows a figure no script makes"; exit 1; }
     if [ -n "${4:-}" ]; then
       "$5" "$root/docs/figures/make_figures.py" --stemsim "$4" --out "$root/docs/figures" --work "$out.figures" ||
         { echo "FAIL drawing the figures"; exit 1; }
     fi
     "$mkdocs" build --strict --config-file "$root/mkdocs.yml" --site-dir "$out" 2>&1 || { echo "FAIL the docs site"; exit 1; }
+    # the API page documents every public name of the package, from its docstrings
+    for name in io.read io.Results runner.Config runner.run runner.StemsimError handoff.to_py4dstem \
+                handoff.to_hyperspy noise.poisson_noise structure.from_file structure.orient plot.images plot.render; do
+      grep -q "id=\"stemsim\.$name\"" "$out/api/index.html" ||
+        { echo "FAIL the API page (docs/api.md) does not document stemsim.$name"; exit 1; }
+    done
     echo "PASS: README.md $lines lines; site in $out" ;;
   *) echo "usage: docs.sh config STEMSIM | site MKDOCS OUT" >&2; exit 2 ;;
 esac
