@@ -24,8 +24,9 @@ case ${1:-} in
     lines=$(wc -l < "$root/README.md")
     [ "$lines" -lt 200 ] || { echo "FAIL README.md has $lines lines: the manual belongs in docs/"; exit 1; }
     [ -x "$mkdocs" ] || { echo "SKIP MkDocs is not installed at $mkdocs (.ci/deps --interop installs it)"; exit 77; }
-    "$(dirname "$mkdocs")/python" -c "import mkdocstrings_handlers.python" 2>/dev/null ||
-      { echo "SKIP mkdocstrings[python] (the API page) is not installed beside $mkdocs (.ci/deps --interop installs it)"; exit 77; }
+    "$(dirname "$mkdocs")/python" -c "import mkdocstrings_handlers.python, mkdocs_jupyter" 2>/dev/null ||
+      { echo "SKIP mkdocstrings-python (the API page) or mkdocs-jupyter (the notebooks) is not installed beside $mkdocs" \
+             "(.ci/deps --interop installs them)"; exit 77; }
     python3 "$root/docs/figures/make_figures.py" --check-pages || { echo "FAIL a page shows a figure no script makes"; exit 1; }
     if [ -n "${4:-}" ]; then
       "$5" "$root/docs/figures/make_figures.py" --stemsim "$4" --out "$root/docs/figures" --work "$out.figures" ||
