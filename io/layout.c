@@ -1,7 +1,7 @@
 /* stemsim's own HDF5 layout: which datasets, with which attributes and units, one small
  * writer per dataset kind, driven by the channel table (src/channels.h). The layout is
  * documented once, in docs/output.md; tests/integration (check_h5.py, interop.py,
- * examples_check.py) read it back. The writing itself (collective transfers, agreed
+ * python_pkg.py) read it back. The writing itself (collective transfers, agreed
  * steps) is io/h5_collective.c's. */
 #include "layout.h"
 

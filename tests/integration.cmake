@@ -419,15 +419,6 @@ if(STEMSIM_PYTHON)
                        SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 endif()
 
-# examples/read_stemsim.py and render_png.py on a real series output.
-if(STEMSIM_PYTHON)
-  add_test(NAME examples_reader
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/examples_check.py --stemsim $<TARGET_FILE:stemsim>
-                   --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(examples_reader PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300)
-endif()
-
 # The Python package python/ (pip-installed from the tree into the build dir, build-venv/ itself
 # untouched) and the notebooks/ executed with nbconvert, in build-venv/ from .ci/deps --interop
 # (skipped, saying what is missing, without it).

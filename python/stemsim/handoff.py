@@ -58,14 +58,26 @@ def _linear_weights(src, dst):
 
 
 def square_q(patterns, qx, qy, oversample=2):
-    """Patterns [..., qy, qx] on steps dqx, dqy resampled onto equal steps, the finer of the two
-    divided by oversample (0 kept on a pixel), bilinear, scaled by the ratio of pixel areas so
-    that a sum over a detector region keeps its value (up to the pattern's edge pixels, which
-    the new grid covers by up to half an old pixel less). Returns (patterns, qx', qy', step). A detector drawn on the result by pixel centres
-    (py4DSTEM's virtual detectors) then follows a circle the finer, the larger oversample: on a
-    Si cell of 21.7 x 32.6 A (q steps 2.31 x 1.54 mrad) BF 0-15 and ADF 40-80 mrad agree with
-    stemsim's own images to -1.8 / +1.0% at 1, +0.6 / +0.3% at 2, -0.2 / +0.3% at 4
-    (tests/integration/python_pkg.py checks 2 to 1%); the data grow as oversample^2."""
+    """Patterns on unequal q steps resampled onto equal (square) ones.
+
+    The new step is the finer of the two divided by oversample (q = 0 kept on a pixel); the
+    values are interpolated bilinearly and scaled by the ratio of pixel areas, so that a sum
+    over a detector region keeps its value (up to the pattern's edge pixels, which the new
+    grid covers by up to half an old pixel less). A detector drawn on the result by pixel
+    centres (py4DSTEM's virtual detectors) follows a circle the finer, the larger oversample:
+    on a Si cell of 21.7 x 32.6 A (q steps 2.31 x 1.54 mrad) BF 0-15 and ADF 40-80 mrad agree
+    with stemsim's own images to -1.8 / +1.0% at 1, +0.6 / +0.3% at 2, -0.2 / +0.3% at 4
+    (tests/integration/python_pkg.py checks 2 to 1%); the data grow as oversample^2.
+
+    Args:
+        patterns: array `[..., qy, qx]`.
+        qx: the patterns' qx coordinates (mrad), evenly spaced and ascending.
+        qy: their qy coordinates, likewise.
+        oversample: a whole number >= 1.
+
+    Returns:
+        tuple: (patterns, qx, qy, step) on the square grid.
+    """
     if not (isinstance(oversample, (int, np.integer)) and oversample >= 1):
         raise ValueError("square_q: oversample = %r: a whole number >= 1" % (oversample,))
     qx, qy = np.asarray(qx, float), np.asarray(qy, float)
@@ -84,11 +96,25 @@ def square_q(patterns, qx, qy, oversample=2):
 
 
 def to_py4dstem(source, name="cbed", square_q_pixels=True, oversample=2, **series):
-    """A py4DSTEM DataCube of the 4D patterns ([R_x][R_y][Q_x][Q_y], py4DSTEM's order),
-    calibrated: R pixel size = the scan step (Angstrom), Q pixel size in mrad, the origin of q
-    (qx0, qy0) at the patterns' centre. square_q_pixels: resampled onto equal steps (square_q,
-    with oversample) where the cell's q steps differ; else as written, the x step taken (a
-    warning when y's differs)."""
+    """The 4D patterns as a py4DSTEM DataCube, calibrated.
+
+    The data are in py4DSTEM's order `[R_x][R_y][Q_x][Q_y]`; the R pixel size is the scan step
+    (Angstrom), the Q pixel size in mrad, and the origin of q (qx0, qy0) at the patterns'
+    centre.
+
+    Args:
+        source: a result file's path, or a Results.
+        name: the 4D dataset ("cbed").
+        square_q_pixels: resample onto equal q steps (square_q, with oversample) where the
+            cell's q steps differ (py4DSTEM has one Q pixel size); False keeps the patterns as
+            written and takes the x step (a warning when y's differs).
+        oversample: see square_q.
+        **series: one point of a series by its axes, e.g. `defocus=1` (an index); the first
+            point otherwise, with a warning.
+
+    Returns:
+        py4DSTEM.DataCube
+    """
     import py4DSTEM
     with _opened(source) as r:
         if name not in r:
@@ -122,10 +148,19 @@ def _axes(da, dims, units):
 
 
 def to_hyperspy(source, name="cbed", **series):
-    """hyperspy signals, calibrated and the right way round: the 4D patterns (name "cbed") as a
-    Signal2D with navigation (x, y) in Angstrom and signal (q_x, q_y) in mrad; "images": a dict
-    of Signal2D, one per [images] range (its title and range in metadata); any other 2D scan
-    dataset ("total_intensity", "dpc_com_x"...) as one Signal2D."""
+    """hyperspy signals, calibrated and the right way round.
+
+    Args:
+        source: a result file's path, or a Results.
+        name: "cbed" (the 4D patterns: a Signal2D with navigation (x, y) in Angstrom and signal
+            (qx, qy) in mrad, each axis its own step); "images" (a dict of Signal2D, one per
+            `[images]` range, its title and range in the metadata); any other 2D scan dataset
+            ("total_intensity", "dpc_com_x" ...) as one Signal2D.
+        **series: one point of a series by its axes, e.g. `defocus=1` (an index).
+
+    Returns:
+        hyperspy.signals.Signal2D, or a dict of them for "images".
+    """
     import hyperspy.api as hs
     with _opened(source) as r:
         if name == "images":

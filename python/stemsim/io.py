@@ -194,11 +194,26 @@ def _coords(f, name, dims, attrs):
 
 
 def read(path, lazy="auto", chunks=None, lazy_bytes=256 << 20):
-    """Read a complete stemsim output file (its own layout) as a Results mapping of
-    xarray.DataArray. lazy: "auto" (/cbed, /smatrix, /potential and datasets over lazy_bytes
-    stay in the file until indexed), True (every dataset) or False (all loaded now).
-    chunks: dask chunks for the lazy datasets (e.g. "auto"), instead of xarray's lazy arrays.
-    Refuses a file without the root attribute complete == 1, and Prismatic's EMD layout."""
+    """Read a complete stemsim output file (its own layout) as xarray DataArrays.
+
+    Each dataset becomes a DataArray named by its path ("images/HAADF", "cbed" ...): series
+    axes first, then its own (scan_y, scan_x, qy, qx, ring ...), coordinates from /axes with
+    their units.
+
+    Args:
+        path: the result file.
+        lazy: "auto" (/cbed, /smatrix, /potential and datasets over lazy_bytes stay in the file
+            until indexed), True (every dataset) or False (all loaded now).
+        chunks: dask chunks for the lazy datasets (e.g. "auto"), instead of xarray's lazy arrays.
+        lazy_bytes: the size above which "auto" leaves a dataset in the file.
+
+    Returns:
+        Results: a mapping {path: DataArray}; close it (or use `with`) when lazy arrays are done.
+
+    Raises:
+        IncompleteFileError: the file lacks the root attribute complete == 1.
+        ValueError: a file in Prismatic's EMD layout ([output] layout = emd).
+    """
     path = os.fspath(path)
     f = h5py.File(path, "r")
     try:
@@ -257,3 +272,25 @@ def read(path, lazy="auto", chunks=None, lazy_bytes=256 << 20):
         if f is not None:
             f.close()
         raise
+
+
+def main(argv=None):
+    """stemsim-read: a summary of a stemsim result file (every dataset, its axes and units)."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="stemsim-read", description="List every dataset of a stemsim result file "
+                                 "with its named axes, sizes and units (as stemsim.read gives them).")
+    ap.add_argument("file", nargs="+", help="stemsim result files (their own layout)")
+    a = ap.parse_args(argv)
+    for path in a.file:
+        try:
+            with read(path) as r:
+                print(repr(r))
+        except (OSError, ValueError) as err:
+            sys.exit("stemsim-read: error: %s" % err)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())

@@ -25,9 +25,22 @@ def scan_probe_area(data):
 
 
 def poisson_noise(data, dose, probe_area=None, seed=None):
-    """data (an xarray.DataArray from stemsim.read, or an array of fractions of the incident beam
-    per probe) with the counting noise of `dose` electrons per Angstrom^2; probe_area: Angstrom^2
-    per probe (default: the scan steps of data's coordinates). Returns the same type and units."""
+    """The counting noise of a finite electron dose, added to images or 4D patterns.
+
+    stemsim's values are fractions of the incident beam per probe: a probe of `dose` x
+    `probe_area` electrons counts Poisson(value x electrons) of them, divided by the electrons
+    again, so the result is in the data's units.
+
+    Args:
+        data: an xarray.DataArray from stemsim.read, or an array of such fractions.
+        dose: electrons per Angstrom^2 (finite, > 0).
+        probe_area: Angstrom^2 per probe (default: the scan steps of data's coordinates).
+        seed: for numpy's random generator.
+
+    Returns:
+        the same type as data (a DataArray keeps its dims and coordinates, the dose and the
+        electrons per probe in its attrs).
+    """
     if not (np.isfinite(dose) and dose > 0):
         raise ValueError("poisson_noise: dose = %r electrons per Angstrom^2: a finite number > 0" % (dose,))
     area = probe_area if probe_area is not None else scan_probe_area(data)

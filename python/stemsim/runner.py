@@ -15,6 +15,8 @@ exponent, 12 significant digits). Paths that stemsim resolves against the config
 the directory of the file a Config was read from, else the current directory), so the .ini may be
 written anywhere; [output] file stays relative to the directory stemsim runs in.
 """
+import configparser
+import io
 import os
 import re
 import shlex
@@ -59,8 +61,41 @@ def _value(v):
     return os.fspath(v) if hasattr(v, "__fspath__") else str(v)
 
 
+def _parser():
+    """configparser set to stemsim's dialect: keys keep their case, no interpolation (a '%' is a
+    '%'), no DEFAULT section, '#' comments at the start of a line; a section given twice is one."""
+    p = configparser.ConfigParser(interpolation=None, comment_prefixes=("#",), inline_comment_prefixes=None,
+                                  strict=False, empty_lines_in_values=False, default_section=_NO_DEFAULT,
+                                  delimiters=("=",))
+    p.optionxform = str
+    return p
+
+
+_NO_DEFAULT = "\0no default section"  # stemsim has none: a [DEFAULT] is a section like any other
+
+
+def _stemsim_comments(text):
+    """stemsim's own rules, applied before configparser sees the text as stemsim applies them
+    before inih (io/config.c): ';' starts a comment anywhere on a line, indentation is ignored
+    (an indented line is never the continuation of a value)."""
+    return "\n".join(line.split(";", 1)[0].strip() for line in text.splitlines()) + "\n"
+
+
 class Config(dict):
-    """A stemsim config.ini as {section: {key: value}} (a dict of dicts)."""
+    """A stemsim config.ini as {section: {key: value}} (a dict of dicts), read and written with
+    Python's configparser in stemsim's dialect (docs/config.md): keys keep their case, ';'
+    starts a comment anywhere on a line and '#' at its start, indentation is ignored.
+
+    Values read from a file are strings; values set from Python may be numbers, booleans,
+    lists or paths and are written as stemsim reads them (see the module's docstring).
+    A missing section reads as an empty one (`cfg["probe"]["C10"] = -50` makes `[probe]`).
+
+    Args:
+        sections: {section: {key: value}} to start from.
+        base: the directory against which the config's relative paths ([sample] xyz ...) are
+            made absolute when written; default the current directory.
+        **kw: more sections, as keyword arguments (sample={"xyz": "si.xyz"}).
+    """
 
     def __init__(self, sections=None, base=None, **kw):
         super().__init__()
@@ -73,39 +108,55 @@ class Config(dict):
         return self[section]
 
     @classmethod
-    def from_file(cls, path):
-        """Read a config.ini (comments dropped)."""
-        cfg, sec = cls(base=os.path.dirname(os.path.abspath(path))), None
-        with open(path) as fh:
-            for line in fh:
-                line = line.split(";", 1)[0].strip()
-                if not line or line.startswith("#"):
-                    continue
-                if line.startswith("[") and line.endswith("]"):
-                    sec = line[1:-1].strip()
-                    cfg[sec]
-                elif "=" in line and sec is not None:
-                    k, v = line.split("=", 1)
-                    cfg[sec][k.strip()] = v.strip()
+    def from_string(cls, text, base=None, source="<string>"):
+        """A Config from the text of a config.ini (comments dropped). Raises ValueError for what
+        stemsim refuses as syntax too: a key outside any [section], a line that is neither
+        '[section]' nor 'key = value'."""
+        parser = _parser()
+        try:
+            parser.read_string(_stemsim_comments(text), source=source)
+        except configparser.MissingSectionHeaderError as err:
+            raise ValueError("%s:%d: key outside any [section]: %s" % (source, err.lineno, err.line.strip())) \
+                from None
+        except configparser.ParsingError as err:
+            line = err.errors[0][0] if getattr(err, "errors", None) else 0
+            lines = text.splitlines()
+            raise ValueError("%s:%d: syntax error (expected '[section]' or 'key = value'): %s"
+                             % (source, line, lines[line - 1].strip() if 0 < line <= len(lines) else "")) from None
+        cfg = cls(base=base)
+        for sec in parser.sections():
+            cfg[sec].update(parser.items(sec, raw=True))
         return cfg
 
+    @classmethod
+    def from_file(cls, path):
+        """Read a config.ini (comments dropped); its directory becomes `base`. Raises ValueError
+        as from_string does, naming the file."""
+        with open(path) as fh:
+            text = fh.read()
+        return cls.from_string(text, base=os.path.dirname(os.path.abspath(path)), source=os.fspath(path))
+
     def set(self, key, value):
-        """set("probe.C10", -50)."""
+        """Set one value by its dotted name, `cfg.set("probe.C10", -50)`; returns the Config (calls chain)."""
         sec, k = key.split(".", 1)
         self[sec][k] = value
         return self
 
     def get_value(self, key, default=None):
+        """One value by its dotted name (`cfg.get_value("probe.C10")`), else default."""
         sec, k = key.split(".", 1)
         return self.get(sec, {}).get(k, default)
 
     def copy(self):
+        """A Config of copied sections (the same base)."""
         return Config({s: dict(k) for s, k in self.items()}, base=self.base)
 
     def text(self):
-        out = []
+        """The config as the text of a config.ini (written by configparser). Raises ValueError for
+        a value no config file can hold as given (a ';', a line break, spaces at its ends)."""
+        parser = _parser()
         for sec, keys in self.items():
-            out.append("[%s]" % sec)
+            parser.add_section(sec)
             for k, v in keys.items():
                 if v is None:
                     continue
@@ -117,9 +168,10 @@ class Config(dict):
                                                   "a line break" if bad else "spaces at its ends are dropped"))
                 if (sec, k) in CONFIG_RELATIVE and s and not os.path.isabs(s):
                     s = os.path.normpath(os.path.join(self.base, s))
-                out.append("%s = %s" % (k, s))
-            out.append("")
-        return "\n".join(out)
+                parser.set(sec, k, s)
+        out = io.StringIO()
+        parser.write(out)
+        return out.getvalue()
 
     def write(self, path):
         """Write the .ini; returns its path."""
@@ -221,16 +273,40 @@ def _wait(proc, chunks, echo, timeout, cmd, progress=None):
 
 def run(config, ranks=1, mpirun=None, srun=False, stemsim=None, args=(), mpi_args=(), cwd=None, env=None,
         echo=False, timeout=None, dry_run=False, ini=None, progress=None):
-    """Run stemsim on a Config (written to `ini`, default a temporary file) or on a config.ini path.
-    ranks > 1 or mpirun given: `mpirun -np RANKS [mpi_args] stemsim ...` (mpirun: a command name or
-    list, default "mpirun"); srun=True: `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation);
-    otherwise stemsim runs directly (one MPI rank, singleton start-up). args: more stemsim options
-    (e.g. ["--set", "probe.C10=-50"]). echo: print stemsim's output as it comes (in a notebook too).
-    Returns the absolute path of the file stemsim published (its "published:" line; for dry_run, the
-    text printed); raises StemsimError (returncode, message, output) when stemsim fails, and
-    subprocess.TimeoutExpired after `timeout` seconds, stemsim stopped (SIGTERM, then SIGKILL).
-    progress: True prints one line of stemsim's progress (stage, percent, ETA) as it runs; a
-    callable is called progress(stage, fraction, eta_seconds) at each of stemsim's progress lines."""
+    """Run stemsim on a Config or on a config.ini path, and return the path of its output.
+
+    With ranks > 1 or mpirun given, stemsim runs as `mpirun -np RANKS [mpi_args] stemsim ...`;
+    with srun=True as `srun -n RANKS [mpi_args] stemsim ...` (inside an allocation); otherwise
+    directly (one MPI rank, singleton start-up). stemsim is found by find_stemsim.
+
+    Args:
+        config: a Config (written to `ini`, default a temporary file) or a config.ini path.
+        ranks: MPI ranks.
+        mpirun: the launcher, a command name or list (default "mpirun" when ranks > 1).
+        srun: launch with Slurm's srun instead.
+        stemsim: the stemsim binary (default `$STEMSIM`, then PATH).
+        args: more stemsim options, e.g. `["--set", "probe.C10=-50"]`.
+        mpi_args: options for the launcher.
+        cwd: the directory stemsim runs in (a relative [output] file lands there).
+        env: its environment (default this process's).
+        echo: print stemsim's output as it comes (in a notebook too).
+        timeout: seconds; past them stemsim is stopped (SIGTERM, then SIGKILL) and
+            subprocess.TimeoutExpired raised.
+        dry_run: run `stemsim --dry-run` and return what it printed (Config.dry_run does).
+        ini: where a Config is written.
+        progress: True prints one line of stemsim's progress (stage, percent, ETA) as it runs;
+            a callable is called `progress(stage, fraction, eta_seconds)` at each of stemsim's
+            progress lines.
+
+    Returns:
+        str: the absolute path of the file stemsim published (its "published:" line); with
+        dry_run, the text it printed.
+
+    Raises:
+        StemsimError: stemsim failed (its returncode, message and output).
+        subprocess.TimeoutExpired: past `timeout` seconds.
+        FileNotFoundError: no stemsim found.
+    """
     exe = find_stemsim(stemsim)
     cwd = os.path.abspath(cwd or os.getcwd())
     tmpdir = None

@@ -8,7 +8,8 @@ or from the shell:  stemsim-structure Si.cif --zone 1 1 0 --tile 10 10 5 -o Si11
 
 Orientation: the zone axis [u v w] (indices of the structure's cell vectors as given, e.g. a
 CIF's conventional cell; four hexagonal indices [u v t w] are accepted too) becomes the beam
-direction +z. stemsim needs an orthorhombic cell that is periodic, so the model is the
+direction +z. A primitive cell of a centred lattice (ase.build.bulk("Si") gives one) is taken
+in its conventional cell first (conventional()), so that bulk("Si") [110] is cubic [110]. stemsim needs an orthorhombic cell that is periodic, so the model is the
 supercell this search finds: the crystal's full translation lattice is found first
 (centring translations included, so fcc Si [110] gives a/sqrt2 x a x a/sqrt2 with 4 atoms,
 not 8 or 16); the beam repeat t3 is the shortest lattice vector along [u v w]; the two
@@ -38,8 +39,16 @@ class ZoneAxisError(ValueError):
 
 
 class Model:
-    """An orthorhombic periodic model in stemsim's frame: cell (a, b, c) Angstrom, atoms'
-    Z, Cartesian positions (N, 3) inside the cell, occupancies and sigmas (rms, Angstrom)."""
+    """An orthorhombic periodic model in stemsim's frame (the beam along +z).
+
+    Attributes:
+        cell: (a, b, c) in Angstrom.
+        numbers: the atoms' Z.
+        positions: (N, 3) Cartesian positions in Angstrom, inside the cell.
+        occupancy: per atom, 0 to 1.
+        sigma: rms thermal displacement per atom, Angstrom.
+        comment: the XYZ file's first line.
+    """
 
     def __init__(self, cell, numbers, positions, occupancy, sigma, comment="stemsim model"):
         self.cell = np.asarray(cell, float)
@@ -64,7 +73,15 @@ class Model:
                      np.tile(self.sigma, rep), self.comment)
 
     def text(self):
-        """The model in Prismatic's XYZ format (docs/config.md, "Input model (XYZ)")."""
+        """The model in Prismatic's XYZ format (docs/config.md, "Input model (XYZ)").
+
+        Written here, not by ase.io.write(..., format="prismatic"): ASE's writer prints every
+        column with 6 significant digits, so positions in a 160 Angstrom model move by up to
+        5e-4 Angstrom, and an atom within that of the cell's far face is written past the cell
+        length, which stemsim's reader (io/xyz.c) refuses ("outside the cell"); it also appends
+        to the comment and wants Debye-Waller factors for every element. What ASE reads of this
+        file (ase.io.read(path, format="prismatic")) is the model (python_pkg checks it).
+        """
         comment = " ".join(self.comment.split()) or "stemsim model"
         out = [comment, "    %.8f %.8f %.8f" % tuple(self.cell)]
         for z, p, o, s in zip(self.numbers, self.positions, self.occupancy, self.sigma):
@@ -95,23 +112,40 @@ class Model:
         return path
 
     def to_ase(self):
+        """The model as an ase.Atoms, its occupancies and rms displacements in the arrays ASE's
+        Prismatic format uses ("occupancies", and "debye_waller_factors" B = 8 pi^2 rms^2 in
+        Angstrom^2), so that ase.io.write(path, model.to_ase(), format="prismatic") and
+        orient() of the Atoms keep them."""
         from ase import Atoms
-        return Atoms(numbers=self.numbers, positions=self.positions, cell=np.diag(self.cell), pbc=True)
+        atoms = Atoms(numbers=self.numbers, positions=self.positions, cell=np.diag(self.cell), pbc=True)
+        atoms.set_array("occupancies", self.occupancy.copy())
+        atoms.set_array("debye_waller_factors", 8 * np.pi ** 2 * self.sigma ** 2)
+        return atoms
 
 
 def read_xyz(path):
-    """A Prismatic XYZ file as a Model."""
+    """A Prismatic XYZ file as a Model, read as stemsim reads it (io/xyz.c): a comment line, the
+    cell a b c, then 'Z x y z [occupancy [sigma]]' lines (occupancy 1 and sigma 0 when left
+    out) until a line "-1" or the end of the file, blank lines skipped.
+
+    Read here, not by ase.io.read(path, format="prismatic"), because ASE's reader takes the
+    last line for the "-1" without looking (a file that ends without it, which stemsim reads,
+    loses its last atom) and refuses lines of 4 or 5 numbers."""
     with open(path) as fh:
         lines = fh.read().splitlines()
+    if len(lines) < 2:
+        raise ValueError("%s: too short: expected a comment line and the cell size" % path)
     cell = [float(x) for x in lines[1].split()[:3]]
     rows = []
-    for ln in lines[2:]:
+    for k, ln in enumerate(lines[2:], 3):
         p = ln.split()
         if not p:
             continue
-        if p[0] == "-1":
+        if len(p) == 1 and float(p[0]) == -1:
             break
-        rows.append([float(x) for x in p[:6]])
+        if not 4 <= len(p) <= 6:
+            raise ValueError("%s:%d: expected 'Z x y z [occupancy sigma]', got %r" % (path, k, ln))
+        rows.append([float(x) for x in p] + [1.0, 0.0][len(p) - 4:])
     r = np.array(rows, float).reshape(-1, 6)
     return Model(cell, r[:, 0].astype(int), r[:, 1:4], r[:, 4], r[:, 5], lines[0])
 
@@ -161,10 +195,21 @@ def _centrings(frac, numbers, tol):
 
 
 def zone_axis_cell(atoms, zone, max_index=6, tol=1e-5):
-    """The orthorhombic periodic cell of an ASE Atoms looking down zone axis [u v w] (indices of
-    atoms.cell's vectors; [u v t w] for hexagonal cells). Returns (T, counts): T (3, 3) rows
-    t1, t2, t3 in Cartesian Angstrom of the original frame (t3 along the zone axis), and the
-    number of atoms in that cell. Raises ZoneAxisError when the search finds none."""
+    """The orthorhombic periodic cell of an ASE Atoms looking down zone axis [u v w].
+
+    Args:
+        atoms: an ase.Atoms.
+        zone: indices of atoms.cell's vectors (three, or four [u v t w] for hexagonal cells).
+        max_index: lattice vectors up to this index are searched.
+        tol: the tolerance of the angles (cosines).
+
+    Returns:
+        tuple: (T, count): T (3, 3), rows t1, t2, t3 in Cartesian Angstrom of the original
+        frame (t3 along the zone axis); count, the number of atoms in that cell.
+
+    Raises:
+        ZoneAxisError: the search finds no such cell.
+    """
     A = np.array(atoms.cell, float)
     if abs(np.linalg.det(A)) < 1e-9:
         raise ZoneAxisError("the structure has no 3D cell (periodic in all three directions is needed)")
@@ -238,28 +283,80 @@ CENTRED = {"FCC": "face-centred cubic", "BCC": "body-centred cubic", "BCT": "bod
            "ORCC": "base-centred orthorhombic"}
 
 
-def _refuse_primitive_of_centred(atoms, zone):
-    """A primitive cell of a centred lattice (ase.build.bulk's default) would take [u v w] in its own
-    skewed basis: Si's [110] came out as cubic [112], in silence. Refused, with the cure."""
+def conventional(atoms, eps=2e-4):
+    """The structure in the conventional cell of its lattice when `atoms` holds a primitive cell of
+    a centred lattice (face-, body- or base-centred cubic, tetragonal or orthorhombic, as
+    ase.build.bulk gives by default), so that a zone [u v w] means the conventional axes, as
+    in the literature (Si [110] is cubic [110], not [112] of the skewed primitive axes).
+
+    ASE's lattice identification (ase.lattice.identify_lattice) gives the lattice and the integer
+    operation onto its standard primitive cell; the lattice's own map from primitive to
+    conventional vectors (conventional_cellmap) follows, and ase.build.make_supercell fills the
+    new cell. Any other structure (an orthogonal cell, a hexagonal or a monoclinic one, a cell
+    ASE cannot identify) is returned as it is.
+
+    Returns:
+        (atoms, name): the conventional structure and the lattice's name ("FCC", "BCC" ...), or
+        the input and None when nothing was changed.
+
+    Raises:
+        ZoneAxisError: when the conventional cell that ASE's operation gives is not orthogonal.
+    """
+    if atoms.cell.orthorhombic:
+        return atoms, None
     try:
-        lattice = atoms.cell.get_bravais_lattice()
+        from ase.lattice import identify_lattice
+        lattice, op = identify_lattice(atoms.cell, eps=eps)
     except Exception:  # not a recognised lattice (a slab, a molecule in a box): the given cell is meant
-        return
-    if lattice.name in CENTRED and not atoms.cell.orthorhombic:
-        raise ZoneAxisError("zone axis [%s]: the structure's cell is the primitive cell of a %s lattice, in whose "
-                            "skewed axes [%s] would be taken (Si's [1 1 0] came out as cubic [1 1 2]); give its "
-                            "conventional cell: ase.build.bulk(..., cubic=True), or a CIF in its conventional setting"
-                            % (" ".join(map(str, zone)), CENTRED[lattice.name], " ".join(map(str, zone))))
+        return atoms, None
+    if lattice.name not in CENTRED:
+        return atoms, None
+    from ase.build import make_supercell
+    M = np.rint(np.asarray(lattice.conventional_cellmap) @ np.asarray(op)).astype(int)
+    if np.linalg.det(M) < 0:
+        M = -M
+    conv = make_supercell(atoms, M)
+    want = lattice.conventional().cellpar()
+    if not (np.allclose(conv.cell.angles(), 90.0, atol=1e-3) and
+            np.allclose(np.sort(conv.cell.lengths()), np.sort(want[:3]), rtol=1e-4)):
+        raise ZoneAxisError("the structure's cell is a primitive cell of a %s lattice, and its conventional cell "
+                            "could not be made (%s): give the conventional cell, e.g. ase.build.bulk(..., "
+                            "cubic=True), or a CIF in its conventional setting" % (CENTRED[lattice.name],
+                                                                                 conv.cell.cellpar().round(4)))
+    return conv, lattice.name
 
 
 def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occupancy=None, max_index=6,
-           tol=1e-5, comment=None):
+           tol=1e-5, comment=None, standardise=True):
     """An ASE Atoms as a stemsim Model looking down `zone` (beam along +z): the orthorhombic periodic
-    cell of zone_axis_cell, its atoms inside it (origin at the structure's origin). sigma: {symbol or
-    Z: rms displacement in Angstrom}, others default_sigma. occupancy: {symbol or Z: value}, or
-    taken from atoms.arrays["occupancy"] when present, else 1."""
+    cell of zone_axis_cell, its atoms inside it (origin at the structure's origin).
+
+    Args:
+        atoms: an ase.Atoms, periodic in 3D.
+        zone: the zone axis [u v w] in the axes of the structure's cell ([u v t w] for a hexagonal
+            cell); with standardise, a primitive cell of a centred lattice is taken in its
+            conventional cell first (see conventional()).
+        sigma: {symbol or Z: rms displacement in Angstrom}; the others default_sigma, unless the
+            atoms carry ASE's "debye_waller_factors" (B in Angstrom^2, as ase.io.read(...,
+            format="prismatic") gives them: rms = sqrt(B / 8 pi^2)).
+        occupancy: {symbol or Z: value}, else atoms.arrays["occupancies"] (ASE's name) or
+            ["occupancy"] when present, else 1.
+        max_index: the search range of zone_axis_cell (lattice vectors up to this index).
+        tol: the angular tolerance of zone_axis_cell.
+        comment: the XYZ file's comment line (default: formula, zone and cell).
+        standardise: False takes the zone in the given cell's axes even for a primitive cell of a
+            centred lattice (bulk("Si") [110] is then cubic [112]).
+
+    Returns:
+        Model: the oriented cell, its atoms sorted by z, y, x.
+
+    Raises:
+        ZoneAxisError: when no orthorhombic periodic cell exists within the search.
+    """
     from ase.data import atomic_numbers
-    _refuse_primitive_of_centred(atoms, zone)
+    centred = None
+    if standardise:
+        atoms, centred = conventional(atoms)
     T, count = zone_axis_cell(atoms, zone, max_index, tol)
     A = np.array(atoms.cell, float)
     frac = np.mod(atoms.get_scaled_positions(wrap=True), 1.0)
@@ -289,17 +386,22 @@ def orient(atoms, zone=(0, 0, 1), sigma=None, default_sigma=DEFAULT_SIGMA, occup
         return out
 
     sig = per_element(sigma, default_sigma)
+    if "debye_waller_factors" in atoms.arrays:  # ASE's prismatic reader: B = 8 pi^2 rms^2
+        given = np.sqrt(np.asarray(atoms.arrays["debye_waller_factors"], float)[idx] / (8 * np.pi ** 2))
+        keep = per_element(sigma, np.nan)
+        sig = np.where(np.isnan(keep), given, keep)
     if occupancy is not None:
         occ = per_element(occupancy, 1.0)
-    elif "occupancy" in atoms.arrays:
-        occ = np.asarray(atoms.arrays["occupancy"], float)[idx]
+    elif "occupancies" in atoms.arrays or "occupancy" in atoms.arrays:
+        occ = np.asarray(atoms.arrays.get("occupancies", atoms.arrays.get("occupancy")), float)[idx]
     else:
         occ = np.ones(len(numbers))
     order = np.lexsort((np.round(pos[:, 0], 6), np.round(pos[:, 1], 6), np.round(pos[:, 2], 6)))
     if comment is None:
         zone_s = " ".join(str(int(z)) for z in zone)
-        comment = "%s [%s] zone axis, %.6f x %.6f x %.6f Angstrom, from ASE" % (
-            atoms.get_chemical_formula(), zone_s, L[0], L[1], L[2])
+        comment = "%s [%s] zone axis%s, %.6f x %.6f x %.6f Angstrom, from ASE" % (
+            atoms.get_chemical_formula(), zone_s, " of the conventional %s cell" % centred if centred else "",
+            L[0], L[1], L[2])
     return Model(L, numbers[order], pos[order], occ[order], sig[order], comment)
 
 
@@ -325,7 +427,22 @@ def _check_atoms(atoms, kw):
 
 
 def from_atoms(atoms, zone=(0, 0, 1), tile=(1, 1, 1), **kw):
-    """orient() then tile(); refuses models no run could use (_check_atoms) or tile into."""
+    """An ASE Atoms as a tiled stemsim Model: orient() then Model.tile().
+
+    Args:
+        atoms: an ase.Atoms, periodic in 3D.
+        zone: the zone axis (see orient).
+        tile: repeats (nx, ny, nz) of the oriented cell.
+        **kw: orient's other arguments (sigma, default_sigma, occupancy, standardise ...).
+
+    Returns:
+        Model
+
+    Raises:
+        ValueError: a coordinate that is not a finite number, a dummy element (Z = 0), a
+            displacement that is not finite and >= 0, or a tiling beyond any run.
+        ZoneAxisError: no orthorhombic periodic cell for this zone.
+    """
     _check_atoms(atoms, kw)
     model = orient(atoms, zone, **kw)
     n = len(model) * int(np.prod(tile))
@@ -336,7 +453,19 @@ def from_atoms(atoms, zone=(0, 0, 1), tile=(1, 1, 1), **kw):
 
 
 def from_file(path, zone=(0, 0, 1), tile=(1, 1, 1), format=None, index=0, **kw):
-    """Read a structure with ase.io.read (CIF, POSCAR, extended XYZ ...) and build the model."""
+    """A structure file read with ase.io.read (CIF, POSCAR, extended XYZ ...) as a tiled Model.
+
+    Args:
+        path: the structure file.
+        zone: the zone axis [u v w] of its cell ([u v t w] for hexagonal cells), see orient.
+        tile: repeats (nx, ny, nz) of the oriented cell.
+        format: ASE's format name, when the file name does not tell.
+        index: which structure of a file that holds several.
+        **kw: orient's other arguments (sigma={"Si": 0.076}, default_sigma, occupancy ...).
+
+    Returns:
+        Model: `model.write("model.xyz")` writes it for [sample] xyz.
+    """
     import ase.io
     atoms = ase.io.read(path, index=index, format=format)
     return from_atoms(atoms, zone, tile, **kw)
@@ -367,6 +496,9 @@ def main(argv=None):
     p.add_argument("--format", default=None, help="ASE format name, when the file name does not tell")
     p.add_argument("--max-index", type=int, default=6, help="search range of the supercell search (default 6)")
     p.add_argument("--comment", default=None, help="the comment line of the XYZ file")
+    p.add_argument("--given-axes", action="store_true",
+                   help="take the zone in the given cell's axes even when it is a primitive cell of a centred "
+                        "lattice (by default such a cell is taken in its conventional cell first)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file (never the input)")
     a = p.parse_args(argv)
     if a.output != "-" and os.path.lexists(a.output):
@@ -382,7 +514,8 @@ def main(argv=None):
         p.error("--tile takes three positive integers")
     try:
         model = from_file(a.input, zone=a.zone, tile=a.tile, format=a.format, sigma=dict(a.sigma),
-                          default_sigma=a.default_sigma, max_index=a.max_index, comment=a.comment)
+                          default_sigma=a.default_sigma, max_index=a.max_index, comment=a.comment,
+                          standardise=not a.given_axes)
     except ImportError as err:
         sys.exit("stemsim-structure: error: %s (pip install ase)" % err)
     except ZoneAxisError as err:

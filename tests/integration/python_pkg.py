@@ -14,16 +14,26 @@ below under that Python with the package and its console script from there:
      a^3/2 / (a^3/8) = 4 atoms), and its atoms equal an independent construction: the cubic
      crystal rotated by x = [1-10]/sqrt2, y = [00-1], z = [110]/sqrt2 and wrapped into that cell
      (so the model is that crystal, periodic); stemsim --dry-run accepts it. A monoclinic zone
-     without an orthorhombic cell is refused with a message.
+     without an orthorhombic cell is refused with a message. bulk("Si") (the primitive fcc cell)
+     [110] is cubic [110] (taken in its conventional cell); ASE's Prismatic XYZ reader reads the
+     package's files and the package reads ASE's and what ASE's reader gets wrong.
   3. stemsim.run() of a small frozen-phonon tilt series, then stemsim.read(): every dataset equals
      h5py's array, dims follow series_axes, coordinates equal /axes, /cbed is lazy and a slice of
-     it equals h5py's; a file with complete = 0 is refused; examples/read_stemsim.py agrees;
+     it equals h5py's; a file with complete = 0 is refused;
      with --mpiexec, run(ranks=2, mpirun=...) gives the same results (1e-6).
   4. stemsim.run() of a config with a bad key raises StemsimError with exit code 3.
-  5. stemsim.plot draws images (a panel per series point), rings, a 4D pattern and a series.
+     Config's INI goes through configparser: configparser reads its text back unchanged; ';'
+     comments, indentation and case as stemsim reads them; a key outside any section refused.
+  5. stemsim.plot draws images (a panel per series point, by xarray's faceting: one colour scale
+     per image), rings, a 4D pattern and a series.
   5b. xr.open_dataset(path, engine="stemsim") (the package's xarray backend entry point) = read().
+  5c. stemsim-read and stemsim-render (the former examples/read_stemsim.py and render_png.py): a
+     listing, every 2D result drawn to PNG, a panel per series point holding that point's image,
+     --point, a probe outside the scan refused.
   6. stemsim.to_py4dstem and to_hyperspy on a non-square cell (where py4DSTEM and hyperspy are
      installed): calibrated, the scan as navigation, py4DSTEM's virtual images within 1%.
+  7. docs/python.md's "10 minutes from a CIF to calibrated 4D data" block runs as it stands
+     (with py4DSTEM and hyperspy): its virtual ADF within 1% of stemsim's image.
 """
 import argparse
 import os
@@ -212,12 +222,46 @@ def inner(a):
     check(np.allclose(sorted(m111.cell), sorted([A / np.sqrt(2), A * np.sqrt(1.5), A * np.sqrt(3)]), atol=1e-6)
           and len(m111) == 12, "Si [111]: a/sqrt2 x a sqrt(3/2) x a sqrt3, 12 atoms (got %s, %d)" % (m111.cell,
                                                                                                     len(m111)))
-    try:  # a primitive cell of a centred lattice: refused with the cure (issue 39 item 4)
-        S.orient(bulk("Si"), (1, 1, 0))
-        check(False, "bulk('Si') (the primitive fcc cell) with zone (1, 1, 0) is refused")
-    except S.ZoneAxisError as err:
-        check("cubic=True" in str(err), "bulk('Si') (the primitive fcc cell) with zone (1, 1, 0) is refused: %s"
-              % str(err)[:90])
+    # a primitive cell of a centred lattice is taken in its conventional cell (issue 39 item 4):
+    # bulk("Si") [110] is cubic [110] (it came out as cubic [112] in silence, then was refused)
+    prim = S.orient(bulk("Si", a=A), (1, 1, 0), sigma={"Si": 0.07})
+    conv = S.orient(cub, (1, 1, 0), sigma={"Si": 0.07})
+    rows_c = np.column_stack([conv.numbers, conv.positions, conv.occupancy, conv.sigma])
+    ok, why = same_atoms(prim, conv.cell, rows_c)
+    check(ok and np.allclose(prim.cell, closed, atol=1e-6) and len(prim) / (prim.cell[0] * prim.cell[1]) ==
+          len(conv) / (conv.cell[0] * conv.cell[1]), "bulk('Si') (the primitive fcc cell) [110] is cubic [110]: "
+          "%.4f x %.4f A, %d atoms, the atoms of bulk('Si', cubic=True) [110] (%s)" % (prim.cell[0], prim.cell[1],
+                                                                                   len(prim), why))
+    given = S.orient(bulk("Si", a=A), (1, 1, 0), standardise=False)
+    check(len(given) == 12 and np.allclose(given.cell, [A / np.sqrt(2), A * np.sqrt(3), A * np.sqrt(6) / 2]) and
+          "conventional" not in given.comment, "standardise=False takes the primitive axes as given (cubic [112]: "
+          "a/sqrt2 x a sqrt3 x a sqrt6/2, 12 atoms; got %s, %d)" % (given.cell.round(4), len(given)))
+    fe = S.orient(bulk("Fe", "bcc", a=2.87), (0, 0, 1))
+    check(np.allclose(fe.cell, [2.87] * 3) and len(fe) == 2, "bulk('Fe') (primitive bcc) [001]: the cube, 2 atoms "
+                                                             "(got %s, %d)" % (fe.cell, len(fe)))
+    # ASE's Prismatic XYZ (ase.io format "prismatic", issue 39 item 5) reads what the package writes;
+    # the package reads what ASE writes (to ASE's 6 digits) and, as stemsim does, files ASE's
+    # reader gets wrong: no closing -1 (ASE drops the last atom), lines without occupancy or sigma
+    ase_m = ase.io.read("si110.xyz", format="prismatic")
+    ase_sig = np.sqrt(ase_m.arrays["debye_waller_factors"] / (8 * np.pi ** 2))
+    check(np.allclose(ase_m.positions, m.positions, atol=1e-6) and np.array_equal(ase_m.numbers, m.numbers) and
+          np.allclose(ase_m.cell.lengths(), m.cell) and np.allclose(ase_sig, m.sigma) and
+          np.allclose(ase_m.arrays["occupancies"], m.occupancy),
+          "ase.io.read(format='prismatic') of the package's XYZ is the model (Z, positions, cell, occupancy, sigma)")
+    again = S.orient(ase_m, (0, 0, 1))
+    check(np.allclose(again.sigma, 0.07) and np.allclose(again.occupancy, 1) and len(again) == len(m),
+          "orient() of ASE's Atoms keeps its Debye-Waller factors as rms displacements (%s)" % again.sigma[:2])
+    ase.io.write("ase_written.xyz", m.tile(2, 1, 1).to_ase(), format="prismatic")
+    back = S.read_xyz("ase_written.xyz")
+    ok, why = same_atoms(back, m.cell * (2, 1, 1), np.column_stack([m.tile(2, 1, 1).numbers, m.tile(2, 1, 1).positions,
+                                                                    np.ones(8), np.full(8, 0.07)]), tol=1e-4)
+    check(ok, "read_xyz of ase.io.write(model.to_ase(), format='prismatic') is the model to ASE's 6 digits (%s)" % why)
+    with open("short.xyz", "w") as fh:
+        fh.write("no -1, short lines\n 5.43 5.43 5.43\n14 0 0 0\n\n14 1.3575 1.3575 1.3575 0.5\n")
+    short = S.read_xyz("short.xyz")
+    check(len(short) == 2 and list(short.occupancy) == [1.0, 0.5] and list(short.sigma) == [0.0, 0.0],
+          "read_xyz reads as stemsim does: no -1, 4 or 5 numbers a line (occupancy 1, sigma 0): %d atoms, occupancy "
+          "%s" % (len(short), short.occupancy.tolist()))
     mg = S.orient(bulk("Mg", "hcp", a=3.21, c=5.21), (0, 0, 0, 1))
     check(np.allclose(mg.cell, [3.21, 3.21 * np.sqrt(3), 5.21], atol=1e-6) and len(mg) == 4,
           "hcp Mg [0001]: orthohexagonal a x a sqrt3 x c, 4 atoms (got %s, %d)" % (mg.cell, len(mg)))
@@ -265,12 +309,6 @@ def inner(a):
               "error('images/HAADF') is /standard_error/images/HAADF")
         check(np.allclose(res["rings"]["ring"].values, f["axes/ring_inner_mrad"][()] + 1.0),
               "rings' ring coordinate is the ring centre (inner + width/2) in mrad")
-    sys.path.insert(0, os.path.join(a.source, "examples"))
-    import read_stemsim
-    old = read_stemsim.load(out)
-    check(sorted(old) == sorted(res.keys()) and all(np.array_equal(old[k].data, res[k].values) for k in old) and
-          all(tuple(old[k].dims) == res[k].dims for k in res.names),
-          "examples/read_stemsim.py still loads the same arrays with the same dims")
     res.close()
     shutil.copy(out, "incomplete.h5")
     with h5py.File("incomplete.h5", "r+") as f:
@@ -319,6 +357,26 @@ def inner(a):
         check(False, "a value the config file cannot hold (';') is refused")
     except ValueError as err:
         check("comment" in str(err), "a value the config file cannot hold (';') is refused: %s" % err)
+    # 4f. Config reads and writes INI through configparser in stemsim's dialect (issue 39 item 5):
+    # what it writes configparser reads back unchanged; ';' comments anywhere, indentation
+    # ignored, keys keep their case; a key outside any section and a line without '=' are refused
+    # by line, as stemsim refuses them (the hand-written reader dropped both in silence)
+    import configparser
+    text = cfg.text()
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.optionxform = str
+    cp.read_string(text)
+    check({s: dict(cp[s]) for s in cp.sections()} == {s: dict(k) for s, k in stemsim.Config.from_string(text).items()}
+          and cp["series"]["tilt_x"] == "0 1", "Config.text() is INI that configparser reads back unchanged")
+    got = stemsim.Config.from_string("[Probe] ; aberrations\n   C10 = -50;defocus\n# a note\n[output]\nfile = a%b.h5\n")
+    check(got == {"Probe": {"C10": "-50"}, "output": {"file": "a%b.h5"}},
+          "Config.from_string: ';' comments anywhere, '#' lines, indentation ignored, case kept (%s)" % dict(got))
+    for bad_text, why in (("tile_x = 2\n[sample]\n", "outside any [section]"), ("[simulation]\nthermal\n", ":2:")):
+        try:
+            stemsim.Config.from_string(bad_text)
+            check(False, "Config.from_string refuses %r" % bad_text)
+        except ValueError as err:
+            check(why in str(err), "Config.from_string refuses %r: %s" % (bad_text, err))
     # 4c. run(timeout=T) stops stemsim and raises after T seconds (issue 38 item 8)
     import time
     t0 = time.time()
@@ -364,6 +422,15 @@ def inner(a):
     titles = [ax.get_title() for ax in fig.axes if ax.images]
     check(any("60 mrad and beyond" in t and "tilt_x 1" in t for t in titles), "panel titles name the range and "
                                                                                "point: %s" % titles[:2])
+    # xarray's faceting (issue 39 item 5): the panels of one image share a colour scale that spans
+    # its series points (each image its own), and the axes are shared
+    haadf = [ax for ax in fig.axes if ax.images and ax.get_title().startswith("HAADF")]
+    clims = [ax.images[0].get_clim() for ax in haadf]
+    want = (float(res["images/HAADF"].min()), float(res["images/HAADF"].max()))
+    check(len(clims) == 2 and all(np.allclose(c, want) for c in clims) and
+          haadf[0].get_shared_x_axes().joined(haadf[0], haadf[1]),
+          "plot.images: the HAADF panels share one colour scale over both tilts %s and their axes (%s)"
+          % (tuple(round(w, 6) for w in want), clims))
     fig.savefig("images.png")
     plot.rings(res, probe=(1, 0)).savefig("rings.png")
     plot.pattern(res, probe=(2, 1)).savefig("cbed.png")
@@ -375,6 +442,38 @@ def inner(a):
     check(all(os.path.getsize(p) > 1000 for p in ("images.png", "rings.png", "cbed.png", "series.png")),
           "plots saved")
     res.close()
+
+    # 5c. the examples folded into the package (issue 39 item 5): stemsim-read lists a file as read()
+    # gives it, stemsim-render draws every 2D result (a panel per series point, holding that point's
+    # image: its mean compared with h5py's), --point draws one, a probe outside the scan is refused
+    r = subprocess.run(["stemsim-read", out], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0 and all(nm in r.stdout for nm in ("images/HAADF", "tilt_x: 2", "rings", "(lazy)")),
+          "stemsim-read lists every dataset with its axes (%d lines)" % len(r.stdout.splitlines()))
+    r = subprocess.run(["stemsim-read", "incomplete.h5"], capture_output=True, text=True, timeout=120)
+    check(r.returncode != 0 and "incomplete" in r.stderr and "Traceback" not in r.stderr,
+          "stemsim-read refuses an incomplete file: %s" % r.stderr.strip()[-100:])
+    r = subprocess.run(["stemsim-render", out, "png", "--probe", "2", "1", "--summary"], capture_output=True,
+                       text=True, timeout=300)
+    made = sorted(os.listdir("png")) if os.path.isdir("png") else []
+    need = ["pkg_%s.png" % n for n in ("HAADF", "BF", "ABF", "ADF", "dpc_com_x", "dpc_com_y", "rings", "cbed")]
+    check(r.returncode == 0 and all(n in made for n in need), "stemsim-render writes %s (%s)"
+          % (", ".join(made), r.stderr.strip()[-200:]))
+    drawn = [ln.split() for ln in r.stdout.splitlines() if ln.startswith("DRAWN HAADF ")]
+    means = [float(d[d.index("mean") + 1]) for d in drawn]
+    with h5py.File(out, "r") as f:
+        haadf_means = f["images/HAADF"][()].mean(axis=(1, 2))
+    check(len(drawn) == 2 and np.allclose(means, haadf_means, rtol=1e-6, atol=0) and
+          "FIGURE pkg_HAADF.png HAADF 60 mrad and beyond, tilt_x 0 | HAADF 60 mrad and beyond, tilt_x 1" in r.stdout,
+          "stemsim-render: a HAADF panel per tilt, holding that tilt's image (means %s, h5py's %s)"
+          % (means, haadf_means))
+    r = subprocess.run(["stemsim-render", out, "png", "--summary", "--point", "1"], capture_output=True, text=True,
+                       timeout=300)
+    drawn = [ln for ln in r.stdout.splitlines() if ln.startswith("DRAWN HAADF ")]
+    check(r.returncode == 0 and len(drawn) == 1 and "tilt_x 1" in drawn[0],
+          "stemsim-render --point 1 draws the second tilt alone (%s)" % drawn)
+    r = subprocess.run(["stemsim-render", out, "png", "--probe", "9", "9"], capture_output=True, text=True, timeout=300)
+    check(r.returncode != 0 and "outside" in r.stderr and "Traceback" not in r.stderr,
+          "stemsim-render refuses a probe outside the scan: %s" % r.stderr.strip()[-100:])
 
     # 5b. xarray's own entry: xr.open_dataset(path, engine="stemsim") (the installed entry point)
     import xarray as xr
@@ -455,6 +554,35 @@ def handoffs(a):
           [ax.name for ax in images["ADF"].axes_manager.signal_axes] == ["x", "y"],
           "to_hyperspy(images): one signal per range (%s), the image as signal (x, y)" % sorted(images))
     r.close()
+    ten_minutes(a)
+
+
+def ten_minutes(a):
+    """docs/python.md's "10 minutes from a CIF to calibrated 4D data" block, run as it stands (in
+    its own directory): py4DSTEM's virtual ADF from its DataCube within 1% of stemsim's image, the
+    DataCube calibrated in mrad, hyperspy's navigation the scan."""
+    import re
+    import numpy as np
+    with open(os.path.join(a.source, "docs", "python.md")) as fh:
+        m = re.search(r"<!-- python_pkg: the 10-minute path -->\n```python\n(.*?)\n```", fh.read(), re.S)
+    check(m is not None, "docs/python.md has the 10-minute block")
+    if not m:
+        return
+    here = os.getcwd()
+    os.makedirs(os.path.join(here, "ten_minutes"), exist_ok=True)
+    os.chdir(os.path.join(here, "ten_minutes"))
+    scope = {}
+    try:
+        exec(compile(m.group(1), "docs/python.md (10 minutes)", "exec"), scope)
+        err = float(np.abs(scope["adf"].data.T / scope["own"] - 1).mean())
+        nav = [ax.name for ax in scope["s"].axes_manager.navigation_axes]
+        check(err < 0.01 and scope["dc"].calibration.get_Q_pixel_units() == "mrad" and nav == ["x", "y"] and
+              sorted(scope["images"]) == ["ADF", "BF"], "docs/python.md's 10-minute path runs: py4DSTEM's virtual "
+              "ADF within %.2f%% of stemsim's, Q in mrad, hyperspy's navigation %s" % (100 * err, nav))
+    except Exception as exc:  # the block as a user would meet it
+        check(False, "docs/python.md's 10-minute path runs: %r" % exc)
+    finally:
+        os.chdir(here)
 
 
 def main():
