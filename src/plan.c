@@ -82,8 +82,8 @@ static int check_optics(stem_plan *plan)
                              "[probe] beam tilt %.1f mrad lies beyond the anti-aliased band (%.1f mrad)",
                              hypot(qx, qy) * plan->lambda * 1e3, plan->q_limit * plan->lambda * 1e3);
         /* an objective aperture inside one Fourier pixel passes the unscattered beam alone: a flat image */
-        double aperture = stem_options_objective_aperture(&plan->opt),
-               pixel = plan->lambda * 1e3 / fmax(plan->cell[0], plan->cell[1]);
+        double aperture = plan->opt.objective_aperture_mrad, /* mrad, as the Fourier pixel below */
+            pixel = plan->lambda * 1e3 / fmax(plan->cell[0], plan->cell[1]);
         if (aperture > 0 && aperture < pixel && plan->layout.world_rank == 0)
             stem_warn("[hrtem] objective_aperture = %g mrad is inside one Fourier pixel (%.3g mrad, lambda / cell): it "
                       "passes the unscattered beam alone, and the image is flat; a larger cell or aperture resolves it",

@@ -900,6 +900,11 @@ def s_odd_files():
                                           "hrtem.objective_aperture=1e-9"]), cwd=d, timeout=120)
     expect(problems, rc == 0 and "inside one Fourier pixel" in err,
            f"objective_aperture = 1e-9: exit {rc}, warned: {'inside one Fourier pixel' in err}")
+    # ... and a usual one (20 mrad, many Fourier pixels) is not (it was: radians against mrad)
+    rc, out, err = run(cmd(A.ranks, cfg, ["output.file=ap20.h5", "simulation.algorithm=hrtem",
+                                          "hrtem.objective_aperture=20"], ["--dry-run"]), cwd=d, timeout=120)
+    expect(problems, rc == 0 and "inside one Fourier pixel" not in err,
+           f"objective_aperture = 20: exit {rc}, warned: {'inside one Fourier pixel' in err}")
     if A.ranks == 1:  # a singleton with more threads than its cores: told so, not to use mpirun --bind-to none
         rc, out, err = run(cmd(1, cfg, ["output.file=th.h5", "compute.threads=4096"], ["--dry-run"]), cwd=d)
         expect(problems, rc == 0 and "threads = 4096" in err and "mpirun" not in err,
