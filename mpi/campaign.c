@@ -40,14 +40,19 @@ int stem_campaign_run(const stem_campaign_job *job)
     stem_series_checkpoint_dir(job->cfg, dir, sizeof dir);
     /* 1. shape: the points, the units, the sums (and the checkpoint's state loaded into them) */
     campaign_shape(&cp, job);
+    double t = stem_wall_time();
     int err = campaign_open(&cp, dir);
+    stem_phase_add(STEM_PHASE_SETUP, t);
     /* 2. the units in rounds, each added to the sums; the state stored as it goes */
     cp.start = cp.last_store = stem_wall_time();
     if (!err) err = cp.streamed ? stem_campaign_blocks(&cp, dir) : stem_campaign_rounds(&cp, dir);
     if (!err && cp.n_run) report_balance(&cp);
     /* 3. the output: each point finished from the sums, written; the checkpoint removed */
+    t = stem_wall_time();
+    double written = stem_phase_total(STEM_PHASE_WRITE);
     if (!err && job->keep) err = stem_campaign_finish_point(&cp, 0, job->keep);
     if (!err && !job->keep) err = campaign_close(&cp, dir, stem_campaign_write_output(&cp));
+    stem_phase_add(STEM_PHASE_FINISH, t + (stem_phase_total(STEM_PHASE_WRITE) - written)); /* its writes apart */
     campaign_free(&cp);
     return err;
 }

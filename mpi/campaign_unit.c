@@ -37,16 +37,25 @@ int stem_campaign_unit_model(campaign *cp, int t, const stem_atoms **model)
  * collective over the group, agreed. With a static schedule (next >= 0: the unit this group
  * runs next) the group leader builds next's transmission functions ahead while the engine
  * runs this one (only where the leader alone builds them: group_state). */
+/* The group agrees on err; the time a faster rank waits there for a slower one is "wait". */
+static int group_agree(const stem_mpi *m, int err)
+{
+    double t = stem_wall_time();
+    err = stem_mpi_agree(err, m->group);
+    stem_phase_add(STEM_PHASE_WAIT, t);
+    return err;
+}
+
 int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
 {
     const stem_campaign_job *job = cp->job;
     int t = u / cp->n_configs, c = u % cp->n_configs;
     const stem_atoms *model = NULL;
-    int err = stem_mpi_agree(stem_campaign_unit_model(cp, t, &model), job->m->group);
+    int err = group_agree(job->m, stem_campaign_unit_model(cp, t, &model));
     const stem_plan *plans = stem_campaign_tilt_plans(cp, t);
     if (cp->dist) { /* the wave in slabs: its own slices, propagation and record */
         if (!err) err = stem_dist_unit_run(cp->dist, job->m, plans, cp->n_optics, model, c, res);
-        return stem_mpi_agree(err, job->m->group);
+        return group_agree(job->m, err);
     }
     int loaded = cp->smatrix_io && cp->smatrix_io->load; /* the S-matrix read back: no transmission functions */
     if (!err && !loaded)
@@ -62,7 +71,7 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
         cp->spare = cp->trans;
         cp->trans = built;
     }
-    return stem_mpi_agree(err, job->m->group);
+    return group_agree(job->m, err);
 }
 
 /* One unit's results, zeroed before each unit (the sums keep the rest); the group leader's
@@ -106,6 +115,7 @@ int stem_campaign_group_state(campaign *cp)
     const stem_campaign_job *job = cp->job;
     const stem_mpi *m = job->m;
     const stem_plan *plan = job->plan;
+    double t = stem_wall_time();
     int err = stem_phonon_injected_failure(m, "campaign");
     if (!err) err = stem_detector_build(plan, &cp->det);
     if (!err) err = unit_results(cp);
@@ -116,7 +126,7 @@ int stem_campaign_group_state(campaign *cp)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
-    double t = stem_wall_time();
+    t = stem_phase_add(STEM_PHASE_SETUP, t);
     if (!(cp->smatrix_io && cp->smatrix_io->load)) /* the S-matrices read back: no potential needed */
         err = stem_phonon_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table);
     stem_phase_add(STEM_PHASE_TABLE, t);

@@ -43,9 +43,17 @@ int stem_mpi_agree(int status, MPI_Comm comm)
     return worst;
 }
 
+/* Bytes this rank has received by the broadcasts and gathers below (stem_mpi_received_bytes). */
+static size_t received_bytes;
+
+size_t stem_mpi_received_bytes(void) { return received_bytes; }
+
 int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm)
 {
     const size_t chunk = (size_t)1 << 30;
+    int rank;
+    STEM_MPI_CALL(MPI_Comm_rank(comm, &rank));
+    if (rank != root) received_bytes += bytes;
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t n = bytes - off < chunk ? bytes - off : chunk;
         STEM_MPI_CALL(MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, root, comm));
@@ -107,6 +115,9 @@ int stem_mpi_allgather_ranges(void *buf, size_t block_bytes, const long *first, 
     }
     if (!err && MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, block, comm) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "MPI_Allgatherv of %ld blocks of %zu bytes failed", first[size], block_bytes);
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (!err) received_bytes += (size_t)(first[size] - (first[rank + 1] - first[rank])) * block_bytes; /* the others' */
     MPI_Type_free(&block);
     free(counts);
     free(displs);

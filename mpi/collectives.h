@@ -13,6 +13,9 @@
 /* Largest status over the ranks of comm, so all ranks take the same branch;
  * the lowest failing rank's message is printed (once). */
 int stem_mpi_agree(int status, MPI_Comm comm);
+/* What this rank has received so far through stem_mpi_bcast and the allgathers below
+ * (bytes; the -v report of the transmission functions' exchange, mpi/phonon_loop.c). */
+size_t stem_mpi_received_bytes(void);
 /* MPI_Bcast in pieces below 2 GiB. */
 int stem_mpi_bcast(void *buf, size_t bytes, int root, MPI_Comm comm);
 /* Broadcast the model from root (other ranks allocate). */

@@ -3,6 +3,7 @@
 #include "phonon_loop.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,26 @@ static int build_transmission(const stem_engine *engine, const stem_plan *plan, 
     return err;
 }
 
+/* -v, the first configuration: which slices each rank of the group built and what the exchange
+ * brought it by MPI (node-shared memory: nothing inside a node, the other nodes' slices to
+ * each node's first rank), gathered to the group's leader. Collective over the group. */
+static void report_shares(const stem_mpi *m, int c, long s0, long s1, size_t received)
+{
+    if (c != 0 || !stem_log_verbose()) return;
+    const stem_layout *L = &m->layout;
+    double mine[4] = {(double)s0, (double)s1, (double)received, (double)(m->share.active ? m->share.node_rank : 0)};
+    double *all = L->group_rank == 0 ? stem_calloc((size_t)L->group_size * 4, sizeof(double), "shares") : NULL;
+    if (MPI_Gather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, m->group) != MPI_SUCCESS || !all) {
+        free(all);
+        return;
+    }
+    for (int r = 0; r < L->group_size; r++)
+        stem_debug("transmission share: group rank %d built slices [%.0f, %.0f), received %.0f bytes by MPI "
+                   "(node rank %.0f)",
+                   r, all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]);
+    free(all);
+}
+
 /* On the CPU every rank of the group builds its share of the slices (the same
  * code, so the same numbers as one rank building all), then the group
  * exchanges them: in node-shared memory (trans_node) only the nodes do. */
@@ -79,11 +100,13 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
     err = stem_mpi_agree(err, m->group); /* no rank waits in an exchange another abandoned */
+    size_t before = stem_mpi_received_bytes();
     if (!err && trans_node->base)
         err = stem_shared_allgather_blocks(&m->share, trans_node, sizeof(stem_complex) * grid, plan->n_slices);
     else if (!err)
         err = stem_mpi_allgather_blocks(trans, sizeof(stem_complex) * grid, plan->n_slices, m->group);
     stem_phase_add(STEM_PHASE_BROADCAST, t);
+    if (!err) report_shares(m, c, s0, s1, stem_mpi_received_bytes() - before);
     return err;
 }
 

@@ -68,6 +68,19 @@ void stem_info(const char *fmt, ...)
     fflush(stdout);
 }
 
+int stem_log_verbose(void) { return stem_log_state.level >= STEM_LOG_DEBUG; }
+
+void stem_debug(const char *fmt, ...)
+{
+    if (!stem_log_enabled(STEM_LOG_DEBUG)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
 void stem_warn(const char *fmt, ...)
 {
     if (stem_log_state.rank != 0) return;

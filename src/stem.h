@@ -67,6 +67,11 @@ void stem_log_init(int rank, stem_log_level level);
 int stem_log_release_held(int print);
 int stem_log_rank(void);
 int stem_log_enabled(stem_log_level level);
+/* The run's level is debug (-v), on every rank (stem_log_enabled answers for rank 0 alone):
+ * collective reports decide on it together. */
+int stem_log_verbose(void);
+/* As stem_info, at debug level (-v). */
+void stem_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Informational line from rank 0 only. */
 void stem_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void stem_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

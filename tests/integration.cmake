@@ -375,6 +375,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(smatrix_tiles PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400 PROCESSORS 2)
+  # The transmission functions built in shares by the ranks of a node, exchanged only between
+  # nodes (issue 44): the ranks' own -v report of what they built and received by MPI
+  add_test(NAME transmission_shares
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/transmission_shares.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(transmission_shares PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300 PROCESSORS 2)
   # Stored potentials and S-matrices in a [series] campaign: one per tilt, read back bit for
   # bit, kill and resume, files of other tilts refused
   add_test(NAME stored_campaign

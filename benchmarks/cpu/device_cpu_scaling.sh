@@ -13,7 +13,12 @@
 #       the plan gives each rank its 4 bound cores as threads), 2 x 8, and 1 rank x 16 threads;
 #       with the wisdom cache (default) and with fft_planning = estimate.
 # reps: node's four layouts with the cache (16x1, 1x16, 2x8, 4x4), three rounds alternating.
-# Writes $OUT/cpu_two.csv, $OUT/cpu_node.csv, $OUT/cpu_reps.csv (case, binary, layout, wall s, per-phase seconds).
+# strong: strong scaling on node's case with the cache warm (issue 44): 1, 2, 4, 8, 16 ranks of one
+#       thread (mpirun's default binding, and 16 unbound), 1 rank x 16 threads, and 64 ranks as 4
+#       emulated nodes of 16 ([debug] ranks_per_node = 16, oversubscribed 4x: their collectives'
+#       times and sizes, not their speed); multislice and PRISM f = 8.
+# Writes $OUT/cpu_two.csv, $OUT/cpu_node.csv, $OUT/cpu_reps.csv, $OUT/cpu_strong.csv (case, binary,
+# layout, wall s, rc, per-phase seconds of rank 0, each phase's largest and mean over the ranks).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../gpu/device_env.sh" device_cpu_scaling
 mode=${1:-all}
@@ -32,7 +37,7 @@ timed() {
   "$@" > "$log" 2>&1
   local rc=$?
   t1=$(date +%s.%N)
-  echo "$label,$bin,$layout,$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}'),$rc,$(phases "$log" 'rank 0'),$(phases "$log" 'slowest rank')" |
+  echo "$label,$bin,$layout,$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}'),$rc,$(phases "$log" 'rank 0'),$(phases "$log" 'slowest rank'),$(phases "$log" 'mean rank')" |
     tee -a "$out/$csv"
 }
 
@@ -114,7 +119,33 @@ reps() {
   done
 }
 
+strong() {
+  python3 benchmarks/cases/gpu_make_amorphous_carbon.py "$work/aC.xyz" > /dev/null
+  local base=(benchmarks/cases/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v
+              --set output.overwrite=true --set output.file="$work/strong.h5")
+  local ms=(--set scan.x_end=42 --set scan.y_end=42)
+  local prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
+               --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+  echo "case,binary,layout,wall_s,rc,rank0,slowest,mean" > "$out/cpu_strong.csv"
+  lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node\(s\))" > "$out/lscpu.txt"
+  for c in ms prism; do
+    local args=("${ms[@]}")
+    [ $c = prism ] && args=("${prism[@]}")
+    "$new" "${base[@]}" "${args[@]}" --set scan.x_end=0.1 --set scan.y_end=0.1 --set scan.x_start=0 \
+        --set scan.y_start=0 2>&1 | grep "FFTW plans" | tee -a "$out/first_run.txt"
+    timed cpu_strong.csv "$c" auto 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${args[@]}"
+    timed cpu_strong.csv "$c" auto 16x1 mpirun -np 16 "$new" "${base[@]}" "${args[@]}"
+    timed cpu_strong.csv "$c" auto 16x1_unbound mpirun -np 16 --bind-to none "$new" "${base[@]}" "${args[@]}"
+    for n in 8 4 2 1; do
+      timed cpu_strong.csv "$c" auto ${n}x1 mpirun -np $n "$new" "${base[@]}" "${args[@]}"
+    done
+    timed cpu_strong.csv "$c" auto 64x1_4nodes mpirun -np 64 --oversubscribe --bind-to none "$new" "${base[@]}" \
+        "${args[@]}" --set debug.ranks_per_node=16
+  done
+}
+
 case $mode in
+  strong) strong ;;
   reps) reps ;;
   two) two_first; two_round 1; two_round 2 ;;
   node) node ;;
