@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../src/stem.h"
+#include "emd_readers.h"
 #include "h5_collective.h"
 #include "publish.h"
 
@@ -302,16 +303,10 @@ static int images(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
     if (!exists(e->in, "/images")) return STEM_OK; /* hrtem */
-    int plain = 0;                                 /* the image Prismatic's scripts find under the plain name */
-    for (int i = 0; i < plan->n_images; i++)
-        if (!strcmp(plan->images[i].name, "HAADF")) plain = i;
     for (int i = 0; i < plan->n_images; i++) {
         char native[96], name[160];
         snprintf(native, sizeof native, "/images/%s", plan->images[i].name);
-        if (i == plain)
-            snprintf(name, sizeof name, "annular_detector_%%s");
-        else
-            snprintf(name, sizeof name, "annular_detector_%%s_%s", plan->images[i].name);
+        stem_emd_image_group(plan, i, "%s", name, sizeof name);
         STEM_TRY(realslice(e, p, native, name, 1, 1.0, NULL, NULL, NULL, 0));
     }
     return STEM_OK;
@@ -779,6 +774,34 @@ static int record(const emd *e, hid_t sim)
     return ok ? STEM_OK : fail(e, "the log and stored datasets");
 }
 
+/* py4DSTEM's and hyperspy's views of a grid scan (emd_readers.h). */
+static int views(const emd *e, int points)
+{
+    char(*suffix)[STEM_EMD_SUFFIX] = stem_alloc(sizeof *suffix * (size_t)points, "EMD point names");
+    if (!suffix) return STEM_ERR_MEMORY;
+    for (int p = 0; p < points; p++) {
+        double depth;
+        const double *defocus;
+        point_name(e, p, suffix[p], sizeof suffix[p], &depth, &defocus);
+    }
+    stem_emd_view v = {.out = e->out,
+                       .realslices = e->realslices,
+                       .datacubes = e->datacubes,
+                       .path = e->path,
+                       .plan = e->plan,
+                       .points = points,
+                       .suffix = (const char(*)[STEM_EMD_SUFFIX])suffix,
+                       .n_lead = e->n_lead,
+                       .lead = e->lead,
+                       .lead_name = (const char(*)[32])e->lead_name,
+                       .lead_values = e->lead_values,
+                       .scan_x = e->scan_x,
+                       .scan_y = e->scan_y};
+    int err = stem_emd_views(&v);
+    free(suffix);
+    return err;
+}
+
 int stem_emd_convert(const char *native, const char *path, const stem_plan *plan, const stem_emd_hooks *hooks)
 {
     emd e = {.in = H5I_INVALID_HID,
@@ -803,6 +826,7 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     if (!err) err = tick(&e);
     if (!err) err = parameters(&e, sim);
     if (!err) err = record(&e, sim);
+    if (!err && e.grid_rank == 2) err = views(&e, points);
     if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || stem_h5_attr_int(e.out, "complete", 1)))
         err = fail(&e, "the marker");
     /* all on disk before the close: a close that cannot write leaves HDF5 a half-closed file */

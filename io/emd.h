@@ -29,7 +29,9 @@
  * /smatrix_beams are copied unchanged, so potential_file and smatrix_file read them; what
  * the tree has no place for (/segments, /dpc_segments_x/_y, /pacbed) and stemsim's /axes
  * are kept as written under /stemsim, with the attribute advice (the plan's convergence
- * advice, "" when there is none; src/advice.h). */
+ * advice, "" when there is none; src/advice.h). A scan on a grid also gets the views that
+ * py4DSTEM.read and hyperspy's hs.load read calibrated (emd_readers.h); the legacy 0.9
+ * reader then needs topgroup "4DSTEM_simulation". */
 #ifndef STEM_EMD_H
 #define STEM_EMD_H
 

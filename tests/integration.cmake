@@ -406,6 +406,14 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --py4dstem-python ${STEMSIM_PY4DSTEM_PYTHON})
   set_tests_properties(interop_py4dstem PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # The same layout through py4DSTEM's and hyperspy's own loaders on a non-square cell: calibrated,
+  # the scan as navigation, each image range its own signal (issue 39).
+  add_test(NAME interop_emd_readers
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/emd_readers.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} --config ${_it_dir}/small.ini --workdir ${_it_work}
+                   --python ${STEMSIM_PY4DSTEM_PYTHON})
+  set_tests_properties(interop_emd_readers PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
 
 # stemsim --from-prismatic: a Prismatic parameter file and command line converted.

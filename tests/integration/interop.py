@@ -12,11 +12,13 @@ in 1/Angstrom, Q axes in 1/Angstrom); PACBED, segments and the segmented DPC are
 as written under /stemsim; a defocus x depth series is named
 ..._depthNNNN_dfNNNN with output_depth/output_defocus; a PRISM run's /smatrix copied into
 the EMD file is read back by smatrix_file. With py4DSTEM (PYTHON from --py4dstem-python,
-a virtual environment made by .ci/deps): py4DSTEM.read loads the 2D, 3D (rings), DPC and
-4D outputs through its public reader and they equal the native data; without py4DSTEM
+a virtual environment made by .ci/deps): py4DSTEM's legacy reader (read_legacy12, topgroup
+4DSTEM_simulation: py4DSTEM.read takes the EMD 1.0 views, checked by python_pkg) loads the
+2D, 3D (rings), DPC and 4D outputs of the 0.9 tree and they equal the native data; without py4DSTEM
 the test exits 77 (skipped) after the h5py checks, saying so. With hyperspy in the same
 environment: hs.load opens the run's and the series' files (named .emd) and its signals hold
-the files' data (total intensity, rings, the series stacked by depth) with the scan axes in
+the files' data (total intensity, rings, the series as one signal with its depth and
+defocus axes) with the scan axes in
 Angstrom (this needs Prismatic's tiles attribute t, which rosettasciio reads). hrtem (a beam
 tilt series), cbed (a defocus series) and a positions file are written in the EMD layout too:
 py4DSTEM.read loads the HRTEM stack, cbed's pattern, the positions' images, rings and 4D
@@ -105,8 +107,8 @@ def check_py4dstem(native, emd):
         import sys, h5py, numpy as np, py4DSTEM
         emd, native, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
         n = h5py.File(native, "r")
-        def read(name):
-            return py4DSTEM.read(emd, data_id=name, verbose=False)
+        def read(name):  # the 0.9 tree (py4DSTEM.read takes the EMD 1.0 views: python_pkg checks them)
+            return py4DSTEM.io.legacy.read_legacy12(emd, topgroup="4DSTEM_simulation", data_id=name)
         checks = [
             ("annular_detector_depth0000", "RealSlice", n["images/HAADF"][()].T),
             ("annular_detector_depth0000_BF", "RealSlice", n["images/BF"][()].T),
@@ -250,11 +252,13 @@ def check_hyperspy(native, emd, series):
             bad.append("virtual_detector (rings) of the run")
         with h5py.File(series, "r") as f:
             rs = f["4DSTEM_simulation/data/realslices"]
-            for k in range(2):
-                s = many.get("total_intensity%04d_df" % k)
-                want = np.stack([rs["total_intensity_depth%04d_df%04d/data" % (k, j)][()].T for j in range(2)])
-                if s is None or not np.allclose(s.data, want, rtol=1e-6, atol=0):
-                    bad.append("series depth %d: %s" % (k, None if s is None else s.data.shape))
+            s = many.get("total_intensity")  # one signal, the series (depth, defocus) its navigation
+            want = np.stack([np.stack([rs["total_intensity_depth%04d_df%04d/data" % (k, j)][()].T for j in range(2)])
+                             for k in range(2)])
+            if s is None or not np.allclose(s.data, want, rtol=1e-6, atol=0):
+                bad.append("series: %s" % (None if s is None else s.data.shape))
+            elif [s.axes_manager[a].offset for a in ("defocus", "depth")] != [-20, 5.43]:
+                bad.append("series axes: %s" % s.axes_manager)
         print("hyperspy %s: the run's %d signals and the series' %d signals loaded; %s" %
               (hs.__version__ if hasattr(hs, "__version__") else "", len(one), len(many), bad or "data and axes ok"))
         sys.exit(1 if bad else 0)
