@@ -13,10 +13,11 @@
 #       the plan gives each rank its 4 bound cores as threads), 2 x 8, and 1 rank x 16 threads;
 #       with the wisdom cache (default) and with fft_planning = estimate.
 # reps: node's four layouts with the cache (16x1, 1x16, 2x8, 4x4), three rounds alternating.
-# strong: strong scaling on node's case with the cache warm (issue 44): 1, 2, 4, 8, 16 ranks of one
-#       thread (mpirun's default binding, and 16 unbound), 1 rank x 16 threads, and 64 ranks as 4
-#       emulated nodes of 16 ([debug] ranks_per_node = 16, oversubscribed 4x: their collectives'
-#       times and sizes, not their speed); multislice and PRISM f = 8.
+# strong: strong scaling on node's case (issue 44), multislice and PRISM f = 8: 16 ranks x 1 thread
+#       against 1 rank x 16 threads with the wisdom cache cold (each its own empty cache) and warm
+#       (three rounds, alternating; 16 ranks with mpirun's default binding and unbound); 1, 2, 4, 8
+#       ranks of one thread (unbound); 64 ranks as 4 emulated nodes of 16 ([debug] ranks_per_node =
+#       16, oversubscribed 4x: their collectives' times and sizes, not their speed).
 # Writes $OUT/cpu_two.csv, $OUT/cpu_node.csv, $OUT/cpu_reps.csv, $OUT/cpu_strong.csv (case, binary,
 # layout, wall s, rc, per-phase seconds of rank 0, each phase's largest and mean over the ranks).
 set -uo pipefail
@@ -126,21 +127,29 @@ strong() {
   local ms=(--set scan.x_end=42 --set scan.y_end=42)
   local prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
                --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+  local one=(--set compute.threads=1)
   echo "case,binary,layout,wall_s,rc,rank0,slowest,mean" > "$out/cpu_strong.csv"
   lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node\(s\))" > "$out/lscpu.txt"
   for c in ms prism; do
     local args=("${ms[@]}")
     [ $c = prism ] && args=("${prism[@]}")
-    "$new" "${base[@]}" "${args[@]}" --set scan.x_end=0.1 --set scan.y_end=0.1 --set scan.x_start=0 \
-        --set scan.y_start=0 2>&1 | grep "FFTW plans" | tee -a "$out/first_run.txt"
-    timed cpu_strong.csv "$c" auto 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${args[@]}"
-    timed cpu_strong.csv "$c" auto 16x1 mpirun -np 16 "$new" "${base[@]}" "${args[@]}"
-    timed cpu_strong.csv "$c" auto 16x1_unbound mpirun -np 16 --bind-to none "$new" "${base[@]}" "${args[@]}"
-    for n in 8 4 2 1; do
-      timed cpu_strong.csv "$c" auto ${n}x1 mpirun -np $n "$new" "${base[@]}" "${args[@]}"
+    # cold: an empty wisdom cache each (the first run of a fresh job measures its plans)
+    STEMSIM_FFT_CACHE=$work/cold16 timed cpu_strong.csv "$c" cold 16x1 mpirun -np 16 --bind-to none "$new" \
+        "${base[@]}" "${args[@]}" "${one[@]}"
+    STEMSIM_FFT_CACHE=$work/cold1 timed cpu_strong.csv "$c" cold 1x16 mpirun -np 1 --bind-to none "$new" \
+        "${base[@]}" "${args[@]}"
+    # warm: three rounds, alternating (mpirun's default binding and none)
+    for round in 1 2 3; do
+      timed cpu_strong.csv "$c" warm_r$round 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${args[@]}"
+      timed cpu_strong.csv "$c" warm_r$round 16x1 mpirun -np 16 "$new" "${base[@]}" "${args[@]}" "${one[@]}"
+      timed cpu_strong.csv "$c" warm_r$round 16x1_unbound mpirun -np 16 --bind-to none "$new" "${base[@]}" \
+          "${args[@]}" "${one[@]}"
     done
-    timed cpu_strong.csv "$c" auto 64x1_4nodes mpirun -np 64 --oversubscribe --bind-to none "$new" "${base[@]}" \
-        "${args[@]}" --set debug.ranks_per_node=16
+    for n in 8 4 2 1; do
+      timed cpu_strong.csv "$c" warm ${n}x1 mpirun -np $n --bind-to none "$new" "${base[@]}" "${args[@]}" "${one[@]}"
+    done
+    timed cpu_strong.csv "$c" warm 64x1_4nodes mpirun -np 64 --oversubscribe --bind-to none "$new" "${base[@]}" \
+        "${args[@]}" "${one[@]}" --set debug.ranks_per_node=16
   done
 }
 
