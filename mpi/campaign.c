@@ -111,6 +111,7 @@ static void campaign_shape(campaign *cp, const stem_campaign_job *job)
     cp->checkpointed = stem_campaign_checkpointed(job->cfg);
     cp->streamed = job->plan->probe_block > 0 && !job->keep;
     cp->trans_node.win = MPI_WIN_NULL;
+    cp->table_node.win = MPI_WIN_NULL;
     cp->store.fd = cp->store.own = -1;
     cp->ck.lock_fd = cp->ck.store_fd = -1;
     cp->tilt = cp->potential_tilt = cp->ready = -1;

@@ -29,6 +29,7 @@ typedef struct {
     stem_potential_table table;
     stem_complex *trans;
     stem_shared_buffer trans_node;
+    stem_shared_buffer table_node; /* the potential profiles, one copy per node (CPU and GPU alike) */
     stem_algorithm_buffers buffers;
     const stem_smatrix_io *smatrix_io; /* PRISM's S-matrix read back or kept (NULL: neither) */
     int tilt;                          /* the tilt whose rotated model `tilted` is (-1: none) */

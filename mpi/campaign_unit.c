@@ -128,7 +128,7 @@ int stem_campaign_group_state(campaign *cp)
                                      &cp->trans_node, &cp->trans);
     t = stem_phase_add(STEM_PHASE_SETUP, t);
     if (!(cp->smatrix_io && cp->smatrix_io->load)) /* the S-matrices read back: no potential needed */
-        err = stem_phonon_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table);
+        err = stem_phonon_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table, &cp->table_node);
     stem_phase_add(STEM_PHASE_TABLE, t);
     if (!err) err = ahead_buffer(cp); /* the leader's alone: agreed at the first safe point */
     return err;
@@ -143,6 +143,7 @@ void stem_campaign_group_state_free(campaign *cp)
     cp->dist = NULL;
     stem_algorithm_buffers_free(&cp->buffers);
     stem_potential_table_free(&cp->table);
+    stem_shared_free(&cp->table_node);
     stem_node_buffer_free(&cp->trans_node, cp->trans);
     cp->trans = NULL;
     for (int j = 0; cp->res && j < cp->per_tilt; j++) stem_result_free(&cp->res[j]);

@@ -340,7 +340,7 @@ int stem_dist_unit_create(const stem_mpi *m, const stem_plan *plan, const stem_a
     if (u && u->st.prop_last) u->last_dz = plan->dz_last;
     err = stem_mpi_agree(err, m->group);
     double t = stem_wall_time();
-    if (u) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &u->st.table);
+    if (u) err = stem_phonon_lookup_table(m, plan, atoms, potentials, err, &u->st.table, NULL);
     stem_phase_add(STEM_PHASE_TABLE, t);
     if (!err && m->layout.world_rank == 0)
         stem_info("distributed FFT: %d x %d grid in slabs of %ld rows over the %d ranks of each group", plan->nx,

@@ -10,20 +10,43 @@
 #include "../src/phases.h"
 #include "../src/signals.h"
 
+/* The table's profiles moved into the node's shared memory (one copy per node: 16 ranks'
+ * copies of a 35 MB table compete for the cache that one copy has to itself). Collective
+ * over the node. */
+static int share_profiles(const stem_mpi *m, stem_potential_table *table, stem_shared_buffer *node)
+{
+    size_t bytes = sizeof(float) * (size_t)table->points * table->n_profiles;
+    STEM_TRY(stem_shared_alloc(&m->share, bytes, "potential profiles (node-shared)", node));
+    free(table->profiles);
+    table->profiles = node->base;
+    table->borrowed = 1;
+    return STEM_OK;
+}
+
 /* The profile table (it depends only on species and grid: once per run), each
  * rank of the group building a share of its profiles, then exchanged: every
- * rank of the group needs it to build its slices. err: a failure before it,
- * agreed here with the group. */
+ * rank of the group needs it to build its slices. With node-shared memory (node
+ * non-NULL and the share active) the node holds one copy, which its ranks fill and
+ * only the nodes exchange. err: a failure before it, agreed here with the group. */
 int stem_phonon_lookup_table(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
-                             const stem_atom_potential *potentials, int err, stem_potential_table *table)
+                             const stem_atom_potential *potentials, int err, stem_potential_table *table,
+                             stem_shared_buffer *node)
 {
     const stem_layout *L = &m->layout;
     if (!err) err = stem_potential_table_init(plan, atoms, table); /* every rank comes here: it agrees below */
+    int shared = node && m->share.active;
+    if (shared) { /* collective over the node: every rank must arrive without a failure */
+        err = stem_mpi_agree(err, m->group);
+        if (!err) err = share_profiles(m, table, node);
+        STEM_TRY(stem_mpi_agree(err, m->group));
+    }
     long k0 = 0, k1 = 0;
     if (!err) stem_split_range(table->n_profiles, L->group_size, L->group_rank, &k0, &k1);
     if (!err) err = stem_potential_table_profiles(plan, potentials, table, k0, k1);
     STEM_TRY(stem_mpi_agree(err, m->group));
-    return stem_mpi_allgather_blocks(table->profiles, sizeof(float) * table->points, table->n_profiles, m->group);
+    size_t block = sizeof(float) * table->points;
+    if (shared) return stem_shared_allgather_blocks(&m->share, node, block, table->n_profiles);
+    return stem_mpi_allgather_blocks(table->profiles, block, table->n_profiles, m->group);
 }
 
 /* Spatial partial coherence: the blur needs each real-space channel over the

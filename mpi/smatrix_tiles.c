@@ -350,9 +350,11 @@ int stem_smatrix_tiles_build(const stem_engine *engine, const stem_plan *plan, c
                              const stem_complex *trans, const stem_smatrix_io *io, int config, stem_smatrix_tiles *t)
 {
     holders h;
+    double t0 = stem_wall_time();
     int err = holders_make(engine, plan, m, &h);
     err = stem_mpi_agree(err, m->group);
     if (!err) err = stem_mpi_agree(buffers(plan, m, &h, t), m->group);
+    stem_phase_add(STEM_PHASE_SETUP, t0); /* the tiles' buffers (the node's shared one made by its ranks together) */
     beam_source src = {engine, plan, trans, io, config, 1};
     int queued = !h.others && !(io && io->store); /* storing gathers round by round: in step */
     long mine = err ? 0 : queued ? plan->n_beams : h.beam_e[h.me] - h.beam_b[h.me];
@@ -365,12 +367,15 @@ int stem_smatrix_tiles_build(const stem_engine *engine, const stem_plan *plan, c
         stem_progress_update(&progress, done < mine ? done : mine);
     }
     if (!err) stem_progress_end(&progress);
+    t0 = stem_wall_time();
     if (m->share.active) { /* the node's ranks wrote their beams into the one tile */
         int e = stem_shared_sync(&m->share, &t->tile_node);
         if (!err) err = e;
     }
     holders_free(&h);
-    return stem_mpi_agree(err, m->group);
+    err = stem_mpi_agree(err, m->group);
+    stem_phase_add(STEM_PHASE_WAIT, t0); /* for the ranks still on their last round */
+    return err;
 }
 
 stem_prism_view stem_smatrix_tiles_view(const stem_plan *plan, const stem_smatrix_tiles *t, int k)

@@ -454,15 +454,16 @@ static void estimate_memory(stem_plan *plan, int n_species, double max_memory_gi
     /* a GPU run's group leaders build the next configuration while the GPU works (mpi/phonon_loop.c) */
     if (plan->opt.device != STEM_DEVICE_CPU && plan->layout.group_rank == 0 && plan->n_configs > plan->layout.n_groups)
         plan->mem_potential += 8.0 * grid * plan->n_slices;
-    /* every rank holds the lookup table: the ranks of a group build its slices together */
-    plan->mem_table = stem_plan_table_bytes(plan, n_species);
+    /* the lookup table: every rank's own, or one copy per node (mpi/phonon_steps.c) counted as its share */
+    double table = stem_plan_table_bytes(plan, n_species);
+    plan->mem_table = table / shared;
     plan->mem_smatrix = plan->algorithm == STEM_ALG_PRISM ? smatrix_bytes(plan, stem_plan_n_planes(plan), shared) : 0;
     /* what the group's node-shared windows take on this node: every engine but the
      * GPU may leave the transmission functions to the campaign (counted for the room check) */
     plan->mem_node_shared = 0;
     if (shared > 1)
-        plan->mem_node_shared =
-            (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) + plan->mem_smatrix * shared;
+        plan->mem_node_shared = (plan->opt.device == STEM_DEVICE_GPU ? 0 : 8.0 * grid * plan->n_slices) +
+            plan->mem_smatrix * shared + table;
     /* one unit's values (a focal spread's: one defocus's beside them), the campaign's exact sums of
      * one point (accumulator.h; mpi/campaign.c adds a series' other points) and the finished point
      * with its standard-error state */
@@ -929,8 +930,8 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
             plan->fft_wisdom);
     if (L->shared_ranks > 1)
         fprintf(out,
-                "  node-shared        %stransmission functions (CPU engine): one copy for the %d ranks of group %d on "
-                "this node\n",
+                "  node-shared        %stransmission functions (CPU engine) and the lookup table: one copy for the %d "
+                "ranks of group %d on this node\n",
                 plan->algorithm == STEM_ALG_PRISM ? "S-matrix and " : "", L->shared_ranks, L->group);
     else if (L->group_size > 1 && L->not_shared)
         fprintf(out, "  node-shared        off: %s\n", L->not_shared);

@@ -221,8 +221,9 @@ int stem_potential_table_build(const stem_plan *plan, const stem_atoms *atoms, c
 
 void stem_potential_table_free(stem_potential_table *t)
 {
-    free(t->profiles);
+    if (!t->borrowed) free(t->profiles);
     t->profiles = NULL;
+    t->borrowed = 0;
 }
 
 int stem_potential_slice_of(const stem_plan *plan, double z)

@@ -26,6 +26,7 @@ typedef struct {
     int kx, ky;         /* box of pixels an atom may reach: 2r + 2 */
     long n_profiles;    /* n_species * n_nodes */
     float *profiles;    /* [species][node][points]: blurred profile at r = i step, V Angstrom */
+    int borrowed;       /* profiles live in memory the caller owns (a node's shared copy): not freed here */
 } stem_potential_table;
 
 /* One term of an atom's share of a slice: weight times the profile of depth node `node`. */

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The strong-scaling tables of benchmarks/results/SCALING.md from the CSV that
+`benchmarks/cpu/device_cpu_scaling.sh strong` writes (issue 44).
+
+    python3 benchmarks/cpu/scaling_table.py benchmarks/results/cpu_strong.csv
+
+Columns of the CSV: case, label (cold, warm, warm_rN), layout (RANKSxTHREADS[_unbound|_4nodes]),
+wall seconds (process start to exit, mpirun included), rc, then three phase lists (rank 0, each
+phase's largest over the ranks, each phase's mean), "name=seconds;..." as stemsim -v prints them.
+"""
+import csv
+import sys
+
+PHASES = ("transmission", "broadcast", "S-matrix", "arrange", "probes", "wait", "write", "other")
+
+
+def phases(text):
+    out = {}
+    for part in (text or "").split(";"):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k] = float(v)
+    return out
+
+
+def load(path):
+    with open(path) as f:
+        rows = [r for r in csv.reader(f)]
+    out = []
+    for r in rows[1:]:
+        if len(r) < 8 or r[4] != "0":
+            continue
+        out.append({"case": r[0], "label": r[1], "layout": r[2], "wall": float(r[3]), "rank0": phases(r[5]),
+                    "max": phases(r[6]), "mean": phases(r[7])})
+    return out
+
+
+def best(rows, case, layout, prefix):
+    """The fastest run of a layout among labels starting with prefix (the spread beside it)."""
+    sel = [r for r in rows if r["case"] == case and r["layout"] == layout and r["label"].startswith(prefix)]
+    if not sel:
+        return None, ""
+    walls = sorted(r["wall"] for r in sel)
+    spread = "%.2f-%.2f" % (walls[0], walls[-1]) if len(walls) > 1 else "%.2f" % walls[0]
+    return min(sel, key=lambda r: r["wall"]), spread
+
+
+def ranks_vs_threads(rows):
+    lines = ["| job | cache | 1 rank x 16 threads (s) | 16 ranks x 1 thread (s) | 16 ranks unbound (s) | "
+             "16 ranks / 16 threads |", "|---|---|---|---|---|---|"]
+    for case in ("ms", "prism"):
+        for cache in ("cold", "warm"):
+            t, ts = best(rows, case, "1x16", cache)
+            r, rs = best(rows, case, "16x1", cache)
+            u, us = best(rows, case, "16x1_unbound", cache)
+            if not t or not (r or u):
+                continue
+            fastest = min(x["wall"] for x in (r, u) if x)
+            lines.append("| %s | %s | %s | %s | %s | %.2f |" % (
+                {"ms": "multislice", "prism": "PRISM f = 8"}[case], cache, ts, rs or "-", us or "-",
+                fastest / t["wall"]))
+    return "\n".join(lines)
+
+
+def scaling(rows, case):
+    one, _ = best(rows, case, "1x1", "warm")
+    lines = ["| layout | wall (s) | speed-up | efficiency | " + " | ".join("%s mean / max" % p for p in PHASES) + " |",
+             "|" + "---|" * (4 + len(PHASES))]
+    layouts = ["1x1", "2x1", "4x1", "8x1", "16x1", "16x1_unbound", "1x16", "64x1_4nodes"]
+    for lay in layouts:
+        r, _ = best(rows, case, lay, "warm")
+        if not r:
+            continue
+        n = int(lay.split("x")[0]) * int(lay.split("x")[1].split("_")[0])
+        cores = min(n, 16)
+        speed = one["wall"] / r["wall"] if one else float("nan")
+        cells = ["%.2f / %.2f" % (r["mean"].get(p, 0), r["max"].get(p, 0)) if p in r["max"] else "-" for p in PHASES]
+        lines.append("| %s | %.2f | %.2f | %.0f%% | %s |" % (lay, r["wall"], speed, 100 * speed / cores,
+                                                            " | ".join(cells)))
+    return "\n".join(lines)
+
+
+def main():
+    rows = load(sys.argv[1])
+    print("16 ranks against 16 threads (fastest of the rounds; the spread of the rounds):\n")
+    print(ranks_vs_threads(rows))
+    for case, name in (("ms", "multislice, 100 probes"), ("prism", "PRISM f = 8, 15 625 probes")):
+        print("\nStrong scaling, %s (warm cache; 1-8 ranks one thread each, unbound; phases in seconds, the mean and "
+              "the largest over the ranks; efficiency against 1 rank on min(ranks, 16) cores):\n" % name)
+        print(scaling(rows, case))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
