@@ -3,6 +3,7 @@
 `benchmarks/cpu/device_cpu_scaling.sh strong` writes (issue 44).
 
     python3 benchmarks/cpu/scaling_table.py benchmarks/results/cpu_strong.csv
+    python3 benchmarks/cpu/scaling_table.py --reps benchmarks/results/cpu_reps_f49a90c.csv   # `reps` mode's CSV
 
 Columns of the CSV: case, label (cold, warm, warm_rN), layout (RANKSxTHREADS[_unbound|_4nodes]),
 wall seconds (process start to exit, mpirun included), rc, then three phase lists (rank 0, each
@@ -80,7 +81,33 @@ def scaling(rows, case):
     return "\n".join(lines)
 
 
+def reps(path):
+    """The `reps` mode's CSV (case_rN, planning, layout, wall, ...): each layout's fastest and slowest
+    round, and 16 ranks against 16 threads."""
+    with open(path) as f:
+        rows = [r for r in csv.reader(f)][1:]
+    walls = {}
+    for r in rows:
+        if len(r) > 4 and r[4] == "0":
+            walls.setdefault((r[0].rsplit("_r", 1)[0], r[2]), []).append(float(r[3]))
+    lines = ["| job | " + " | ".join(LAYOUTS) + " | 16 ranks / 16 threads (fastest) |", "|" + "---|" * (len(LAYOUTS) + 2)]
+    for case in ("ms", "prism"):
+        cells = ["%.2f-%.2f" % (min(walls[(case, l)]), max(walls[(case, l)])) if (case, l) in walls else "-"
+                 for l in LAYOUTS]
+        ratio = min(walls[(case, "16x1")]) / min(walls[(case, "1x16")])
+        lines.append("| %s | %s | %.2f |" % ({"ms": "multislice", "prism": "PRISM f = 8"}[case], " | ".join(cells),
+                                             ratio))
+    return "\n".join(lines)
+
+
+LAYOUTS = ("16x1", "1x16", "2x8", "4x4")
+
+
 def main():
+    if sys.argv[1] == "--reps":
+        print("Whole process, seconds, the fastest and slowest of three alternating rounds (warm cache):\n")
+        print(reps(sys.argv[2]))
+        return 0
     rows = load(sys.argv[1])
     print("16 ranks against 16 threads (fastest of the rounds; the spread of the rounds):\n")
     print(ranks_vs_threads(rows))
