@@ -238,6 +238,13 @@ static const key_spec key_table[] = {
     {"detector", "cbed_bin", K_INT, OFF(cbed_bin), "1", 1, 64, NULL, "-",
      "4D patterns and PACBED binned by this factor along each axis after cropping (a remainder of fewer pixels "
      "is dropped from both ends alike); /axes/cbed_qx_mrad, _qy_ give each bin's centre"},
+    {"detector", "cbed_square_q", K_INT, OFF(cbed_square_q), "0", 0, 8, NULL, "-",
+     "N >= 1: 4D patterns and PACBED on equal q steps along x and y, the finer of the cell's two divided by N (times "
+     "cbed_bin), for tools with one Q pixel size (py4DSTEM, hyperspy): each detector pixel's intensity goes whole "
+     "into the square bin nearest its angle, so every pattern keeps its sum; bins between the cell's beams stay "
+     "empty; a beam sits at most a quarter of the finer step off its angle with N = 2 (a virtual detector within "
+     "1%), half of it with N = 1 (within about 2%). 0: the cell's own steps, 1/cell_x and 1/cell_y (equal for a "
+     "square cell; docs/output.md)"},
     {"detector", "save_pacbed", K_BOOL, OFF(opt.save_pacbed), "false", 0, 0, NULL, "-",
      "write /pacbed: the diffraction pattern averaged over every probe and configuration (position-averaged "
      "CBED), without storing 4D patterns"},

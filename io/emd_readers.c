@@ -120,12 +120,12 @@ static int axis(const stem_emd_view *v, const char *name, hsize_t n, double **ou
 /* ------------------------------------------------------------ py4DSTEM */
 
 /* The root's calibration (py4DSTEM's Calibration: one Q pixel size, so the x step; both are kept
- * as Q_pixel_size_x, _y; stemsim.to_py4dstem resamples a non-square cell's patterns). */
+ * as Q_pixel_size_x, _y: equal with [detector] cbed_square_q, else stemsim.to_py4dstem resamples a
+ * non-square cell's patterns). */
 static int calibration(const stem_emd_view *v, hid_t root, const double *qx, const double *qy)
 {
     const stem_plan *plan = v->plan;
-    double dqx = plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3,
-           dqy = plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3;
+    double dqx = plan->cbed_dq_mrad[0], dqy = plan->cbed_dq_mrad[1];
     hid_t bundle = node(root, "metadatabundle", "metadatabundle", NULL);
     hid_t cal = bundle >= 0 ? node(bundle, "calibration", "metadata", "Calibration") : H5I_INVALID_HID;
     int ok = cal >= 0 && !item(cal, "R_pixel_size", plan->scan_step, NULL) && !item(cal, "R_pixel_units", 0, "A");

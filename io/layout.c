@@ -45,9 +45,11 @@ typedef struct {
 /* Length of the longest 1D axis (scan, rings, detector). */
 int stem_layout_longest_axis(const stem_plan *plan, const stem_output_series *series)
 {
-    const int n[7] = {plan->scan_nx, plan->scan_ny, plan->n_bins, plan->out_nx, plan->out_ny, plan->nx, plan->ny};
+    /* the written patterns' bins too: square q (cbed_square_q = N) has up to N times the detector's pixels */
+    const int n[9] = {plan->scan_nx, plan->scan_ny, plan->n_bins,  plan->out_nx, plan->out_ny,
+                      plan->nx,      plan->ny,      plan->cbed_nx, plan->cbed_ny};
     int m = 1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 9; i++)
         if (n[i] > m) m = n[i];
     for (int a = 0; series && a < STEM_OUTPUT_MAX_LEAD; a++)
         if (series->lead_n[a] > m) m = series->lead_n[a];
@@ -490,8 +492,8 @@ static int stem_output_pacbed(const stem_output *o)
     const stem_plan *plan = o->plan;
     if (!plan->opt.save_pacbed || o->errors) return STEM_OK;
     stem_output_attr attrs[] = {
-        {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
-        {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
+        {"qx_step_mrad", NULL, plan->cbed_dq_mrad[0]},
+        {"qy_step_mrad", NULL, plan->cbed_dq_mrad[1]},
         {"units", STEM_OUTPUT_INTENSITY, 0},
         {"axes", "qy, qx (as /axes/cbed_qy_mrad, /axes/cbed_qx_mrad)", 0},
         {"description",
@@ -521,8 +523,8 @@ static int cbed_part(const stem_output *o, hsize_t begin, hsize_t count, const f
     part.begin = begin;
     part.count = count;
     stem_output_attr attrs[] = {
-        {"qx_step_mrad", NULL, plan->cbed_bin * plan->out_dqx * plan->lambda * 1e3},
-        {"qy_step_mrad", NULL, plan->cbed_bin * plan->out_dqy * plan->lambda * 1e3},
+        {"qx_step_mrad", NULL, plan->cbed_dq_mrad[0]},
+        {"qy_step_mrad", NULL, plan->cbed_dq_mrad[1]},
         {"units", STEM_OUTPUT_INTENSITY, 0},
         {"axes", "scan_y, scan_x, qy, qx (bin centres in /axes/cbed_qy_mrad, /axes/cbed_qx_mrad)", 0},
         {"cbed_bin", NULL, plan->cbed_bin},
@@ -652,11 +654,13 @@ static int stem_output_axis(const stem_output *o, const char *name, int n, const
 }
 
 /* Angle of the centre of each of `bins` bins of the written pattern, bin i covering the
- * centred detector pixels first + i b .. first + i b + b - 1 (zero angle at pixel n / 2). */
-static void stem_output_fill_bins(const stem_output *o, int n, int first, int bins, double step)
+ * centred detector pixels first + i b .. first + i b + b - 1 (zero angle at pixel n / 2); with
+ * square q, bin i at (i - bins / 2) times the written step dq. */
+static void stem_output_fill_bins(const stem_output *o, int n, int first, int bins, double step, double dq)
 {
     int b = o->plan->cbed_bin;
-    for (int i = 0; i < bins; i++) o->axis[i] = (first + i * b + (b - 1) / 2.0 - n / 2) * step;
+    for (int i = 0; i < bins; i++)
+        o->axis[i] = o->plan->cbed_square ? (i - bins / 2) * dq : (first + i * b + (b - 1) / 2.0 - n / 2) * step;
 }
 
 static int stem_output_axes(const stem_output *o)
@@ -698,9 +702,11 @@ static int stem_output_axes(const stem_output *o)
         STEM_TRY(stem_output_axis(o, name, o->series->lead_n[a], o->series->lead_units[a]));
     }
     if (o->has_4d || o->cbed_streamed || plan->opt.save_pacbed) {
-        stem_output_fill_bins(o, plan->out_nx, plan->cbed_x0, plan->cbed_nx, plan->out_dqx * plan->lambda * 1e3);
+        stem_output_fill_bins(o, plan->out_nx, plan->cbed_x0, plan->cbed_nx, plan->out_dqx * plan->lambda * 1e3,
+                              plan->cbed_dq_mrad[0]);
         STEM_TRY(stem_output_axis(o, "/axes/cbed_qx_mrad", plan->cbed_nx, "mrad"));
-        stem_output_fill_bins(o, plan->out_ny, plan->cbed_y0, plan->cbed_ny, plan->out_dqy * plan->lambda * 1e3);
+        stem_output_fill_bins(o, plan->out_ny, plan->cbed_y0, plan->cbed_ny, plan->out_dqy * plan->lambda * 1e3,
+                              plan->cbed_dq_mrad[1]);
         STEM_TRY(stem_output_axis(o, "/axes/cbed_qy_mrad", plan->cbed_ny, "mrad"));
     }
     return STEM_OK;

@@ -66,6 +66,7 @@ typedef struct {
     double ring_width;     /* mrad */
     double cbed_max_angle; /* mrad, 0: no crop */
     int cbed_bin;
+    int cbed_square_q;           /* [detector] cbed_square_q: equal q steps, the finer / N (0: off; plan.c) */
     int segments, segment_rings; /* segmented detector: azimuthal and radial divisions (segments 0: none) */
     double segment_inner, segment_outer, segment_rotation; /* mrad, mrad, degrees */
     /* [images] */

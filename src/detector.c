@@ -20,12 +20,33 @@ static int segment_of(const stem_plan *plan, double theta, double qx, double qy)
     return r * plan->seg_n + s;
 }
 
+/* Square q (plan->cbed_square): the bin along one axis of the pixel at centred index c (zero
+ * angle at c = 0), step_mrad per pixel: the bin nearest its angle, -1 beyond the crop or the bins. */
+static int square_bin(int c, double step_mrad, double max_mrad, double dq, int bins)
+{
+    double q = c * step_mrad;
+    if (max_mrad > 0 && fabs(q) > max_mrad * (1 + 1e-9)) return -1;
+    int k = bins / 2 + (int)floor(q / dq + 0.5);
+    return k >= 0 && k < bins ? k : -1;
+}
+
 /* 4D patterns and PACBED: detector pixel (FFT order) -> bin of the written pattern. */
 static int pattern_table(const stem_plan *plan, stem_detector *det)
 {
     int nx = plan->out_nx, b = plan->cbed_bin;
     STEM_ALLOC(det->pattern_bin, det->n_pixels, "pattern bins");
     det->pattern_bins = plan->cbed_nx * plan->cbed_ny;
+    if (plan->cbed_square) {
+        double mrad = plan->lambda * 1e3, dq = plan->cbed_dq_mrad[0];
+        for (int k = 0; k < det->n_pixels; k++) {
+            int bx = square_bin(stem_fft_index(k % nx, nx), plan->out_dqx * mrad, plan->cbed_max_mrad, dq,
+                                plan->cbed_nx),
+                by = square_bin(stem_fft_index(k / nx, plan->out_ny), plan->out_dqy * mrad, plan->cbed_max_mrad, dq,
+                                plan->cbed_ny);
+            det->pattern_bin[k] = bx >= 0 && by >= 0 ? by * plan->cbed_nx + bx : -1;
+        }
+        return STEM_OK;
+    }
     for (int k = 0; k < det->n_pixels; k++) {
         int ix = stem_centred_index(k % nx, nx) - plan->cbed_x0,
             iy = stem_centred_index(k / nx, plan->out_ny) - plan->cbed_y0;

@@ -83,6 +83,11 @@ typedef struct {
     /* 4D patterns and PACBED as written: cbed_nx x cbed_ny bins of cbed_bin^2 detector pixels,
      * the first at centred detector pixel (cbed_x0, cbed_y0) (centre: out_nx/2, out_ny/2) */
     int cbed_nx, cbed_ny, cbed_bin, cbed_x0, cbed_y0;
+    /* [detector] cbed_square_q: bins of equal steps, zero angle at bin (cbed_nx / 2, cbed_ny / 2), each
+     * detector pixel in the bin nearest its angle (detector.c); cbed_dq_mrad: each axis's step as written */
+    int cbed_square;
+    double cbed_dq_mrad[2];
+    double cbed_max_mrad;                      /* [detector] cbed_max_angle: the crop's half-width (0: none) */
     double seg_inner, seg_outer, seg_rotation; /* mrad, mrad, rad */
     double max_angle_mrad;                     /* largest angle that is simulated */
     int n_images;

@@ -375,6 +375,13 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
   set_tests_properties(smatrix_tiles PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
                        SKIP_RETURN_CODE 77 TIMEOUT 400 PROCESSORS 2)
+  # 4D patterns on equal q steps (cbed_square_q) on a non-square cell: virtual images with one Q
+  # pixel size within 1%, sums kept, 2 ranks = 1 rank, the EMD calibration's one step
+  add_test(NAME square_q
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/square_q.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(square_q PROPERTIES LABELS "mpi;physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300 PROCESSORS 2)
   # The transmission functions built in shares by the ranks of a node, exchanged only between
   # nodes (issue 44): the ranks' own -v report of what they built and received by MPI
   add_test(NAME transmission_shares
