@@ -167,12 +167,33 @@ class Results:
         return "\n".join(lines)
 
 
+# The files' unit texts as pint (and so pint-xarray) spells them; what a unit text also says
+# (a quantity, not a unit) stays in the attribute "quantity".
+PINT_UNITS = {"Angstrom": "angstrom", "1/Angstrom": "1/angstrom", "V Angstrom": "V * angstrom",
+              "fraction of incident intensity": "dimensionless"}
+
+
+def pint_units(text):
+    """A unit text of a stemsim file as pint parses it ("Angstrom" -> "angstrom", a fraction of the
+    beam -> "dimensionless"); others unchanged."""
+    return PINT_UNITS.get(text, text)
+
+
+def _units_attrs(a):
+    """Attributes with units pint parses, the file's text kept as "quantity" where it said more."""
+    text = a.get("units", "")
+    a["units"] = pint_units(text)
+    if text in PINT_UNITS and PINT_UNITS[text] == "dimensionless":
+        a.setdefault("quantity", text)
+    return a
+
+
 def _coords(f, name, dims, attrs):
     c = {}
     for d in dims:
         if "axes/" + d in f and f["axes/" + d].ndim == 1:
             ds = f["axes/" + d]
-            c[d] = (d, ds[()], {"units": _text(ds.attrs.get("units", ""))})
+            c[d] = (d, ds[()], {"units": pint_units(_text(ds.attrs.get("units", "")))})
     if "ring" in dims and "axes/ring_inner_mrad" in f:
         inner = f["axes/ring_inner_mrad"][()]
         w = float(attrs.get("ring_width_mrad", 0))
@@ -184,8 +205,8 @@ def _coords(f, name, dims, attrs):
             c[q] = (q, f["axes/cbed_%s_mrad" % q][()], {"units": "mrad"})
     if "probe" in dims and "axes/probe_x" in f:
         n = f["axes/probe_x"].shape[0]
-        c["probe_x"] = ("probe", f["axes/probe_x"][()], {"units": "Angstrom"})
-        c["probe_y"] = ("probe", f["axes/probe_y"][()], {"units": "Angstrom"})
+        c["probe_x"] = ("probe", f["axes/probe_x"][()], {"units": "angstrom"})
+        c["probe_y"] = ("probe", f["axes/probe_y"][()], {"units": "angstrom"})
         if n != len(c["probe_x"][1]):
             del c["probe_x"], c["probe_y"]
     if "part" in dims:
@@ -248,7 +269,7 @@ def read(path, lazy="auto", chunks=None, lazy_bytes=256 << 20):
             if len(dims) != d.ndim:
                 dims = tuple("dim_%d" % i for i in range(d.ndim))
             a = {k: _text(v) for k, v in d.attrs.items()}
-            a.setdefault("units", "")
+            a = _units_attrs(a)
             if "outer_mrad" in a and float(a["outer_mrad"]) >= OPEN_ENDED_MRAD:
                 a["range"] = "%g mrad and beyond" % float(a["inner_mrad"])
             elif "outer_mrad" in a:

@@ -83,8 +83,8 @@ def images(results, names=None, point=None, max_panels=12, cmap="gray", ncols=No
             panels.append(p.drop_vars([c for c in p.coords if c not in ("scan_y", "scan_x")]).astype(float))
     stack = xr.concat(panels, dim="panel").transpose("panel", "scan_y", "scan_x")
     stack["panel"] = np.arange(len(panels))
-    stack.scan_x.attrs.update(long_name="x", units="Angstrom")
-    stack.scan_y.attrs.update(long_name="y", units="Angstrom")
+    stack.scan_x.attrs.update(long_name="x", units="angstrom")
+    stack.scan_y.attrs.update(long_name="y", units="angstrom")
     grid = stack.plot.imshow(x="scan_x", y="scan_y", col="panel", col_wrap=ncols or min(len(panels), 4),
                              cmap=cmap, add_colorbar=False, yincrease=False, size=size, aspect=1.0)
     fig = grid.fig

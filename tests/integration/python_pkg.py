@@ -297,9 +297,23 @@ def inner(a):
             lead = [s.strip() for s in str(f[nm].attrs.get("series_axes", "")).split(",") if s.strip()]
             okd = list(x.dims[:len(lead)]) == lead and x.shape == f[nm].shape
             okc = all(np.array_equal(x[d].values, f["axes/" + d][()]) for d in x.dims if "axes/" + d in f)
-            okc = okc and x.attrs.get("units") == (f[nm].attrs["units"].decode() if isinstance(
+            okc = okc and x.attrs.get("units") == stemsim.io.pint_units(f[nm].attrs["units"].decode() if isinstance(
                 f[nm].attrs["units"], bytes) else f[nm].attrs["units"])
             check(okv and okd and okc, "read()[%s] %s: values, dims, coordinates, units match h5py" % (nm, x.dims))
+        try:  # every unit of read()'s arrays and coordinates parses in pint (issue 39 item 6)
+            import pint
+            ureg, bad = pint.UnitRegistry(), []
+            for nm in names:
+                for v in [res[nm]] + [res[nm][c] for c in res[nm].coords]:
+                    u = v.attrs.get("units", "")
+                    try:
+                        if u:
+                            ureg(u)
+                    except Exception:
+                        bad.append((nm, v.name, u))
+            check(not bad, "every unit of read()'s arrays and coordinates parses in pint (%s)" % (bad[:3] or "all"))
+        except ImportError:
+            print("pint not installed: units not parsed")
         check("cbed" in res.lazy_names and type(res["cbed"].variable._data).__name__ != "ndarray",
               "/cbed is lazy (%s)" % type(res["cbed"].variable._data).__name__)
         sl = res["cbed"].isel(tilt_x=1, scan_y=1, scan_x=[0, 2]).values
