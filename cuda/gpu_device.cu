@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu_internal.cuh"
+#include "../src/test_hooks.h"
 
 /* ---- error messages ------------------------------------------------------ */
 
@@ -296,8 +297,8 @@ int gpu_devices_select(const stem_plan *plan, gpu_devices *d)
     }
     enable_peer_access(d);
     /* Test hook: pretend each GPU has this much free memory (exercise the memory modes and OOM paths). */
-    const char *fake = getenv("STEMSIM_TEST_GPU_FREE_GIB");
-    if (fake && atof(fake) > 0) d->free_bytes = atof(fake) * GPU_GIB;
+    double fake = stem_test_hooks()->gpu_free_gib;
+    if (fake > 0) d->free_bytes = fake * GPU_GIB;
     /* Context, cuFFT/cuBLAS libraries and fragmentation: keep 10% and 512 MiB back. */
     double usable = d->free_bytes / d->sharing * 0.9 - 512.0 * 1048576.0;
     d->usable_bytes = usable > 0 ? usable : 0;

@@ -7,6 +7,7 @@
 #include "emd.h"
 
 #include "../src/signals.h"
+#include "../src/test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,9 +25,9 @@
  * its checkpoint is opened: mpi/campaign.c). */
 int stem_output_test_pause(const char *stage, int (*tick)(void *), void *ctx)
 {
-    const char *at = getenv("STEMSIM_TEST_PAUSE_AT"), *s = getenv("STEMSIM_TEST_PAUSE_S");
+    const char *at = stem_test_hooks()->pause_at;
     if (!at || strcmp(at, stage)) return STEM_OK;
-    double seconds = s ? atof(s) : 5, end = stem_wall_time() + seconds;
+    double seconds = stem_test_hooks()->pause_s, end = stem_wall_time() + seconds;
     fprintf(stderr, "stemsim: test hook: pausing %.1f s at %s\n", seconds, stage);
     int rc = STEM_OK;
     while (!rc && stem_wall_time() < end) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../src/signals.h"
+#include "../src/test_hooks.h"
 #include "campaign_sums.h"
 #include "../src/phases.h"
 #include "phonon_steps.h"
@@ -97,7 +98,7 @@ static int take_or_hand_over(campaign *cp, int u)
  * (test hook STEMSIM_TEST_BACKGROUND_TAKE=1: on any engine, so that the CPU tests run it). */
 static int take_buffers(campaign *cp)
 {
-    if (!cp->job->engine->host_idle && !getenv("STEMSIM_TEST_BACKGROUND_TAKE")) return STEM_OK;
+    if (!cp->job->engine->host_idle && !stem_test_hooks()->background_take) return STEM_OK;
     STEM_ALLOC(cp->res_taken, (size_t)cp->per_tilt, "unit results (added in the background)");
     for (int j = 0; j < cp->per_tilt; j++) STEM_TRY(stem_result_alloc(cp->job->plan, &cp->res_taken[j]));
     return STEM_OK;
@@ -165,8 +166,8 @@ static void report_unit(const campaign *cp, int u, double took, int finished)
 
 void stem_campaign_test_delay(void)
 {
-    const char *d = getenv("STEMSIM_TEST_UNIT_DELAY"); /* test hook: time to signal a running job */
-    if (d) usleep((useconds_t)(atof(d) * 1e6));
+    double d = stem_test_hooks()->unit_delay_s; /* test hook: time to signal a running job */
+    if (d > 0) usleep((useconds_t)(d * 1e6));
 }
 
 /* [output] save_smatrix on a checkpointed run: the unit's S-matrix in its unit file, written by

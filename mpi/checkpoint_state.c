@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../io/input_file.h"
+#include "../src/test_hooks.h"
 #include "checkpoint_files.h"
 
 #define STATE_FORMAT 2u
@@ -168,10 +169,9 @@ int stem_checkpoint_state_begin(stem_checkpoint *ck, const unsigned char *done)
     stem_checkpoint_state_path(ck, ".tmp", path, sizeof path);
     ck->n_store = 0;
     for (int u = 0; u < ck->n_units; u++) ck->n_store += done[u] != 0;
-    const char *hook = getenv("STEMSIM_TEST_KILL_AFTER_UNITS"); /* test hook: killed as a store begins */
-    if (hook && ck->n_done >= atoi(hook)) raise(SIGKILL);
-    hook = getenv("STEMSIM_TEST_KILL_IN_CHECKPOINT"); /* test hook: killed halfway through this store */
-    ck->kill_in_store = hook && ck->n_store >= atoi(hook);
+    const stem_test_hooks_t *hooks = stem_test_hooks();
+    if (hooks->kill_after_units >= 0 && ck->n_done >= hooks->kill_after_units) raise(SIGKILL); /* as a store begins */
+    ck->kill_in_store = hooks->kill_in_checkpoint >= 0 && ck->n_store >= hooks->kill_in_checkpoint; /* halfway */
     ck->store_fd = stem_ckfile_create_exclusive(path);
     if (ck->store_fd < 0) return STEM_ERR_IO;
     state_hash_init(&ck->store_sum);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../io/potential_file.h"
+#include "../src/test_hooks.h"
 #include "algorithm.h"
 #include "../src/fft.h"
 #include "../src/phases.h"
@@ -16,9 +17,10 @@
 
 int stem_phonon_injected_failure(const stem_mpi *m, const char *site)
 {
-    const char *rank_env = getenv("STEMSIM_TEST_FAIL_RANK"), *fault = getenv("STEMSIM_TEST_FAULT");
-    if (!strcmp(site, "campaign") && rank_env && atoi(rank_env) == m->layout.world_rank)
-        return STEM_FAIL(STEM_ERR_INTERNAL, "injected failure (STEMSIM_TEST_FAIL_RANK=%s)", rank_env);
+    const stem_test_hooks_t *hooks = stem_test_hooks();
+    const char *fault = hooks->fault;
+    if (!strcmp(site, "campaign") && hooks->fail_rank >= 0 && hooks->fail_rank == m->layout.world_rank)
+        return STEM_FAIL(STEM_ERR_INTERNAL, "injected failure (STEMSIM_TEST_FAIL_RANK=%d)", hooks->fail_rank);
     size_t n = strlen(site);
     if (fault && !strncmp(fault, site, n) && fault[n] == ':' && atoi(fault + n + 1) == m->layout.world_rank)
         return STEM_FAIL(STEM_ERR_MEMORY, "injected failure at %s: cannot allocate (STEMSIM_TEST_FAULT=%s)", site,
