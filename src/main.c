@@ -363,82 +363,142 @@ static void print_advice(const stem_plan *plan, const stem_atoms *atoms, const s
     free(a);
 }
 
-static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_atom_potential *potentials,
-                 stem_atoms *atoms, stem_positions *positions, stem_series *series, stem_mpi *m, stem_plan *plan,
-                 stem_engine *engine, stem_output_target *target)
+/* What setup's phases work on: the command line, the world and everything they fill. */
+typedef struct {
+    const cli_options *o;
+    MPI_Comm world;
+    int rank;
+    stem_config *cfg;
+    stem_atom_potential *potentials;
+    stem_atoms *atoms, thickest; /* thickest: a depth series' deepest model (none: .n = 0) */
+    stem_positions *positions;
+    stem_series *series;
+    stem_mpi *m;
+    stem_plan *plan;
+    stem_engine *engine;
+    stem_output_target *target;
+} setup_state;
+
+/* The plan is built from the deepest model of a thickness series, else from the model. */
+static const stem_atoms *plan_model(const setup_state *s) { return s->thickest.n ? &s->thickest : s->atoms; }
+
+static int dry_run_prints(const setup_state *s) { return s->o->dry_run && !s->o->variant && s->rank == 0; }
+
+/* 1. The config, the model, the tables and the series, the same on every rank. */
+static int setup_inputs(setup_state *s)
 {
-    stem_atoms thickest = {0};
-    int err = stem_config_load(cfg, o->config_path, o->n_overrides, o->overrides);
+    stem_config *cfg = s->cfg;
+    int err = stem_config_load(cfg, s->o->config_path, s->o->n_overrides, s->o->overrides);
     if (!err) resolve_model_path(cfg);
     int world_size = 1;
-    MPI_Comm_size(world, &world_size);
+    MPI_Comm_size(s->world, &world_size);
     /* one rank: its first GPU is GPU 0, so its context can be made while the model is read (not for
      * hrtem on a distributed FFT, which runs on the CPU) */
     int dist_hrtem = cfg->algorithm == STEM_ALG_HRTEM && cfg->distributed_fft == STEM_DIST_ON;
     if (!err && world_size == 1 && cfg->opt.device != STEM_DEVICE_CPU && !dist_hrtem)
         stem_gpu_engine_provider()->warm_up(1);
-    err = stem_mpi_agree(err, world);
-    if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, world), world);
-    if (!err) err = load_inputs(cfg, potentials, atoms, world, rank);
-    if (!err) err = stem_mpi_agree(campaign_inputs(cfg, atoms, series, &thickest), world);
-    const stem_atoms *model = thickest.n ? &thickest : atoms; /* what the plan is built from */
+    err = stem_mpi_agree(err, s->world);
+    if (!err) err = stem_mpi_agree(stem_check_same_config(cfg, s->world), s->world);
+    if (!err) err = load_inputs(cfg, s->potentials, s->atoms, s->world, s->rank);
+    if (!err) err = stem_mpi_agree(campaign_inputs(cfg, s->atoms, s->series, &s->thickest), s->world);
+    return err;
+}
+
+/* 2. The ranks' layout and the plan, checked against the stored inputs before anything is allocated. */
+static int setup_plan(setup_state *s)
+{
+    stem_config *cfg = s->cfg;
+    stem_plan *plan = s->plan;
+    const stem_atoms *model = plan_model(s);
+    MPI_Comm world = s->world;
     /* what groups share out: configurations, or a campaign's units (tilts x configurations) */
-    int work_items = series->n_points ? series->n_tilts * cfg->frozen_phonons : cfg->frozen_phonons;
-    if (!err)
-        err = stem_mpi_agree(
-            stem_mpi_setup(m, world, work_items, cfg->fp_groups, cfg->node_shared, cfg->ranks_per_node), world);
-    if (!err) err = load_positions(cfg, model, world, rank, positions);
-    if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, positions, &m->layout), world);
+    int work_items = s->series->n_points ? s->series->n_tilts * cfg->frozen_phonons : cfg->frozen_phonons;
+    int err = stem_mpi_agree(
+        stem_mpi_setup(s->m, world, work_items, cfg->fp_groups, cfg->node_shared, cfg->ranks_per_node), world);
+    if (!err) err = load_positions(cfg, model, world, s->rank, s->positions);
+    if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, s->positions, &s->m->layout), world);
     if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world);  /* before anything is allocated */
     if (!err) stem_engine_resolve_device(plan, stem_gpu_engine_provider()); /* its memory differs */
     if (!err) err = stem_mpi_agree(stem_plan_finish(plan, cfg, model), world);
-    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, positions, m, plan, world), world);
-    if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, positions, m, plan, world), world);
+    if (!err) err = stem_mpi_agree(shared_memory_or_private(cfg, model, s->positions, s->m, plan, world), world);
+    if (!err) err = stem_mpi_agree(agree_distribution(cfg, model, s->positions, s->m, plan, world), world);
+    stem_series *series = s->series;
     if (!err && series->n_points) /* hrtem's plane waves on this plan's grid */
         err = stem_mpi_agree(stem_series_resolve_beam_tilts(series, plan->lambda, plan->cell, plan->q_limit), world);
     if (!err && series->n_points) stem_plan_count_campaign(plan, stem_series_per_tilt(series), series->n_points);
     if (!err && series->depth_slice)
         stem_plan_count_depths(plan, series->n[STEM_SERIES_DEPTH]); /* PRISM: an S-matrix each */
-    stem_atoms_free(&thickest);
-    if (!err && o->dry_run && !o->variant && rank == 0) {
-        stem_plan_print(plan, stdout);
-        print_decomposition(plan);
-        if (series->n_points) print_campaign(cfg, series, plan);
-        print_advice(plan, atoms, potentials, 1, NULL);
+    return err;
+}
+
+/* 3. The memory the plan needs, and the engine (the GPU engine chooses its devices and checks
+ * its memory here, once per run). A dry run prints the plan first: it checks all a run checks. */
+static int setup_engine(setup_state *s)
+{
+    if (dry_run_prints(s)) {
+        stem_plan_print(s->plan, stdout);
+        print_decomposition(s->plan);
+        if (s->series->n_points) print_campaign(s->cfg, s->series, s->plan);
+        print_advice(s->plan, s->atoms, s->potentials, 1, NULL);
     }
-    /* a dry run checks all a real run checks, and exits with its code */
-    if (!err) err = stem_mpi_agree(stem_plan_check_memory(plan), world);
-    /* once per run: the GPU engine chooses its devices and checks its memory here */
-    if (!err) err = stem_mpi_agree(stem_engine_create(plan, stem_gpu_engine_provider(), engine), world);
-    if (!err && o->dry_run && !o->variant && rank == 0) engine->describe(engine, plan, stdout);
+    int err = stem_mpi_agree(stem_plan_check_memory(s->plan), s->world);
+    if (!err) err = stem_mpi_agree(stem_engine_create(s->plan, stem_gpu_engine_provider(), s->engine), s->world);
+    if (!err && dry_run_prints(s)) s->engine->describe(s->engine, s->plan, stdout);
+    return err;
+}
+
+/* 4. The output's target, and its disk space held from now on (a full disk is refused before
+ * computing; a dry run looks). */
+static int setup_output(setup_state *s)
+{
+    const stem_plan *plan = s->plan;
     stem_input_ref inputs[7];
-    int n_inputs = list_inputs(cfg, inputs);
-    if (!err) err = stem_output_target_prepare(world, cfg, inputs, n_inputs, !o->dry_run, target);
-    if (!err) { /* the file's disk space, held from now on (a full disk is refused before computing; a dry run looks) */
-        int points = series->n_points ? series->n_points : 1;
-        double bytes = stem_output_estimate_bytes(plan, points, series->n_tilts);
-        double emd = plan->opt.layout_emd ? stem_output_estimate_emd_bytes(plan, points, series->n_tilts) : 0;
-        if (o->dry_run && !o->variant && rank == 0) {
-            printf("output: about %.2f MiB\n", (emd > 0 ? emd : bytes) / 1048576.0);
-            printf("memory: a peak of about %.3f GiB per rank (the plan's estimate%s; limit %.2f GiB)\n",
-                   plan->mem_total / 1073741824.0, plan->probe_block ? ", the 4D patterns streamed in blocks" : "",
-                   plan->mem_limit / 1073741824.0);
-            if (emd > 0)
-                printf("output: and %.2f MiB for the native file while the EMD conversion runs\n", bytes / 1048576.0);
-        }
-        err = o->dry_run ? stem_output_target_room(world, target, bytes, emd)
-                         : stem_output_target_reserve(world, target, bytes, emd);
+    int n_inputs = list_inputs(s->cfg, inputs);
+    STEM_TRY(stem_output_target_prepare(s->world, s->cfg, inputs, n_inputs, !s->o->dry_run, s->target));
+    int points = s->series->n_points ? s->series->n_points : 1;
+    double bytes = stem_output_estimate_bytes(plan, points, s->series->n_tilts);
+    double emd = plan->opt.layout_emd ? stem_output_estimate_emd_bytes(plan, points, s->series->n_tilts) : 0;
+    if (dry_run_prints(s)) {
+        printf("output: about %.2f MiB\n", (emd > 0 ? emd : bytes) / 1048576.0);
+        printf("memory: a peak of about %.3f GiB per rank (the plan's estimate%s; limit %.2f GiB)\n",
+               plan->mem_total / 1073741824.0, plan->probe_block ? ", the 4D patterns streamed in blocks" : "",
+               plan->mem_limit / 1073741824.0);
+        if (emd > 0)
+            printf("output: and %.2f MiB for the native file while the EMD conversion runs\n", bytes / 1048576.0);
     }
-    /* measured FFTW plans: the same on every rank (after the output checks: it may write the wisdom file) */
-    if (!err && !o->dry_run && engine->uses_fftw) {
-        err = stem_fft_wisdom_share(m, cfg->fft_wisdom, cfg->fft_cache, plan); /* agreed: every rank or none */
-        if (err) stem_output_target_discard(target);                           /* the temporary file exists by now */
+    return s->o->dry_run ? stem_output_target_room(s->world, s->target, bytes, emd)
+                         : stem_output_target_reserve(s->world, s->target, bytes, emd);
+}
+
+/* 5. Measured FFTW plans, the same on every rank (after the output checks: it may write the
+ * wisdom file); a dry run's survey of what the real run would find in its checkpoint. */
+static int setup_last(setup_state *s)
+{
+    int err = STEM_OK;
+    if (!s->o->dry_run && s->engine->uses_fftw) {
+        err = stem_fft_wisdom_share(s->m, s->cfg->fft_wisdom, s->cfg->fft_cache, s->plan); /* every rank or none */
+        if (err) stem_output_target_discard(s->target); /* the temporary file exists by now */
     }
-    if (!err && o->dry_run && !o->variant && series->n_points) { /* what the real run would find in its checkpoint */
-        stem_campaign_job job = {m, cfg, series, plan, engine, atoms, potentials, target, NULL, o->restart, NULL};
+    if (!err && s->o->dry_run && !s->o->variant && s->series->n_points) {
+        stem_campaign_job job = {s->m,          s->cfg,    s->series, s->plan,       s->engine, s->atoms,
+                                 s->potentials, s->target, NULL,      s->o->restart, NULL};
         err = stem_campaign_survey(&job);
     }
-    if (!err && o->dry_run && !o->variant) stem_info("dry run: every check passed; a real run would start now");
+    if (!err && s->o->dry_run && !s->o->variant) stem_info("dry run: every check passed; a real run would start now");
+    return err;
+}
+
+static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cfg, stem_atom_potential *potentials,
+                 stem_atoms *atoms, stem_positions *positions, stem_series *series, stem_mpi *m, stem_plan *plan,
+                 stem_engine *engine, stem_output_target *target)
+{
+    setup_state s = {o, world, rank, cfg, potentials, atoms, {0}, positions, series, m, plan, engine, target};
+    int err = setup_inputs(&s);
+    if (!err) err = setup_plan(&s);
+    stem_atoms_free(&s.thickest);
+    if (!err) err = setup_engine(&s);
+    if (!err) err = setup_output(&s);
+    if (!err) err = setup_last(&s);
     return err;
 }
 
