@@ -325,6 +325,56 @@ static int rings(const emd *e, int p)
     return err;
 }
 
+/* Scan row y of point p's patterns: read from the native dataset in ([nx][qy][qx]), written
+ * transposed into d ([nx][1][qx][qy]) of EMD group `group`; row, out: buffers of a row. */
+static int pattern_row(const emd *e, int p, const char *native, hid_t in, hid_t d, const char *group, size_t y,
+                       float *row, float *out)
+{
+    const stem_plan *plan = e->plan;
+    size_t nx = (size_t)plan->scan_nx, qx = (size_t)plan->cbed_nx, qy = (size_t)plan->cbed_ny;
+    hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
+    point_index(e, p, start);
+    for (int k = 0; k < e->n_lead; k++) count[k] = 1;
+    int r = e->n_lead;
+    if (e->grid_rank == 2) start[r] = y, count[r++] = 1;
+    count[r++] = nx, count[r++] = qy, count[r++] = qx;
+    hid_t fs = H5Dget_space(in), ms = H5Screate_simple(r, count, NULL);
+    int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+        H5Dread(in, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, row) >= 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (!ok)
+        return STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read %s row %zu from %s", native, y, e->native);
+    for (size_t x = 0; x < nx; x++)
+        for (size_t j = 0; j < qy; j++)
+            for (size_t i = 0; i < qx; i++) out[(x * qx + i) * qy + j] = row[(x * qy + j) * qx + i];
+    hsize_t ostart[4] = {0, y, 0, 0}, ocount[4] = {nx, 1, qx, qy};
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(4, ocount, NULL);
+    ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, ostart, NULL, ocount, NULL) >= 0 &&
+        H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) >= 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return ok ? STEM_OK : fail(e, group);
+}
+
+/* The datacube's Q axes (dims 3 and 4) in 1/Angstrom from the native mrad axes; q: room for the longer. */
+static int q_axes(const emd *e, hid_t g, double *q)
+{
+    const stem_plan *plan = e->plan;
+    double mrad_to_q = 1e-3 / plan->lambda;
+    int err = STEM_OK;
+    for (int a = 0; a < 2 && !err; a++) {
+        size_t n = (size_t)(a ? plan->cbed_ny : plan->cbed_nx);
+        double *mrad = NULL;
+        err = read_axis(e, a ? "cbed_qy_mrad" : "cbed_qx_mrad", n, &mrad);
+        for (size_t i = 0; !err && i < n; i++) q[i] = mrad[i] * mrad_to_q;
+        free(mrad);
+        if (!err) err = dim_vector(e, g, 3 + a, q, n, a ? "Q_y" : "Q_x", "[\xc3\x85^-1]");
+    }
+    return err;
+}
+
 /* The 4D patterns (/cbed, or cbed's one /cbed_pattern), one scan row at a time: [nx][qy][qx]
  * read, [nx][1][qx][qy] written (one probe axis: the single row). */
 static int datacube(const emd *e, int p)
@@ -353,44 +403,9 @@ static int datacube(const emd *e, int p)
         err = fail(e, group);
     hid_t in = err ? H5I_INVALID_HID : H5Dopen2(e->in, native, H5P_DEFAULT);
     if (!err && in < 0) err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot open %s in %s", native, e->native);
-    for (size_t y = 0; y < ny && !err && !(err = tick(e)); y++) {
-        hsize_t start[EMD_MAX_LEAD + 4] = {0}, count[EMD_MAX_LEAD + 4];
-        point_index(e, p, start);
-        for (int k = 0; k < e->n_lead; k++) count[k] = 1;
-        int r = e->n_lead;
-        if (e->grid_rank == 2) start[r] = y, count[r++] = 1;
-        count[r++] = nx, count[r++] = qy, count[r++] = qx;
-        hid_t fs = H5Dget_space(in), ms = H5Screate_simple(r, count, NULL);
-        int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-            H5Dread(in, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, row) >= 0;
-        if (ms >= 0) H5Sclose(ms);
-        if (fs >= 0) H5Sclose(fs);
-        if (!ok) {
-            err = STEM_FAIL(STEM_ERR_IO, "[output] layout = emd: cannot read %s row %zu from %s", native, y, e->native);
-            break;
-        }
-        for (size_t x = 0; x < nx; x++)
-            for (size_t j = 0; j < qy; j++)
-                for (size_t i = 0; i < qx; i++) out[(x * qx + i) * qy + j] = row[(x * qy + j) * qx + i];
-        hsize_t ostart[4] = {0, y, 0, 0}, ocount[4] = {nx, 1, qx, qy};
-        fs = H5Dget_space(d);
-        ms = H5Screate_simple(4, ocount, NULL);
-        ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, ostart, NULL, ocount, NULL) >= 0 &&
-            H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, out) >= 0;
-        if (ms >= 0) H5Sclose(ms);
-        if (fs >= 0) H5Sclose(fs);
-        if (!ok) err = fail(e, group);
-    }
-    /* Q axes in 1/Angstrom from the native mrad axes */
-    double mrad_to_q = 1e-3 / plan->lambda;
-    for (int a = 0; a < 2 && !err; a++) {
-        size_t n = a ? qy : qx;
-        double *mrad = NULL;
-        err = read_axis(e, a ? "cbed_qy_mrad" : "cbed_qx_mrad", n, &mrad);
-        for (size_t i = 0; !err && i < n; i++) q[i] = mrad[i] * mrad_to_q;
-        free(mrad);
-        if (!err) err = dim_vector(e, g, 3 + a, q, n, a ? "Q_y" : "Q_x", "[\xc3\x85^-1]");
-    }
+    for (size_t y = 0; y < ny && !err && !(err = tick(e)); y++)
+        err = pattern_row(e, p, native, in, d, group, y, row, out);
+    if (!err) err = q_axes(e, g, q);
     if (in >= 0) H5Dclose(in);
     if (d >= 0) H5Dclose(d);
     if (dcpl >= 0) H5Pclose(dcpl);
