@@ -11,6 +11,24 @@ foreach(_f IN LISTS STEMSIM_MPI_FLAGS)
   list(APPEND _it_mpi_flags "--mpi-flag=${_f}")
 endforeach()
 
+# stemsim_itest(NAME LABELS TIMEOUT [PROCESSORS] [SCRIPT name]): one ctest running the itest-style
+# driver integration/<NAME or SCRIPT>.py on small.ini with stemsim and mpirun (exit 77: skipped).
+function(stemsim_itest name labels timeout)
+  cmake_parse_arguments(_t "" "SCRIPT" "" ${ARGN})
+  set(_script ${name})
+  if(_t_SCRIPT)
+    set(_script ${_t_SCRIPT})
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/${_script}.py --stemsim $<TARGET_FILE:stemsim>
+                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" ENVIRONMENT "${STEMSIM_TEST_ENV}"
+                       SKIP_RETURN_CODE 77 TIMEOUT ${timeout})
+  if(_t_UNPARSED_ARGUMENTS)
+    set_tests_properties(${name} PROPERTIES PROCESSORS ${_t_UNPARSED_ARGUMENTS})
+  endif()
+endfunction()
+
 # stemsim_mpi_case(NAME MODE [args...]): one ctest running mpi_case.py.
 function(stemsim_mpi_case name mode)
   add_test(NAME ${name}
@@ -323,79 +341,39 @@ endif()
 # The distributed FFT (hrtem, FFTW3-MPI slabs): 2, 3, 4 ranks and 2 groups of 2 equal one
 # rank to 1e-5; the memory per rank falls, a limit one rank exceeds lets 4 ranks run.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
-  add_test(NAME mpi_distributed_fft
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/dist_fft.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(mpi_distributed_fft PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+  stemsim_itest(mpi_distributed_fft "mpi" 300 SCRIPT dist_fft)
   # [series] and checkpointed campaigns on the distributed FFT: equal the serial campaign to
   # 1e-5 (2 ranks, 2 groups of 2, thinner last slices, a checkpointed plain run); kill and resume
-  add_test(NAME dist_campaign
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/dist_campaign.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(dist_campaign PROPERTIES LABELS "campaign;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  stemsim_itest(dist_campaign "campaign;mpi" 400)
 endif()
 
 # The FFTW wisdom cache: runs sharing it bit-identical (1, 2 runs, 3 ranks), off, damaged,
 # foreign and linked files refused and kept, linked or open directories refused, concurrent
 # first runs (tests/integration/fft_cache.py)
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
-  add_test(NAME fft_cache
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/fft_cache.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(fft_cache PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+  stemsim_itest(fft_cache "mpi" 300)
 endif()
 
 # Potentials: finite projection against a closed form, save_potential / potential_file
 # (1 and 3 ranks, bit for bit, refusals), Lobato against Kirkland.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
-  add_test(NAME potentials
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/potentials.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(potentials PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  stemsim_itest(potentials "physics;mpi" 400)
   # The potential's grid independence: one U atom over sub-pixel offsets and against its
   # converged value, an Au layer on grids with atoms on and off pixels
-  add_test(NAME grid_independence
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/grid_independence.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(grid_independence PROPERTIES LABELS "physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  stemsim_itest(grid_independence "physics" 400)
   # PRISM's S-matrix stored and read back: beams = tilted plane waves, ranks agree, refusals
-  add_test(NAME stored_smatrix
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stored_smatrix.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(stored_smatrix PROPERTIES LABELS "physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  stemsim_itest(stored_smatrix "physics;mpi" 400)
   # PRISM's S-matrix distributed by space: 1-4 ranks and emulated nodes bitwise, memory per rank as 1/ranks
-  add_test(NAME smatrix_tiles
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/smatrix_tiles.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(smatrix_tiles PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 400 PROCESSORS 2)
+  stemsim_itest(smatrix_tiles "mpi" 400 2)
   # 4D patterns on equal q steps (cbed_square_q) on a non-square cell: virtual images with one Q
   # pixel size within 1%, sums kept, 2 ranks = 1 rank, the EMD calibration's one step
-  add_test(NAME square_q
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/square_q.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(square_q PROPERTIES LABELS "mpi;physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300 PROCESSORS 2)
+  stemsim_itest(square_q "mpi;physics" 300 2)
   # The transmission functions built in shares by the ranks of a node, exchanged only between
   # nodes (issue 44): the ranks' own -v report of what they built and received by MPI
-  add_test(NAME transmission_shares
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/transmission_shares.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(transmission_shares PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300 PROCESSORS 2)
+  stemsim_itest(transmission_shares "mpi" 300 2)
   # Stored potentials and S-matrices in a [series] campaign: one per tilt, read back bit for
   # bit, kill and resume, files of other tilts refused
-  add_test(NAME stored_campaign
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/stored_campaign.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(stored_campaign PROPERTIES LABELS "campaign;physics;mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 400)
+  stemsim_itest(stored_campaign "campaign;physics;mpi" 400)
 endif()
 
 # cmake --install: the tree under a prefix, moved, finds its tables and runs the example.
