@@ -57,28 +57,31 @@ int stem_fail(int code, const char *file, int line, const char *func, const char
     return code;
 }
 
-void stem_info(const char *fmt, ...)
+/* One line on stdout, rank 0 at this level or above. */
+static void log_line(stem_log_level level, const char *fmt, va_list ap)
 {
-    if (!stem_log_enabled(STEM_LOG_INFO)) return;
-    va_list ap;
-    va_start(ap, fmt);
+    if (!stem_log_enabled(level)) return;
     vfprintf(stdout, fmt, ap);
-    va_end(ap);
     fputc('\n', stdout);
     fflush(stdout);
+}
+
+void stem_info(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(STEM_LOG_INFO, fmt, ap);
+    va_end(ap);
 }
 
 int stem_log_verbose(void) { return stem_log_state.level >= STEM_LOG_DEBUG; }
 
 void stem_debug(const char *fmt, ...)
 {
-    if (!stem_log_enabled(STEM_LOG_DEBUG)) return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stdout, fmt, ap);
+    log_line(STEM_LOG_DEBUG, fmt, ap);
     va_end(ap);
-    fputc('\n', stdout);
-    fflush(stdout);
 }
 
 void stem_warn(const char *fmt, ...)

@@ -4,6 +4,7 @@ test's own work directory with absolute data paths, and stemsim run on N ranks t
 exit with an expected code; and what a campaign checkpoint's state file holds (state_units)."""
 import argparse
 import os
+import shutil
 import struct
 import subprocess
 
@@ -51,6 +52,14 @@ def small_case(args, subdir, name="small.ini", replace=(), append=""):
     with open(args.ini, "w") as f:
         f.write(text + append)
     return args.ini
+
+
+def fresh_workdir(args, name):
+    """args.workdir/<name>, emptied (a rerun starts clean), as args.workdir; args.ini: the config."""
+    args.workdir = os.path.join(os.path.abspath(args.workdir), name)
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    args.ini = os.path.abspath(args.config)
 
 
 def run(args, ranks, extra, name, expect=0, ini=None, env=None):

@@ -16,7 +16,6 @@ small.ini's Si cell made non-square (3 x 4 unit cells: q steps in the ratio 4 : 
 Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
-import shutil
 import sys
 
 import itest
@@ -62,10 +61,7 @@ def main():
         return 77
     import h5py
     import numpy as np
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "square_q")
-    shutil.rmtree(A.workdir, ignore_errors=True)
-    os.makedirs(A.workdir)
-    A.ini = os.path.abspath(A.config)
+    itest.fresh_workdir(A, "square_q")
 
     cell = run(1, 0, "cell")
     with h5py.File(cell, "r") as f:

@@ -17,7 +17,6 @@ Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
 import re
-import shutil
 import sys
 
 import itest
@@ -66,10 +65,7 @@ def main():
     A = itest.parse_args()
     if not itest.have_numpy_h5py():
         return 77
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "transmission_shares")
-    shutil.rmtree(A.workdir, ignore_errors=True)
-    os.makedirs(A.workdir)
-    A.ini = os.path.abspath(A.config)
+    itest.fresh_workdir(A, "transmission_shares")
     rows, slices, per_slice = shares(1, [], "np1")
     check(slices == 8 and rows[0][1:4] == (0, 8, 0), "one rank builds all 8 slices and receives nothing")
 
