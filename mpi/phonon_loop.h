@@ -12,8 +12,8 @@
 #include "../src/engine.h"
 #include "../src/potential.h"
 
-/* Collective over m->group. */
-/* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group. */
+/* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group;
+ * collective over m->group. */
 int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                              const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
                              stem_complex *trans, const stem_shared_buffer *trans_node);

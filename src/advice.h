@@ -54,9 +54,8 @@ void stem_advice_print(const stem_advice *a, FILE *out);
  * the output file's root attribute "advice". */
 char *stem_advice_to_text(const stem_advice *a);
 
-/* Quantities the checks use, exposed for the tests. */
-/* The fraction of an element's first-Born elastic cross-section, the integral of
- * |f_e(q)|^2 2 pi q dq, that lies within q (1/Angstrom). */
+/* Quantities the checks use, exposed for the tests. The fraction of an element's first-Born
+ * elastic cross-section, the integral of |f_e(q)|^2 2 pi q dq, that lies within q (1/Angstrom). */
 double stem_advice_cross_section_within(const stem_atom_potential *p, double q);
 /* The q within which that fraction is `fraction`. */
 double stem_advice_cross_section_q(const stem_atom_potential *p, double fraction);

@@ -111,8 +111,7 @@ static int parse_cli(int argc, char **argv, cli_options *o, int rank)
     return STEM_OK;
 }
 
-/* Relative model paths are relative to the config file's directory. */
-/* An input path relative to the config file's directory. */
+/* An input path (the model, a stored file) relative to the config file's directory. */
 static void resolve_input_path(const stem_config *cfg, char path[STEM_PATH_MAX])
 {
     if (!path[0] || path[0] == '/') return;

@@ -2,7 +2,8 @@
 """ctest house: the size rules of docs/developers.md ("The house"), measured on the product
 sources (src/, io/, mpi/, cuda/): no file over 950 lines and at most 2 over 800; no function
 over 80 lines and at most 8 over 60; the test hooks read in src/test_hooks.c alone (no other
-getenv("STEMSIM_TEST_...")). Prints the measures; exit 1 when a rule is broken.
+getenv("STEMSIM_TEST_...")); no stacked comments (a block comment ending where another begins,
+at the same indentation: one comment says one thing, or they are merged). Prints the measures; exit 1 when a rule is broken.
 
     python3 tests/house.py [REPO]
 """
@@ -45,15 +46,28 @@ def functions(lines):
     return out
 
 
+def stacked(lines):
+    """Lines where a whole-line block comment ends and another begins right below it (section
+    rulers "/* ----" excepted)."""
+    out = []
+    for i in range(len(lines) - 1):
+        a, b = lines[i].strip(), lines[i + 1].strip()
+        same = len(lines[i]) - len(lines[i].lstrip()) == len(lines[i + 1]) - len(lines[i + 1].lstrip())
+        if a.endswith("*/") and a.startswith(("/*", "*")) and b.startswith("/*") and not b.startswith("/* --") and same:
+            out.append(i + 1)
+    return out
+
+
 def main():
     repo = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     bad = []
-    sizes, funcs, hooks = {}, [], []
+    sizes, funcs, hooks, stacks = {}, [], [], []
     for path in sources(repo):
         with open(os.path.join(repo, path)) as f:
             lines = f.read().split("\n")
         sizes[path] = len(lines) - (lines[-1] == "")
         funcs += [(n, path, l, ln) for n, l, ln in functions(lines)]
+        stacks += ["%s:%d" % (path, k) for k in stacked(lines)]
         if path != "src/test_hooks.c":
             hooks += ["%s:%d" % (path, k + 1) for k, t in enumerate(lines) if re.search(r'getenv\("STEMSIM_TEST', t)]
     big = sorted((n, p) for p, n in sizes.items() if n > FILE_BIG)
@@ -62,6 +76,7 @@ def main():
     print("functions over %d lines: %s" % (FUNC_LONG, ", ".join("%s (%s:%d) %d" % (n, p, l, ln)
                                                                 for ln, n, p, l in long_f) or "none"))
     print("test hooks read outside src/test_hooks.c: %s" % (", ".join(hooks) or "none"))
+    print("stacked comments: %s" % (", ".join(stacks) or "none"))
     if any(n > FILE_MAX for n, _ in big):
         bad.append("a product source over %d lines" % FILE_MAX)
     if len(big) > FILES_BIG:
@@ -72,6 +87,8 @@ def main():
         bad.append("%d functions over %d lines (at most %d)" % (len(long_f), FUNC_LONG, FUNCS_LONG))
     if hooks:
         bad.append("test hooks read outside src/test_hooks.c")
+    if stacks:
+        bad.append("stacked comments")
     for b in bad:
         print("FAIL", b)
     print("PASS" if not bad else "FAIL: %d rule(s) broken" % len(bad))
