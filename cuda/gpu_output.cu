@@ -559,29 +559,70 @@ static double gemm_isolated_rate(out_ctx *c)
     return rate;
 }
 
+/* The engine's output context for this plan, rank share and detector: kept from the last
+ * configuration or made (*fresh). */
+static int output_context(const stem_engine *e, const stem_plan *plan, const stem_detector *det, int *fresh)
+{
+    gpu_engine_state *st = gpu_engine_state_of(e);
+    *fresh = 0;
+    if (st->out &&
+        (st->out->plan != plan || st->out->det_tables != det || st->out->probe_begin != plan->probe_begin ||
+         st->out->probe_end != plan->probe_end))
+        gpu_output_cache_free(st);
+    if (st->out) return STEM_OK;
+    st->out = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
+    if (!st->out) return STEM_ERR_MEMORY;
+    *fresh = 1;
+    int err = out_create(st->out, e, plan, det);
+    if (err) gpu_output_cache_free(st);
+    return err;
+}
+
+/* -v: the step's rates over its workers (t1 - t0: set-up and upload, dt: the tiles), and the
+ * CGEMMs' own rate where they were timed. */
+static void log_output_rates(out_ctx *c, const stem_plan *plan, int fresh, double t0, double t1, double t2)
+{
+    double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1, gemm_flops = 0, gemm_s = 0;
+    long n = c->op.tiling.n_local;
+    for (int i = 0; i < c->dev.workers; i++) {
+        gemm_flops += c->w[i].gemm_flops;
+        gemm_s += c->w[i].gemm_s;
+        c->w[i].gemm_flops = c->w[i].gemm_s = 0;
+        flops += c->w[i].flops;
+        sb += c->w[i].s_bytes;
+        dram += c->w[i].dram;
+        h2d += c->w[i].h2d;
+    }
+    stem_info("gpu PRISM output: %ld probes on %d GPU(s) x %d stream(s), %s, %s, tiles of %d x %d (%d): %.3f s compute "
+              "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
+              "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
+              n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer", product_name(c),
+              c->op.tiling.T, c->op.tiling.T, c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
+              fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
+              c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9,
+              dram / dt / 1e9, h2d / 1e9, h2d / dt / 1e9);
+    if (gemm_s <= 0) return; /* timed on each stream: with several per GPU, its intervals hold the others' kernels */
+    double in_step = gemm_flops / gemm_s / 1e12;
+    double alone = plan->opt.gpu_gemm_check ? gemm_isolated_rate(c) : 0;
+    char iso[128] = "";
+    if (alone > 0)
+        snprintf(iso, sizeof iso, "; the last tile's CGEMMs alone: %.2f TFLOP/s (in the step %.0f%% of that)", alone,
+                 100 * in_step / alone);
+    stem_info("gpu PRISM output: CGEMMs %.3f s summed over %d stream(s) (with several streams per GPU the "
+              "intervals overlap): %.2f TFLOP/s per stream%s",
+              gemm_s, c->dev.workers, in_step, iso);
+}
+
 static int output_run(const stem_engine *e, const stem_plan *plan, const stem_complex *S, const float2 *const *S_given,
                       const stem_detector *det, stem_result *res)
 {
     gpu_engine_state *st = gpu_engine_state_of(e);
     double t0 = stem_wall_time();
-    int err = STEM_OK, fresh = 0;
-    if (st->out &&
-        (st->out->plan != plan || st->out->det_tables != det || st->out->probe_begin != plan->probe_begin ||
-         st->out->probe_end != plan->probe_end))
-        gpu_output_cache_free(st);
-    if (!st->out) {
-        st->out = (out_ctx *)stem_calloc(1, sizeof(out_ctx), "GPU PRISM output context");
-        if (!st->out) return STEM_ERR_MEMORY;
-        fresh = 1;
-        err = out_create(st->out, e, plan, det);
-        if (err) {
-            gpu_output_cache_free(st);
-            return err;
-        }
-    }
+    int fresh;
+    STEM_TRY(output_context(e, plan, det, &fresh));
     out_ctx *c = st->out;
     c->res = res;
-    int pinned = 0;
+    int pinned = 0, err = STEM_OK;
     size_t S_bytes = sizeof(stem_complex) * plan->n_beams * plan->crop_nx * plan->crop_ny;
     if (S_given && c->op.streaming)
         err = STEM_FAIL(STEM_ERR_INTERNAL, "S-matrix in device memory needs single-transfer mode");
@@ -592,40 +633,7 @@ static int output_run(const stem_engine *e, const stem_plan *plan, const stem_co
     stem_work work = {c, out_setup, out_work, NULL};
     int per_batch = c->op.streaming ? 1 : 4;
     if (!err) err = stem_dispatch(&work, c->op.tiling.n_units, per_batch, c->dev.workers, "GPU PRISM output");
-    double t2 = stem_wall_time();
-    long n = c->op.tiling.n_local;
-    if (!err && n > 0) {
-        double flops = 0, sb = 0, dram = 0, h2d = 0, dt = t2 - t1, gemm_flops = 0, gemm_s = 0;
-        for (int i = 0; i < c->dev.workers; i++) {
-            gemm_flops += c->w[i].gemm_flops;
-            gemm_s += c->w[i].gemm_s;
-            c->w[i].gemm_flops = c->w[i].gemm_s = 0;
-            flops += c->w[i].flops;
-            sb += c->w[i].s_bytes;
-            dram += c->w[i].dram;
-            h2d += c->w[i].h2d;
-        }
-        stem_info(
-            "gpu PRISM output: %ld probes on %d GPU(s) x %d stream(s), %s, %s, tiles of %d x %d (%d): %.3f s compute "
-            "(%.2f us per probe), %.3f s %s; %s %.1f GFLOP (%.2f TFLOP/s), S-matrix reads %.2f GB, "
-            "device memory traffic (lower bound) %.2f GB = %.1f GB/s, host-to-device %.2f GB = %.1f GB/s",
-            n, c->dev.n_gpus, c->dev.streams, c->op.streaming ? "streaming" : "single-transfer", product_name(c),
-            c->op.tiling.T, c->op.tiling.T, c->op.tiling.n_tiles, dt, 1e6 * dt / n, t1 - t0,
-            fresh ? "setup and upload" : "upload (tiles, tables and workers kept from the first configuration)",
-            c->op.direct ? "reduction" : "GEMM", flops / 1e9, flops / dt / 1e12, sb / 1e9, dram / 1e9, dram / dt / 1e9,
-            h2d / 1e9, h2d / dt / 1e9);
-        if (gemm_s > 0) { /* timed on each stream: with several per GPU, its intervals hold the others' kernels too */
-            double in_step = gemm_flops / gemm_s / 1e12;
-            double alone = plan->opt.gpu_gemm_check ? gemm_isolated_rate(c) : 0;
-            char iso[128] = "";
-            if (alone > 0)
-                snprintf(iso, sizeof iso, "; the last tile's CGEMMs alone: %.2f TFLOP/s (in the step %.0f%% of that)",
-                         alone, 100 * in_step / alone);
-            stem_info("gpu PRISM output: CGEMMs %.3f s summed over %d stream(s) (with several streams per GPU the "
-                      "intervals overlap): %.2f TFLOP/s per stream%s",
-                      gemm_s, c->dev.workers, in_step, iso);
-        }
-    }
+    if (!err && c->op.tiling.n_local > 0) log_output_rates(c, plan, fresh, t0, t1, stem_wall_time());
     gpu_unpin(S, pinned);
     if (err || !c->keep)
         gpu_output_cache_free(st);
