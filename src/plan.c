@@ -616,37 +616,61 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
     return stem_plan_finish(plan, cfg, atoms);
 }
 
-void stem_plan_print(const stem_plan *plan, FILE *out)
+/* The printed plan (--dry-run, the log): one line printer per entry of plan_lines, each
+ * printing its line or nothing. */
+static void print_algorithm(const stem_plan *plan, FILE *out)
 {
-    const stem_layout *L = &plan->layout;
-    const double GiB = 1073741824.0;
-    fprintf(out, "plan:\n");
     fprintf(out, "  algorithm          %s", stem_algorithm_name(plan->algorithm));
     if (plan->algorithm == STEM_ALG_PRISM) fprintf(out, " (interpolation %d x %d)", plan->fx, plan->fy);
-    fprintf(out, "\n  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0],
+    fprintf(out, "\n");
+}
+
+static void print_model(const stem_plan *plan, FILE *out)
+{
+    fprintf(out, "  atoms              %ld in a %.3f x %.3f x %.3f Angstrom cell\n", plan->n_atoms, plan->cell[0],
             plan->cell[1], plan->cell[2]);
     fprintf(out, "  wavelength         %.6f Angstrom, sigma %.6e rad/(V Angstrom)\n", plan->lambda, plan->sigma);
     fprintf(out, "  grid               %d x %d pixels of %.4f x %.4f Angstrom\n", plan->nx, plan->ny, plan->dx,
             plan->dy);
+}
+
+static void print_slices(const stem_plan *plan, FILE *out)
+{
     fprintf(out, "  slices             %d of %.9g Angstrom", plan->n_slices, plan->dz);
     if (stem_plan_thin_last(plan))
         fprintf(out, ", the last %.9g Angstrom (the cell is %.6g slices)", plan->dz_last, plan->cell[2] / plan->dz);
     fprintf(out, "\n");
+}
+
+static void print_band(const stem_plan *plan, FILE *out)
+{
     fprintf(out, "  band limit         %.1f mrad (2/3 of Nyquist)\n", plan->max_angle_mrad);
     fprintf(out, "  transmission       formed on a %dx finer grid (%.4f A pixels; heaviest element Z = %d)\n",
             plan->opt.oversampling, fmax(plan->dx, plan->dy) / plan->opt.oversampling, plan->heaviest_z);
     fprintf(out, "  beams              %d plane waves inside %.2f mrad\n", plan->n_beams, plan->alpha * 1e3);
-    if (plan->algorithm == STEM_ALG_PRISM) {
-        fprintf(out, "  S-matrix           %d beams x %d x %d pixels (%.3f GiB)\n", plan->n_beams, plan->crop_nx,
-                plan->crop_ny, 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / GiB);
-        stem_plan_print_smatrix_holding(plan, out);
-    }
+}
+
+static void print_smatrix(const stem_plan *plan, FILE *out)
+{
+    if (plan->algorithm != STEM_ALG_PRISM) return;
+    fprintf(out, "  S-matrix           %d beams x %d x %d pixels (%.3f GiB)\n", plan->n_beams, plan->crop_nx,
+            plan->crop_ny, 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny / 1073741824.0);
+    stem_plan_print_smatrix_holding(plan, out);
+}
+
+static void print_detector(const stem_plan *plan, FILE *out)
+{
     fprintf(out, "  detector           %d x %d pixels, %d rings of %g mrad, %d images\n", plan->out_nx, plan->out_ny,
             plan->n_bins, plan->ring_width, plan->n_images);
     if (plan->algorithm == STEM_ALG_HRTEM)
         fprintf(out, "  illumination       a plane wave on Fourier pixel (%d, %d) (tilt %.3f, %.3f mrad)\n",
                 plan->plane_k[0], plan->plane_k[1], plan->plane_k[0] / plan->cell[0] * plan->lambda * 1e3,
                 plan->plane_k[1] / plan->cell[1] * plan->lambda * 1e3);
+}
+
+/* The wave's split (a distributed FFT) or the probes. */
+static void print_scan(const stem_plan *plan, FILE *out)
+{
     if (plan->dist) {
         int P = plan->layout.group_size;
         double moved = 48.0 * plan->nx * plan->ny * (P - 1) / ((double)P * P); /* 6 transforms per slice */
@@ -662,8 +686,12 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
     else
         fprintf(out, "  scan               %d x %d probes (%ld) from (%.3f, %.3f) step %.4f Angstrom\n", plan->scan_nx,
                 plan->scan_ny, plan->n_probes, plan->scan_x0, plan->scan_y0, plan->scan_step);
-    fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs, L->n_groups,
-            L->group_size);
+}
+
+static void print_configurations(const stem_plan *plan, FILE *out)
+{
+    fprintf(out, "  frozen phonons     %d configurations over %d rank group(s) of %d\n", plan->n_configs,
+            plan->layout.n_groups, plan->layout.group_size);
     double se_bytes = stem_channel_error_bytes_per_probe(plan) * (double)(plan->probe_end - plan->probe_begin);
     if (se_bytes > 0)
         fprintf(out, "  standard errors    over the configurations (/standard_error), %.1f MiB on this rank\n",
@@ -673,19 +701,36 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
                 plan->n_configs < 2              ? "one configuration"
                     : !plan->opt.standard_errors ? "[output] standard_errors = false"
                                                  : "the wave in slabs");
+}
+
+static void print_ranks(const stem_plan *plan, FILE *out)
+{
+    const stem_layout *L = &plan->layout;
     fprintf(
         out,
         "  ranks              %d; this rank (%d): group %d, probes [%ld, %ld), beams [%d, %d), %d threads, batch %d\n",
         L->world_size, L->world_rank, L->group, plan->probe_begin, plan->probe_end, plan->beam_begin, plan->beam_end,
         plan->threads, plan->batch_size);
-    stem_plan_print_blocks(plan, out);
+}
+
+static void print_focal_spread(const stem_plan *plan, FILE *out)
+{
     if (plan->opt.focal_spread > 0)
         fprintf(out, "  focal spread       sigma %.3f Angstrom over %d defoci (Gauss-Hermite%s)\n",
                 plan->opt.focal_spread, plan->opt.focal_points,
                 plan->focal_auto ? ", chosen by focal_points = auto" : "");
+}
+
+static void print_fft_planning(const stem_plan *plan, FILE *out)
+{
     static const char *const planning[] = {"estimate", "measure", "auto (measured, wisdom cache)"};
     fprintf(out, "  FFT planning       %s%s%s\n", planning[plan->opt.fft_planning], plan->fft_wisdom[0] ? ", " : "",
             plan->fft_wisdom);
+}
+
+static void print_node_shared(const stem_plan *plan, FILE *out)
+{
+    const stem_layout *L = &plan->layout;
     if (L->shared_ranks > 1)
         fprintf(out,
                 "  node-shared        %stransmission functions (CPU engine) and the lookup table: one copy for the %d "
@@ -693,7 +738,21 @@ void stem_plan_print(const stem_plan *plan, FILE *out)
                 plan->algorithm == STEM_ALG_PRISM ? "S-matrix and " : "", L->shared_ranks, L->group);
     else if (L->group_size > 1 && L->not_shared)
         fprintf(out, "  node-shared        off: %s\n", L->not_shared);
-    stem_plan_print_memory(plan, out);
+}
+
+typedef void (*plan_line)(const stem_plan *plan, FILE *out);
+static const plan_line plan_lines[] = {print_algorithm,    print_model,
+                                       print_slices,       print_band,
+                                       print_smatrix,      print_detector,
+                                       print_scan,         print_configurations,
+                                       print_ranks,        stem_plan_print_blocks,
+                                       print_focal_spread, print_fft_planning,
+                                       print_node_shared,  stem_plan_print_memory};
+
+void stem_plan_print(const stem_plan *plan, FILE *out)
+{
+    fprintf(out, "plan:\n");
+    for (size_t i = 0; i < sizeof plan_lines / sizeof plan_lines[0]; i++) plan_lines[i](plan, out);
 }
 
 char *stem_plan_to_text(const stem_plan *plan)
