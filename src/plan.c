@@ -521,19 +521,9 @@ static void choose_distribution(stem_plan *plan, const stem_config *cfg)
     stem_plan_estimate_slabs(plan);
 }
 
-int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
-                       const stem_positions *positions, const stem_layout *layout)
+/* The beam tilt and aperture shift in the plan's units (hrtem: the plane wave's Fourier pixel). */
+static void set_tilts(stem_plan *plan, const stem_config *cfg)
 {
-    memset(plan, 0, sizeof *plan);
-    plan->layout = *layout;
-    plan->algorithm = cfg->algorithm;
-    resolve_options(plan, cfg);
-    copy_optics(plan, cfg);
-    plan->n_atoms = atoms->n;
-    plan->lambda = stem_wavelength(cfg->energy_kev);
-    plan->sigma = stem_interaction_constant(cfg->energy_kev);
-    plan->alpha = cfg->semiangle_mrad * 1e-3;
-    memcpy(plan->cell, atoms->cell, sizeof plan->cell);
     for (int a = 0; a < 2; a++) {               /* small angles: theta = lambda q */
         if (cfg->algorithm == STEM_ALG_HRTEM) { /* the illumination on the grid; the lens centred on the axis */
             plan->plane_k[a] = (int)lround(cfg->beam_tilt_mrad[a] * 1e-3 / plan->lambda * plan->cell[a]);
@@ -542,28 +532,12 @@ int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms
         plan->tilt_q[a] = cfg->beam_tilt_mrad[a] * 1e-3 / plan->lambda;
         plan->aperture_q[a] = (cfg->beam_tilt_mrad[a] + cfg->aperture_shift_mrad[a]) * 1e-3 / plan->lambda;
     }
-    int prism = cfg->algorithm == STEM_ALG_PRISM;
-    plan->fx = prism ? cfg->interpolation_x : 1;
-    plan->fy = prism ? cfg->interpolation_y : 1;
-    plan->nx = choose_grid(cfg->grid_x, plan->cell[0], cfg->pixel_size, plan->fx);
-    plan->ny = choose_grid(cfg->grid_y, plan->cell[1], cfg->pixel_size, plan->fy);
-    if ((double)plan->nx * plan->ny > 1.0e9)
-        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] pixel_size %g gives a %d x %d grid: too large", cfg->pixel_size,
-                         plan->nx, plan->ny);
-    plan->dx = plan->cell[0] / plan->nx;
-    plan->dy = plan->cell[1] / plan->ny;
-    choose_oversampling(plan, atoms);
-    plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
-    STEM_TRY(check_optics(plan));
-    choose_focal_points(plan);
-    plan->dz = cfg->slice_thickness;
-    stem_plan_set_thickness(plan, plan->cell[2]);
-    log_slicing(plan);
-    choose_crop(plan->nx, plan->cell[0], plan->q_limit, plan->fx, &plan->crop_nx, &plan->out_nx);
-    choose_crop(plan->ny, plan->cell[1], plan->q_limit, plan->fy, &plan->crop_ny, &plan->out_ny);
-    plan->out_dqx = plan->fx / plan->cell[0];
-    plan->out_dqy = plan->fy / plan->cell[1];
-    plan->max_angle_mrad = plan->q_limit * plan->lambda * 1e3;
+}
+
+/* The detector: rings, images, the written patterns' window, segments; refused where they
+ * start beyond the largest simulated angle. */
+static int choose_detector(stem_plan *plan, const stem_config *cfg)
+{
     plan->ring_width = cfg->ring_width;
     plan->n_bins = (int)ceil(plan->max_angle_mrad / cfg->ring_width);
     plan->n_images = cfg->n_images;
@@ -590,6 +564,46 @@ int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms
             stem_warn("[images] %s extends to %g mrad but the simulation reaches only %.1f mrad: it integrates up to "
                       "%.1f mrad",
                       cfg->images[i].name, cfg->images[i].outer_mrad, plan->max_angle_mrad, plan->max_angle_mrad);
+    return STEM_OK;
+}
+
+int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
+                       const stem_positions *positions, const stem_layout *layout)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->layout = *layout;
+    plan->algorithm = cfg->algorithm;
+    resolve_options(plan, cfg);
+    copy_optics(plan, cfg);
+    plan->n_atoms = atoms->n;
+    plan->lambda = stem_wavelength(cfg->energy_kev);
+    plan->sigma = stem_interaction_constant(cfg->energy_kev);
+    plan->alpha = cfg->semiangle_mrad * 1e-3;
+    memcpy(plan->cell, atoms->cell, sizeof plan->cell);
+    set_tilts(plan, cfg);
+    int prism = cfg->algorithm == STEM_ALG_PRISM;
+    plan->fx = prism ? cfg->interpolation_x : 1;
+    plan->fy = prism ? cfg->interpolation_y : 1;
+    plan->nx = choose_grid(cfg->grid_x, plan->cell[0], cfg->pixel_size, plan->fx);
+    plan->ny = choose_grid(cfg->grid_y, plan->cell[1], cfg->pixel_size, plan->fy);
+    if ((double)plan->nx * plan->ny > 1.0e9)
+        return STEM_FAIL(STEM_ERR_CONFIG, "[simulation] pixel_size %g gives a %d x %d grid: too large", cfg->pixel_size,
+                         plan->nx, plan->ny);
+    plan->dx = plan->cell[0] / plan->nx;
+    plan->dy = plan->cell[1] / plan->ny;
+    choose_oversampling(plan, atoms);
+    plan->q_limit = (2.0 / 3.0) * fmin(0.5 / plan->dx, 0.5 / plan->dy);
+    STEM_TRY(check_optics(plan));
+    choose_focal_points(plan);
+    plan->dz = cfg->slice_thickness;
+    stem_plan_set_thickness(plan, plan->cell[2]);
+    log_slicing(plan);
+    choose_crop(plan->nx, plan->cell[0], plan->q_limit, plan->fx, &plan->crop_nx, &plan->out_nx);
+    choose_crop(plan->ny, plan->cell[1], plan->q_limit, plan->fy, &plan->crop_ny, &plan->out_ny);
+    plan->out_dqx = plan->fx / plan->cell[0];
+    plan->out_dqy = plan->fy / plan->cell[1];
+    plan->max_angle_mrad = plan->q_limit * plan->lambda * 1e3;
+    STEM_TRY(choose_detector(plan, cfg));
     STEM_TRY(choose_scan(plan, cfg, positions));
     stem_source_blur_warn(plan); /* mirrored edges: say so */
     STEM_TRY(choose_beams(plan));
