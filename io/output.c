@@ -6,7 +6,8 @@
  *   io/h5_collective.c  collective HDF5 writing (agreed steps, attributes, datasets, the
  *                       full-disk-safe close);
  *   io/layout.c         stemsim's layout (every dataset, attribute and unit, documented
- *                       once in docs/output.md);
+ *                       once in docs/output.md; the stored /potential and /smatrix in
+ *                       io/layout_stacks.c);
  *   io/finish.c         the close, [output] layout = emd's conversion and the
  *                       publication (io/publish.c).
  *

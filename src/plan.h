@@ -41,9 +41,6 @@ typedef struct {
     int rx, ry;   /* pixels reached either side of the atom's own */
 } stem_blur_geometry;
 stem_blur_geometry stem_plan_blur_geometry(const stem_plan *plan);
-/* Bytes of the potential's profile table for n_species species, with the radial tables its
- * build reads (potential.c builds it). */
-double stem_plan_table_bytes(const stem_plan *plan, int n_species);
 /* Probe diameter (Angstrom) that a PRISM window must hold: the Airy disc
  * 1.22 lambda/alpha plus twice the largest geometric ray displacement of
  * the aberrations inside the aperture. */
@@ -68,6 +65,14 @@ int stem_plan_build(stem_plan *plan, const stem_config *cfg, const stem_atoms *a
 int stem_plan_geometry(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms,
                        const stem_positions *positions, const stem_layout *layout);
 int stem_plan_finish(stem_plan *plan, const stem_config *cfg, const stem_atoms *atoms);
+/* plan_memory.c: the memory per rank. Bytes of the potential's profile table for n_species
+ * species, with the radial tables its build reads (potential.c builds it). */
+double stem_plan_table_bytes(const stem_plan *plan, int n_species);
+/* Every large buffer of a run, per rank (mpi/campaign.c, detector.c, engines), the process
+ * itself, and the limit (the config's max_memory_gib, else the node's memory): the mem_ fields. */
+void stem_plan_estimate_memory(stem_plan *plan, int n_species, double max_memory_gib);
+/* The estimate again for hrtem's distributed FFT: this rank's slabs of the one wave. */
+void stem_plan_estimate_slabs(stem_plan *plan);
 /* A campaign unit holds points_per_unit results (its defoci x depths) on each rank, the
  * campaign's sums hold all n_points (src/accumulator.h), rank 0 a piece of a store, a group
  * leader save_smatrix's S-matrix: counted in mem_results. */
@@ -81,6 +86,9 @@ void stem_plan_count_depths(stem_plan *plan, int planes);
 int stem_plan_check_memory(const stem_plan *plan);
 /* Whether the node-shared windows fit where MPI puts them (/dev/shm); 1 without sharing. */
 int stem_plan_shared_fits(const stem_plan *plan);
+/* The printed plan's lines of the S-matrix this rank holds (PRISM) and of the memory. */
+void stem_plan_print_smatrix_holding(const stem_plan *plan, FILE *out);
+void stem_plan_print_memory(const stem_plan *plan, FILE *out);
 void stem_plan_print(const stem_plan *plan, FILE *out);
 /* plan_blocks.c: the 4D blocks ([detector] probe_block) from the memory limit, the estimate
  * made for them (after the rest of the estimate); and their line of the printed plan. */

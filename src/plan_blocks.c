@@ -26,8 +26,8 @@ static const char *not_streamable(const stem_plan *plan, const stem_config *cfg)
     return NULL;
 }
 
-/* Bytes of this rank's whole-share 4D results in the plan's estimate (estimate_memory in
- * plan.c): each unit's patterns (a focal spread's part, the GPU's last unit beside them), the
+/* Bytes of this rank's whole-share 4D results in the plan's estimate (stem_plan_estimate_memory in
+ * plan_memory.c): each unit's patterns (a focal spread's part, the GPU's last unit beside them), the
  * exact sums (int64) and the finished point's. */
 static double whole_4d_bytes(const stem_plan *plan, double w, long local)
 {
