@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../mpi/collectives.h"
+#include "../comm/collectives.h"
 #include "../src/signals.h"
 #include "../src/stem.h"
 

@@ -10,7 +10,7 @@
 #ifndef STEM_ALGORITHM_H
 #define STEM_ALGORITHM_H
 
-#include "comm.h"
+#include "../comm/comm.h"
 #include "smatrix_tiles.h"
 #include "../src/coherence.h"
 #include "../src/engine.h"

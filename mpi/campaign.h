@@ -21,7 +21,7 @@
 #include "../io/output.h"
 #include "../src/engine.h"
 #include "../src/series.h"
-#include "comm.h"
+#include "../comm/comm.h"
 
 typedef struct {
     const stem_mpi *m;

@@ -10,7 +10,7 @@
 
 #include "../src/accumulator.h"
 #include "checkpoint.h"
-#include "comm.h"
+#include "../comm/comm.h"
 
 /* Collective over m->world: every rank's sums added into their owners'. */
 int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m);

@@ -16,7 +16,7 @@
 
 #include "../io/input_file.h"
 #include "../src/signals.h"
-#include "comm.h"
+#include "../comm/comm.h"
 #include "checkpoint_files.h"
 #include "consistency.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "../comm/comm.h"
 
 unsigned long long stem_hash_model(const stem_atoms *atoms)
 {

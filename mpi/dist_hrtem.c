@@ -17,7 +17,7 @@
 #include "../src/potential.h"
 #include "../io/potential_file.h"
 #include "phonon_steps.h"
-#include "dist_fft.h"
+#include "../comm/dist_fft.h"
 
 /* The detector's pixels on this rank's Fourier columns (detector.h's tables, compacted), with
  * each pixel's element of the wave; built for one plan's detector geometry (key). */

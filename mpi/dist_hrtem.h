@@ -1,5 +1,5 @@
 /* algorithm = hrtem on a distributed FFT (plan->dist): the ranks of each group share
- * one wave in slabs of rows (mpi/dist_fft.h). No rank ever holds a whole slice: each
+ * one wave in slabs of rows (comm/dist_fft.h). No rank ever holds a whole slice: each
  * builds its own rows of every slice's potential from the atoms (the kernels' reach is
  * the halo), and the pixel-average correction, exp(i sigma V), the band limit, the
  * propagation and the objective lens all run on the slabs. Groups take the frozen-phonon
@@ -10,7 +10,7 @@
 
 #include "../src/detector.h"
 #include "../src/physics.h"
-#include "comm.h"
+#include "../comm/comm.h"
 
 /* A campaign's units on the distributed FFT (mpi/campaign.c), collective over m->group:
  * the state (plans, slabs, lookup table) made once from the plan (a series': the thickest

@@ -6,7 +6,7 @@
 #ifndef STEM_FFT_WISDOM_H
 #define STEM_FFT_WISDOM_H
 
-#include "comm.h"
+#include "../comm/comm.h"
 
 /* Collective over m->world. path: the wisdom file ([compute] fft_wisdom, "" none):
  * read when it exists, else written (never replaced) with what rank 0 measured.

@@ -7,7 +7,7 @@
 #include <pthread.h>
 
 #include "algorithm.h"
-#include "comm.h"
+#include "../comm/comm.h"
 #include "phonon_steps.h"
 #include "../src/engine.h"
 #include "../src/potential.h"

@@ -3,8 +3,8 @@
 #ifndef STEM_PHONON_STEPS_H
 #define STEM_PHONON_STEPS_H
 
-#include "comm.h"
-#include "node_shared.h"
+#include "../comm/comm.h"
+#include "../comm/node_shared.h"
 #include "../src/potential.h"
 
 /* A safe point, collective over m->world: every rank learns whether any failed (its

@@ -1,6 +1,6 @@
 /* PRISM's S-matrix distributed by space over a rank group (Ophus 2017: a probe reads only the
  * window of 1/f of the cell around it). The probes are already split over the group's ranks;
- * each "unit" (a rank, or the ranks of a node when they share memory, mpi/node_shared.h) keeps
+ * each "unit" (a rank, or the ranks of a node when they share memory, comm/node_shared.h) keeps
  * every beam over the tile of the box that its probes' windows cover (src/prism_tiles.h),
  * beam fastest, as the output step reads it: no whole S-matrix and no second arranged copy.
  *
@@ -16,8 +16,8 @@
 #ifndef STEM_SMATRIX_TILES_H
 #define STEM_SMATRIX_TILES_H
 
-#include "comm.h"
-#include "node_shared.h"
+#include "../comm/comm.h"
+#include "../comm/node_shared.h"
 #include "../src/engine.h"
 
 /* PRISM's S-matrix stored or read back ([output] save_smatrix, [simulation] smatrix_file),

@@ -56,7 +56,7 @@ typedef struct {
     int pot_nx, pot_ny; /* the potential's grid: opt.oversampling times the run's (potential.c) */
     double dz;          /* every slice's thickness but the last's */
     double dz_last;     /* the last slice's (Angstrom): dz, or thinner where the cell is no whole number of slices */
-    /* hrtem on a distributed FFT (mpi/dist_fft.h): this rank's real-space rows and
+    /* hrtem on a distributed FFT (comm/dist_fft.h): this rank's real-space rows and
      * transposed Fourier-space columns of the group's one wave; dist 0: serial */
     int dist;
     long dist_rows, dist_row0, dist_cols, dist_col0;

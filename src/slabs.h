@@ -1,7 +1,7 @@
-/* How the distributed FFT (mpi/dist_fft.h) splits an nx x ny grid over the ranks of a
+/* How the distributed FFT (comm/dist_fft.h) splits an nx x ny grid over the ranks of a
  * group: real-space rows and transposed Fourier columns per rank, as FFTW-MPI's
  * default blocks give them. Pure arithmetic, so the plan can size a rank's slab
- * without MPI; mpi/dist_fft.c uses the same functions. */
+ * without MPI; comm/dist_fft.c uses the same functions. */
 #ifndef STEM_SLABS_H
 #define STEM_SLABS_H
 

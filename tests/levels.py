@@ -4,13 +4,14 @@
 Each file belongs to a level; a file may include headers of its own level or
 of a level below, never above:
 
-  0 ground     src/ (physics, engine, plan: no files, no MPI) except src/main.c
-  1 primitives mpi/comm.c, mpi/collectives.c, mpi/node_shared.c, mpi/dist_fft.c
-               (communicators and collective operations, nothing of a run)
+  0 ground     src/ (physics, engine, plan: no files, no MPI)
+  1 primitives comm/ (communicators and collective operations, nothing of a run)
     device     cuda/ (the GPU engine: src/ headers only)
   2 files      io/ (reading and writing files; may agree over MPI)
-  3 drivers    the rest of mpi/ (the parallel drivers of a run and of a series)
-  4 main       src/main.c (the program: everything)
+  3 drivers    mpi/ (the parallel drivers of a run and of a series)
+  4 main       app/ (the program: everything)
+
+A file's folder is its level: there is no list of exceptions.
 
 A module is a .c (or .cu) file with its .h; the modules' include graph (a module
 uses another when its .c or .h includes the other's .h, directly or through
@@ -23,7 +24,6 @@ import os
 import re
 import sys
 
-PRIMITIVES = {"mpi/comm", "mpi/collectives", "mpi/node_shared", "mpi/dist_fft"}
 # "device" sits beside "primitives": neither includes the other.
 RANK = {"ground": 0, "primitives": 1, "device": 1, "files": 2, "drivers": 3, "main": 4}
 
@@ -35,24 +35,15 @@ KNOWN = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+FOLDERS = {"src": "ground", "comm": "primitives", "cuda": "device", "io": "files", "mpi": "drivers", "app": "main"}
+
+
 def level(path):
-    stem = os.path.splitext(path)[0]
-    top = path.split("/")[0]
-    if path == "src/main.c":
-        return "main"
-    if top == "src":
-        return "ground"
-    if top == "cuda":
-        return "device"
-    if top == "io":
-        return "files"
-    if top == "mpi":
-        return "primitives" if stem in PRIMITIVES else "drivers"
-    return None
+    return FOLDERS.get(path.split("/")[0])
 
 
 def sources(root):
-    for top in ("src", "io", "mpi", "cuda"):
+    for top in FOLDERS:
         for name in sorted(os.listdir(os.path.join(root, top))):
             if name.endswith((".c", ".h", ".cu", ".cuh")):
                 yield f"{top}/{name}"
