@@ -1,12 +1,31 @@
 /* The config's key table: every key of config.ini with its section, type, field, default,
- * bounds, unit and help text, one row each, and the look-ups on it. The parser (config.c)
- * reads each value into the field its row names, checks it against the row and prints the
- * rows as --help-config. */
+ * bounds, unit and help text, one row each (the aberration coefficients from one row per
+ * coefficient), and the look-ups on it. The parser (config.c) reads each value into the
+ * field its row names, checks it against the row and prints the rows as --help-config. */
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
 #include "config_keys.h"
+
+/* The aberration coefficients C_nm of [probe] (Krivanek's notation, Angstrom), one row per
+ * coefficient: n, m, the power n + 1 of theta and the aberration's name give the key Cnm and
+ * its help text, chi's term 2 pi/lambda Cnm/(n + 1) theta^(n + 1) cos(m (phi - phinm)), and for
+ * m > 0 the key phinm, its azimuth in degrees. ABERR_ROUND: m = 0 (no azimuth); ABERR_COMA:
+ * m = 1 (cos(phi - phinm)); ABERR_FOLD: m > 1. */
+#define ABERRATION(n, m, power, name, azimuth)                                                                         \
+    {                                                                                                                  \
+        "probe", "C" #n #m, K_DOUBLE, OFF(aberr_c[STEM_C##n##m]), "0", -1e15, 1e15, NULL, "Angstrom",                  \
+            name ": chi += 2 pi/lambda C" #n #m "/" #power " theta^" #power azimuth                                    \
+    }
+#define AZIMUTH(n, m)                                                                                                  \
+    {                                                                                                                  \
+        "probe", "phi" #n #m, K_DOUBLE, OFF(aberr_phi_deg[STEM_C##n##m]), "0", -360, 360, NULL, "deg",                 \
+            "azimuth of C" #n #m                                                                                       \
+    }
+#define ABERR_ROUND(n, m, power, name) ABERRATION(n, m, power, name, "")
+#define ABERR_COMA(n, m, power, name) ABERRATION(n, m, power, name, " cos(phi - phi" #n #m ")"), AZIMUTH(n, m)
+#define ABERR_FOLD(n, m, power, name) ABERRATION(n, m, power, name, " cos(" #m " (phi - phi" #n #m "))"), AZIMUTH(n, m)
 
 const key_spec stem_config_keys[] = {
     {"sample", "xyz", K_STRING, OFF(xyz), "", 0, 0, NULL, "path",
@@ -29,46 +48,22 @@ const key_spec stem_config_keys[] = {
      "(forward scattering and paraxial propagation; at 1 keV a 0.1 Angstrom pixel's band limit lies beyond 1 rad)"},
     {"probe", "semiangle", K_DOUBLE, OFF(semiangle_mrad), "20", 0.01, 500, NULL, "mrad",
      "probe-forming aperture semi-angle"},
-    {"probe", "C10", K_DOUBLE, OFF(aberr_c[STEM_C10]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "defocus C1; negative values focus the probe below the entrance surface (underfocus); = abTEM's C10 = -(abTEM's "
-     "defocus): chi += 2 pi/lambda C10/2 theta^2"},
-    {"probe", "C12", K_DOUBLE, OFF(aberr_c[STEM_C12]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "two-fold astigmatism A1: chi += 2 pi/lambda C12/2 theta^2 cos(2 (phi - phi12))"},
-    {"probe", "phi12", K_DOUBLE, OFF(aberr_phi_deg[STEM_C12]), "0", -360, 360, NULL, "deg", "azimuth of C12"},
-    {"probe", "C21", K_DOUBLE, OFF(aberr_c[STEM_C21]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "axial coma B2: chi += 2 pi/lambda C21/3 theta^3 cos(phi - phi21)"},
-    {"probe", "phi21", K_DOUBLE, OFF(aberr_phi_deg[STEM_C21]), "0", -360, 360, NULL, "deg", "azimuth of C21"},
-    {"probe", "C23", K_DOUBLE, OFF(aberr_c[STEM_C23]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "three-fold astigmatism A2: chi += 2 pi/lambda C23/3 theta^3 cos(3 (phi - phi23))"},
-    {"probe", "phi23", K_DOUBLE, OFF(aberr_phi_deg[STEM_C23]), "0", -360, 360, NULL, "deg", "azimuth of C23"},
-    {"probe", "C30", K_DOUBLE, OFF(aberr_c[STEM_C30]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "spherical aberration Cs = C3 (1 mm = 1e7 Angstrom): chi += 2 pi/lambda C30/4 theta^4"},
-    {"probe", "C32", K_DOUBLE, OFF(aberr_c[STEM_C32]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "star aberration S3: chi += 2 pi/lambda C32/4 theta^4 cos(2 (phi - phi32))"},
-    {"probe", "phi32", K_DOUBLE, OFF(aberr_phi_deg[STEM_C32]), "0", -360, 360, NULL, "deg", "azimuth of C32"},
-    {"probe", "C34", K_DOUBLE, OFF(aberr_c[STEM_C34]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "four-fold astigmatism A3: chi += 2 pi/lambda C34/4 theta^4 cos(4 (phi - phi34))"},
-    {"probe", "phi34", K_DOUBLE, OFF(aberr_phi_deg[STEM_C34]), "0", -360, 360, NULL, "deg", "azimuth of C34"},
-    {"probe", "C41", K_DOUBLE, OFF(aberr_c[STEM_C41]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "fourth-order axial coma B4: chi += 2 pi/lambda C41/5 theta^5 cos(phi - phi41)"},
-    {"probe", "phi41", K_DOUBLE, OFF(aberr_phi_deg[STEM_C41]), "0", -360, 360, NULL, "deg", "azimuth of C41"},
-    {"probe", "C43", K_DOUBLE, OFF(aberr_c[STEM_C43]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "three-lobe aberration D4: chi += 2 pi/lambda C43/5 theta^5 cos(3 (phi - phi43))"},
-    {"probe", "phi43", K_DOUBLE, OFF(aberr_phi_deg[STEM_C43]), "0", -360, 360, NULL, "deg", "azimuth of C43"},
-    {"probe", "C45", K_DOUBLE, OFF(aberr_c[STEM_C45]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "five-fold astigmatism A4: chi += 2 pi/lambda C45/5 theta^5 cos(5 (phi - phi45))"},
-    {"probe", "phi45", K_DOUBLE, OFF(aberr_phi_deg[STEM_C45]), "0", -360, 360, NULL, "deg", "azimuth of C45"},
-    {"probe", "C50", K_DOUBLE, OFF(aberr_c[STEM_C50]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "fifth-order spherical aberration C5 (1 mm = 1e7 Angstrom): chi += 2 pi/lambda C50/6 theta^6"},
-    {"probe", "C52", K_DOUBLE, OFF(aberr_c[STEM_C52]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "fifth-order star aberration S5: chi += 2 pi/lambda C52/6 theta^6 cos(2 (phi - phi52))"},
-    {"probe", "phi52", K_DOUBLE, OFF(aberr_phi_deg[STEM_C52]), "0", -360, 360, NULL, "deg", "azimuth of C52"},
-    {"probe", "C54", K_DOUBLE, OFF(aberr_c[STEM_C54]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "rosette aberration R5: chi += 2 pi/lambda C54/6 theta^6 cos(4 (phi - phi54))"},
-    {"probe", "phi54", K_DOUBLE, OFF(aberr_phi_deg[STEM_C54]), "0", -360, 360, NULL, "deg", "azimuth of C54"},
-    {"probe", "C56", K_DOUBLE, OFF(aberr_c[STEM_C56]), "0", -1e15, 1e15, NULL, "Angstrom",
-     "six-fold astigmatism A5: chi += 2 pi/lambda C56/6 theta^6 cos(6 (phi - phi56))"},
-    {"probe", "phi56", K_DOUBLE, OFF(aberr_phi_deg[STEM_C56]), "0", -360, 360, NULL, "deg", "azimuth of C56"},
+    ABERR_ROUND(1, 0, 2,
+                "defocus C1; negative values focus the probe below the entrance surface (underfocus); = abTEM's C10 "
+                "= -(abTEM's defocus)"),
+    ABERR_FOLD(1, 2, 2, "two-fold astigmatism A1"),
+    ABERR_COMA(2, 1, 3, "axial coma B2"),
+    ABERR_FOLD(2, 3, 3, "three-fold astigmatism A2"),
+    ABERR_ROUND(3, 0, 4, "spherical aberration Cs = C3 (1 mm = 1e7 Angstrom)"),
+    ABERR_FOLD(3, 2, 4, "star aberration S3"),
+    ABERR_FOLD(3, 4, 4, "four-fold astigmatism A3"),
+    ABERR_COMA(4, 1, 5, "fourth-order axial coma B4"),
+    ABERR_FOLD(4, 3, 5, "three-lobe aberration D4"),
+    ABERR_FOLD(4, 5, 5, "five-fold astigmatism A4"),
+    ABERR_ROUND(5, 0, 6, "fifth-order spherical aberration C5 (1 mm = 1e7 Angstrom)"),
+    ABERR_FOLD(5, 2, 6, "fifth-order star aberration S5"),
+    ABERR_FOLD(5, 4, 6, "rosette aberration R5"),
+    ABERR_FOLD(5, 6, 6, "six-fold astigmatism A5"),
     {"probe", "defocus", K_DOUBLE, OFF(defocus), "0", -1e6, 1e6, NULL, "Angstrom",
      "older name of C10 (giving both is an error)"},
     {"probe", "cs", K_DOUBLE, OFF(cs_mm), "0", -1e4, 1e4, NULL, "mm",
