@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""docs/config.md's key table is generated from stemsim's own key table (io/config.c, the
+"""docs/config.md's key table is generated from stemsim's own key table (io/config_keys.c, the
 source of `stemsim --help-config`), never written by hand:
 
   docs/gen_config.py STEMSIM            rewrite the table between the markers in docs/config.md
