@@ -355,7 +355,7 @@ static int h_gpus(conversion *c, const char *opt, char **v)
 static int h_streaming(conversion *c, const char *opt, char **v)
 {
     (void)opt;
-    stem_prismatic_set(c, "compute", "memory_mode", flag(v[0]) ? "streaming" : "single-transfer");
+    stem_prismatic_set(c, "compute", "memory_mode", flag(v[0]) ? "streaming" : "single");
     return STEM_OK;
 }
 

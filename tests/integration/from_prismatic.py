@@ -192,6 +192,16 @@ def issue27_cases(a, work, xyz, convert):
                        text=True, timeout=120, cwd=work)
     check(p.returncode == 0, "the converted GUI config plans on this machine (exit %d)" % p.returncode,
           p.stderr[-300:])
+    # --streaming-mode 0 and 1: memory modes the config accepts (0 wrote "single-transfer", refused)
+    for flag, mode in (("0", "single"), ("1", "streaming")):
+        out, err = convert(["--", "-i", xyz, "-f", "1", "--streaming-mode", flag])
+        check(parse_ini(out).get("compute", "memory_mode", fallback="") == mode,
+              "--streaming-mode %s converts to memory_mode = %s" % (flag, mode), out)
+        ini = os.path.join(work, "streaming_%s.ini" % flag)
+        with open(ini, "w") as f:
+            f.write(out)
+        p = subprocess.run([a.stemsim, ini, "--dry-run"], capture_output=True, text=True, timeout=120, cwd=work)
+        check(p.returncode == 0, "the --streaming-mode %s config plans (exit %d)" % (flag, p.returncode), p.stderr[-300:])
 
     # -dfs before -df (a parameter file's order, or -df on the command line): around the final -df
     out, _ = convert([params("dfs_first.txt", "--probe-defocus-sigma:10\n--probe-defocus:-40\n"), "--xyz", xyz])
