@@ -140,45 +140,52 @@ static int parse_long(const key_spec *k, const char *value, long *field, char *w
     return 0;
 }
 
-static int parse_value(const key_spec *k, const char *value, void *field, char *why, size_t nwhy)
+static int parse_string(const char *value, char *field, char *why, size_t nwhy)
+{
+    if (strlen(value) >= STEM_PATH_MAX)
+        return snprintf(why, nwhy, "is longer than %d characters", STEM_PATH_MAX - 1), -1;
+    if (!value[0]) return snprintf(why, nwhy, "is empty"), -1;
+    for (const char *p = value; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return snprintf(why, nwhy, "contains a control character (byte 0x%02x at position %d)", (unsigned char)*p,
+                            (int)(p - value) + 1),
+                   -1;
+    strcpy(field, value);
+    return 0;
+}
+
+static int parse_bool(const char *value, int *field, char *why, size_t nwhy)
+{
+    if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1") || !strcasecmp(value, "on"))
+        *field = 1;
+    else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0") ||
+             !strcasecmp(value, "off"))
+        *field = 0;
+    else
+        return snprintf(why, nwhy, "must be true or false"), -1;
+    return 0;
+}
+
+/* One of k->choices ("a|b|c", any case): its index. */
+static int parse_choice(const key_spec *k, const char *value, int *field, char *why, size_t nwhy)
+{
+    int idx = 0;
+    const char *p = k->choices;
+    size_t len = strlen(value);
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && !strncasecmp(p, value, n)) return *field = idx, 0;
+        idx++;
+        p += n + (bar ? 1 : 0);
+    }
+    return snprintf(why, nwhy, "must be one of %s", k->choices), -1;
+}
+
+/* A plain decimal number in [k->min, k->max] (integers whole; K_INT_AUTO: or auto, 0). */
+static int parse_number(const key_spec *k, const char *value, void *field, char *why, size_t nwhy)
 {
     double v;
-    switch (k->type) {
-    case K_STRING:
-        if (strlen(value) >= STEM_PATH_MAX)
-            return snprintf(why, nwhy, "is longer than %d characters", STEM_PATH_MAX - 1), -1;
-        if (!value[0]) return snprintf(why, nwhy, "is empty"), -1;
-        for (const char *p = value; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                return snprintf(why, nwhy, "contains a control character (byte 0x%02x at position %d)",
-                                (unsigned char)*p, (int)(p - value) + 1),
-                       -1;
-        strcpy((char *)field, value);
-        return 0;
-    case K_BOOL:
-        if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1") || !strcasecmp(value, "on"))
-            *(int *)field = 1;
-        else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") || !strcmp(value, "0") ||
-                 !strcasecmp(value, "off"))
-            *(int *)field = 0;
-        else
-            return snprintf(why, nwhy, "must be true or false"), -1;
-        return 0;
-    case K_ENUM: {
-        int idx = 0;
-        const char *p = k->choices;
-        size_t len = strlen(value);
-        while (*p) {
-            const char *bar = strchr(p, '|');
-            size_t n = bar ? (size_t)(bar - p) : strlen(p);
-            if (n == len && !strncasecmp(p, value, n)) return *(int *)field = idx, 0;
-            idx++;
-            p += n + (bar ? 1 : 0);
-        }
-        return snprintf(why, nwhy, "must be one of %s", k->choices), -1;
-    }
-    default: break;
-    }
     if (k->type == K_INT_AUTO && !strcasecmp(value, "auto")) return *(int *)field = 0, 0;
     if (k->type == K_INT_AUTO && (!plain_decimal(value) || parse_double(value, &v)))
         return snprintf(why, nwhy, "must be auto or an integer in [%g, %g]", k->min, k->max), -1;
@@ -193,14 +200,21 @@ static int parse_value(const key_spec *k, const char *value, void *field, char *
     if (k->type == K_LONG) return parse_long(k, value, (long *)field, why, nwhy);
     if (k->type == K_DOUBLE) {
         *(double *)field = v;
-    } else {
-        if (v != floor(v)) return snprintf(why, nwhy, "must be an integer"), -1;
-        if (k->type != K_LONG)
-            *(int *)field = (int)v;
-        else
-            *(long *)field = (long)v;
+        return 0;
     }
+    if (v != floor(v)) return snprintf(why, nwhy, "must be an integer"), -1;
+    *(int *)field = (int)v;
     return 0;
+}
+
+static int parse_value(const key_spec *k, const char *value, void *field, char *why, size_t nwhy)
+{
+    switch (k->type) {
+    case K_STRING: return parse_string(value, (char *)field, why, nwhy);
+    case K_BOOL: return parse_bool(value, (int *)field, why, nwhy);
+    case K_ENUM: return parse_choice(k, value, (int *)field, why, nwhy);
+    default: return parse_number(k, value, field, why, nwhy);
+    }
 }
 
 /* [images] NAME = inner outer   (mrad) */
@@ -389,14 +403,9 @@ static int validate_series(const stem_config *cfg, const char *source)
     return STEM_OK;
 }
 
-/* Checks that involve several keys. */
-static int validate(stem_config *cfg, const char *source)
+/* [scan]'s window: inside the cell in fractional units, and in order (a single wave has none). */
+static int validate_scan_window(const stem_config *cfg, const char *source)
 {
-    STEM_TRY(merge_aliases(cfg, source));
-    cfg->x_end_given = stem_config_given(cfg, "scan", "x_end");
-    cfg->y_end_given = stem_config_given(cfg, "scan", "y_end");
-    cfg->batch_size_given = stem_config_given(cfg, "compute", "batch_size");
-    if (!cfg->xyz[0]) return STEM_FAIL(STEM_ERR_CONFIG, "%s: missing required key [sample] xyz", source);
     if (cfg->scan_units == STEM_SCAN_FRACTIONAL) {
         const double v[4] = {cfg->x_start, cfg->x_end, cfg->y_start, cfg->y_end};
         const char *n[4] = {"x_start", "x_end", "y_start", "y_end"};
@@ -421,9 +430,12 @@ static int validate(stem_config *cfg, const char *source)
                          cfg->algorithm == STEM_ALG_PRISM      ? "prism"
                              : cfg->algorithm == STEM_ALG_CBED ? "cbed"
                                                                : "multislice");
-    /* the default BF/ABF/ADF/HAADF are STEM detectors: an HRTEM run's band limit need not
-     * reach 60 mrad, so it gets only the ranges its config names */
-    if (cfg->n_images == 0 && cfg->algorithm != STEM_ALG_HRTEM) default_images(cfg);
+    return STEM_OK;
+}
+
+/* The focal spread given once, and a segmented detector that has segments. */
+static int validate_spread_and_segments(const stem_config *cfg, const char *source)
+{
     /* by value, not by key given: the effective config (written back and read again) holds all three */
     int cc = cfg->cc > 0, de = cfg->energy_spread > 0;
     if ((cc || de) && cfg->opt.focal_spread > 0)
@@ -440,6 +452,12 @@ static int validate(stem_config *cfg, const char *source)
     if (cfg->segments > 1 && cfg->segment_outer <= cfg->segment_inner)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [detector] segment_outer (%g mrad) must exceed segment_inner (%g mrad)",
                          source, cfg->segment_outer, cfg->segment_inner);
+    return STEM_OK;
+}
+
+/* What only some algorithms have: a scan (source size, positions), an S-matrix, an exit wave. */
+static int validate_for_algorithm(const stem_config *cfg, const char *source)
+{
     int plane = cfg->algorithm == STEM_ALG_HRTEM, single = cfg->algorithm == STEM_ALG_CBED;
     if ((plane || single) && cfg->opt.source_size > 0)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [probe] source_size blurs a scan: not with algorithm = %s", source,
@@ -458,19 +476,29 @@ static int validate(stem_config *cfg, const char *source)
                          source);
     if (cfg->opt.save_exit_wave && !plane)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s: [output] save_exit_wave needs algorithm = hrtem", source);
-    if (cfg->positions[0]) {
-        static const char *grid_keys[] = {"units", "x_start", "x_end", "y_start", "y_end", "step"};
-        for (size_t i = 0; i < sizeof grid_keys / sizeof *grid_keys; i++)
-            if (stem_config_given(cfg, "scan", grid_keys[i]))
-                return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions and [scan] %s both place the probes: give one",
-                                 source, grid_keys[i]);
-        if (cfg->opt.source_size > 0)
-            return STEM_FAIL(STEM_ERR_CONFIG,
-                             "%s: [probe] source_size blurs the images over a scan grid: not with "
-                             "[scan] positions",
-                             source);
-    }
-    STEM_TRY(validate_series(cfg, source));
+    return STEM_OK;
+}
+
+/* [scan] positions place the probes alone: no grid keys beside them, no source-size blur. */
+static int validate_positions(const stem_config *cfg, const char *source)
+{
+    if (!cfg->positions[0]) return STEM_OK;
+    static const char *grid_keys[] = {"units", "x_start", "x_end", "y_start", "y_end", "step"};
+    for (size_t i = 0; i < sizeof grid_keys / sizeof *grid_keys; i++)
+        if (stem_config_given(cfg, "scan", grid_keys[i]))
+            return STEM_FAIL(STEM_ERR_CONFIG, "%s: [scan] positions and [scan] %s both place the probes: give one",
+                             source, grid_keys[i]);
+    if (cfg->opt.source_size > 0)
+        return STEM_FAIL(STEM_ERR_CONFIG,
+                         "%s: [probe] source_size blurs the images over a scan grid: not with "
+                         "[scan] positions",
+                         source);
+    return STEM_OK;
+}
+
+/* Keys that do nothing as given, or a name a reader will not recognise: warned, not refused. */
+static void warn_without_effect(const stem_config *cfg, const char *source)
+{
     if (cfg->opt.thermal == 0 && cfg->frozen_phonons > 1)
         stem_warn("%s: frozen_phonons = %d but [simulation] thermal = false: configurations are identical", source,
                   cfg->frozen_phonons);
@@ -483,6 +511,25 @@ static int validate(stem_config *cfg, const char *source)
         stem_warn("%s: [output] layout = emd writes %s, which hyperspy's hs.load recognises only by the .emd "
                   "extension (py4DSTEM reads either): name it .emd",
                   source, cfg->output_file);
+}
+
+/* Checks that involve several keys, in the order a config is read. */
+static int validate(stem_config *cfg, const char *source)
+{
+    STEM_TRY(merge_aliases(cfg, source));
+    cfg->x_end_given = stem_config_given(cfg, "scan", "x_end");
+    cfg->y_end_given = stem_config_given(cfg, "scan", "y_end");
+    cfg->batch_size_given = stem_config_given(cfg, "compute", "batch_size");
+    if (!cfg->xyz[0]) return STEM_FAIL(STEM_ERR_CONFIG, "%s: missing required key [sample] xyz", source);
+    STEM_TRY(validate_scan_window(cfg, source));
+    /* the default BF/ABF/ADF/HAADF are STEM detectors: an HRTEM run's band limit need not
+     * reach 60 mrad, so it gets only the ranges its config names */
+    if (cfg->n_images == 0 && cfg->algorithm != STEM_ALG_HRTEM) default_images(cfg);
+    STEM_TRY(validate_spread_and_segments(cfg, source));
+    STEM_TRY(validate_for_algorithm(cfg, source));
+    STEM_TRY(validate_positions(cfg, source));
+    STEM_TRY(validate_series(cfg, source));
+    warn_without_effect(cfg, source);
     return STEM_OK;
 }
 
