@@ -458,6 +458,10 @@ set_tests_properties(docs_config PROPERTIES LABELS "docs" ENVIRONMENT "${STEMSIM
 add_test(NAME docs_site COMMAND bash ${_it_dir}/docs.sh site ${CMAKE_SOURCE_DIR}/build-venv/bin/mkdocs ${CMAKE_BINARY_DIR}/site
                                  $<TARGET_FILE:stemsim> ${CMAKE_SOURCE_DIR}/build-venv/bin/python)
 set_tests_properties(docs_site PROPERTIES LABELS "docs" ENVIRONMENT "${STEMSIM_TEST_ENV}" SKIP_RETURN_CODE 77 TIMEOUT 240)
+# The house's size rules (tests/house.py, docs/developers.md "Style"): files, functions, test hooks,
+# stacked comments.
+add_test(NAME house COMMAND ${STEMSIM_PYTHON} ${CMAKE_SOURCE_DIR}/tests/house.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(house PROPERTIES LABELS "docs" TIMEOUT 30)
 # Numbers a page quotes from a validation script's results files equal them (tests/docs_numbers.py).
 add_test(NAME docs_numbers COMMAND ${STEMSIM_PYTHON} ${CMAKE_SOURCE_DIR}/tests/docs_numbers.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(docs_numbers PROPERTIES LABELS "docs" TIMEOUT 30)
