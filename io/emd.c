@@ -299,7 +299,7 @@ static int realslice(const emd *e, int p, const char *native, const char *name, 
     return err;
 }
 
-static int images(const emd *e, int p)
+static int image_signals(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
     if (!exists(e->in, "/images")) return STEM_OK; /* hrtem */
@@ -579,11 +579,11 @@ static int hrtem_slice(const emd *e, int p, const char *native, const char *base
     return err;
 }
 
-static int point(const emd *e, int p)
+static int convert_point(const emd *e, int p)
 {
     const stem_plan *plan = e->plan;
     STEM_TRY(tick(e));
-    STEM_TRY(images(e, p));
+    STEM_TRY(image_signals(e, p));
     STEM_TRY(realslice(e, p, "/total_intensity", "total_intensity_%s", 1, 1.0, NULL, NULL, NULL, 0));
     STEM_TRY(tick(e));
     STEM_TRY(rings(e, p));
@@ -748,7 +748,7 @@ static int parameters(const emd *e, hid_t sim)
 
 /* stemsim's own record (config, plan, environment, build) in log; the root's program,
  * version and build; the stored datasets copied unchanged. */
-static int record(const emd *e, hid_t sim)
+static int copy_stemsim_record(const emd *e, hid_t sim)
 {
     static const char *const texts[] = {"config", "plan", "environment", "advice", "build"};
     hid_t log = H5Gopen2(sim, "log", H5P_DEFAULT);
@@ -837,10 +837,10 @@ int stem_emd_convert(const char *native, const char *path, const stem_plan *plan
     if (!err) err = tree(&e, &sim);
     int points = 1;
     for (int k = 0; k < e.n_lead; k++) points *= (int)e.lead[k];
-    for (int p = 0; p < points && !err; p++) err = point(&e, p);
+    for (int p = 0; p < points && !err; p++) err = convert_point(&e, p);
     if (!err) err = tick(&e);
     if (!err) err = parameters(&e, sim);
-    if (!err) err = record(&e, sim);
+    if (!err) err = copy_stemsim_record(&e, sim);
     if (!err && e.grid_rank == 2) err = views(&e, points);
     if (!err && (H5Fflush(e.out, H5F_SCOPE_GLOBAL) < 0 || stem_h5_attr_int(e.out, "complete", 1)))
         err = fail(&e, "the marker");

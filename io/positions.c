@@ -10,7 +10,7 @@
 #include "input_file.h"
 
 /* One finite decimal number at *s (advanced past it); -1 if none. */
-static int number(char **s, double *v)
+static int position_number(char **s, double *v)
 {
     char *end;
     errno = 0;
@@ -26,7 +26,7 @@ static int parse_line(const char *path, long line, char *text, double cell_x, do
 {
     char *hash = strchr(text, '#'), *s = text;
     if (hash) *hash = 0;
-    if (number(&s, x) || number(&s, y))
+    if (position_number(&s, x) || position_number(&s, y))
         return STEM_FAIL(STEM_ERR_INPUT, "%s:%ld: expected 'x y' (Angstrom), got '%s'", path, line, text);
     s += strspn(s, " \t\r");
     if (*s) return STEM_FAIL(STEM_ERR_INPUT, "%s:%ld: expected 'x y' (Angstrom), got '%s'", path, line, text);

@@ -12,7 +12,7 @@
 #include "prismatic_private.h"
 
 /* Decimal numbers only: strtod also takes hexadecimal ("0x1p3"), "inf" and "nan". */
-static int number(const conversion *c, const char *opt, const char *tok, double *v)
+static int option_number(const conversion *c, const char *opt, const char *tok, double *v)
 {
     char *end;
     errno = 0;
@@ -38,7 +38,7 @@ static int integer(const conversion *c, const char *opt, const char *tok, long l
     long long i = strtoll(tok, &end, 10);
     if (end == tok || *end) { /* "2.0" or "1e3": whole numbers written as decimals */
         double d;
-        STEM_TRY(number(c, opt, tok, &d));
+        STEM_TRY(option_number(c, opt, tok, &d));
         if (d != floor(d))
             return STEM_FAIL(STEM_ERR_CONFIG, "%s: %s: '%s' is not a whole number (Prismatic reads an integer)",
                              c->where, opt, tok);
@@ -60,7 +60,7 @@ static int flag(const char *tok) { return strcmp(tok, "0") != 0; }
 
 #define NUMBERS(n)                                                                                                     \
     double x[n];                                                                                                       \
-    for (int i = 0; i < n; i++) STEM_TRY(number(c, opt, v[i], &x[i]))
+    for (int i = 0; i < n; i++) STEM_TRY(option_number(c, opt, v[i], &x[i]))
 
 static int h_input(conversion *c, const char *opt, char **v)
 {
@@ -218,7 +218,7 @@ static int number_or_unset(conversion *c, const char *opt, const char *tok, cons
         *given = 0;
         return STEM_OK;
     }
-    STEM_TRY(number(c, opt, tok, v));
+    STEM_TRY(option_number(c, opt, tok, v));
     stem_prismatic_set(c, section, key, "%s", stem_prismatic_text(*v).s);
     *given = 1;
     return STEM_OK;

@@ -252,7 +252,7 @@ static int record_diffraction(const stem_plan *plan, dist_state *st, MPI_Comm gr
 
 /* hrtem.c's record on the slabs: the total (summed over the group), this rank's rows of
  * the exit wave and of the image through the lens over the focal spread's defoci. */
-static int record(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_result *res)
+static int record_slab(const stem_plan *plan, dist_state *st, MPI_Comm group, stem_result *res)
 {
     const stem_dist_fft *d = &st->fft;
     size_t slab = (size_t)d->rows * plan->nx, fourier = (size_t)d->cols * plan->ny;
@@ -381,7 +381,8 @@ int stem_dist_unit_run(stem_dist_unit *u, const stem_mpi *m, const stem_plan *pl
         for (int k = 0, above = 0; k < planes && !err; k++) {
             int below = stem_plan_plane_slices(plan, k);
             propagate(&plans[i], st, above, below);
-            for (int q = i; q < j && !err; q++) err = record(&plans[q], st, m->group, &res[(size_t)q * planes + k]);
+            for (int q = i; q < j && !err; q++)
+                err = record_slab(&plans[q], st, m->group, &res[(size_t)q * planes + k]);
             above = below;
         }
     }

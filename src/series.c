@@ -14,7 +14,7 @@ const char *const stem_series_axis_name[STEM_SERIES_N_AXES] = {"tilt_x",      "t
 const char *const stem_series_axis_units[STEM_SERIES_N_AXES] = {"deg", "deg", "mrad", "mrad", "Angstrom", "Angstrom"};
 
 /* One finite decimal number filling the whole token. */
-static int number(const char *tok, double *v)
+static int series_number(const char *tok, double *v)
 {
     char *end;
     errno = 0;
@@ -34,7 +34,7 @@ static int parse_range(const char *text, const char *what, double **values, int 
     *b++ = 0;
     *c++ = 0;
     double start, step, stop;
-    if (number(a, &start) || number(b, &step) || number(c, &stop))
+    if (series_number(a, &start) || series_number(b, &step) || series_number(c, &stop))
         return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': start, step and stop must be plain numbers", what, text);
     if (step == 0 || (stop - start) / step < -1e-9)
         return STEM_FAIL(STEM_ERR_CONFIG, "%s = '%s': the step must be non-zero and lead from start to stop", what,
@@ -70,7 +70,7 @@ int stem_series_parse(const char *text, const char *what, double **values, int *
     for (char *save = NULL, *tok = strtok_r(copy, " \t,", &save); tok && !err; tok = strtok_r(NULL, " \t,", &save)) {
         if (count == STEM_SERIES_MAX_VALUES)
             err = STEM_FAIL(STEM_ERR_CONFIG, "%s: more than %d values", what, STEM_SERIES_MAX_VALUES);
-        else if (number(tok, &v[count++]))
+        else if (series_number(tok, &v[count++]))
             err = STEM_FAIL(STEM_ERR_CONFIG, "%s: '%s' is not a number (a list is 'a b c', a range start:step:stop)",
                             what, tok);
     }
