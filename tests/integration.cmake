@@ -11,6 +11,23 @@ foreach(_f IN LISTS STEMSIM_MPI_FLAGS)
   list(APPEND _it_mpi_flags "--mpi-flag=${_f}")
 endforeach()
 
+# stemsim_test(NAME LABELS TIMEOUT [SKIP] [SERIAL] [PROCESSORS n] COMMAND ...): one ctest with the
+# suite's environment (SKIP: exit 77 means skipped; SERIAL: runs alone).
+function(stemsim_test name labels timeout)
+  cmake_parse_arguments(_t "SKIP;SERIAL" "PROCESSORS" "COMMAND" ${ARGN})
+  add_test(NAME ${name} COMMAND ${_t_COMMAND})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT ${timeout})
+  if(_t_SKIP)
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
+  if(_t_SERIAL)
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+  if(_t_PROCESSORS)
+    set_tests_properties(${name} PROPERTIES PROCESSORS ${_t_PROCESSORS})
+  endif()
+endfunction()
+
 # stemsim_itest(NAME LABELS TIMEOUT [PROCESSORS] [SCRIPT name]): one ctest running the itest-style
 # driver integration/<NAME or SCRIPT>.py on small.ini with stemsim and mpirun (exit 77: skipped).
 function(stemsim_itest name labels timeout)
@@ -252,24 +269,20 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
     endforeach()
   endforeach()
   # hrtem's beam tilt series: every (tilt, beam tilt, defocus) point equals its single run
-  add_test(NAME campaign_beam_tilts_hrtem
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py beam_tilts --algorithm hrtem
-                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
-                   --config ${_it_dir}/small.ini --workdir ${_it_work}/campaign)
-  set_tests_properties(campaign_beam_tilts_hrtem PROPERTIES LABELS "campaign;physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+  stemsim_test(campaign_beam_tilts_hrtem "campaign;physics" 600 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py beam_tilts --algorithm hrtem
+                    --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                    --config ${_it_dir}/small.ini --workdir ${_it_work}/campaign)
 endif()
 
 # [scan] positions: shuffled grid positions from a file equal the grid run probe by probe;
 # 1 rank = 3 ranks.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   # Convergence advice: printed by --dry-run, stored as /advice (EMD: /stemsim/advice); --convergence.
-  add_test(NAME mpi_advice
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/advice.py
-                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
-                   --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(mpi_advice PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 240)
+  stemsim_test(mpi_advice "mpi" 240 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/advice.py
+                    --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                    --config ${_it_dir}/small.ini --workdir ${_it_work})
   foreach(_alg multislice prism)
     add_test(NAME mpi_positions_${_alg}
              COMMAND ${STEMSIM_PYTHON} ${_it_dir}/positions.py --algorithm ${_alg}
@@ -297,12 +310,10 @@ endif()
 # [output] layout = emd for hrtem (a beam tilt x defocus series, the exit wave), cbed and
 # [scan] positions on 2 ranks: every EMD dataset equals the native one (h5py); negative controls.
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
-  add_test(NAME mpi_emd_layouts
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/emd_layouts.py
-                   --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
-                   --config ${_it_dir}/small.ini --workdir ${_it_work})
-  set_tests_properties(mpi_emd_layouts PROPERTIES LABELS "mpi" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 240)
+  stemsim_test(mpi_emd_layouts "mpi" 240 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/emd_layouts.py
+                    --stemsim $<TARGET_FILE:stemsim> --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags}
+                    --config ${_it_dir}/small.ini --workdir ${_it_work})
 endif()
 
 # Standard errors over frozen-phonon configurations (tests/integration/errors.py): against
@@ -322,20 +333,17 @@ endif()
 # The microscope options against abTEM's stored numbers (tests/reference/abtem_options.json,
 # made by benchmarks/validation/abtem_references.py): no abTEM at test time.
 if(STEMSIM_PYTHON)
-  add_test(NAME abtem_reference
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/abtem_reference.py --stemsim $<TARGET_FILE:stemsim>)
-  set_tests_properties(abtem_reference PROPERTIES LABELS "physics" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+  stemsim_test(abtem_reference "physics" 600 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/abtem_reference.py --stemsim $<TARGET_FILE:stemsim>)
 endif()
 
 # Heavy atoms and thick crystals, reduced (benchmarks/validation/thick_au.py --small; the full
 # case, with abTEM, makes benchmarks/results/thick_au.json): Au [001] HAADF at two grids agree
 # to 3% and grow with depth.
 if(STEMSIM_PYTHON)
-  add_test(NAME thick_au_small
-           COMMAND ${STEMSIM_PYTHON} ${CMAKE_SOURCE_DIR}/benchmarks/validation/thick_au.py --small --threads 1
-                   --stemsim $<TARGET_FILE:stemsim>)
-  set_tests_properties(thick_au_small PROPERTIES LABELS "physics" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 120)
+  stemsim_test(thick_au_small "physics" 120
+               COMMAND ${STEMSIM_PYTHON} ${CMAKE_SOURCE_DIR}/benchmarks/validation/thick_au.py --small --threads 1
+                    --stemsim $<TARGET_FILE:stemsim>)
 endif()
 
 # The distributed FFT (hrtem, FFTW3-MPI slabs): 2, 3, 4 ranks and 2 groups of 2 equal one
@@ -385,38 +393,31 @@ set_tests_properties(install PROPERTIES LABELS "install" ENVIRONMENT "${STEMSIM_
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   set(STEMSIM_PY4DSTEM_PYTHON "${CMAKE_SOURCE_DIR}/build-venv/bin/python" CACHE FILEPATH
       "Python with py4DSTEM for the interop test (.ci/deps makes it)")
-  add_test(NAME interop_py4dstem
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/interop.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work}
-                   --py4dstem-python ${STEMSIM_PY4DSTEM_PYTHON})
-  set_tests_properties(interop_py4dstem PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+  stemsim_test(interop_py4dstem "interop" 600 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/interop.py --stemsim $<TARGET_FILE:stemsim>
+                    --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags} --config ${_it_dir}/small.ini --workdir ${_it_work}
+                    --py4dstem-python ${STEMSIM_PY4DSTEM_PYTHON})
   # The same layout through py4DSTEM's and hyperspy's own loaders on a non-square cell: calibrated,
   # the scan as navigation, each image range its own signal (issue 39).
-  add_test(NAME interop_emd_readers
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/emd_readers.py --stemsim $<TARGET_FILE:stemsim>
-                   --mpiexec ${STEMSIM_MPIEXEC} --config ${_it_dir}/small.ini --workdir ${_it_work}
-                   --python ${STEMSIM_PY4DSTEM_PYTHON})
-  set_tests_properties(interop_emd_readers PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+  stemsim_test(interop_emd_readers "interop" 600 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/emd_readers.py --stemsim $<TARGET_FILE:stemsim>
+                    --mpiexec ${STEMSIM_MPIEXEC} --config ${_it_dir}/small.ini --workdir ${_it_work}
+                    --python ${STEMSIM_PY4DSTEM_PYTHON})
 endif()
 
 # stemsim --from-prismatic: a Prismatic parameter file and command line converted.
 if(STEMSIM_PYTHON)
-  add_test(NAME from_prismatic
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/from_prismatic.py --stemsim $<TARGET_FILE:stemsim>
-                   --params ${_it_dir}/prismatic_params.txt --xyz ${CMAKE_SOURCE_DIR}/data/Si100_unitcell.xyz
-                   --workdir ${_it_work})
-  set_tests_properties(from_prismatic PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}" TIMEOUT 300)
+  stemsim_test(from_prismatic "interop" 300
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/from_prismatic.py --stemsim $<TARGET_FILE:stemsim>
+                    --params ${_it_dir}/prismatic_params.txt --xyz ${CMAKE_SOURCE_DIR}/data/Si100_unitcell.xyz
+                    --workdir ${_it_work})
 endif()
 
 # The job scripts under a real one-node Slurm (installed and started by the test as root;
 # skipped with the reason where that cannot be done).
 if(STEMSIM_PYTHON)
-  add_test(NAME slurm_jobscripts
-           COMMAND bash ${_it_dir}/slurm.sh $<TARGET_FILE:stemsim> ${_it_dir}/small.ini ${_it_work}/slurm ${STEMSIM_PYTHON})
-  set_tests_properties(slurm_jobscripts PROPERTIES LABELS "slurm" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+  stemsim_test(slurm_jobscripts "slurm" 600 SKIP SERIAL
+               COMMAND bash ${_it_dir}/slurm.sh $<TARGET_FILE:stemsim> ${_it_dir}/small.ini ${_it_work}/slurm ${STEMSIM_PYTHON})
 endif()
 
 # The Python package python/ (pip-installed from the tree into the build dir, build-venv/ itself
@@ -429,26 +430,20 @@ if(STEMSIM_PYTHON)
   if(STEMSIM_MPIEXEC)
     set(_pp_mpi --mpiexec ${STEMSIM_MPIEXEC} ${_it_mpi_flags})
   endif()
-  add_test(NAME python_pkg
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/python_pkg.py --python ${STEMSIM_VENV_PYTHON}
-                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/python_pkg_work
-                   ${_pp_mpi})
-  set_tests_properties(python_pkg PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+  stemsim_test(python_pkg "interop" 300 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/python_pkg.py --python ${STEMSIM_VENV_PYTHON}
+                    --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/python_pkg_work
+                    ${_pp_mpi})
 endif()
 if(STEMSIM_PYTHON)
   # Potentials from elsewhere: stemsim.write_potential's files run (a closed-form grating; a
   # round trip bit for bit; refusals).
-  add_test(NAME imported_potential
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/imported_potential.py --python ${STEMSIM_VENV_PYTHON}
-                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/imported_potential)
-  set_tests_properties(imported_potential PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300)
-  add_test(NAME notebooks
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/notebooks.py --python ${STEMSIM_VENV_PYTHON}
-                   --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/notebooks)
-  set_tests_properties(notebooks PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 600)
+  stemsim_test(imported_potential "interop" 300 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/imported_potential.py --python ${STEMSIM_VENV_PYTHON}
+                    --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/imported_potential)
+  stemsim_test(notebooks "interop" 600 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/notebooks.py --python ${STEMSIM_VENV_PYTHON}
+                    --stemsim $<TARGET_FILE:stemsim> --source ${CMAKE_SOURCE_DIR} --workdir ${_it_work}/notebooks)
 endif()
 
 # The documentation (tests/integration/docs.sh, LABELS docs): docs/config.md generated from the
@@ -477,11 +472,9 @@ set_tests_properties(format PROPERTIES LABELS "docs" SKIP_RETURN_CODE 77 TIMEOUT
 # within measured bands. Needs the converter of issue 30 item 2 (nan = unset, '0 0' windows,
 # relative -i against the parameter file, the 3D potential default).
 if(STEMSIM_PYTHON)
-  add_test(NAME prismatic_side_by_side
-           COMMAND ${STEMSIM_PYTHON} ${_it_dir}/prismatic_side_by_side.py --stemsim $<TARGET_FILE:stemsim>
-                   --reference ${CMAKE_SOURCE_DIR}/tests/reference/prismatic --workdir ${_it_work})
-  set_tests_properties(prismatic_side_by_side PROPERTIES LABELS "interop" ENVIRONMENT "${STEMSIM_TEST_ENV}"
-                       SKIP_RETURN_CODE 77 TIMEOUT 900)
+  stemsim_test(prismatic_side_by_side "interop" 900 SKIP
+               COMMAND ${STEMSIM_PYTHON} ${_it_dir}/prismatic_side_by_side.py --stemsim $<TARGET_FILE:stemsim>
+                    --reference ${CMAKE_SOURCE_DIR}/tests/reference/prismatic --workdir ${_it_work})
 endif()
 
 # The composition matrix (tests/composition/matrix.py, LABELS composition): every algorithm with
