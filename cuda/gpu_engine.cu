@@ -29,6 +29,7 @@ static void gpu_destroy(stem_engine *e)
         gpu_output_cache_free(gpu_engine_state_of(e));
         gpu_hrtem_cache_free(gpu_engine_state_of(e));
     }
+    if (e->state) pthread_mutex_destroy(&gpu_engine_state_of(e)->kept.lock);
     free(e->state);
     e->state = NULL;
 }
@@ -38,6 +39,8 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     stem_gpu_warm_up(0);
     gpu_engine_state *st = (gpu_engine_state *)stem_calloc(1, sizeof(gpu_engine_state), "GPU engine");
     if (!st) return STEM_ERR_MEMORY;
+    pthread_mutex_init(&st->kept.lock, NULL);
+    st->kept.device = -1;
     gpu_devices *d = &st->dev;
     int err = gpu_devices_select(plan, d);
     if (err) {

@@ -154,6 +154,7 @@ static int hr_create(hr_ctx *c, const stem_engine *e, const stem_plan *plan, int
     c->dev = *gpu_engine_devices(e);
     STEM_TRY(gpu_use_device(&c->dev, 0));
     STEM_TRY(hr_plan_build(plan, &c->dev, 0, &c->pp, fits));
+    c->pp.kept = &gpu_engine_state_of(e)->kept;
     if (!*fits) return STEM_OK;
     STEM_TRY(gpu_prop_upload_propagators(plan, &c->sh));
     if (!c->pp.streaming)

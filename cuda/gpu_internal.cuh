@@ -2,6 +2,8 @@
 #ifndef STEM_GPU_INTERNAL_CUH
 #define STEM_GPU_INTERNAL_CUH
 
+#include <pthread.h>
+
 #include "gpu_common.cuh"
 #include "gpu_fft_callbacks.h"
 
@@ -46,11 +48,24 @@ void gpu_unpin(const void *p, int pinned);
 
 /* ---- propagation through the slices (gpu_propagate.cu) ------------------ */
 
+/* The last configuration's transmission functions, left on the first GPU after their copy to
+ * the host buffer `host` (gpu_potential.cu): the step that uploads that buffer next copies them
+ * device to device instead. Valid from a build's end to the next build's start; the lock
+ * orders a build ahead on a helper thread against that copy. One per engine (its state). */
 typedef struct {
-    int smatrix;                                    /* plane waves of the S-matrix (1) or multislice probes (0) */
-    int batch;                                      /* waves per worker batch */
-    int streaming;                                  /* transmission functions streamed slice by slice */
-    long n_items;                                   /* this rank's probes or plane waves */
+    pthread_mutex_t lock;
+    const stem_complex *host;
+    const float2 *dev;
+    size_t bytes;
+    int device;
+} gpu_kept_trans;
+
+typedef struct {
+    gpu_kept_trans *kept; /* the engine's kept transmission functions (NULL: always from the host) */
+    int smatrix;          /* plane waves of the S-matrix (1) or multislice probes (0) */
+    int batch;            /* waves per worker batch */
+    int streaming;        /* transmission functions streamed slice by slice */
+    long n_items;         /* this rank's probes or plane waves */
     double bytes_shared, bytes_worker, bytes_total; /* per GPU */
 } gpu_prop_plan;
 
@@ -396,6 +411,7 @@ typedef struct {
     int resident_fits;
     const stem_plan *gathered_plan; /* whether a gathered S-matrix is arranged on the GPU, once per plan */
     int gathered_on_device;
+    gpu_kept_trans kept; /* the last transmission functions left on the first GPU (gpu_potential.cu) */
 } gpu_engine_state;
 static inline gpu_engine_state *gpu_engine_state_of(const stem_engine *e) { return (gpu_engine_state *)e->state; }
 static inline const gpu_devices *gpu_engine_devices(const stem_engine *e) { return &gpu_engine_state_of(e)->dev; }
@@ -421,6 +437,6 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
                      const stem_atoms *atoms, stem_complex *trans);
 /* Where the host buffer `host` (bytes long) holds the functions the last build kept on this
  * GPU: copy them to dst there (*copied = 1); else *copied = 0 (upload them from the host). */
-int gpu_transmission_kept_copy(const stem_complex *host, float2 *dst, size_t bytes, int *copied);
+int gpu_transmission_kept_copy(gpu_kept_trans *kept, const stem_complex *host, float2 *dst, size_t bytes, int *copied);
 
 #endif

@@ -103,6 +103,7 @@ static int ms_create(ms_ctx *c, const stem_engine *e, const stem_plan *plan, con
     c->det_tables = det;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 0, 0, &c->pp);
+    c->pp.kept = &gpu_engine_state_of(e)->kept;
     if (!err) err = gpu_prop_shared_create_each(plan, &c->dev, &c->pp, trans, c->sh);
     for (int g = 0; !err && g < c->dev.n_gpus; g++) {
         err = gpu_use_device(&c->dev, g);

@@ -43,43 +43,33 @@ typedef struct gpu_tr_ctx {
     cufftHandle fft, fft_run; /* the potential's grid, the run's (m > 1) */
     int has_fft, has_fft_run;
     cudaStream_t stream;
+    gpu_kept_trans *kept; /* the engine's: all, once copied to the host (kept_set) */
 } tr_ctx;
 
-/* The last configuration's transmission functions stay on the first GPU (tr_ctx.all) after
- * their copy to the host buffer `host`: the step that uploads that buffer next copies them
- * device to device instead (gpu_transmission_kept_copy). Valid from a build's end to the next
- * build's start; the lock orders a build ahead on a helper thread against that copy. */
-static struct {
-    pthread_mutex_t lock;
-    const stem_complex *host;
-    const float2 *dev;
-    size_t bytes;
-    int device;
-} kept = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, -1};
-
-static void kept_set(const stem_complex *host, const float2 *dev, size_t bytes, int device)
+/* What the engine keeps on the first GPU (gpu_kept_trans): tr_ctx.all after its copy to host. */
+static void kept_set(gpu_kept_trans *kept, const stem_complex *host, const float2 *dev, size_t bytes, int device)
 {
-    pthread_mutex_lock(&kept.lock);
-    kept.host = host;
-    kept.dev = dev;
-    kept.bytes = bytes;
-    kept.device = device;
-    pthread_mutex_unlock(&kept.lock);
+    pthread_mutex_lock(&kept->lock);
+    kept->host = host;
+    kept->dev = dev;
+    kept->bytes = bytes;
+    kept->device = device;
+    pthread_mutex_unlock(&kept->lock);
 }
 
-int gpu_transmission_kept_copy(const stem_complex *host, float2 *dst, size_t bytes, int *copied)
+int gpu_transmission_kept_copy(gpu_kept_trans *kept, const stem_complex *host, float2 *dst, size_t bytes, int *copied)
 {
     int device = -1;
     *copied = 0;
     CUDA_CALL(cudaGetDevice(&device));
-    pthread_mutex_lock(&kept.lock);
+    pthread_mutex_lock(&kept->lock);
     cudaError_t e = cudaSuccess;
-    if (kept.dev && kept.host == host && kept.bytes == bytes && kept.device == device) {
-        e = cudaMemcpyAsync(dst, kept.dev, bytes, cudaMemcpyDeviceToDevice, 0);
+    if (kept->dev && kept->host == host && kept->bytes == bytes && kept->device == device) {
+        e = cudaMemcpyAsync(dst, kept->dev, bytes, cudaMemcpyDeviceToDevice, 0);
         if (e == cudaSuccess) e = cudaStreamSynchronize(0); /* done before a build may overwrite it */
         *copied = e == cudaSuccess;
     }
-    pthread_mutex_unlock(&kept.lock);
+    pthread_mutex_unlock(&kept->lock);
     if (e != cudaSuccess)
         return gpu_fail_cuda(e, "cudaMemcpy(kept transmission functions)", __FILE__, __LINE__, __func__);
     return STEM_OK;
@@ -151,7 +141,7 @@ static __global__ void k_run_band(float2 *__restrict__ t, const float2 *__restri
 
 static void tr_release(tr_ctx *c)
 {
-    kept_set(NULL, NULL, 0, -1);
+    kept_set(c->kept, NULL, NULL, 0, -1);
     for (int i = 0; i < 2; i++)
         if (c->built[i]) cudaEventDestroy(c->built[i]);
     if (c->copies) cudaStreamDestroy(c->copies);
@@ -329,7 +319,7 @@ static int tr_all_slices(tr_ctx *c, int device, stem_complex *trans)
 {
     const stem_plan *plan = c->plan;
     size_t grid = (size_t)plan->nx * plan->ny;
-    kept_set(NULL, NULL, 0, -1); /* c->all is about to change */
+    kept_set(c->kept, NULL, NULL, 0, -1); /* c->all is about to change */
     for (int s = 0; s < plan->n_slices; s++) {
         if (!c->all) { /* one slice buffer: compute, copy, next */
             STEM_TRY(tr_slice(c, s, c->t));
@@ -346,7 +336,7 @@ static int tr_all_slices(tr_ctx *c, int device, stem_complex *trans)
         STEM_TRY(tr_slice_copy(c, plan->n_slices - 1, trans + (size_t)(plan->n_slices - 1) * grid));
         CUDA_CALL(cudaStreamSynchronize(c->copies));
         CUDA_CALL(cudaStreamSynchronize(c->stream));
-        kept_set(trans, c->all, sizeof(float2) * grid * plan->n_slices, device);
+        kept_set(c->kept, trans, c->all, sizeof(float2) * grid * plan->n_slices, device);
     }
     return STEM_OK;
 }
@@ -374,6 +364,7 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
         }
         st->tr = (tr_ctx *)stem_calloc(1, sizeof(tr_ctx), "GPU transmission context");
         if (!st->tr) return STEM_ERR_MEMORY;
+        st->tr->kept = &st->kept;
         double all = 8.0 * plan->nx * plan->ny * plan->n_slices; /* kept for the next step, where it fits */
         int err = tr_create(st->tr, plan, table, need + all <= 0.25 * st->dev.usable_bytes);
         if (err) {

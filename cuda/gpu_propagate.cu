@@ -260,7 +260,7 @@ int gpu_prop_shared_upload_trans(const stem_plan *plan, const gpu_prop_plan *pp,
     if (pp->streaming) return STEM_OK; /* streamed slice by slice from the host */
     size_t bytes = (size_t)plan->nx * plan->ny * plan->n_slices * sizeof(float2);
     int copied = 0; /* built on this GPU: no round trip through the host */
-    STEM_TRY(gpu_transmission_kept_copy(trans, sh->trans, bytes, &copied));
+    if (pp->kept) STEM_TRY(gpu_transmission_kept_copy(pp->kept, trans, sh->trans, bytes, &copied));
     if (!copied) CUDA_CALL(cudaMemcpy(sh->trans, trans, bytes, cudaMemcpyHostToDevice));
     return STEM_OK;
 }

@@ -111,6 +111,7 @@ static int sm_create(sm_ctx *c, const stem_engine *e, const stem_plan *plan, con
     c->plan = plan;
     c->dev = *gpu_engine_devices(e);
     int err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &c->pp);
+    c->pp.kept = &gpu_engine_state_of(e)->kept;
     if (!err) err = gpu_prop_shared_create_each(plan, &c->dev, &c->pp, trans, c->sh);
     if (!err) err = gpu_workers_create(&c->dev, sizeof(sm_worker), (void **)&c->w, sm_worker_create, c);
     return err;
