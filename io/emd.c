@@ -651,7 +651,7 @@ static int scan_dims(emd *e)
 {
     const stem_plan *plan = e->plan;
     hsize_t n = (hsize_t)plan->n_probes;
-    e->grid_rank = plan->positions || stem_plan_single_wave(plan) ? 1 : 2;
+    e->grid_rank = stem_emd_views_apply(plan) ? 2 : 1;
     e->scan_x_name = "R_x", e->scan_y_name = "R_y", e->scan_units = "[\xc3\x85]";
     if (e->grid_rank == 2) {
         STEM_TRY(read_axis(e, "scan_x", (hsize_t)plan->scan_nx, &e->scan_x));

@@ -361,6 +361,8 @@ static int hyperspy(const stem_emd_view *v, const double *qx, const double *qy)
 
 /* ---------------------------------------------------------------- both */
 
+int stem_emd_views_apply(const stem_plan *plan) { return !plan->positions && !stem_plan_single_wave(plan); }
+
 int stem_emd_views(const stem_emd_view *v)
 {
     const stem_plan *plan = v->plan;

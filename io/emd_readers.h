@@ -48,6 +48,8 @@ typedef struct {
  * annular_detector_<suffix>_<name>. */
 void stem_emd_image_group(const stem_plan *plan, int i, const char *suffix, char *name, size_t n);
 
+/* Whether a plan's EMD file gets the views: a scan on a grid (not [scan] positions, not one wave). */
+int stem_emd_views_apply(const stem_plan *plan);
 /* The views of a grid scan's tree (nothing otherwise); after /stemsim/axes is written.
  * Returns STEM_OK, STEM_ERR_MEMORY or STEM_ERR_IO (the step and file named). */
 int stem_emd_views(const stem_emd_view *v);

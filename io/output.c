@@ -15,6 +15,8 @@
  * ("<file>.XXXXXX.incomplete") and given its final name by publish.c only
  * after every rank closed it, so a file under its final name is complete. */
 #include "output.h"
+
+#include "emd_readers.h"
 #include "finish.h"
 #include "layout.h"
 
@@ -296,6 +298,13 @@ double stem_output_estimate_emd_bytes(const stem_plan *plan, int n_points, int n
 {
     int groups = plan->n_images + (plan->opt.save_3d ? 1 : 0) + (plan->opt.save_dpc ? 1 : 0) +
         (plan->opt.save_4d ? 1 : 0) + (plan->algorithm == STEM_ALG_HRTEM ? 2 : 0);
-    /* measured: 5-6 HDF5 objects per group of 570-670 B each (tests/integration/faults.py reserve_estimate) */
-    return stem_layout_estimate_bytes(plan, n_points, n_tilts) + 3100.0 * groups * (n_points > 0 ? n_points : 1);
+    /* the readers' views (io/emd_readers.c) copy the scan's 2D and 3D channels once more, gathered
+     * into one signal each (the 4D patterns and Prismatic's datasets are hard links) */
+    stem_plan scan_only = *plan;
+    scan_only.opt.save_4d = 0;
+    double views = stem_emd_views_apply(plan) ? stem_layout_estimate_bytes(&scan_only, n_points, n_tilts) : 0;
+    /* measured: about 9 HDF5 objects per group and point (Prismatic's and the views') of 570-670 B
+     * each (tests/integration/faults.py reserve_estimate) */
+    return stem_layout_estimate_bytes(plan, n_points, n_tilts) + views +
+        5500.0 * groups * (n_points > 0 ? n_points : 1);
 }
