@@ -49,16 +49,10 @@ static int tick(const emd *e) { return e->hooks && e->hooks->tick ? e->hooks->ti
 /* A small 1D dataset of doubles (a dim vector) with its name and units. */
 static int dim_vector(const emd *e, hid_t group, int k, const double *v, hsize_t n, const char *name, const char *units)
 {
+    if (stem_emd_dim(group, k, v, n, name, units) == STEM_OK) return STEM_OK;
     char dname[8];
     snprintf(dname, sizeof dname, "dim%d", k);
-    hid_t space = H5Screate_simple(1, &n, NULL);
-    hid_t d = space >= 0 ? H5Dcreate2(group, dname, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
-                         : H5I_INVALID_HID;
-    int ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 &&
-        !stem_h5_attr_text(d, "name", name) && !stem_h5_attr_text(d, "units", units);
-    if (d >= 0) H5Dclose(d);
-    if (space >= 0) H5Sclose(space);
-    return ok ? STEM_OK : fail(e, dname);
+    return fail(e, dname);
 }
 
 /* A dim3 of n labels, as variable-length strings (py4DSTEM's legacy reader fails on

@@ -57,8 +57,7 @@ static hid_t plain_group(hid_t parent, const char *path)
     return g;
 }
 
-/* dimK: n doubles with name and units (emdfile counts from dim0, Prismatic and rosettasciio from dim1). */
-static int dim(hid_t g, int k, const double *values, hsize_t n, const char *name, const char *units)
+int stem_emd_dim(hid_t g, int k, const double *values, hsize_t n, const char *name, const char *units)
 {
     char dname[8];
     snprintf(dname, sizeof dname, "dim%d", k);
@@ -145,11 +144,12 @@ static int array(const stem_emd_view *v, hid_t parent, const char *name, const c
 {
     const stem_plan *plan = v->plan;
     hid_t g = node(parent, name, "array", cls);
-    int ok = g >= 0 && !link_data(prism, g, "data") && !dim(g, 0, v->scan_x, (hsize_t)plan->scan_nx, "Rx", "A") &&
-        !dim(g, 1, v->scan_y, (hsize_t)plan->scan_ny, "Ry", "A") &&
+    int ok = g >= 0 && !link_data(prism, g, "data") &&
+        !stem_emd_dim(g, 0, v->scan_x, (hsize_t)plan->scan_nx, "Rx", "A") &&
+        !stem_emd_dim(g, 1, v->scan_y, (hsize_t)plan->scan_ny, "Ry", "A") &&
         (!qx ||
-         (!dim(g, 2, qx, (hsize_t)plan->cbed_nx, "Qx", "mrad") &&
-          !dim(g, 3, qy, (hsize_t)plan->cbed_ny, "Qy", "mrad")));
+         (!stem_emd_dim(g, 2, qx, (hsize_t)plan->cbed_nx, "Qx", "mrad") &&
+          !stem_emd_dim(g, 3, qy, (hsize_t)plan->cbed_ny, "Qy", "mrad")));
     if (g >= 0) H5Gclose(g);
     return ok ? STEM_OK : fail(v, name);
 }
@@ -232,7 +232,7 @@ static int lead_dims(const stem_emd_view *v, hid_t g, int first)
         double *values = NULL;
         char units[48];
         int err = axis(v, v->lead_name[j], v->lead[j], &values, units, sizeof units);
-        if (!err) err = dim(g, first + j, values, v->lead[j], v->lead_name[j], units);
+        if (!err) err = stem_emd_dim(g, first + j, values, v->lead[j], v->lead_name[j], units);
         free(values);
         if (err) return err == STEM_ERR_MEMORY ? err : fail(v, "a series axis");
     }
@@ -328,10 +328,10 @@ static int cbed_signal(const stem_emd_view *v, hid_t sig, int p, const double *q
     hid_t outer = plain_group(sig, path), g = outer >= 0 ? signal_group(outer, title) : H5I_INVALID_HID;
     hid_t pg = H5Gopen2(v->datacubes, prism, H5P_DEFAULT);
     int ok = g >= 0 && pg >= 0 && H5Lcreate_hard(pg, "data", g, "datacube", H5P_DEFAULT, H5P_DEFAULT) >= 0 &&
-        !dim(g, 1, v->scan_x, (hsize_t)plan->scan_nx, "R_x", "[\xc3\x85]") &&
-        !dim(g, 2, v->scan_y, (hsize_t)plan->scan_ny, "R_y", "[\xc3\x85]") &&
-        !dim(g, 3, qx, (hsize_t)plan->cbed_nx, "Q_x", "[mrad]") &&
-        !dim(g, 4, qy, (hsize_t)plan->cbed_ny, "Q_y", "[mrad]");
+        !stem_emd_dim(g, 1, v->scan_x, (hsize_t)plan->scan_nx, "R_x", "[\xc3\x85]") &&
+        !stem_emd_dim(g, 2, v->scan_y, (hsize_t)plan->scan_ny, "R_y", "[\xc3\x85]") &&
+        !stem_emd_dim(g, 3, qx, (hsize_t)plan->cbed_nx, "Q_x", "[mrad]") &&
+        !stem_emd_dim(g, 4, qy, (hsize_t)plan->cbed_ny, "Q_y", "[mrad]");
     if (pg >= 0) H5Gclose(pg);
     if (g >= 0) H5Gclose(g);
     if (outer >= 0) H5Gclose(outer);

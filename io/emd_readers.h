@@ -48,6 +48,9 @@ typedef struct {
  * annular_detector_<suffix>_<name>. */
 void stem_emd_image_group(const stem_plan *plan, int i, const char *suffix, char *name, size_t n);
 
+/* dimK of group g: n doubles with name and units (emdfile counts from dim0, Prismatic and
+ * rosettasciio from dim1); STEM_ERR_IO unreported, for the caller to name its step. */
+int stem_emd_dim(hid_t g, int k, const double *values, hsize_t n, const char *name, const char *units);
 /* Whether a plan's EMD file gets the views: a scan on a grid (not [scan] positions, not one wave). */
 int stem_emd_views_apply(const stem_plan *plan);
 /* The views of a grid scan's tree (nothing otherwise); after /stemsim/axes is written.

@@ -3,7 +3,6 @@
 #include "phonon_loop.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
