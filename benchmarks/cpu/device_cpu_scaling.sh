@@ -71,13 +71,20 @@ two_round() {
   done
 }
 
-node() {
+# The node modes' case (SCALING.md): the 100 Angstrom amorphous-carbon cube on the CPU engine; sets
+# AC_BASE (config and model), AC_MS (multislice: 100 probes), AC_PRISM (PRISM f = 8: 15 625 probes).
+aC_case() {
   python3 benchmarks/cases/gpu_make_amorphous_carbon.py "$work/aC.xyz" > /dev/null
-  local base=(benchmarks/cases/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v
-              --set output.overwrite=true)
-  local ms=(--set scan.x_end=42 --set scan.y_end=42)
-  local prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
-               --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+  AC_BASE=(benchmarks/cases/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v
+           --set output.overwrite=true)
+  AC_MS=(--set scan.x_end=42 --set scan.y_end=42)
+  AC_PRISM=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
+            --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+}
+
+node() {
+  aC_case
+  local base=("${AC_BASE[@]}") ms=("${AC_MS[@]}") prism=("${AC_PRISM[@]}")
   echo "case,binary,layout,wall_s,rc,rank0,slowest" > "$out/cpu_node.csv"
   for c in ms prism; do
     local args=("${ms[@]}")
@@ -99,12 +106,8 @@ node() {
 
 # reps: the node layouts again, alternating, three rounds (the spread; min is the number)
 reps() {
-  python3 benchmarks/cases/gpu_make_amorphous_carbon.py "$work/aC.xyz" > /dev/null
-  local base=(benchmarks/cases/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v
-              --set output.overwrite=true --set output.file="$work/reps.h5")
-  local ms=(--set scan.x_end=42 --set scan.y_end=42)
-  local prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
-               --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+  aC_case
+  local base=("${AC_BASE[@]}" --set output.file="$work/reps.h5") ms=("${AC_MS[@]}") prism=("${AC_PRISM[@]}")
   echo "case,binary,layout,wall_s,rc,rank0,slowest" > "$out/cpu_reps.csv"
   "$new" "${base[@]}" "${prism[@]}" --set scan.x_end=0.1 --set scan.y_end=0.1 2>&1 | grep "FFTW plans" | tee -a "$out/first_run.txt"
   for round in 1 2 3; do
@@ -121,12 +124,8 @@ reps() {
 }
 
 strong() {
-  python3 benchmarks/cases/gpu_make_amorphous_carbon.py "$work/aC.xyz" > /dev/null
-  local base=(benchmarks/cases/gpu_bench.ini --set sample.xyz="$work/aC.xyz" --set compute.device=cpu -v
-              --set output.overwrite=true --set output.file="$work/strong.h5")
-  local ms=(--set scan.x_end=42 --set scan.y_end=42)
-  local prism=(--set simulation.algorithm=prism --set simulation.interpolation_x=8 --set simulation.interpolation_y=8
-               --set scan.x_start=0 --set scan.y_start=0 --set scan.x_end=100 --set scan.y_end=100 --set scan.step=0.8)
+  aC_case
+  local base=("${AC_BASE[@]}" --set output.file="$work/strong.h5") ms=("${AC_MS[@]}") prism=("${AC_PRISM[@]}")
   local one=(--set compute.threads=1)
   echo "case,binary,layout,wall_s,rc,rank0,slowest,mean" > "$out/cpu_strong.csv"
   lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node\(s\))" > "$out/lscpu.txt"
