@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from ._files import write_beside
+
 DATASET = "potential"
 # |V| beyond this (V Angstrom) is no atom's (io/potential_file.c refuses it as damaged).
 POTENTIAL_MAX = 1e6
@@ -103,8 +105,6 @@ def write_potential(path, potential, cell=None, slice_thickness=None, atoms=None
 
     Returns the config keys that run it: {"sample": {...}, "simulation": {...}}.
     """
-    import h5py
-
     if hasattr(potential, "build") and hasattr(potential, "slice_thickness"):
         V, cell, thick, atoms_of, src = _from_abtem(potential)
         atoms = atoms if atoms is not None else atoms_of
@@ -130,13 +130,13 @@ def write_potential(path, potential, cell=None, slice_thickness=None, atoms=None
     dz = _slice_thickness(thick)
     model = _model(atoms, cell, float(thick.sum()))
     model_path = model_path or os.path.splitext(path)[0] + ".xyz"
-    for p in (path, model_path):
+    for p in (path, model_path):  # both refused before either is written
         if os.path.islink(p):
             raise FileExistsError("%s is a symbolic link: not written through it" % p)
         if os.path.lexists(p) and not overwrite:
             raise FileExistsError("%s exists (overwrite=True replaces it)" % p)
     model.write(model_path, overwrite=overwrite)
-    _write_h5(path, V, cell, dz, source)
+    write_beside(path, lambda tmp: _write_h5(tmp, V, cell, dz, source), overwrite)
     ny, nx = V.shape[2:]
     return {"sample": {"xyz": os.path.abspath(model_path)},
             "simulation": {"potential_file": os.path.abspath(path), "grid_x": nx, "grid_y": ny, "slice_thickness": dz,
@@ -144,24 +144,13 @@ def write_potential(path, potential, cell=None, slice_thickness=None, atoms=None
 
 
 def _write_h5(path, V, cell, dz, source):
-    """/potential with its attributes into a temporary beside path, the complete mark last, renamed into place."""
-    import tempfile
-
+    """/potential with its attributes into path, the complete mark last."""
     import h5py
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".incomplete",
-                               dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            d = f.create_dataset(DATASET, data=np.ascontiguousarray(V, dtype=np.float32))
-            d.attrs["slice_thickness_angstrom"] = dz
-            d.attrs["cell_x_angstrom"] = float(cell[0])
-            d.attrs["cell_y_angstrom"] = float(cell[1])
-            d.attrs["units"] = "V Angstrom"
-            f.attrs["potential_source"] = str(source)
-            f.attrs["complete"] = np.int32(1)  # last, as stemsim marks its own files
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset(DATASET, data=np.ascontiguousarray(V, dtype=np.float32))
+        d.attrs["slice_thickness_angstrom"] = dz
+        d.attrs["cell_x_angstrom"] = float(cell[0])
+        d.attrs["cell_y_angstrom"] = float(cell[1])
+        d.attrs["units"] = "V Angstrom"
+        f.attrs["potential_source"] = str(source)
+        f.attrs["complete"] = np.int32(1)  # last, as stemsim marks its own files

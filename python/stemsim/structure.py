@@ -27,9 +27,10 @@ import itertools
 import math
 import os
 import sys
-import tempfile
 
 import numpy as np
+
+from ._files import write_beside
 
 DEFAULT_SIGMA = 0.08  # Angstrom: a typical room-temperature rms displacement; give your own
 
@@ -92,24 +93,12 @@ class Model:
     def write(self, path, overwrite=False):
         """Write the model to path through a temporary beside it, renamed into place: an existing
         file is replaced only with overwrite (FileExistsError otherwise), never through a link."""
-        path = os.fspath(path)
-        if os.path.islink(path):
-            raise FileExistsError("%s is a symbolic link: not written through it" % path)
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".incomplete",
-                                   dir=os.path.dirname(os.path.abspath(path)))
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(self.text())
-            if overwrite:
-                os.replace(tmp, path)
-            else:
-                os.link(tmp, path)  # fails if path exists: nothing replaced
-                os.unlink(tmp)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+        text = self.text()
+
+        def fill(tmp):
+            with open(tmp, "w") as fh:
+                fh.write(text)
+        return write_beside(path, fill, overwrite)
 
     def to_ase(self):
         """The model as an ase.Atoms, its occupancies and rms displacements in the arrays ASE's
