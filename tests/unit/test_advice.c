@@ -49,6 +49,18 @@ static int has(const stem_advice *a, const char *check, const char *text)
     return 0;
 }
 
+/* The band-limit advice of config template `format` at two pixel sizes: at `coarse` it asks for
+ * `need` and says `why`; at `fine` there is none. */
+static void band_limit_between(const char *format, const stem_atoms *model, const char *coarse, const char *fine,
+                               const char *need, const char *why, stem_advice *a)
+{
+    advise_with(format, coarse, model, a);
+    CHECK_MSG(has(a, "band_limit", need), "expected '%s' at %s A", need, coarse);
+    CHECK_MSG(has(a, "band_limit", why), "expected '%s' at %s A", why, coarse);
+    advise_with(format, fine, model, a);
+    CHECK_MSG(!has(a, "band_limit", NULL), "no band-limit advice expected at %s A", fine);
+}
+
 /* The largest error, over the defocus phase factors exp(i k dC) with k in [0, k_max], of
  * the plan's focal points against the exact Gaussian average exp(-k^2 sigma^2 / 2). */
 static double focal_worst(const stem_plan *plan, double sigma, double k_max)
@@ -159,11 +171,7 @@ static void check_each_advice(void)
      * SrTiO3 plan that was 1.7-2.4% low without any), and none at lambda / (3 (theta + alpha)) */
     const char *inside = SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = %s\n"
                                  "slice_thickness = 1.3575\n[images]\nHAADF = 70 200\n";
-    advise_with(inside, "0.032", NULL, a);
-    CHECK_MSG(has(a, "band_limit", need), "expected '%s' at 0.032 A", need);
-    CHECK(has(a, "band_limit", "misses the probe's rays scattered beyond the band"));
-    advise_with(inside, "0.029", NULL, a);
-    CHECK(!has(a, "band_limit", NULL));
+    band_limit_between(inside, NULL, "0.032", "0.029", need, "misses the probe's rays scattered beyond the band", a);
     /* slices against the angle asked, not the band's: 0.05 A (band 131 mrad) with 2.715 A slices and a
      * 200 mrad range: 0.54 A sideways, advised on the first dry run */
     advise(SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\n[simulation]\npixel_size = 0.05\n"
@@ -201,13 +209,10 @@ static void check_each_advice(void)
     const char *au_thick = "[sample]\nxyz = unused.xyz\n[beam]\nenergy = 300\n[probe]\nsemiangle = 20\n"
                            "[simulation]\npixel_size = %s\nslice_thickness = 2.039\n[images]\nHAADF = 70 200\n"
                            "[scan]\nx_end = 0.1\ny_end = 0.1\n[compute]\nthreads = 1\n";
-    advise_with(au_thick, "0.0297", &au, a);
     snprintf(need, sizeof need, "pixel_size <= %.3g A",
              floor(LAMBDA_300 / (3 * 0.220 * STEM_ADVICE_HEAVY_BAND) * 1000) / 1000);
-    CHECK_MSG(has(a, "band_limit", need), "expected '%s' for Au at 0.0297 A", need);
-    CHECK(has(a, "band_limit", "misses what the heavy atoms scatter beyond the band"));
-    advise_with(au_thick, "0.025", &au, a);
-    CHECK(!has(a, "band_limit", NULL));
+    band_limit_between(au_thick, &au, "0.0297", "0.025", need, "misses what the heavy atoms scatter beyond the band",
+                       a);
     stem_atoms_free(&au);
     /* focal points: an explicit 7 at the sigma 35 A, 300 keV, 25 mrad */
     const char *focal = SI_CASE "[beam]\nenergy = 300\n[probe]\nsemiangle = 25\nfocal_spread = 35\n%s"
