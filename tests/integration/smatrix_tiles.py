@@ -17,7 +17,6 @@ Exit: 0 pass, 1 fail, 77 skip.
 """
 import os
 import re
-import shutil
 import sys
 
 import itest
@@ -83,10 +82,8 @@ def main():
     A = itest.parse_args()
     if not itest.have_numpy_h5py():
         return 77
-    A.workdir = os.path.join(os.path.abspath(A.workdir), "smatrix_tiles")
-    shutil.rmtree(A.workdir, ignore_errors=True)  # this test's own directory: a rerun starts clean
-    os.makedirs(A.workdir)
-    A.ini = os.path.join(A.workdir, "tiles.ini")
+    itest.fresh_workdir(A, "smatrix_tiles")
+    A.ini = os.path.join(A.workdir, "tiles.ini")  # the case below, not small.ini
     with open(A.ini, "w") as f:
         f.write(CASE.format(data=os.path.join(A.repo, "data")))
     private = ["--set", "compute.node_shared=false"]
