@@ -362,6 +362,8 @@ static void print_advice(const stem_plan *plan, const stem_atoms *atoms, const s
     free(a);
 }
 
+static double mpi_start_seconds; /* MPI_Init_thread's time, for the set-up's log line */
+
 /* What setup's phases work on: the command line, the world and everything they fill. */
 typedef struct {
     const cli_options *o;
@@ -414,6 +416,7 @@ static int setup_plan(setup_state *s)
     int work_items = s->series->n_points ? s->series->n_tilts * cfg->frozen_phonons : cfg->frozen_phonons;
     int err = stem_mpi_agree(
         stem_mpi_setup(s->m, world, work_items, cfg->fp_groups, cfg->node_shared, cfg->ranks_per_node), world);
+    s->m->cross_share.piece_bytes = (size_t)cfg->sum_piece_bytes;
     if (!err) err = load_positions(cfg, model, world, s->rank, s->positions);
     if (!err) err = stem_mpi_agree(stem_plan_geometry(plan, cfg, model, s->positions, &s->m->layout), world);
     if (!err) err = stem_mpi_agree(check_stored_inputs(plan, cfg), world);  /* before anything is allocated */
@@ -492,12 +495,20 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
                  stem_engine *engine, stem_output_target *target)
 {
     setup_state s = {o, world, rank, cfg, potentials, atoms, {0}, positions, series, m, plan, engine, target};
+    double t[6] = {stem_wall_time()};
     int err = setup_inputs(&s);
+    t[1] = stem_wall_time();
     if (!err) err = setup_plan(&s);
     stem_atoms_free(&s.thickest);
+    t[2] = stem_wall_time();
     if (!err) err = setup_engine(&s);
+    t[3] = stem_wall_time();
     if (!err) err = setup_output(&s);
+    t[4] = stem_wall_time();
     if (!err) err = setup_last(&s);
+    t[5] = stem_wall_time(); /* where a multi-rank or multi-GPU job's start goes (-v) */
+    stem_debug("set-up on rank 0, seconds: MPI start %.3f, inputs %.3f, plan %.3f, engine %.3f, output %.3f, plans %.3f",
+               mpi_start_seconds, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
     return err;
 }
 
@@ -718,7 +729,9 @@ static int start_mpi(int *argc, char ***argv, stem_mpi_session *session)
 {
     int provided;
     STEM_TRY(stem_mpi_singleton_defaults(session));
+    double t = stem_wall_time();
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    mpi_start_seconds = stem_wall_time() - t;
     if (rc != MPI_SUCCESS) {
         stem_mpi_session_remove(session);
         return STEM_FAIL(STEM_ERR_MPI,

@@ -179,6 +179,9 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, in
     STEM_MPI_CALL(MPI_Comm_split(world, L->group_rank, L->group, &m->cross));
     STEM_TRY(stem_node_share_setup(&m->share, m->group, node_shared, ranks_per_node, &L->not_shared));
     L->shared_ranks = m->share.active ? m->share.node_size : 1;
+    const char *why = NULL;
+    if (L->n_groups > 1)
+        STEM_TRY(stem_node_share_setup(&m->cross_share, m->cross, node_shared, ranks_per_node, &why));
     return STEM_OK;
 }
 
@@ -187,4 +190,5 @@ void stem_mpi_free(stem_mpi *m)
     if (m->group != MPI_COMM_NULL && m->group) MPI_Comm_free(&m->group);
     if (m->cross != MPI_COMM_NULL && m->cross) MPI_Comm_free(&m->cross);
     stem_node_share_free(&m->share);
+    stem_node_share_free(&m->cross_share);
 }

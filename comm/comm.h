@@ -7,12 +7,14 @@
 #include <sys/types.h>
 
 #include "collectives.h"
+#include "node_reduce.h"
 #include "node_shared.h"
 
 typedef struct {
     MPI_Comm world, group, cross; /* cross: same group rank in every group */
     stem_layout layout;
-    stem_node_share share; /* the group's ranks on this node (node_shared.h) */
+    stem_node_share share;       /* the group's ranks on this node (node_shared.h) */
+    stem_node_share cross_share; /* cross's ranks on this node: the groups' sums added there (node_reduce.h) */
 } stem_mpi;
 
 /* A one-process run's private Open MPI session directory (empty dir: none). */

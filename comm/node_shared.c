@@ -10,15 +10,17 @@
 #include "collectives.h"
 
 /* The node communicator: the real node (MPI_COMM_TYPE_SHARED), cut into runs of
- * ranks_per_node consecutive ranks when asked (a test of several "nodes"). */
+ * ranks_per_node consecutive world ranks when asked (a test of several "nodes": the same
+ * emulated nodes for a group and for the ranks of one group rank across the groups). */
 static int split_node(MPI_Comm group, int ranks_per_node, MPI_Comm *node)
 {
-    int rank;
+    int rank, world_rank;
     STEM_MPI_CALL(MPI_Comm_rank(group, &rank));
+    STEM_MPI_CALL(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
     STEM_MPI_CALL(MPI_Comm_split_type(group, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, node));
     if (ranks_per_node <= 0) return STEM_OK;
     MPI_Comm real = *node;
-    int err = MPI_Comm_split(real, rank / ranks_per_node, rank, node);
+    int err = MPI_Comm_split(real, world_rank / ranks_per_node, rank, node);
     MPI_Comm_free(&real);
     return err == MPI_SUCCESS ? STEM_OK : STEM_FAIL(STEM_ERR_MPI, "MPI_Comm_split of the node failed");
 }

@@ -18,6 +18,7 @@ typedef struct {
     int node_rank, node_size;
     int n_nodes;
     int *node_first; /* group rank of each node's first rank; [n_nodes] = group size (leaders only) */
+    size_t piece_bytes; /* node_reduce.c's pieces (0: its default; [debug] sum_piece_bytes) */
 } stem_node_share;
 
 /* Collective over group. ranks_per_node > 0 pretends that nodes hold that many

@@ -395,6 +395,9 @@ const key_spec stem_config_keys[] = {
     {"debug", "ranks_per_node", K_INT, OFF(ranks_per_node), "0", 0, 1000000, NULL, "ranks",
      "node-shared memory as if each node held this many consecutive ranks of a group (0: the real nodes); "
      "tests the exchange between nodes on one machine"},
+    {"debug", "sum_piece_bytes", K_INT, OFF(sum_piece_bytes), "0", 0, 1e9, NULL, "bytes",
+     "the frozen-phonon groups of a node add their sums through shared memory in pieces of this size "
+     "(0: 64 MiB shared by the node's ranks, at least 1 MiB each); tests the pipeline of pieces"},
     {"debug", "smatrix_round_beams", K_INT, OFF(opt.smatrix_round_beams), "0", 0, 1000000, NULL, "beams",
      "PRISM's S-matrix step computes and exchanges its beams in rounds of this many beams per rank (0: about a "
      "tenth of the rank's S-matrix tile, at least a batch per thread); tests the exchange"},

@@ -141,8 +141,8 @@ static int run_block(campaign *cp, int b)
     int err = stem_mpi_agree(block_configs(cp, b0, b1), m->world);
     double t = stem_wall_time();
     if (!err && m->layout.n_groups > 1) { /* the groups' configurations into the first's sums */
-        err = stem_mpi_reduce_fixed(cp->block_acc.sum[STEM_CH_CBED], n * cp->block_acc.width[STEM_CH_CBED], 8, 0,
-                                    m->cross);
+        stem_fixed_array patterns = {cp->block_acc.sum[STEM_CH_CBED], n * cp->block_acc.width[STEM_CH_CBED], 8};
+        err = stem_node_reduce_fixed(&m->cross_share, &patterns, 1, m->cross, job->plan->threads, NULL);
         if (!err)
             err = MPI_Allreduce(MPI_IN_PLACE, cp->block_acc.bad, 1, MPI_UINT8_T, MPI_MAX, m->cross) == MPI_SUCCESS
                 ? STEM_OK
@@ -231,7 +231,8 @@ static int blocks_end(campaign *cp, const char *dir, int err)
     }
     if (stopped && cp->checkpointed) return stem_campaign_stop_stored(cp, dir, stopped);
     if (err) return err;
-    return cp->checkpointed ? store_blocks(cp, "all blocks") : stem_mpi_agree(stem_sums_collect(&cp->acc, m), m->world);
+    return cp->checkpointed ? store_blocks(cp, "all blocks")
+                            : stem_mpi_agree(stem_sums_collect(&cp->acc, m, cp->job->plan->threads, NULL), m->world);
 }
 
 int stem_campaign_blocks(campaign *cp, const char *dir)

@@ -62,7 +62,9 @@ int stem_campaign_finish_point(campaign *cp, int p, stem_result *res)
     }
     if (!err && !plan->dist)
         err = stem_mpi_agree(point_image_errors(cp, p, m->layout.group == 0 ? res : NULL), m->world);
-    stem_phase_add(STEM_PHASE_REDUCTION, t);
+    double took = stem_phase_add(STEM_PHASE_REDUCTION, t) - t;
+    if (cp->job->series->n_points <= 24 || took > 0.1)
+        stem_debug("point %d finished from the sums (means, errors, blur) in %.3f s", p, took);
     char where[48] = ""; /* what is not a finished simulation is never published (result_check.h) */
     if (cp->job->series->n_points) snprintf(where, sizeof where, " (series point %d)", p);
     if (!err && !cp->job->keep)

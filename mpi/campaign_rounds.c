@@ -122,8 +122,14 @@ int stem_campaign_store(campaign *cp, const char *why)
     double t = stem_wall_time();
     int added = cp->n_added;
     STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, &added, 1, MPI_INT, MPI_SUM, m->world));
-    STEM_TRY(stem_sums_collect(&cp->acc, m));
-    stem_phase_add(STEM_PHASE_REDUCTION, t);
+    double waited = stem_wall_time() - t;
+    int node = 0;
+    STEM_TRY(stem_sums_collect(&cp->acc, m, cp->job->plan->threads, &node));
+    double collected = stem_phase_add(STEM_PHASE_REDUCTION, t) - t - waited;
+    if (m->layout.world_size > 1)
+        stem_debug("the campaign's sums (%s): %.3f s waiting for the other ranks, %.1f MiB per rank collected in %.3f s%s",
+                   why, waited, stem_acc_bytes(cp->job->plan, cp->acc.n_points) / 1048576.0, collected,
+                   node ? " (the groups' through node-shared memory)" : "");
     cp->n_added = 0;
     if (!cp->checkpointed || (!added && cp->ck.has_state)) return STEM_OK;
     t = stem_wall_time();

@@ -8,18 +8,23 @@
 
 static size_t point_bytes(const stem_acc_array *a) { return (size_t)a->count * a->elt; }
 
-int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m)
+int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m, int threads, int *used_node)
 {
     const stem_layout *L = &m->layout;
-    int err = STEM_OK;
+    stem_fixed_array *parts = stem_calloc((size_t)acc->n_arrays + 1, sizeof *parts, "the sums' list");
+    int err = parts ? STEM_OK : STEM_ERR_MEMORY, n_parts = 0;
     for (int i = 0; i < acc->n_arrays && !err; i++) {
         stem_acc_array a = stem_acc_array_at(acc, i);
         long count = a.count * (long)acc->n_points;
-        if (a.kind == STEM_ACC_PART && L->n_groups > 1)
-            err = stem_mpi_reduce_fixed(a.base, count, a.elt, 0, m->cross);
+        if (a.kind == STEM_ACC_PART) /* the groups' parts: together, through the node where it can */
+            parts[n_parts++] = (stem_fixed_array){a.base, count, a.elt};
         else if (a.kind == STEM_ACC_SCAN && L->world_size > 1)
             err = stem_mpi_reduce_fixed(a.base, count, a.elt, 0, m->world);
     }
+    err = stem_mpi_agree(err, m->world);
+    if (!err && L->n_groups > 1)
+        err = stem_node_reduce_fixed(&m->cross_share, parts, n_parts, m->cross, threads, used_node);
+    free(parts);
     if (!err && L->world_size > 1 &&
         MPI_Allreduce(MPI_IN_PLACE, acc->bad, acc->n_points, MPI_UINT8_T, MPI_MAX, m->world) != MPI_SUCCESS)
         err = STEM_FAIL(STEM_ERR_MPI, "the campaign's range flags could not be combined over the ranks");

@@ -12,8 +12,10 @@
 #include "checkpoint.h"
 #include "../comm/comm.h"
 
-/* Collective over m->world: every rank's sums added into their owners'. */
-int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m);
+/* Collective over m->world: every rank's sums added into their owners' (the groups' through
+ * the node's shared memory where they share a node: node_reduce.h; threads: each node's
+ * adding threads; *used_node, may be NULL: whether that path ran). */
+int stem_sums_collect(stem_accumulator *acc, const stem_mpi *m, int threads, int *used_node);
 /* Collective over m->world, after a collect: the owners' sums and the done map (n_units
  * bytes, the same on every rank) stored as the checkpoint's new state. */
 int stem_sums_store(const stem_accumulator *acc, const stem_mpi *m, stem_checkpoint *ck, const unsigned char *done);

@@ -94,6 +94,7 @@ typedef struct {
     int node_shared;                /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
     int ranks_per_node; /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
+    int sum_piece_bytes; /* > 0: the groups' node-shared sums in pieces of this size (tests; node_reduce.h) */
     /* which keys were given explicitly (index into the key table; io/config.h stem_config_given) */
     unsigned char seen[160];
     /* the few the plan asks about, set by the parser: an explicit end is kept even off the step grid,

@@ -110,6 +110,19 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                      --set compute.fp_groups=2 --tol 0
                      --run 4:compute.node_shared=false --run 4 --run 4:debug.ranks_per_node=1)
   endforeach()
+  # The frozen-phonon groups' sums added through the node's shared memory (node_reduce.c), in
+  # pieces (a pipeline of many), over 2 emulated nodes (2 + 1: node sums, then MPI between the
+  # nodes' first ranks), two cross communicators of 2, and the 4D patterns' blocks: the same
+  # bits as MPI_Reduce (node_shared = false) and one rank.
+  stemsim_mpi_case(mpi_node_sums compare ${_small} ${_fp} --set simulation.algorithm=prism --tol 0
+                   --run 3:compute.node_shared=false --run 3 --run 3:debug.sum_piece_bytes=64
+                   --run 3:debug.ranks_per_node=2,debug.sum_piece_bytes=32
+                   --run 4:compute.fp_groups=2,debug.sum_piece_bytes=48
+                   --run 3:detector.probe_block=2,debug.sum_piece_bytes=64 --run 1
+                   --expect-log "1:the groups' through node-shared memory"
+                   --expect-log "2:the groups' through node-shared memory"
+                   --expect-log "3:the groups' through node-shared memory"
+                   --expect-log "4:the groups' through node-shared memory")
   # Measured FFTW plans shared through a wisdom file (created by the first run, read by
   # the others): 1 rank, 3 ranks and 2 threads give the same bits.
   foreach(_alg multislice prism)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several GPUs of one node (issue: multi-GPU runs; results in benchmarks/results/MULTI_GPU.md).
 # Builds nothing: carry build/, .device/ and .whl/ to a machine with 2 (or more) GPUs:
-#   bash benchmarks/gpu/device_multi_gpu.sh correct|ac|paper|all|quick|four
+#   bash benchmarks/gpu/device_multi_gpu.sh correct|ac|paper|all|quick|four|costs
 # correct: the silicon check case (aberrated probe, rings, images, DPC, 4D), multislice
 #   and PRISM f = 2, 1 and 4 configurations: every way of using 2 GPUs (one rank per GPU
 #   in one rank group, one rank per GPU in two groups, one rank driving both GPUs with
@@ -18,9 +18,12 @@
 #   (4 ranks in one group, in 4 groups, one rank driving 4, 2 ranks driving 2 each) against
 #   1 GPU (1e-6; 4 groups of whole configurations bit for bit); strong scaling 1 -> 2 ->
 #   4 GPUs for aC multislice, aC PRISM f = 8 (16 configurations), the paper slab f = 16 and 8
-#   (32 configurations; f = 4 on 4 GPUs only); the 65-tilt x 16-configuration campaign of
+#   (32 configurations; f = 4 on 4 GPUs only, and on 1 with PAPER_F4_ONE=1); the 65-tilt x 16-configuration campaign of
 #   device_tomography.sh (PRISM f = 8, 62 500 probes, HAADF) on 4 GPUs (its 1-GPU time is the
 #   tomography benchmark's).
+# costs: where the fixed time of 1 and 4 GPUs goes (the launch, each set-up phase, the end of
+#   the run: waiting, collecting the groups' sums, finishing), from the -v logs' lines, for the
+#   silicon case, the paper slab f = 16 and 8 (32 configurations) and aC PRISM f = 8.
 # Whole-process wall time (mpirun included), speed-up and efficiency go to
 # $OUT/multi_gpu.csv and are printed as a markdown table; every run's -v log is kept.
 set -uo pipefail
@@ -180,9 +183,10 @@ if [ "$what" = four ] && [[ $parts == *" paper "* ]]; then
     p=(benchmarks/cases/paper_srtio3.ini --set simulation.interpolation_x=$f --set simulation.interpolation_y=$f
        --set simulation.frozen_phonons=32)
     vs=(1gpu 2of4_2grp 4rank_4grp)
-    [ $f = 4 ] && vs=(4rank_4grp) # 1 GPU: 122.2 s (issue "Performance round 4", the same week)
+    # f = 4: 4 GPUs only (1 GPU: 122.2 s, issue "Performance round 4"), unless PAPER_F4_ONE=1
+    [ $f = 4 ] && vs=(${PAPER_F4_ONE:+1gpu} 4rank_4grp)
     for v in "${vs[@]}"; do run paper_prism_f$f $v "${p[@]}"; done
-    [ $f = 4 ] || for v in 2of4_2grp 4rank_4grp; do same paper_prism_f$f $v 1e-6 images,rings; done
+    for v in "${vs[@]:1}"; do same paper_prism_f$f $v 1e-6 images,rings; done
   done
 fi
 if [ "$what" = four ] && [[ $parts == *" tomo "* ]]; then
@@ -193,6 +197,31 @@ if [ "$what" = four ] && [[ $parts == *" tomo "* ]]; then
         --set series.tilt_x=-64:2:64)
   RUN_LIMIT=400 run tomo_65x16 4rank_4grp "${tomo[@]}"
   rm -f $w/*.h5
+fi
+
+if [ "$what" = costs ]; then # where a 4-GPU job's fixed time goes: the launch, the set-up, the end
+  echo "== the launch alone: mpirun of 1 and 4 processes that do nothing"
+  for n in 1 4; do
+    t0=$(date +%s.%N); "${mpi[@]}" -np $n true; t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" -v n=$n 'BEGIN { printf "   mpirun -np %d true: %.2f s\n", n, b - a }'
+  done
+  python3 benchmarks/cases/gpu_make_amorphous_carbon.py $w/aC.xyz > /dev/null
+  si=(benchmarks/cases/gpu_check_si.ini --set scan.step=0.4 --set simulation.thermal=true --set simulation.frozen_phonons=4)
+  for v in 1gpu 4rank_4grp 4rank_1grp; do run si4_prism $v "${si[@]}" --set simulation.algorithm=prism; done
+  p=(benchmarks/cases/paper_srtio3.ini --set simulation.frozen_phonons=32)
+  for f in 16 8; do
+    for v in 1gpu 4rank_4grp; do
+      run paper_prism_f$f $v "${p[@]}" --set simulation.interpolation_x=$f --set simulation.interpolation_y=$f
+    done
+  done
+  pr=(benchmarks/cases/gpu_bench.ini --set sample.xyz=$w/aC.xyz --set simulation.algorithm=prism
+      --set simulation.interpolation_x=8 --set simulation.interpolation_y=8 --set scan.x_start=0 --set scan.y_start=0
+      --set scan.x_end=100 --set scan.y_end=100 --set simulation.thermal=true --set simulation.frozen_phonons=16)
+  for v in 1gpu 4rank_4grp; do run aC_prism_f8 $v "${pr[@]}"; done
+  for l in "$out"/logs/*.log; do
+    echo "-- $(basename "$l" .log)"
+    grep -hE "set-up on rank 0|campaign's sums|finished from the sums|wall [0-9.]+\)|rank 0: |slowest rank:|mean rank:|wrote " "$l" | cut -c1-300
+  done
 fi
 
 if [ "$what" = quick ]; then # the lightest per-configuration cases, where fixed costs show

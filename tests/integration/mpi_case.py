@@ -6,6 +6,7 @@
       run only; the shared --set overrides to all), then compares every run's
       output with the first run's through check_h5.py compare (every dataset:
       2D images, 3D rings, 4D cbed, DPC, axes) at --tol (default 1e-6).
+      --expect-log K:TEXT runs run K with -v and requires TEXT in its log.
   mpi_case.py fail --name N --ranks NP --fail-rank R [--set ...] [--max-seconds T]
               [--fault SITE:R] [--expect TEXT ...]
       Runs with STEMSIM_TEST_FAIL_RANK=R (or STEMSIM_TEST_FAULT=SITE:R, a
@@ -34,8 +35,8 @@ def parse_run(spec):
     return int(np_), sets
 
 
-def command(args, ranks, sets, out):
-    cmd = [args.mpiexec] + args.mpi_flag + ["-np", str(ranks), args.stemsim, "-q", args.config]
+def command(args, ranks, sets, out, verbose=False):
+    cmd = [args.mpiexec] + args.mpi_flag + ["-np", str(ranks), args.stemsim, "-v" if verbose else "-q", args.config]
     for s in args.set + sets + [f"output.file={out}", "output.overwrite=false"]:
         cmd += ["--set", s]
     return cmd
@@ -58,7 +59,7 @@ def run(cmd, env, timeout):
     if err.strip():
         print("stderr:\n" + err.rstrip())
     print(f"  -> exit {rc} in {dt:.1f} s", flush=True)
-    return rc, err, dt
+    return rc, err, dt, out
 
 
 def fresh_dir(args):
@@ -121,13 +122,20 @@ def optional_datasets(path):
 def do_compare(args):
     d = fresh_dir(args)
     outs, failed = [], 0
+    expect = [e.partition(":")[::2] for e in args.expect_log]  # (run index, text)
     for k, spec in enumerate(args.run):
         ranks, sets = parse_run(spec)
         out = os.path.join(d, f"run{k}_np{ranks}.h5")
-        rc, _, _ = run(command(args, ranks, sets, out), dict(os.environ), args.timeout)
+        texts = [t for i, t in expect if int(i) == k]
+        rc, err, _, log = run(command(args, ranks, sets, out, bool(texts)), dict(os.environ), args.timeout)
         if rc != 0 or not os.path.exists(out):
             print(f"FAIL run {k} ({spec}): exit {rc}, output {'present' if os.path.exists(out) else 'missing'}")
             return 1
+        for t in texts:
+            if t not in log + err:
+                print(f"FAIL run {k} ({spec}): its -v log does not say {t!r}")
+                return 1
+            print(f"ok   run {k} says {t!r}")
         left = glob.glob(glob.escape(out) + "*.incomplete")
         if left:
             print(f"FAIL run {k}: {left} left behind")
@@ -163,7 +171,7 @@ def do_fail(args):
     else:
         env["STEMSIM_TEST_FAIL_RANK"] = str(args.fail_rank)
     cmd = ["timeout", "-k", "5", str(args.max_seconds)] + command(args, args.ranks, [], out)
-    rc, err, dt = run(cmd, env, args.max_seconds + 30)
+    rc, err, dt, _ = run(cmd, env, args.max_seconds + 30)
     problems = []
     if rc == 0:
         problems.append("exited 0 although a rank failed")
@@ -204,6 +212,8 @@ def main():
     ap.add_argument("--max-seconds", type=int, default=60)
     ap.add_argument("--fault", default="")
     ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--expect-log", action="append", default=[], metavar="K:TEXT",
+                    help="compare: run K (from 0) is run with -v and its log must hold TEXT")
     args = ap.parse_args()
     if args.mode == "compare":
         if len(args.run) < 2:
