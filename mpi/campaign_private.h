@@ -9,6 +9,7 @@
 
 #include "../io/potential_file.h"
 #include "../src/accumulator.h"
+#include "../src/dispatcher.h"
 #include "algorithm.h"
 #include "campaign.h"
 #include "checkpoint.h"
@@ -43,6 +44,8 @@ typedef struct {
     /* the sums */
     stem_accumulator acc;
     stem_result *res; /* [per_tilt]: one unit's points */
+    stem_shared_buffer res_node; /* a probe queue's node rows of res and its counter (campaign_unit.c) */
+    stem_work_queue queue;
     /* an engine that leaves the host idle (the GPU): the last unit's results, added to the sums
      * by a helper thread while the next unit computes (campaign_rounds.c); else NULL */
     stem_result *res_taken;

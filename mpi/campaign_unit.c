@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/memlimit.h"
 #include "../src/phases.h"
+#include "../src/test_hooks.h"
 #include "phonon_steps.h"
 
 static int tilt_model(campaign *cp, int t)
@@ -63,9 +65,13 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
                                        &cp->trans_node);
     cp->buffers.config = c;
     if (!err && cp->spare && next >= 0) stem_build_ahead_start(&cp->ahead, next % cp->n_configs, cp->spare);
+    /* a probe queue: the node's rows were read (taken) by their ranks before any is written again, and
+     * every probe of the node is in them before any rank reads its own */
+    if (cp->queue.word && stem_shared_sync(&job->m->share, &cp->res_node) && !err) err = STEM_ERR_MPI;
     if (!err)
         err =
             stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, res, &cp->buffers);
+    if (cp->queue.word && stem_shared_sync(&job->m->share, &cp->res_node) && !err) err = STEM_ERR_MPI;
     if (cp->spare && (cp->ready = stem_build_ahead_finish(&cp->ahead)) >= 0) {
         stem_complex *built = cp->spare;
         cp->spare = cp->trans;
@@ -84,6 +90,72 @@ static int unit_results(campaign *cp)
     if (cp->smatrix_bytes && cp->job->m->layout.group_rank == 0)
         STEM_ALLOC(cp->smatrix_unit, cp->smatrix_bytes, "one unit's S-matrix (checkpoint)");
     return STEM_OK;
+}
+
+/* Whether the group's ranks on this node take their multislice probes from one queue: the CPU
+ * engine, more than one rank of the group here, the results whole per probe and taken after
+ * the unit on this thread (not streamed in blocks, no focal-spread parts, no background take). */
+static int queue_wanted(const campaign *cp)
+{
+    const stem_campaign_job *job = cp->job;
+    const stem_plan *plan = job->plan;
+    const stem_node_share *s = &job->m->share;
+    int focal = plan->opt.focal_spread > 0 && plan->opt.focal_points > 1;
+    return plan->opt.probe_queue && s->active && s->node_size > 1 && plan->algorithm == STEM_ALG_MULTISLICE &&
+           job->engine->uses_fftw && !job->engine->host_idle && !stem_test_hooks()->background_take && !plan->dist &&
+           !cp->streamed && !focal;
+}
+
+/* The node's probes [first, first + n): this rank's and its node neighbours', consecutive. */
+static int node_probes(const campaign *cp, long *first, long *n)
+{
+    const stem_plan *plan = cp->job->plan;
+    const stem_node_share *s = &cp->job->m->share;
+    long v[2] = {-plan->probe_begin, plan->probe_end}, count = plan->probe_end - plan->probe_begin, total = 0;
+    STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_LONG, MPI_MAX, s->node));
+    STEM_MPI_CALL(MPI_Allreduce(&count, &total, 1, MPI_LONG, MPI_SUM, s->node));
+    *first = -v[0];
+    *n = v[1] - *first;
+    STEM_ASSERT(total == *n, "the probes of a node's ranks follow each other");
+    return STEM_OK;
+}
+
+/* A probe queue: every unit result's per-probe rows moved into the node's shared memory (one
+ * cache line for the queue's counter first), so that any rank's thread may fill any probe of
+ * the node's; where /dev/shm has no room, each rank keeps its own. Collective over the node. */
+static int queue_results(campaign *cp)
+{
+    const stem_plan *plan = cp->job->plan;
+    const stem_node_share *s = &cp->job->m->share;
+    cp->res_node.win = MPI_WIN_NULL;
+    if (!cp->res || !queue_wanted(cp)) return STEM_OK;
+    long first = 0, n = 0;
+    STEM_TRY(node_probes(cp, &first, &n));
+    size_t rows = stem_result_rows_bytes(plan, n), bytes = 64 + rows * (size_t)cp->per_tilt;
+    char dir[256];
+    int fit = s->node_rank == 0 && stem_shared_memory_room(dir, sizeof dir) >= 2.0 * (double)bytes;
+    STEM_MPI_CALL(MPI_Bcast(&fit, 1, MPI_INT, 0, s->node));
+    if (!fit) {
+        if (cp->job->m->layout.world_rank == 0)
+            stem_info("probe queue: off (%.2f GiB of node-shared results do not fit %s twice over)",
+                      bytes / 1073741824.0, dir);
+        return STEM_OK;
+    }
+    STEM_TRY(stem_shared_alloc(s, bytes, "the node's unit results (probe queue)", &cp->res_node));
+    if (s->node_rank == 0) memset(cp->res_node.base, 0, bytes);
+    STEM_TRY(stem_shared_sync(s, &cp->res_node));
+    cp->queue = (stem_work_queue){cp->res_node.base, 0, 0};
+    int err = STEM_OK;
+    for (int j = 0; j < cp->per_tilt && !err; j++) {
+        stem_result_free(&cp->res[j]);
+        err = stem_result_alloc_rows(plan, (char *)cp->res_node.base + 64 + rows * (size_t)j,
+                                     plan->probe_begin - first, n, &cp->queue, &cp->res[j]);
+    }
+    if (!err && cp->job->m->layout.world_rank == 0)
+        stem_info("probe queue: the %d ranks of a node take its %ld probes from one queue (%.1f MiB of results "
+                  "in node-shared memory)",
+                  s->node_size, n, bytes / 1048576.0);
+    return err;
 }
 
 /* A plain run's second transmission buffer, for the next configuration built ahead: only
@@ -120,6 +192,7 @@ int stem_campaign_group_state(campaign *cp)
     if (!err) err = stem_detector_build(plan, &cp->det);
     if (!err) err = unit_results(cp);
     err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
+    if (!err) err = stem_mpi_agree(queue_results(cp), m->group);
     if (plan->dist)                      /* no rank holds a whole slice: the slabs' own state */
         return err ? err : stem_dist_unit_create(m, plan, job->atoms, job->potentials, &cp->dist);
     if (!err)
@@ -149,6 +222,10 @@ void stem_campaign_group_state_free(campaign *cp)
     for (int j = 0; cp->res && j < cp->per_tilt; j++) stem_result_free(&cp->res[j]);
     free(cp->res);
     cp->res = NULL;
+    if (cp->queue.word && cp->job->m->layout.world_rank == 0) /* rank 0's share of its node's probes */
+        stem_debug("probe queue: rank 0 computed %ld probes", cp->queue.taken);
+    stem_shared_free(&cp->res_node);
+    cp->queue.word = NULL;
     stem_detector_free(&cp->det);
     stem_atoms_free(&cp->tilted);
     cp->tilt = -1;

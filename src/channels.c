@@ -1,6 +1,8 @@
 /* The output channel table and the channels' storage (channels.h). */
 #include "channels.h"
 
+#include "dispatcher.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -127,10 +129,53 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
     return STEM_OK;
 }
 
+#define ROWS_ALIGN 64 /* each channel's rows on a cache line of its own */
+
+static size_t channel_rows_bytes(const stem_plan *plan, int ch, long n_rows)
+{
+    size_t b = (size_t)n_rows * (size_t)stem_channel_width(plan, ch) * element_bytes(ch);
+    return (b + ROWS_ALIGN - 1) / ROWS_ALIGN * ROWS_ALIGN;
+}
+
+size_t stem_result_rows_bytes(const stem_plan *plan, long n_rows)
+{
+    size_t bytes = 0;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++)
+        if (stem_channel_per_probe(ch)) bytes += channel_rows_bytes(plan, ch, n_rows);
+    return bytes;
+}
+
+int stem_result_alloc_rows(const stem_plan *plan, void *rows, long row0, long n_rows, stem_work_queue *queue,
+                           stem_result *res)
+{
+    stem_result own;
+    STEM_TRY(stem_result_alloc(plan, &own)); /* the scan channels and the shape; its rows replaced */
+    char *at = rows;
+    for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
+        if (!stem_channel_per_probe(ch)) continue;
+        if (own.data[ch]) {
+            free(own.data[ch]);
+            own.data[ch] = at + (size_t)row0 * (size_t)own.width[ch] * element_bytes(ch);
+        }
+        at += channel_rows_bytes(plan, ch, n_rows);
+    }
+    own.rings = own.data[STEM_CH_RINGS];
+    own.images = own.data[STEM_CH_IMAGES];
+    own.total = own.data[STEM_CH_TOTAL];
+    own.com = own.data[STEM_CH_COM];
+    own.cbed = own.data[STEM_CH_CBED];
+    own.segments = own.data[STEM_CH_SEGMENTS];
+    own.queue = queue;
+    own.queue_row0 = row0;
+    own.queue_rows = n_rows;
+    *res = own;
+    return STEM_OK;
+}
+
 void stem_result_free(stem_result *res)
 {
     for (int ch = 0; ch < STEM_N_CHANNELS; ch++) {
-        free(res->data[ch]);
+        if (!(res->queue_rows && stem_channel_per_probe(ch))) free(res->data[ch]); /* the node's rows: the caller's */
         free(res->scan_sum[ch]);
         free(res->err[ch]);
     }

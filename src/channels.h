@@ -89,6 +89,11 @@ typedef struct {
     double *config_images; /* [configuration][image]: each configuration's images summed over this rank's probes */
     double image_se2[STEM_MAX_IMAGES]; /* each named image's squared standard errors summed over the scan
                                           (stem_result_errors_scan, then summed over the ranks) */
+    /* stem_result_alloc_rows: the per-probe rows are the node's (memory shared by its ranks, not
+     * freed here), this rank's starting queue_row0 rows in; the engine's threads take any of the
+     * queue_rows probes from queue (NULL: this rank's own probes only) */
+    struct stem_work_queue_s *queue;
+    long queue_row0, queue_rows;
 } stem_result;
 
 /* Values per row of channel ch under this plan (0: not produced): per probe, or of the
@@ -118,6 +123,13 @@ static inline long stem_result_rows(const stem_result *res, int ch)
 }
 
 int stem_result_alloc(const stem_plan *plan, stem_result *res);
+/* Bytes of n_rows rows of every per-probe channel (stem_result_alloc_rows' layout). */
+size_t stem_result_rows_bytes(const stem_plan *plan, long n_rows);
+/* As stem_result_alloc, but the per-probe channels in rows (stem_result_rows_bytes(plan, n_rows)
+ * bytes, zero, owned by the caller): the rows of a node's probes, this rank's row0 rows in, so
+ * that its threads may fill any of them, taking probes from queue (stem_dispatch_queued). */
+int stem_result_alloc_rows(const stem_plan *plan, void *rows, long row0, long n_rows,
+                           struct stem_work_queue_s *queue, stem_result *res);
 void stem_result_free(stem_result *res);
 /* One probe's pattern (n_pixels intensities; bin[k]: the written pattern's bin of pixel k,
  * -1 cropped away) added to the 4D slot of local probe p and to PACBED, whichever are kept.

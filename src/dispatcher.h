@@ -15,6 +15,23 @@ typedef struct {
 /* Runs n_items in batches over n_workers threads; stops early on the first error or a stop
  * signal. stage: the progress line's name. */
 int stem_dispatch(const stem_work *work, long n_items, int batch, int n_workers, const char *stage);
+
+/* A batch counter shared by several processes (memory shared by the ranks of a node): their
+ * threads take batches of one run of items from it, whichever is free first. word: one 64-bit
+ * word in the shared memory, zero before the first run; generation: this process's count of
+ * runs, the same sequence of runs on every process (the word holds the run's generation in
+ * its top 24 bits, so no one resets it between runs and no barrier is needed before one: a
+ * process moves to the next run only once every item of this one is taken). */
+typedef struct stem_work_queue_s {
+    void *word; /* _Atomic uint64_t in the shared memory */
+    unsigned generation;
+    long taken; /* items this process computed in its runs so far */
+} stem_work_queue;
+
+/* stem_dispatch of the n_items of one run of queue over this process's n_workers threads:
+ * work sees the items it takes (any of [0, n_items)); the others are the other processes'. */
+int stem_dispatch_queued(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
+                         stem_work_queue *queue);
 /* The same for a short step that must finish whole (the campaign's sums): every item runs even
  * when a stop signal is pending (stem_dispatch ends its stage early then), quietly, in about
  * four batches a worker. */

@@ -91,6 +91,8 @@ typedef struct {
     stem_complex **waves;
     float **intensity;
     stem_fft *fft;
+    long first; /* the scan index of item 0: this rank's first probe, or its node's (a shared queue) */
+    long row0;  /* item i is result row i - row0 */
 } ms_job;
 
 static int ms_setup(void *ctx, int w)
@@ -125,7 +127,7 @@ static int ms_work(void *ctx, int w, long begin, long end)
     for (int b = 0; b < batch; b++) {
         if (b < n) {
             double x, y;
-            stem_plan_probe_position(plan, plan->probe_begin + begin + b, &x, &y);
+            stem_plan_probe_position(plan, job->first + begin + b, &x, &y);
             stem_probe_fourier(plan, x, y, waves + b * grid);
         } else {
             memset(waves + b * grid, 0, grid * sizeof(stem_complex)); /* idle slot of a short batch */
@@ -137,7 +139,7 @@ static int ms_work(void *ctx, int w, long begin, long end)
         stem_multislice_propagate(plan, job->trans, job->prop, &job->fft[w], waves, batch, above, below);
         for (int b = 0; b < n; b++) {
             stem_multislice_intensity(plan, waves + b * grid, job->intensity[w]);
-            stem_detect(job->det, job->intensity[w], &job->res[k], begin + b);
+            stem_detect(job->det, job->intensity[w], &job->res[k], begin + b - job->row0);
         }
         above = below;
     }
@@ -147,7 +149,13 @@ static int ms_work(void *ctx, int w, long begin, long end)
 int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const stem_detector *det, stem_result *res)
 {
     int workers = plan->threads;
-    ms_job job = {plan, trans, NULL, det, res, NULL, NULL, NULL};
+    ms_job job = {plan, trans, NULL, det, res, NULL, NULL, NULL, plan->probe_begin, 0};
+    long n = plan->probe_end - plan->probe_begin;
+    if (res->queue) { /* the node's probes, whichever of its ranks' threads is free (channels.h) */
+        job.row0 = res->queue_row0;
+        job.first = plan->probe_begin - job.row0;
+        n = res->queue_rows;
+    }
     stem_complex *prop = stem_propagator_alloc(plan);
     job.waves = stem_calloc(workers, sizeof(stem_complex *), "worker buffers");
     job.intensity = stem_calloc(workers, sizeof(float *), "worker buffers");
@@ -155,8 +163,10 @@ int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const 
     int err = prop && job.waves && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
     job.prop = prop;
     stem_work work = {&job, ms_setup, ms_work, ms_teardown};
-    if (!err)
-        err = stem_dispatch(&work, plan->probe_end - plan->probe_begin, plan->batch_size, workers, "multislice probes");
+    if (!err && res->queue)
+        err = stem_dispatch_queued(&work, n, plan->batch_size, workers, "multislice probes", res->queue);
+    else if (!err)
+        err = stem_dispatch(&work, n, plan->batch_size, workers, "multislice probes");
     stem_fft_free(prop);
     free(job.waves);
     free(job.intensity);

@@ -2,7 +2,7 @@
 # The CPU engine on the GPU machine's 16-core host (issue 31 item 4). Builds nothing: build/stemsim
 # (this commit, CPU-only), build/ref/stemsim (b6607a0) and build/stemsim_before (the commit before
 # the wisdom cache) carried with .device/, data/ and benchmarks/.
-#   bash benchmarks/cpu/device_cpu_scaling.sh [two|node|all|reps]     (OUT: where tables and logs go)
+#   bash benchmarks/cpu/device_cpu_scaling.sh [two|node|all|reps|strong|queue]   (OUT: where tables and logs go)
 # two:  a 2-core machine emulated by `taskset -c 0,1`: cpu_bench.sh's one-rank rows (silicon,
 #       benchmarks/cases/si_benchmark.ini, 1 rank x 2 threads: multislice, PRISM f = 4 and f = 8)
 #       for b6607a0, the commit before, this one (default fft_planning = auto, its wisdom cache
@@ -152,7 +152,31 @@ strong() {
   done
 }
 
+# queue: the probe queue (issue 44): multislice on 16 ranks x 1 thread with [compute] probe_queue =
+#   auto (the default) and off, against 1 rank x 16 threads, warm (three rounds, alternating) and
+#   cold (each its own empty cache); PRISM f = 8 16 x 1 against 1 x 16 (two rounds).
+queue() {
+  aC_case
+  local base=("${AC_BASE[@]}" --set output.file="$work/queue.h5") ms=("${AC_MS[@]}") prism=("${AC_PRISM[@]}")
+  local one=(--set compute.threads=1) off=(--set compute.probe_queue=off)
+  echo "case,binary,layout,wall_s,rc,rank0,slowest,mean" > "$out/cpu_queue.csv"
+  lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node\(s\))" > "$out/lscpu.txt"
+  STEMSIM_FFT_CACHE=$work/cold16 timed cpu_queue.csv ms cold 16x1 mpirun -np 16 "$new" "${base[@]}" "${ms[@]}" "${one[@]}"
+  STEMSIM_FFT_CACHE=$work/cold1 timed cpu_queue.csv ms cold 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${ms[@]}"
+  for round in 1 2 3; do
+    timed cpu_queue.csv ms warm_r$round 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${ms[@]}"
+    timed cpu_queue.csv ms warm_r$round 16x1 mpirun -np 16 "$new" "${base[@]}" "${ms[@]}" "${one[@]}"
+    timed cpu_queue.csv ms warm_r$round 16x1_static mpirun -np 16 "$new" "${base[@]}" "${ms[@]}" "${one[@]}" "${off[@]}"
+  done
+  for round in 1 2; do
+    timed cpu_queue.csv prism warm_r$round 1x16 mpirun -np 1 --bind-to none "$new" "${base[@]}" "${prism[@]}"
+    timed cpu_queue.csv prism warm_r$round 16x1 mpirun -np 16 "$new" "${base[@]}" "${prism[@]}" "${one[@]}"
+  done
+  grep -h "probe queue" "$out"/ms_*16x1*.log | sort | uniq -c > "$out/queue_lines.txt"
+}
+
 case $mode in
+  queue) queue ;;
   strong) strong ;;
   reps) reps ;;
   two) two_first; two_round 1; two_round 2 ;;

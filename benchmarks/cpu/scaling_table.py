@@ -4,6 +4,7 @@
 
     python3 benchmarks/cpu/scaling_table.py benchmarks/results/cpu_strong.csv
     python3 benchmarks/cpu/scaling_table.py --reps benchmarks/results/cpu_reps_f49a90c.csv   # `reps` mode's CSV
+    python3 benchmarks/cpu/scaling_table.py --queue benchmarks/results/cpu_queue.csv        # `queue` mode's CSV
 
 Columns of the CSV: case, label (cold, warm, warm_rN), layout (RANKSxTHREADS[_unbound|_4nodes]),
 wall seconds (process start to exit, mpirun included), rc, then three phase lists (rank 0, each
@@ -103,7 +104,27 @@ def reps(path):
 LAYOUTS = ("16x1", "1x16", "2x8", "4x4")
 
 
+def queue(path):
+    """The `queue` mode's CSV: every round of 1 x 16, 16 x 1 with the probe queue and without, with
+    the probe step's and the wait's mean / largest over the ranks."""
+    rows = load(path)
+    lines = ["| job | round | layout | wall (s) | transmission + broadcast mean / max | probes mean / max | "
+             "wait mean / max | 16 ranks / 16 threads |", "|" + "---|" * 8]
+    for r in rows:
+        one = [x for x in rows if x["case"] == r["case"] and x["label"] == r["label"] and x["layout"] == "1x16"]
+        tb = [r[k].get("transmission", 0) + r[k].get("broadcast", 0) for k in ("mean", "max")]
+        ratio = "%.2f" % (r["wall"] / one[0]["wall"]) if one and r["layout"] != "1x16" else "-"
+        lines.append("| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %s |" % (
+            {"ms": "multislice", "prism": "PRISM f = 8"}[r["case"]], r["label"], r["layout"], r["wall"], tb[0], tb[1],
+            r["mean"].get("probes", 0), r["max"].get("probes", 0), r["mean"].get("wait", 0), r["max"].get("wait", 0),
+            ratio))
+    return "\n".join(lines)
+
+
 def main():
+    if sys.argv[1] == "--queue":
+        print(queue(sys.argv[2]))
+        return 0
     if sys.argv[1] == "--reps":
         print("Whole process, seconds, the fastest and slowest of three alternating rounds (warm cache):\n")
         print(reps(sys.argv[2]))
