@@ -372,11 +372,13 @@ const key_spec stem_config_keys[] = {
      "the ranks of a group on one node keep one copy of the transmission functions and of the PRISM S-matrix "
      "in shared memory (MPI-3 windows; each rank writes its share in place, only nodes exchange); false: one "
      "copy per rank, exchanged over MPI. Needs each node's ranks consecutive (mpirun's default mapping)"},
-    {"compute", "probe_queue", K_ENUM, OFF(opt.probe_queue), "auto", 0, 0, "off|auto", "-",
-     "CPU multislice: the ranks of a group on one node take their probes from one shared queue, whichever "
-     "thread of whichever rank is free, into the node's rows of the results (node-shared memory; the same bits "
-     "as each rank running its own share), so a slow core or rank no longer holds the node back; off: each "
-     "rank its own probes. Not with focal spread, 4D patterns streamed in blocks, or a distributed FFT"},
+    {"compute", "node_queue", K_ENUM, OFF(opt.node_queue), "auto", 0, 0, "off|auto", "-",
+     "CPU engine: the ranks of a group on one node take work from queues in node-shared memory, whichever "
+     "thread of whichever rank is free: multislice probes (into the node's rows of the results) and the "
+     "transmission functions' build below one slice (bands of rows of the atoms' profiles, then the slices' "
+     "FFTs); the same bits as each rank its own share, so a slow core or a few slices more than ranks no longer "
+     "hold the node back. off: each rank its own probes and whole slices. The probes' queue is off with focal "
+     "spread, 4D patterns streamed in blocks, a distributed FFT"},
     {"debug", "gpu_prism_output", K_ENUM, OFF(opt.gpu_prism_output), "gemm", 0, 0, "gemm|direct", "-",
      "GPU PRISM output step: batched CGEMM over probe tiles, or one direct kernel per probe (benchmarking)"},
     {"debug", "gpu_tile", K_INT, OFF(opt.gpu_tile), "0", 0, 4096, NULL, "probes",

@@ -64,7 +64,7 @@ static int keep_transmissions(campaign *cp)
         err = stem_mpi_agree(err, m->group);
         if (!err)
             err = stem_phonon_transmission(m, job->engine, plan, job->atoms, &cp->table, c, 0, cp->kept[c],
-                                           &cp->kept_node[c]);
+                                           &cp->kept_node[c], &cp->split);
     }
     return err;
 }
@@ -91,7 +91,7 @@ static int block_transmission(campaign *cp, int c, const stem_complex **trans)
     if (cp->ready == c || smatrix_loaded(cp)) return STEM_OK; /* built, or not needed */
     cp->ready = -1;
     STEM_TRY(stem_phonon_transmission(job->m, job->engine, job->plan, job->atoms, &cp->table, c, 0, cp->trans,
-                                      &cp->trans_node));
+                                      &cp->trans_node, &cp->split));
     cp->ready = c;
     return STEM_OK;
 }

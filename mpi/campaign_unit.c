@@ -62,7 +62,7 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
     int loaded = cp->smatrix_io && cp->smatrix_io->load; /* the S-matrix read back: no transmission functions */
     if (!err && !loaded)
         err = stem_phonon_transmission(job->m, job->engine, &plans[0], model, &cp->table, c, cp->ready == c, cp->trans,
-                                       &cp->trans_node);
+                                       &cp->trans_node, &cp->split);
     cp->buffers.config = c;
     if (!err && cp->spare && next >= 0) stem_build_ahead_start(&cp->ahead, next % cp->n_configs, cp->spare);
     /* a probe queue: the node's rows were read (taken) by their ranks before any is written again, and
@@ -101,7 +101,7 @@ static int queue_wanted(const campaign *cp)
     const stem_plan *plan = job->plan;
     const stem_node_share *s = &job->m->share;
     int focal = plan->opt.focal_spread > 0 && plan->opt.focal_points > 1;
-    return plan->opt.probe_queue && s->active && s->node_size > 1 && plan->algorithm == STEM_ALG_MULTISLICE &&
+    return plan->opt.node_queue && s->active && s->node_size > 1 && plan->algorithm == STEM_ALG_MULTISLICE &&
            job->engine->uses_fftw && !job->engine->host_idle && !stem_test_hooks()->background_take && !plan->dist &&
            !cp->streamed && !focal;
 }
@@ -199,6 +199,9 @@ int stem_campaign_group_state(campaign *cp)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
+    int split = !job->engine->transmission && plan->opt.node_queue && !plan->opt.potential_file[0] &&
+                !(cp->smatrix_io && cp->smatrix_io->load);
+    if (!err) err = stem_mpi_agree(stem_transmission_split_alloc(m, plan, split, &cp->split), m->group);
     t = stem_phase_add(STEM_PHASE_SETUP, t);
     if (!(cp->smatrix_io && cp->smatrix_io->load)) /* the S-matrices read back: no potential needed */
         err = stem_phonon_lookup_table(m, plan, job->atoms, job->potentials, err, &cp->table, &cp->table_node);
@@ -219,6 +222,7 @@ void stem_campaign_group_state_free(campaign *cp)
     stem_shared_free(&cp->table_node);
     stem_node_buffer_free(&cp->trans_node, cp->trans);
     cp->trans = NULL;
+    stem_transmission_split_free(&cp->split);
     for (int j = 0; cp->res && j < cp->per_tilt; j++) stem_result_free(&cp->res[j]);
     free(cp->res);
     cp->res = NULL;

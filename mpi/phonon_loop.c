@@ -61,20 +61,24 @@ static int build_transmission(const stem_engine *engine, const stem_plan *plan, 
 /* -v, the first configuration: which slices each rank of the group built and what the exchange
  * brought it by MPI (node-shared memory: nothing inside a node, the other nodes' slices to
  * each node's first rank), gathered to the group's leader. Collective over the group. */
-static void report_shares(const stem_mpi *m, int c, long s0, long s1, size_t received)
+static void report_shares(const stem_mpi *m, int c, long s0, long s1, size_t received, int together)
 {
     if (c != 0 || !stem_log_verbose()) return;
     const stem_layout *L = &m->layout;
-    double mine[4] = {(double)s0, (double)s1, (double)received, (double)(m->share.active ? m->share.node_rank : 0)};
-    double *all = L->group_rank == 0 ? stem_calloc((size_t)L->group_size * 4, sizeof(double), "shares") : NULL;
-    if (MPI_Gather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, m->group) != MPI_SUCCESS || !all) {
+    double mine[5] = {(double)s0, (double)s1, (double)received, (double)(m->share.active ? m->share.node_rank : 0),
+                      together ? (double)m->share.node_size : 0};
+    double *all = L->group_rank == 0 ? stem_calloc((size_t)L->group_size * 5, sizeof(double), "shares") : NULL;
+    if (MPI_Gather(mine, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, m->group) != MPI_SUCCESS || !all) {
         free(all);
         return;
     }
-    for (int r = 0; r < L->group_size; r++)
-        stem_debug("transmission share: group rank %d built slices [%.0f, %.0f), received %.0f bytes by MPI "
+    for (int r = 0; r < L->group_size; r++) {
+        char with[64] = "";
+        if (all[5 * r + 4] > 0) snprintf(with, sizeof with, " with the %.0f ranks of its node", all[5 * r + 4]);
+        stem_debug("transmission share: group rank %d built slices [%.0f, %.0f)%s, received %.0f bytes by MPI "
                    "(node rank %.0f)",
-                   r, all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]);
+                   r, all[5 * r], all[5 * r + 1], with, all[5 * r + 2], all[5 * r + 3]);
+    }
     free(all);
 }
 
@@ -83,7 +87,7 @@ static void report_shares(const stem_mpi *m, int c, long s0, long s1, size_t rec
  * exchanges them: in node-shared memory (trans_node) only the nodes do. */
 static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const stem_atoms *atoms,
                                const stem_potential_table *table, int c, stem_complex *trans,
-                               const stem_shared_buffer *trans_node)
+                               const stem_shared_buffer *trans_node, stem_transmission_split *split)
 {
     const stem_layout *L = &m->layout;
     size_t grid = (size_t)plan->nx * plan->ny;
@@ -92,11 +96,15 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     double t = stem_wall_time();
     stem_atoms displaced = {0};
     int err = L->group_rank ? stem_phonon_injected_failure(m, "transmission") : STEM_OK;
+    int together = split && split->round > 0 && trans_node->base && !plan->opt.potential_file[0];
     if (!err && plan->opt.potential_file[0])
         err = transmission_from_file(plan, c, (int)s0, (int)s1, trans);
     else if (!err)
         err = stem_atoms_displace(atoms, plan->opt.seed, c, plan->opt.thermal, &displaced);
-    if (!err && !plan->opt.potential_file[0])
+    if (together) { /* the node's slices by all its ranks, below one slice (transmission_split.h) */
+        err = stem_transmission_split_build(m, plan, table, &displaced, split, trans, err);
+        s0 = split->first, s1 = split->end;
+    } else if (!err && !plan->opt.potential_file[0])
         err = stem_transmission_build_slices(plan, table, &displaced, (int)s0, (int)s1, trans);
     stem_atoms_free(&displaced);
     t = stem_phase_add(STEM_PHASE_TRANSMISSION, t);
@@ -107,7 +115,7 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     else if (!err)
         err = stem_mpi_allgather_blocks(trans, sizeof(stem_complex) * grid, plan->n_slices, m->group);
     stem_phase_add(STEM_PHASE_BROADCAST, t);
-    if (!err) report_shares(m, c, s0, s1, stem_mpi_received_bytes() - before);
+    if (!err) report_shares(m, c, s0, s1, stem_mpi_received_bytes() - before, together);
     return err;
 }
 
@@ -117,9 +125,10 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
  * ready, then receives it. On the CPU the group shares the work. */
 int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                              const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
-                             stem_complex *trans, const stem_shared_buffer *trans_node)
+                             stem_complex *trans, const stem_shared_buffer *trans_node, stem_transmission_split *split)
 {
-    if (!engine->transmission && !prebuilt) return transmission_shared(m, plan, atoms, table, c, trans, trans_node);
+    if (!engine->transmission && !prebuilt)
+        return transmission_shared(m, plan, atoms, table, c, trans, trans_node, split);
     size_t bytes = sizeof(stem_complex) * (size_t)plan->nx * plan->ny * plan->n_slices;
     int err = STEM_OK;
     double t = stem_wall_time();

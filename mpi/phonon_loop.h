@@ -9,14 +9,16 @@
 #include "algorithm.h"
 #include "../comm/comm.h"
 #include "phonon_steps.h"
+#include "transmission_split.h"
 #include "../src/engine.h"
 #include "../src/potential.h"
 
 /* Configuration c's transmission functions (prebuilt: already in trans) on every rank of the group;
- * collective over m->group. */
+ * collective over m->group. split (may be NULL, or off): the node's ranks build its slices
+ * together below one slice (transmission_split.h). */
 int stem_phonon_transmission(const stem_mpi *m, const stem_engine *engine, const stem_plan *plan,
                              const stem_atoms *atoms, const stem_potential_table *table, int c, int prebuilt,
-                             stem_complex *trans, const stem_shared_buffer *trans_node);
+                             stem_complex *trans, const stem_shared_buffer *trans_node, stem_transmission_split *split);
 /* Test-only hooks: STEMSIM_TEST_FAIL_RANK=r makes rank r fail at site "campaign" (as the
  * units start); STEMSIM_TEST_FAULT=SITE:r makes rank r fail at SITE ("transmission": its
  * receive buffer for the broadcast transmission functions cannot be allocated). */

@@ -59,7 +59,7 @@ typedef struct {
     int gpu_slices;        /* stem_gpu_slices: cuFFT, or the fused slice kernels where they cover the grid */
     int gpu_deterministic; /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
     int fft_planning;      /* stem_fft_planning */
-    int probe_queue;       /* 1: auto (a node's ranks take CPU multislice probes from one queue), 0: off */
+    int node_queue;        /* 1: auto (a node's ranks take CPU probes and slice pieces from shared queues), 0: off */
     /* [debug]: kernel variants for benchmarking */
     int gpu_prism_output;    /* stem_gpu_output_variant */
     int gpu_tile;            /* 0: automatic */

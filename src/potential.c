@@ -332,11 +332,28 @@ static void add_atom_rows(const stem_plan *plan, const stem_potential_table *t, 
                          atoms->occupancy[i] * w[k].weight, row0, rows, V);
 }
 
+/* Whether atom i's box of rows (wrapped) meets rows [row0, row0 + rows): most atoms of a
+ * band's slice do not (a cheap test before the box's rows are walked). */
+static int box_meets_rows(const stem_plan *plan, const stem_potential_table *t, double y, long row0, long rows)
+{
+    potential_grid g = grid_of(plan);
+    if (rows >= g.ny) return 1;
+    long first = (((long)floor(y / g.dy) - t->ry) % g.ny + g.ny) % g.ny; /* the box's first row, wrapped */
+    long past = row0 - first;                                             /* where the band starts, from there */
+    past = (past % g.ny + g.ny) % g.ny;
+    return past < t->ky || past + rows > g.ny; /* the band starts inside the box, or wraps into it */
+}
+
 int stem_potential_slice_rows(const stem_plan *plan, const stem_potential_table *t, const stem_atoms *atoms, int s,
                               long row0, long rows, float *V)
 {
     memset(V, 0, sizeof(float) * (size_t)rows * grid_of(plan).nx);
-    for (long i = 0; i < atoms->n; i++) add_atom_rows(plan, t, atoms, i, s, row0, rows, V);
+    for (long i = 0; i < atoms->n; i++) {
+        int a0, a1;
+        stem_atom_slice_range(plan, t, atoms->z[i], &a0, &a1);
+        if (s >= a0 && s < a1 && box_meets_rows(plan, t, atoms->y[i], row0, rows))
+            add_atom_rows(plan, t, atoms, i, s, row0, rows, V);
+    }
     return STEM_OK;
 }
 
@@ -361,6 +378,7 @@ typedef struct {
     const stem_potential_table *table;
     const stem_atoms *atoms;
     const float *given;  /* potentials of slices first.. (the potential's grid) instead of the atoms' */
+    const float *splat;  /* blurred samples of slices first.. (stem_potential_splat_bands) instead of the atoms' */
     stem_complex *trans; /* the transmission functions, or NULL: potentials wanted */
     float *V_out;        /* potentials of slices first.. on the potential's grid (when trans is NULL) */
     float **V;           /* per worker: a slice's blurred potential on the potential's grid */
@@ -376,9 +394,9 @@ static int trans_setup(void *ctx, int w)
     const stem_plan *plan = job->plan;
     potential_grid g = grid_of(plan);
     size_t fine = (size_t)g.nx * g.ny;
-    job->V[w] = stem_alloc(sizeof(float) * fine, "slice potential");
+    job->V[w] = job->splat ? NULL : stem_alloc(sizeof(float) * fine, "slice potential");
     job->work[w] = stem_fft_alloc(fine, "slice transmission scratch");
-    if (!job->V[w] || !job->work[w]) return STEM_ERR_MEMORY;
+    if (!(job->V[w] || job->splat) || !job->work[w]) return STEM_ERR_MEMORY;
     int measure = stem_options_fft_measure(&plan->opt); /* the plans of the run's shared wisdom */
     STEM_TRY(stem_fft_create(&job->fine[w], g.nx, g.ny, 1, job->work[w], measure));
     if (g.m == 1) return STEM_OK;
@@ -470,8 +488,9 @@ static int trans_work(void *ctx, int w, long s0, long s1)
             transmission_of(plan, g, &job->fine[w], run, work, job->trans + s * grid);
             continue;
         }
-        stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]);
-        deblurred_spectrum(plan, job->table, g, &job->fine[w], job->V[w], work);
+        const float *V = job->splat ? job->splat + at : job->V[w];
+        if (!job->splat) stem_potential_slices(plan, job->table, job->atoms, (int)s, (int)s + 1, job->V[w]);
+        deblurred_spectrum(plan, job->table, g, &job->fine[w], V, work);
         stem_fft_inverse(&job->fine[w], work);
         if (!job->trans) { /* the potential itself (real part) */
             for (size_t i = 0; i < fine; i++) job->V_out[at + i] = crealf(work[i]);
@@ -482,7 +501,7 @@ static int trans_work(void *ctx, int w, long s0, long s1)
     return STEM_OK;
 }
 
-static int run_trans_job(trans_job *job, int s0, int s1, const char *what)
+static int run_trans_job(trans_job *job, int s0, int s1, const char *what, stem_work_queue *queue)
 {
     int workers = job->plan->threads;
     job->V = stem_calloc(workers, sizeof(float *), "worker buffers");
@@ -491,7 +510,10 @@ static int run_trans_job(trans_job *job, int s0, int s1, const char *what)
     job->run = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     int err = job->V && job->work && job->fine && job->run ? STEM_OK : STEM_ERR_MEMORY;
     stem_work work = {job, trans_setup, trans_work, trans_teardown};
-    if (!err) err = stem_dispatch(&work, s1 - s0, 1, workers, what);
+    if (!err && queue)
+        err = stem_dispatch_queued(&work, s1 - s0, 1, workers, what, queue);
+    else if (!err)
+        err = stem_dispatch(&work, s1 - s0, 1, workers, what);
     free(job->V);
     free(job->work);
     free(job->fine);
@@ -503,7 +525,7 @@ int stem_transmission_build_slices(const stem_plan *plan, const stem_potential_t
                                    int s0, int s1, stem_complex *trans)
 {
     trans_job job = {.plan = plan, .table = table, .atoms = atoms, .trans = trans, .first = s0};
-    return run_trans_job(&job, s0, s1, "transmission functions");
+    return run_trans_job(&job, s0, s1, "transmission functions", NULL);
 }
 
 int stem_transmission_build(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
@@ -515,12 +537,52 @@ int stem_transmission_build(const stem_plan *plan, const stem_potential_table *t
 int stem_transmission_from_potentials(const stem_plan *plan, const float *V, int s0, int s1, stem_complex *trans)
 {
     trans_job job = {.plan = plan, .given = V, .trans = trans, .first = s0};
-    return run_trans_job(&job, s0, s1, "transmission functions (given potentials)");
+    return run_trans_job(&job, s0, s1, "transmission functions (given potentials)", NULL);
 }
 
 int stem_potential_band_slices(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
                                int s0, int s1, float *V)
 {
     trans_job job = {.plan = plan, .table = table, .atoms = atoms, .V_out = V, .first = s0};
-    return run_trans_job(&job, s0, s1, "potential slices");
+    return run_trans_job(&job, s0, s1, "potential slices", NULL);
+}
+
+int stem_transmission_from_splats(const stem_plan *plan, const stem_potential_table *table, const float *splat, int s0,
+                                  int s1, stem_complex *trans, stem_work_queue *queue)
+{
+    trans_job job = {.plan = plan, .table = table, .splat = splat, .trans = trans, .first = s0};
+    return run_trans_job(&job, s0, s1, "transmission functions", queue);
+}
+
+/* The splat of slices first.. in bands of rows: item i is band i % bands of slice first + i / bands. */
+typedef struct {
+    const stem_plan *plan;
+    const stem_potential_table *table;
+    const stem_atoms *atoms;
+    float *V;
+    long first, bands;
+} splat_job;
+
+static int splat_work(void *ctx, int w, long i0, long i1)
+{
+    (void)w;
+    const splat_job *job = ctx;
+    potential_grid g = grid_of(job->plan);
+    for (long i = i0; i < i1; i++) {
+        long s = i / job->bands, b = i % job->bands;
+        long r0 = b * g.ny / job->bands, r1 = (b + 1) * g.ny / job->bands;
+        float *at = job->V + (size_t)s * g.nx * g.ny + (size_t)r0 * g.nx;
+        stem_potential_slice_rows(job->plan, job->table, job->atoms, (int)(job->first + s), r0, r1 - r0, at);
+    }
+    return STEM_OK;
+}
+
+int stem_potential_splat_bands(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                               int s0, int s1, int bands, float *V, stem_work_queue *queue)
+{
+    splat_job job = {plan, table, atoms, V, s0, bands};
+    stem_work work = {&job, NULL, splat_work, NULL};
+    long n = (long)(s1 - s0) * bands;
+    return queue ? stem_dispatch_queued(&work, n, 1, plan->threads, "potential slices (bands)", queue)
+                 : stem_dispatch(&work, n, 1, plan->threads, "potential slices (bands)");
 }

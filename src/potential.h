@@ -3,6 +3,7 @@
 #ifndef STEM_POTENTIAL_H
 #define STEM_POTENTIAL_H
 
+#include "dispatcher.h"
 #include "physics.h"
 #include "plan.h"
 
@@ -84,5 +85,15 @@ int stem_potential_band_slices(const stem_plan *plan, const stem_potential_table
 /* Transmission functions of slices [s0, s1) from such potentials (V[slice - s0][pot_ny][pot_nx]),
  * into their places in trans: [simulation] potential_file. */
 int stem_transmission_from_potentials(const stem_plan *plan, const float *V, int s0, int s1, stem_complex *trans);
+
+/* The build split below one slice (the ranks of a node together, mpi/phonon_loop.c): first the
+ * blurred samples of slices [s0, s1) (what stem_potential_slices gives: the same bits) into V
+ * ([slice - s0][pot_ny][pot_nx]), each slice in `bands` bands of rows, taken by this rank's
+ * threads from queue (NULL: all of them here); then the transmission functions of those
+ * slices from V into their places in trans, a slice per item of queue. */
+int stem_potential_splat_bands(const stem_plan *plan, const stem_potential_table *table, const stem_atoms *atoms,
+                               int s0, int s1, int bands, float *V, stem_work_queue *queue);
+int stem_transmission_from_splats(const stem_plan *plan, const stem_potential_table *table, const float *V, int s0,
+                                  int s1, stem_complex *trans, stem_work_queue *queue);
 
 #endif

@@ -123,18 +123,18 @@ if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
                    --expect-log "2:the groups' through node-shared memory"
                    --expect-log "3:the groups' through node-shared memory"
                    --expect-log "4:the groups' through node-shared memory")
-  # CPU multislice probes from one queue shared by a node's ranks (compute.probe_queue = auto,
+  # CPU multislice probes from one queue shared by a node's ranks (compute.node_queue = auto,
   # the default): the same bits as one rank and as each rank its own probes; with detection
   # planes inside the sample (several results per unit), two groups of 2, and 2 + 1 emulated
   # nodes (the queue on the node of two, each rank its own on the node of one).
-  stemsim_mpi_case(mpi_probe_queue compare ${_small} ${_fp} --set simulation.algorithm=multislice
+  stemsim_mpi_case(mpi_node_queue compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --set compute.fp_groups=1 --tol 0
-                   --run 1 --run 3 --run 3:compute.probe_queue=off --run 4:compute.fp_groups=2
+                   --run 1 --run 3 --run 3:compute.node_queue=off --run 4:compute.fp_groups=2
                    --run 3:debug.ranks_per_node=2
                    --expect-log "1:probe queue: the 3 ranks of a node take its 6 probes"
                    --expect-log "3:probe queue: the 2 ranks of a node take its 6 probes"
                    --expect-log "4:probe queue: the 2 ranks of a node take its 4 probes")
-  stemsim_mpi_case(mpi_probe_queue_depths compare ${_small} ${_fp} --set simulation.algorithm=multislice
+  stemsim_mpi_case(mpi_node_queue_depths compare ${_small} ${_fp} --set simulation.algorithm=multislice
                    --set compute.fp_groups=1 --set output.depths=2.715 --tol 0 --run 1 --run 3
                    --expect-log "1:probe queue: the 3 ranks of a node take its 6 probes")
   # Measured FFTW plans shared through a wisdom file (created by the first run, read by

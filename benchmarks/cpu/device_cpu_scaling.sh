@@ -152,13 +152,13 @@ strong() {
   done
 }
 
-# queue: the probe queue (issue 44): multislice on 16 ranks x 1 thread with [compute] probe_queue =
+# queue: the probe queue (issue 44): multislice on 16 ranks x 1 thread with [compute] node_queue =
 #   auto (the default) and off, against 1 rank x 16 threads, warm (three rounds, alternating) and
 #   cold (each its own empty cache); PRISM f = 8 16 x 1 against 1 x 16 (two rounds).
 queue() {
   aC_case
   local base=("${AC_BASE[@]}" --set output.file="$work/queue.h5") ms=("${AC_MS[@]}") prism=("${AC_PRISM[@]}")
-  local one=(--set compute.threads=1) off=(--set compute.probe_queue=off)
+  local one=(--set compute.threads=1) off=(--set compute.node_queue=off)
   echo "case,binary,layout,wall_s,rc,rank0,slowest,mean" > "$out/cpu_queue.csv"
   lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node\(s\))" > "$out/lscpu.txt"
   STEMSIM_FFT_CACHE=$work/cold16 timed cpu_queue.csv ms cold 16x1 mpirun -np 16 "$new" "${base[@]}" "${ms[@]}" "${one[@]}"

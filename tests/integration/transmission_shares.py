@@ -3,13 +3,15 @@
 
   transmission_shares.py --stemsim BIN --mpiexec BIN [--mpi-flag F ...] --config small.ini --workdir DIR
 
-On the CPU every rank of a group builds its share of the slices into the node's shared
-buffer, and only the nodes' first ranks exchange slices between nodes. Read from stemsim's
-own -v report (what each rank built; what the exchange brought it by MPI, counted by the
-collectives themselves), on 8 slices:
-- 2 ranks on one node: the shares are disjoint and cover every slice; no rank receives a byte.
-- 4 ranks as 2 emulated nodes of 2 ([debug] ranks_per_node): the same shares; each node's
-  first rank receives exactly the other node's slices, the others nothing.
+On the CPU the ranks of a group on one node build the node's share of the slices together
+into the node's shared buffer (below one slice: [compute] node_queue), and only the nodes'
+first ranks exchange slices between nodes. Read from stemsim's own -v report (what each rank
+built, and with how many ranks of its node; what the exchange brought it by MPI, counted by
+the collectives themselves), on 8 slices:
+- 2 ranks on one node: both build all 8 slices together; no rank receives a byte.
+- 2 ranks on one node, node_queue = off: each its own share, disjoint, covering every slice.
+- 4 ranks as 2 emulated nodes of 2 ([debug] ranks_per_node): each node builds its half
+  together; each node's first rank receives exactly the other node's slices, the others nothing.
 - 2 ranks without node sharing ([compute] node_shared = false): each rank receives the
   other's slices (the report sees an exchange where there is one).
 Every case's images equal one rank's bit for bit.
@@ -22,13 +24,14 @@ import sys
 import itest
 
 A = None
-SHARE = re.compile(r"transmission share: group rank (\d+) built slices \[(\d+), (\d+)\), received (\d+) bytes by MPI "
-                   r"\(node rank (\d+)\)")
+SHARE = re.compile(r"transmission share: group rank (\d+) built slices \[(\d+), (\d+)\)(?: with the (\d+) ranks of its "
+                   r"node)?, received (\d+) bytes by MPI \(node rank (\d+)\)")
 
 
 def shares(ranks, extra, name):
     out = itest.run(A, ranks, ["-v", "--set", "simulation.slice_thickness=1.3575"] + extra, name)
-    rows = [tuple(int(g) for g in m.groups()) for m in SHARE.finditer(out)]
+    # (group rank, first, end, received, node rank, ranks building together: 0 = alone)
+    rows = [(int(m[1]), int(m[2]), int(m[3]), int(m[5]), int(m[6]), int(m[4] or 0)) for m in SHARE.finditer(out)]
     if len(rows) != ranks:
         print(out)
         raise SystemExit("FAIL %s: %d share lines for %d ranks" % (name, len(rows), ranks))
@@ -44,7 +47,7 @@ def check(cond, what):
 
 
 def covers(rows, slices, name):
-    built = sorted((b, e) for _, b, e, _, _ in rows)
+    built = sorted({(b, e) for _, b, e, _, _, _ in rows})  # a node's ranks building together report its range
     check(built[0][0] == 0 and built[-1][1] == slices and all(built[i][1] == built[i + 1][0]
                                                                for i in range(len(built) - 1)),
           "%s: the ranks' shares %s are disjoint and cover the %d slices" % (name, built, slices))
@@ -71,23 +74,30 @@ def main():
 
     rows, _, _ = shares(2, [], "node")
     covers(rows, slices, "2 ranks, one node")
+    check(all(r[5] == 2 and r[1:3] == (0, 8) for r in rows), "2 ranks, one node: both build the 8 slices together")
     check(all(r[3] == 0 for r in rows), "2 ranks, one node: no rank receives a byte of the shared slices (%s)"
           % [r[3] for r in rows])
     same_images("node")
 
+    rows, _, _ = shares(2, ["--set", "compute.node_queue=off"], "node_whole")
+    covers(rows, slices, "2 ranks, one node, whole slices")
+    check(len({r[1:3] for r in rows}) == 2 and all(r[5] == 0 and r[3] == 0 for r in rows),
+          "2 ranks, one node, node_queue off: each builds its own slices, receives nothing")
+    same_images("node_whole")
+
     rows, _, _ = shares(4, ["--set", "debug.ranks_per_node=2"], "nodes2x2")
     covers(rows, slices, "4 ranks, 2 emulated nodes of 2")
-    for g, b, e, got, node_rank in rows:
+    for g, b, e, got, node_rank, together in rows:
         node = g // 2
-        other = sum(e2 - b2 for g2, b2, e2, _, _ in rows if g2 // 2 != node)
+        other = sum(e2 - b2 for b2, e2 in {(r[1], r[2]) for r in rows if r[0] // 2 != node})
         want = other * per_slice if node_rank == 0 else 0
-        check(got == want, "2 nodes: group rank %d (node rank %d) received %d bytes, the other node's slices are %d"
-              % (g, node_rank, got, want))
+        check(together == 2 and got == want, "2 nodes: group rank %d (node rank %d) built with its node's 2 ranks and "
+              "received %d bytes, the other node's slices are %d" % (g, node_rank, got, want))
     same_images("nodes2x2")
 
     rows, _, _ = shares(2, ["--set", "compute.node_shared=false"], "private")
     covers(rows, slices, "2 ranks, node sharing off")
-    for g, b, e, got, _ in rows:
+    for g, b, e, got, _, _ in rows:
         check(got == (slices - (e - b)) * per_slice, "no sharing: group rank %d received the other's %d slices"
               % (g, slices - (e - b)))
     same_images("private")

@@ -1,0 +1,75 @@
+/* The transmission build split below one slice (transmission_split.h). */
+#include "transmission_split.h"
+
+#include <string.h>
+
+#include "../src/memlimit.h"
+
+#define QUEUE_LINE 64 /* the queue's word on a cache line of its own */
+
+/* The node's slices: its ranks' shares of the group's split, consecutive. */
+static int node_slices(const stem_mpi *m, const stem_plan *plan, long *first, long *end)
+{
+    long s0, s1, v[2];
+    stem_split_range(plan->n_slices, m->layout.group_size, m->layout.group_rank, &s0, &s1);
+    v[0] = -s0, v[1] = s1;
+    STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_LONG, MPI_MAX, m->share.node));
+    *first = -v[0];
+    *end = v[1];
+    return STEM_OK;
+}
+
+static size_t slice_samples(const stem_plan *plan) { return (size_t)plan->pot_nx * plan->pot_ny; }
+
+int stem_transmission_split_alloc(const stem_mpi *m, const stem_plan *plan, int enable, stem_transmission_split *s)
+{
+    memset(s, 0, sizeof *s);
+    s->buf.win = MPI_WIN_NULL;
+    const stem_node_share *share = &m->share;
+    if (!enable || !share->active || share->node_size < 2) return STEM_OK;
+    STEM_TRY(node_slices(m, plan, &s->first, &s->end));
+    long workers = (long)share->node_size * (plan->threads > 0 ? plan->threads : 1), n = s->end - s->first;
+    int round = (int)(n < workers ? n : workers);
+    size_t bytes = QUEUE_LINE + sizeof(float) * slice_samples(plan) * (size_t)round;
+    char dir[256];
+    int fit = share->node_rank == 0 && round > 0 && stem_shared_memory_room(dir, sizeof dir) >= 2.0 * (double)bytes;
+    STEM_MPI_CALL(MPI_Bcast(&fit, 1, MPI_INT, 0, share->node));
+    if (!fit) return STEM_OK;
+    STEM_TRY(stem_shared_alloc(share, bytes, "the transmission build's samples (split below a slice)", &s->buf));
+    if (share->node_rank == 0) memset(s->buf.base, 0, QUEUE_LINE);
+    STEM_TRY(stem_shared_sync(share, &s->buf));
+    s->queue = (stem_work_queue){s->buf.base, 0, 0};
+    s->round = round;
+    return STEM_OK;
+}
+
+void stem_transmission_split_free(stem_transmission_split *s)
+{
+    stem_shared_free(&s->buf);
+    s->round = 0;
+}
+
+/* Bands of rows per slice: about four items per worker of the node in each round. */
+static int bands_of(const stem_mpi *m, const stem_plan *plan, long slices)
+{
+    long workers = (long)m->share.node_size * (plan->threads > 0 ? plan->threads : 1);
+    long b = (4 * workers + slices - 1) / slices;
+    return (int)(b < 1 ? 1 : (b > plan->pot_ny ? plan->pot_ny : b));
+}
+
+int stem_transmission_split_build(const stem_mpi *m, const stem_plan *plan, const stem_potential_table *table,
+                                  const stem_atoms *displaced, stem_transmission_split *s, stem_complex *trans,
+                                  int err)
+{
+    float *samples = (float *)(void *)((char *)s->buf.base + QUEUE_LINE);
+    for (long r0 = s->first; r0 < s->end; r0 += s->round) {
+        long r1 = r0 + s->round < s->end ? r0 + s->round : s->end;
+        if (!err)
+            err = stem_potential_splat_bands(plan, table, displaced, (int)r0, (int)r1, bands_of(m, plan, r1 - r0),
+                                             samples, &s->queue);
+        STEM_TRY(stem_shared_sync(&m->share, &s->buf)); /* every band of the round is in */
+        if (!err) err = stem_transmission_from_splats(plan, table, samples, (int)r0, (int)r1, trans, &s->queue);
+        STEM_TRY(stem_shared_sync(&m->share, &s->buf)); /* the round's samples are read: the next may write */
+    }
+    return err;
+}
