@@ -507,8 +507,9 @@ static int setup(const cli_options *o, MPI_Comm world, int rank, stem_config *cf
     t[4] = stem_wall_time();
     if (!err) err = setup_last(&s);
     t[5] = stem_wall_time(); /* where a multi-rank or multi-GPU job's start goes (-v) */
-    stem_debug("set-up on rank 0, seconds: MPI start %.3f, inputs %.3f, plan %.3f, engine %.3f, output %.3f, plans %.3f",
-               mpi_start_seconds, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
+    stem_debug(
+        "set-up on rank 0, seconds: MPI start %.3f, inputs %.3f, plan %.3f, engine %.3f, output %.3f, plans %.3f",
+        mpi_start_seconds, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
     return err;
 }
 

@@ -180,8 +180,7 @@ int stem_mpi_setup(stem_mpi *m, MPI_Comm world, int n_configs, int requested, in
     STEM_TRY(stem_node_share_setup(&m->share, m->group, node_shared, ranks_per_node, &L->not_shared));
     L->shared_ranks = m->share.active ? m->share.node_size : 1;
     const char *why = NULL;
-    if (L->n_groups > 1)
-        STEM_TRY(stem_node_share_setup(&m->cross_share, m->cross, node_shared, ranks_per_node, &why));
+    if (L->n_groups > 1) STEM_TRY(stem_node_share_setup(&m->cross_share, m->cross, node_shared, ranks_per_node, &why));
     return STEM_OK;
 }
 

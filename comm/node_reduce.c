@@ -22,8 +22,8 @@ static size_t piece_bytes(int node_size)
 }
 
 typedef struct {
-    char *to;          /* the leader's part of its array */
-    const char *from;  /* the first rank's piece; the others follow at `stride` */
+    char *to;         /* the leader's part of its array */
+    const char *from; /* the first rank's piece; the others follow at `stride` */
     size_t stride, elt;
     int n_from;
 } add_pieces;
@@ -79,8 +79,8 @@ static int pieces_fit(const stem_node_share *s, size_t bytes, int *fit)
 
 /* Piece k (elements [k per, ...)) of every rank: the others copy theirs into half k % 2
  * while the leader adds piece k - 1's from the other half; one barrier per piece. */
-static int node_pipeline(const stem_node_share *s, const stem_shared_buffer *pieces, char *buf, long count,
-                         size_t elt, size_t piece, int threads)
+static int node_pipeline(const stem_node_share *s, const stem_shared_buffer *pieces, char *buf, long count, size_t elt,
+                         size_t piece, int threads)
 {
     long per = (long)(piece / elt), n_pieces = (count + per - 1) / per;
     size_t half = piece * (size_t)(s->node_size - 1);
@@ -96,8 +96,7 @@ static int node_pipeline(const stem_node_share *s, const stem_shared_buffer *pie
         if (k > 0 && s->node_rank == 0 && !err) {
             long n = count - (k - 1) * per < per ? count - (k - 1) * per : per;
             add_pieces a = {buf + (size_t)(k - 1) * per * elt,
-                            (const char *)pieces->base + (size_t)((k - 1) % 2) * half, piece, elt,
-                            s->node_size - 1};
+                            (const char *)pieces->base + (size_t)((k - 1) % 2) * half, piece, elt, s->node_size - 1};
             stem_work w = {&a, NULL, add_work, NULL};
             err = stem_dispatch_whole(&w, n, threads);
         }

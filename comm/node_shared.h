@@ -17,7 +17,7 @@ typedef struct {
     MPI_Comm leaders; /* node rank 0 of each node of the group; MPI_COMM_NULL on the others */
     int node_rank, node_size;
     int n_nodes;
-    int *node_first; /* group rank of each node's first rank; [n_nodes] = group size (leaders only) */
+    int *node_first;    /* group rank of each node's first rank; [n_nodes] = group size (leaders only) */
     size_t piece_bytes; /* node_reduce.c's pieces (0: its default; [debug] sum_piece_bytes) */
 } stem_node_share;
 

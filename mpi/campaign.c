@@ -247,8 +247,8 @@ static int stored_hashes(const stem_campaign_job *job, unsigned long long hash[2
 static char *identity_text(const stem_campaign_job *job, const unsigned long long stored[2])
 {
     static const char *placement[] = {
-        "threads =",    "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node =", "sum_piece_bytes =", "node_queue =",
-        "fft_wisdom =", "fft_cache =",  "xyz =",       "positions ="};
+        "threads =",    "max_memory =", "fp_groups =", "node_shared =", "ranks_per_node =", "sum_piece_bytes =",
+        "node_queue =", "fft_wisdom =", "fft_cache =", "xyz =",         "positions ="};
     unsigned long long model = stem_hash_model(job->atoms), table = stem_hash_table(job->potentials);
     char *ini = stem_config_to_ini(job->cfg), *buf = NULL;
     size_t size = 0;

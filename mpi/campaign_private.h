@@ -43,8 +43,8 @@ typedef struct {
     int n_run;          /* units this run computes (the same on every rank) */
     /* the sums */
     stem_accumulator acc;
-    stem_result *res; /* [per_tilt]: one unit's points */
-    stem_shared_buffer res_node; /* a probe queue's node rows of res and its counter (campaign_unit.c) */
+    stem_result *res;              /* [per_tilt]: one unit's points */
+    stem_shared_buffer res_node;   /* a probe queue's node rows of res and its counter (campaign_unit.c) */
     stem_transmission_split split; /* the transmission build below one slice (transmission_split.h) */
     stem_work_queue queue;
     /* an engine that leaves the host idle (the GPU): the last unit's results, added to the sums

@@ -127,9 +127,10 @@ int stem_campaign_store(campaign *cp, const char *why)
     STEM_TRY(stem_sums_collect(&cp->acc, m, cp->job->plan->threads, &node));
     double collected = stem_phase_add(STEM_PHASE_REDUCTION, t) - t - waited;
     if (m->layout.world_size > 1)
-        stem_debug("the campaign's sums (%s): %.3f s waiting for the other ranks, %.1f MiB per rank collected in %.3f s%s",
-                   why, waited, stem_acc_bytes(cp->job->plan, cp->acc.n_points) / 1048576.0, collected,
-                   node ? " (the groups' through node-shared memory)" : "");
+        stem_debug(
+            "the campaign's sums (%s): %.3f s waiting for the other ranks, %.1f MiB per rank collected in %.3f s%s",
+            why, waited, stem_acc_bytes(cp->job->plan, cp->acc.n_points) / 1048576.0, collected,
+            node ? " (the groups' through node-shared memory)" : "");
     cp->n_added = 0;
     if (!cp->checkpointed || (!added && cp->ck.has_state)) return STEM_OK;
     t = stem_wall_time();

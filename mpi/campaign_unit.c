@@ -102,8 +102,8 @@ static int queue_wanted(const campaign *cp)
     const stem_node_share *s = &job->m->share;
     int focal = plan->opt.focal_spread > 0 && plan->opt.focal_points > 1;
     return plan->opt.node_queue && s->active && s->node_size > 1 && plan->algorithm == STEM_ALG_MULTISLICE &&
-           job->engine->uses_fftw && !job->engine->host_idle && !stem_test_hooks()->background_take && !plan->dist &&
-           !cp->streamed && !focal;
+        job->engine->uses_fftw && !job->engine->host_idle && !stem_test_hooks()->background_take && !plan->dist &&
+        !cp->streamed && !focal;
 }
 
 /* The node's probes [first, first + n): this rank's and its node neighbours', consecutive. */
@@ -148,8 +148,8 @@ static int queue_results(campaign *cp)
     int err = STEM_OK;
     for (int j = 0; j < cp->per_tilt && !err; j++) {
         stem_result_free(&cp->res[j]);
-        err = stem_result_alloc_rows(plan, (char *)cp->res_node.base + 64 + rows * (size_t)j,
-                                     plan->probe_begin - first, n, &cp->queue, &cp->res[j]);
+        err = stem_result_alloc_rows(plan, (char *)cp->res_node.base + 64 + rows * (size_t)j, plan->probe_begin - first,
+                                     n, &cp->queue, &cp->res[j]);
     }
     if (!err && cp->job->m->layout.world_rank == 0)
         stem_info("probe queue: the %d ranks of a node take its %ld probes from one queue (%.1f MiB of results "
@@ -193,14 +193,14 @@ int stem_campaign_group_state(campaign *cp)
     if (!err) err = unit_results(cp);
     err = stem_mpi_agree(err, m->group); /* the shared buffer is allocated by the node's ranks together */
     if (!err) err = stem_mpi_agree(queue_results(cp), m->group);
-    if (plan->dist)                      /* no rank holds a whole slice: the slabs' own state */
+    if (plan->dist) /* no rank holds a whole slice: the slabs' own state */
         return err ? err : stem_dist_unit_create(m, plan, job->atoms, job->potentials, &cp->dist);
     if (!err)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
     int split = !job->engine->transmission && plan->opt.node_queue && !plan->opt.potential_file[0] &&
-                !(cp->smatrix_io && cp->smatrix_io->load);
+        !(cp->smatrix_io && cp->smatrix_io->load);
     if (!err) err = stem_mpi_agree(stem_transmission_split_alloc(m, plan, split, &cp->split), m->group);
     t = stem_phase_add(STEM_PHASE_SETUP, t);
     if (!(cp->smatrix_io && cp->smatrix_io->load)) /* the S-matrices read back: no potential needed */

@@ -58,8 +58,7 @@ static int bands_of(const stem_mpi *m, const stem_plan *plan, long slices)
 }
 
 int stem_transmission_split_build(const stem_mpi *m, const stem_plan *plan, const stem_potential_table *table,
-                                  const stem_atoms *displaced, stem_transmission_split *s, stem_complex *trans,
-                                  int err)
+                                  const stem_atoms *displaced, stem_transmission_split *s, stem_complex *trans, int err)
 {
     float *samples = (float *)(void *)((char *)s->buf.base + QUEUE_LINE);
     for (long r0 = s->first; r0 < s->end; r0 += s->round) {

@@ -15,8 +15,8 @@
 typedef struct {
     stem_shared_buffer buf; /* the queue's word (first cache line), then `round` slices of samples */
     stem_work_queue queue;
-    int round;              /* slices per round (0: off) */
-    long first, end;        /* the node's slices [first, end) of the group's split */
+    int round;       /* slices per round (0: off) */
+    long first, end; /* the node's slices [first, end) of the group's split */
 } stem_transmission_split;
 
 /* Collective over m->share.node: the buffers, where the group's ranks share a node's memory

@@ -128,8 +128,8 @@ size_t stem_result_rows_bytes(const stem_plan *plan, long n_rows);
 /* As stem_result_alloc, but the per-probe channels in rows (stem_result_rows_bytes(plan, n_rows)
  * bytes, zero, owned by the caller): the rows of a node's probes, this rank's row0 rows in, so
  * that its threads may fill any of them, taking probes from queue (stem_dispatch_queued). */
-int stem_result_alloc_rows(const stem_plan *plan, void *rows, long row0, long n_rows,
-                           struct stem_work_queue_s *queue, stem_result *res);
+int stem_result_alloc_rows(const stem_plan *plan, void *rows, long row0, long n_rows, struct stem_work_queue_s *queue,
+                           stem_result *res);
 void stem_result_free(stem_result *res);
 /* One probe's pattern (n_pixels intensities; bin[k]: the written pattern's bin of pixel k,
  * -1 cropped away) added to the 4D slot of local probe p and to PACBED, whichever are kept.

@@ -93,7 +93,7 @@ typedef struct {
     char fft_cache[STEM_PATH_MAX];  /* wisdom cache: "auto", "off" or a directory */
     int node_shared;                /* ranks of a group on one node share transmission functions and S-matrix */
     /* [debug]: kernel variants for benchmarking (recorded like every key) */
-    int ranks_per_node; /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
+    int ranks_per_node;  /* > 0: node-shared memory as if nodes held this many consecutive ranks (tests) */
     int sum_piece_bytes; /* > 0: the groups' node-shared sums in pieces of this size (tests; node_reduce.h) */
     /* which keys were given explicitly (index into the key table; io/config.h stem_config_given) */
     unsigned char seen[160];

@@ -40,15 +40,11 @@ static long take_shared(dispatch_state *s)
         if (g == gen && next >= (uint64_t)s->n_items) return s->n_items;
         if (g != gen && g != prev) return s->n_items; /* a newer run: this one is done */
         uint64_t b = g == gen ? next : 0;
-        if (atomic_compare_exchange_weak(s->shared, &old, gen << GEN_SHIFT | (b + (uint64_t)s->batch)))
-            return (long)b;
+        if (atomic_compare_exchange_weak(s->shared, &old, gen << GEN_SHIFT | (b + (uint64_t)s->batch))) return (long)b;
     }
 }
 
-static long take_batch(dispatch_state *s)
-{
-    return s->shared ? take_shared(s) : atomic_fetch_add(&s->next, s->batch);
-}
+static long take_batch(dispatch_state *s) { return s->shared ? take_shared(s) : atomic_fetch_add(&s->next, s->batch); }
 
 static void *worker_main(void *p)
 {

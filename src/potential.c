@@ -339,7 +339,7 @@ static int box_meets_rows(const stem_plan *plan, const stem_potential_table *t, 
     potential_grid g = grid_of(plan);
     if (rows >= g.ny) return 1;
     long first = (((long)floor(y / g.dy) - t->ry) % g.ny + g.ny) % g.ny; /* the box's first row, wrapped */
-    long past = row0 - first;                                             /* where the band starts, from there */
+    long past = row0 - first;                                            /* where the band starts, from there */
     past = (past % g.ny + g.ny) % g.ny;
     return past < t->ky || past + rows > g.ny; /* the band starts inside the box, or wraps into it */
 }
