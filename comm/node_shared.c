@@ -160,6 +160,27 @@ int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf)
     return STEM_OK;
 }
 
+void stem_node_block_range(const stem_node_share *s, long n_blocks, int group_rank, int group_size, long *b, long *e)
+{
+    if (!s->active) {
+        stem_split_range(n_blocks, group_size, group_rank, b, e);
+        return;
+    }
+    long first = group_rank - s->node_rank; /* a node's ranks are consecutive in the group */
+    *b = n_blocks * first / group_size;
+    *e = n_blocks * (first + s->node_size) / group_size;
+}
+
+void stem_rank_block_range(const stem_node_share *s, long n_blocks, int group_rank, int group_size, long *b, long *e)
+{
+    stem_node_block_range(s, n_blocks, group_rank, group_size, b, e);
+    if (!s->active) return;
+    long nb, ne, node_b = *b;
+    stem_split_range(*e - *b, s->node_size, s->node_rank, &nb, &ne);
+    *b = node_b + nb;
+    *e = node_b + ne;
+}
+
 int stem_shared_allgather_blocks(const stem_node_share *s, const stem_shared_buffer *buf, size_t block_bytes,
                                  long n_blocks)
 {
@@ -170,11 +191,8 @@ int stem_shared_allgather_blocks(const stem_node_share *s, const stem_shared_buf
         long *first = stem_calloc((size_t)s->n_nodes + 1, sizeof(long), "gather ranges");
         if (!first) err = STEM_ERR_MEMORY;
         int group_size = s->node_first[s->n_nodes];
-        for (int k = 0; k <= s->n_nodes && !err; k++) {
-            long b, e;
-            stem_split_range(n_blocks, group_size, k < s->n_nodes ? s->node_first[k] : group_size - 1, &b, &e);
-            first[k] = k < s->n_nodes ? b : e;
-        }
+        for (int k = 0; k <= s->n_nodes && !err; k++) /* stem_node_block_range's shares */
+            first[k] = n_blocks * s->node_first[k] / group_size;
         err = stem_mpi_agree(err, s->leaders); /* no leader waits in an exchange another abandoned */
         if (!err) err = stem_mpi_allgather_ranges(buf->base, block_bytes, first, s->leaders);
         free(first);

@@ -49,8 +49,14 @@ int stem_node_buffer_alloc(const stem_node_share *s, int shared, size_t count, c
 void stem_node_buffer_free(stem_shared_buffer *node, stem_complex *p);
 /* Collective over s->node: writes before it are seen by every rank of the node after it. */
 int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf);
-/* Collective over the group: rank r of the group has written blocks [b, e) of
- * stem_split_range(n_blocks, group size, r) into buf; afterwards every rank sees
+/* The blocks [b, e) of n_blocks that this rank's node holds: a share in proportion to its
+ * ranks (n_blocks x first rank / group size, rounded down), so that 20 slices on 4 nodes of
+ * 16 ranks are 5 a node, not 16, 4, 0 and 0. s not active: the rank's share of the group. */
+void stem_node_block_range(const stem_node_share *s, long n_blocks, int group_rank, int group_size, long *b, long *e);
+/* This rank's blocks: its share of its node's (s active), else its share of the group's. */
+void stem_rank_block_range(const stem_node_share *s, long n_blocks, int group_rank, int group_size, long *b, long *e);
+/* Collective over the group: rank r of the group has written its blocks
+ * (stem_rank_block_range; its node's, built together) into buf; afterwards every rank sees
  * all of them (only the nodes' first ranks exchange, each its node's blocks). */
 int stem_shared_allgather_blocks(const stem_node_share *s, const stem_shared_buffer *buf, size_t block_bytes,
                                  long n_blocks);

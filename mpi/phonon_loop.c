@@ -92,7 +92,10 @@ static int transmission_shared(const stem_mpi *m, const stem_plan *plan, const s
     const stem_layout *L = &m->layout;
     size_t grid = (size_t)plan->nx * plan->ny;
     long s0, s1;
-    stem_split_range(plan->n_slices, L->group_size, L->group_rank, &s0, &s1);
+    if (trans_node->base) /* node-shared: this rank's part of its node's share */
+        stem_rank_block_range(&m->share, plan->n_slices, L->group_rank, L->group_size, &s0, &s1);
+    else
+        stem_split_range(plan->n_slices, L->group_size, L->group_rank, &s0, &s1);
     double t = stem_wall_time();
     stem_atoms displaced = {0};
     int err = L->group_rank ? stem_phonon_injected_failure(m, "transmission") : STEM_OK;

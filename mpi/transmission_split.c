@@ -7,18 +7,6 @@
 
 #define QUEUE_LINE 64 /* the queue's word on a cache line of its own */
 
-/* The node's slices: its ranks' shares of the group's split, consecutive. */
-static int node_slices(const stem_mpi *m, const stem_plan *plan, long *first, long *end)
-{
-    long s0, s1, v[2];
-    stem_split_range(plan->n_slices, m->layout.group_size, m->layout.group_rank, &s0, &s1);
-    v[0] = -s0, v[1] = s1;
-    STEM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_LONG, MPI_MAX, m->share.node));
-    *first = -v[0];
-    *end = v[1];
-    return STEM_OK;
-}
-
 static size_t slice_samples(const stem_plan *plan) { return (size_t)plan->pot_nx * plan->pot_ny; }
 
 int stem_transmission_split_alloc(const stem_mpi *m, const stem_plan *plan, int enable, stem_transmission_split *s)
@@ -27,7 +15,7 @@ int stem_transmission_split_alloc(const stem_mpi *m, const stem_plan *plan, int 
     s->buf.win = MPI_WIN_NULL;
     const stem_node_share *share = &m->share;
     if (!enable || !share->active || share->node_size < 2) return STEM_OK;
-    STEM_TRY(node_slices(m, plan, &s->first, &s->end));
+    stem_node_block_range(share, plan->n_slices, m->layout.group_rank, m->layout.group_size, &s->first, &s->end);
     long workers = (long)share->node_size * (plan->threads > 0 ? plan->threads : 1), n = s->end - s->first;
     int round = (int)(n < workers ? n : workers);
     size_t bytes = QUEUE_LINE + sizeof(float) * slice_samples(plan) * (size_t)round;

@@ -12,6 +12,7 @@ the collectives themselves), on 8 slices:
 - 2 ranks on one node, node_queue = off: each its own share, disjoint, covering every slice.
 - 4 ranks as 2 emulated nodes of 2 ([debug] ranks_per_node): each node builds its half
   together; each node's first rank receives exactly the other node's slices, the others nothing.
+- 3 ranks as nodes of 2 and 1: the nodes' shares are in proportion to their ranks (5 and 3).
 - 2 ranks without node sharing ([compute] node_shared = false): each rank receives the
   other's slices (the report sees an exchange where there is one).
 Every case's images equal one rank's bit for bit.
@@ -94,6 +95,13 @@ def main():
         check(together == 2 and got == want, "2 nodes: group rank %d (node rank %d) built with its node's 2 ranks and "
               "received %d bytes, the other node's slices are %d" % (g, node_rank, got, want))
     same_images("nodes2x2")
+
+    rows, _, _ = shares(3, ["--set", "debug.ranks_per_node=2"], "nodes2p1")
+    covers(rows, slices, "3 ranks as nodes of 2 and 1")
+    ranges = sorted({(r[1], r[2]) for r in rows})
+    check(ranges == [(0, 5), (5, 8)], "nodes of 2 and 1 ranks hold slices in proportion to their ranks (8 x 2 / 3 "
+          "= 5 and 3; a split by ranks gave 6 and 2, and 20 slices on 4 nodes of 16 ranks 16, 4, 0, 0): %s" % ranges)
+    same_images("nodes2p1")
 
     rows, _, _ = shares(2, ["--set", "compute.node_shared=false"], "private")
     covers(rows, slices, "2 ranks, node sharing off")
