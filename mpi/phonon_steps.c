@@ -41,8 +41,10 @@ int stem_phonon_lookup_table(const stem_mpi *m, const stem_plan *plan, const ste
         STEM_TRY(stem_mpi_agree(err, m->group));
     }
     long k0 = 0, k1 = 0;
-    if (!err && shared) stem_rank_block_range(&m->share, table->n_profiles, L->group_rank, L->group_size, &k0, &k1);
-    else if (!err) stem_split_range(table->n_profiles, L->group_size, L->group_rank, &k0, &k1);
+    if (!err && shared)
+        stem_rank_block_range(&m->share, table->n_profiles, L->group_rank, L->group_size, &k0, &k1);
+    else if (!err)
+        stem_split_range(table->n_profiles, L->group_size, L->group_rank, &k0, &k1);
     if (!err) err = stem_potential_table_profiles(plan, potentials, table, k0, k1);
     STEM_TRY(stem_mpi_agree(err, m->group));
     size_t block = sizeof(float) * table->points;
