@@ -2,7 +2,7 @@
 # The CPU engine on the GPU machine's 16-core host (issue 31 item 4). Builds nothing: build/stemsim
 # (this commit, CPU-only), build/ref/stemsim (b6607a0) and build/stemsim_before (the commit before
 # the wisdom cache) carried with .device/, data/ and benchmarks/.
-#   bash benchmarks/cpu/device_cpu_scaling.sh [two|node|all|reps|strong|queue]   (OUT: where tables and logs go)
+#   bash benchmarks/cpu/device_cpu_scaling.sh [two|node|all|reps|strong|queue|nodes64]   (OUT: where tables and logs go)
 # two:  a 2-core machine emulated by `taskset -c 0,1`: cpu_bench.sh's one-rank rows (silicon,
 #       benchmarks/cases/si_benchmark.ini, 1 rank x 2 threads: multislice, PRISM f = 4 and f = 8)
 #       for b6607a0, the commit before, this one (default fft_planning = auto, its wisdom cache
@@ -175,7 +175,24 @@ queue() {
   grep -h "probe queue" "$out"/ms_*16x1*.log | sort | uniq -c > "$out/queue_lines.txt"
 }
 
+# nodes64: 64 ranks as 4 emulated nodes of 16 (oversubscribed 4x: paths and shares, not speed), multislice
+#   and PRISM f = 8, each node's share of the slices in its -v lines.
+nodes64() {
+  aC_case
+  local base=("${AC_BASE[@]}" --set output.file="$work/n64.h5") one=(--set compute.threads=1)
+  echo "case,binary,layout,wall_s,rc,rank0,slowest,mean" > "$out/cpu_nodes64.csv"
+  timed cpu_nodes64.csv ms warm 16x1 mpirun -np 16 "$new" "${base[@]}" "${AC_MS[@]}" "${one[@]}"
+  for c in ms prism; do
+    local args=("${AC_MS[@]}")
+    [ $c = prism ] && args=("${AC_PRISM[@]}")
+    timed cpu_nodes64.csv "$c" warm 64x1_4nodes mpirun -np 64 --oversubscribe --bind-to none "$new" "${base[@]}" \
+        "${args[@]}" "${one[@]}" --set debug.ranks_per_node=16
+  done
+  grep -h "transmission share: group rank \(0\|16\|32\|48\) " "$out"/ms_warm_64x1_4nodes.log > "$out/nodes64_shares.txt"
+}
+
 case $mode in
+  nodes64) nodes64 ;;
   queue) queue ;;
   strong) strong ;;
   reps) reps ;;
