@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "../src/dispatcher.h"
-#include "../src/memlimit.h"
 #include "collectives.h"
 
 /* The shared pieces of all the node's ranks, both halves of the pipeline: small next to
@@ -67,16 +66,6 @@ static int copy_work(void *ctx, int worker, long begin, long end)
     return STEM_OK;
 }
 
-/* The node's first rank: whether /dev/shm (or Open MPI's backing directory) has room for the
- * pieces twice over; the node agrees. */
-static int pieces_fit(const stem_node_share *s, size_t bytes, int *fit)
-{
-    char dir[256];
-    *fit = s->node_rank == 0 && stem_shared_memory_room(dir, sizeof dir) >= 2.0 * (double)bytes;
-    STEM_MPI_CALL(MPI_Bcast(fit, 1, MPI_INT, 0, s->node));
-    return STEM_OK;
-}
-
 /* Piece k (elements [k per, ...)) of every rank: the others copy theirs into half k % 2
  * while the leader adds piece k - 1's from the other half; one barrier per piece. */
 static int node_pipeline(const stem_node_share *s, const stem_shared_buffer *pieces, char *buf, long count, size_t elt,
@@ -117,7 +106,7 @@ static int node_sums(const stem_node_share *s, const stem_fixed_array *arrays, i
 {
     size_t piece = s->piece_bytes ? (s->piece_bytes + 15) & ~(size_t)15 : piece_bytes(s->node_size);
     int fit = 0;
-    STEM_TRY(pieces_fit(s, 2 * piece * (size_t)(s->node_size - 1), &fit));
+    STEM_TRY(stem_shared_fits(s, 2.0 * piece * (s->node_size - 1), &fit, NULL, 0));
     if (!fit) return mpi_reduce_all(arrays, n, s->node);
     stem_shared_buffer pieces;
     STEM_TRY(stem_shared_alloc(s, 2 * piece * (size_t)(s->node_size - 1), "the pieces of the groups' sums", &pieces));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../src/fft.h"
+#include "../src/memlimit.h"
 #include "../src/plan.h"
 #include "collectives.h"
 
@@ -150,6 +151,15 @@ void stem_node_buffer_free(stem_shared_buffer *node, stem_complex *p)
         stem_shared_free(node);
     else
         stem_fft_free(p);
+}
+
+int stem_shared_fits(const stem_node_share *s, double bytes, int *fit, char *dir, int dir_len)
+{
+    char here[256];
+    *fit =
+        s->node_rank == 0 && stem_shared_memory_room(dir ? dir : here, dir ? dir_len : (int)sizeof here) >= 2.0 * bytes;
+    STEM_MPI_CALL(MPI_Bcast(fit, 1, MPI_INT, 0, s->node));
+    return STEM_OK;
 }
 
 int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf)

@@ -47,6 +47,11 @@ int stem_node_buffer_alloc(const stem_node_share *s, int shared, size_t count, c
                            stem_shared_buffer *node, stem_complex **out);
 /* Frees what stem_node_buffer_alloc gave (shared: collective over the node). */
 void stem_node_buffer_free(stem_shared_buffer *node, stem_complex *p);
+/* Collective over s->node: whether the file system that backs shared windows (/dev/shm, or
+ * Open MPI's osc_sm_backing_directory) has room for bytes twice over, as its first rank sees
+ * it; dir (may be NULL, dir_len bytes) names it there. A window that does not fit would fail
+ * on first touch, not on allocation: callers fall back to their private path. */
+int stem_shared_fits(const stem_node_share *s, double bytes, int *fit, char *dir, int dir_len);
 /* Collective over s->node: writes before it are seen by every rank of the node after it. */
 int stem_shared_sync(const stem_node_share *s, const stem_shared_buffer *buf);
 /* The blocks [b, e) of n_blocks that this rank's node holds: a share in proportion to its

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/memlimit.h"
 #include "../src/phases.h"
 #include "../src/test_hooks.h"
 #include "phonon_steps.h"
@@ -131,10 +130,10 @@ static int queue_results(campaign *cp)
     if (!cp->res || !queue_wanted(cp)) return STEM_OK;
     long first = 0, n = 0;
     STEM_TRY(node_probes(cp, &first, &n));
-    size_t rows = stem_result_rows_bytes(plan, n), bytes = 64 + rows * (size_t)cp->per_tilt;
-    char dir[256];
-    int fit = s->node_rank == 0 && stem_shared_memory_room(dir, sizeof dir) >= 2.0 * (double)bytes;
-    STEM_MPI_CALL(MPI_Bcast(&fit, 1, MPI_INT, 0, s->node));
+    size_t rows = stem_result_rows_bytes(plan, n), bytes = STEM_WORK_QUEUE_BYTES + rows * (size_t)cp->per_tilt;
+    char dir[256] = "";
+    int fit = 0;
+    STEM_TRY(stem_shared_fits(s, (double)bytes, &fit, dir, sizeof dir));
     if (!fit) {
         if (cp->job->m->layout.world_rank == 0)
             stem_info("probe queue: off (%.2f GiB of node-shared results do not fit %s twice over)",
@@ -148,8 +147,8 @@ static int queue_results(campaign *cp)
     int err = STEM_OK;
     for (int j = 0; j < cp->per_tilt && !err; j++) {
         stem_result_free(&cp->res[j]);
-        err = stem_result_alloc_rows(plan, (char *)cp->res_node.base + 64 + rows * (size_t)j, plan->probe_begin - first,
-                                     n, &cp->queue, &cp->res[j]);
+        err = stem_result_alloc_rows(plan, (char *)cp->res_node.base + STEM_WORK_QUEUE_BYTES + rows * (size_t)j,
+                                     plan->probe_begin - first, n, &cp->queue, &cp->res[j]);
     }
     if (!err && cp->job->m->layout.world_rank == 0)
         stem_info("probe queue: the %d ranks of a node take its %ld probes from one queue (%.1f MiB of results "

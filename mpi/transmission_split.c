@@ -3,11 +3,13 @@
 
 #include <string.h>
 
-#include "../src/memlimit.h"
-
-#define QUEUE_LINE 64 /* the queue's word on a cache line of its own */
-
 static size_t slice_samples(const stem_plan *plan) { return (size_t)plan->pot_nx * plan->pot_ny; }
+
+/* The node's threads: its ranks' each. */
+static long node_workers(const stem_mpi *m, const stem_plan *plan)
+{
+    return (long)m->share.node_size * (plan->threads > 0 ? plan->threads : 1);
+}
 
 int stem_transmission_split_alloc(const stem_mpi *m, const stem_plan *plan, int enable, stem_transmission_split *s)
 {
@@ -16,15 +18,14 @@ int stem_transmission_split_alloc(const stem_mpi *m, const stem_plan *plan, int 
     const stem_node_share *share = &m->share;
     if (!enable || !share->active || share->node_size < 2) return STEM_OK;
     stem_node_block_range(share, plan->n_slices, m->layout.group_rank, m->layout.group_size, &s->first, &s->end);
-    long workers = (long)share->node_size * (plan->threads > 0 ? plan->threads : 1), n = s->end - s->first;
+    long workers = node_workers(m, plan), n = s->end - s->first;
     int round = (int)(n < workers ? n : workers);
-    size_t bytes = QUEUE_LINE + sizeof(float) * slice_samples(plan) * (size_t)round;
-    char dir[256];
-    int fit = share->node_rank == 0 && round > 0 && stem_shared_memory_room(dir, sizeof dir) >= 2.0 * (double)bytes;
-    STEM_MPI_CALL(MPI_Bcast(&fit, 1, MPI_INT, 0, share->node));
+    size_t bytes = STEM_WORK_QUEUE_BYTES + sizeof(float) * slice_samples(plan) * (size_t)round;
+    int fit = 0;
+    if (round > 0) STEM_TRY(stem_shared_fits(share, (double)bytes, &fit, NULL, 0)); /* the same round on the node */
     if (!fit) return STEM_OK;
     STEM_TRY(stem_shared_alloc(share, bytes, "the transmission build's samples (split below a slice)", &s->buf));
-    if (share->node_rank == 0) memset(s->buf.base, 0, QUEUE_LINE);
+    if (share->node_rank == 0) memset(s->buf.base, 0, STEM_WORK_QUEUE_BYTES);
     STEM_TRY(stem_shared_sync(share, &s->buf));
     s->queue = (stem_work_queue){s->buf.base, 0, 0};
     s->round = round;
@@ -40,15 +41,14 @@ void stem_transmission_split_free(stem_transmission_split *s)
 /* Bands of rows per slice: about four items per worker of the node in each round. */
 static int bands_of(const stem_mpi *m, const stem_plan *plan, long slices)
 {
-    long workers = (long)m->share.node_size * (plan->threads > 0 ? plan->threads : 1);
-    long b = (4 * workers + slices - 1) / slices;
+    long b = (4 * node_workers(m, plan) + slices - 1) / slices;
     return (int)(b < 1 ? 1 : (b > plan->pot_ny ? plan->pot_ny : b));
 }
 
 int stem_transmission_split_build(const stem_mpi *m, const stem_plan *plan, const stem_potential_table *table,
                                   const stem_atoms *displaced, stem_transmission_split *s, stem_complex *trans, int err)
 {
-    float *samples = (float *)(void *)((char *)s->buf.base + QUEUE_LINE);
+    float *samples = (float *)(void *)((char *)s->buf.base + STEM_WORK_QUEUE_BYTES);
     for (long r0 = s->first; r0 < s->end; r0 += s->round) {
         long r1 = r0 + s->round < s->end ? r0 + s->round : s->end;
         if (!err)

@@ -99,6 +99,18 @@ static int alloc_scan_sums(stem_result *res, int ch)
     return STEM_OK;
 }
 
+/* The named views of the channels' arrays. */
+static void set_views(stem_result *res)
+{
+    res->rings = res->data[STEM_CH_RINGS];
+    res->images = res->data[STEM_CH_IMAGES];
+    res->total = res->data[STEM_CH_TOTAL];
+    res->com = res->data[STEM_CH_COM];
+    res->cbed = res->data[STEM_CH_CBED];
+    res->segments = res->data[STEM_CH_SEGMENTS];
+    res->pacbed = res->data[STEM_CH_PACBED];
+}
+
 int stem_result_alloc(const stem_plan *plan, stem_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -118,13 +130,7 @@ int stem_result_alloc(const stem_plan *plan, stem_result *res)
         if (!res->data[ch]) return STEM_ERR_MEMORY;
         if (!stem_channel_per_probe(ch)) STEM_TRY(alloc_scan_sums(res, ch));
     }
-    res->rings = res->data[STEM_CH_RINGS];
-    res->images = res->data[STEM_CH_IMAGES];
-    res->total = res->data[STEM_CH_TOTAL];
-    res->com = res->data[STEM_CH_COM];
-    res->cbed = res->data[STEM_CH_CBED];
-    res->segments = res->data[STEM_CH_SEGMENTS];
-    res->pacbed = res->data[STEM_CH_PACBED];
+    set_views(res);
     res->n_segments = (int)res->width[STEM_CH_SEGMENTS];
     return STEM_OK;
 }
@@ -159,12 +165,7 @@ int stem_result_alloc_rows(const stem_plan *plan, void *rows, long row0, long n_
         }
         at += channel_rows_bytes(plan, ch, n_rows);
     }
-    own.rings = own.data[STEM_CH_RINGS];
-    own.images = own.data[STEM_CH_IMAGES];
-    own.total = own.data[STEM_CH_TOTAL];
-    own.com = own.data[STEM_CH_COM];
-    own.cbed = own.data[STEM_CH_CBED];
-    own.segments = own.data[STEM_CH_SEGMENTS];
+    set_views(&own);
     own.queue = queue;
     own.queue_row0 = row0;
     own.queue_rows = n_rows;

@@ -27,9 +27,12 @@ typedef struct stem_work_queue_s {
     unsigned generation;
     long taken; /* items this process computed in its runs so far */
 } stem_work_queue;
+/* The bytes a queue's word takes at the start of a shared buffer: a cache line of its own. */
+#define STEM_WORK_QUEUE_BYTES 64
 
 /* stem_dispatch of the n_items of one run of queue over this process's n_workers threads:
- * work sees the items it takes (any of [0, n_items)); the others are the other processes'. */
+ * work sees the items it takes (any of [0, n_items)); the others are the other processes'.
+ * queue NULL: stem_dispatch, every item here. */
 int stem_dispatch_queued(const stem_work *work, long n_items, int batch, int n_workers, const char *stage,
                          stem_work_queue *queue);
 /* The same for a short step that must finish whole (the campaign's sums): every item runs even

@@ -163,10 +163,7 @@ int stem_multislice_run(const stem_plan *plan, const stem_complex *trans, const 
     int err = prop && job.waves && job.intensity && job.fft ? STEM_OK : STEM_ERR_MEMORY;
     job.prop = prop;
     stem_work work = {&job, ms_setup, ms_work, ms_teardown};
-    if (!err && res->queue)
-        err = stem_dispatch_queued(&work, n, plan->batch_size, workers, "multislice probes", res->queue);
-    else if (!err)
-        err = stem_dispatch(&work, n, plan->batch_size, workers, "multislice probes");
+    if (!err) err = stem_dispatch_queued(&work, n, plan->batch_size, workers, "multislice probes", res->queue);
     stem_fft_free(prop);
     free(job.waves);
     free(job.intensity);

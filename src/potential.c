@@ -510,10 +510,7 @@ static int run_trans_job(trans_job *job, int s0, int s1, const char *what, stem_
     job->run = stem_calloc(workers, sizeof(stem_fft), "worker plans");
     int err = job->V && job->work && job->fine && job->run ? STEM_OK : STEM_ERR_MEMORY;
     stem_work work = {job, trans_setup, trans_work, trans_teardown};
-    if (!err && queue)
-        err = stem_dispatch_queued(&work, s1 - s0, 1, workers, what, queue);
-    else if (!err)
-        err = stem_dispatch(&work, s1 - s0, 1, workers, what);
+    if (!err) err = stem_dispatch_queued(&work, s1 - s0, 1, workers, what, queue);
     free(job->V);
     free(job->work);
     free(job->fine);
@@ -583,6 +580,5 @@ int stem_potential_splat_bands(const stem_plan *plan, const stem_potential_table
     splat_job job = {plan, table, atoms, V, s0, bands};
     stem_work work = {&job, NULL, splat_work, NULL};
     long n = (long)(s1 - s0) * bands;
-    return queue ? stem_dispatch_queued(&work, n, 1, plan->threads, "potential slices (bands)", queue)
-                 : stem_dispatch(&work, n, 1, plan->threads, "potential slices (bands)");
+    return stem_dispatch_queued(&work, n, 1, plan->threads, "potential slices (bands)", queue);
 }
