@@ -295,6 +295,7 @@ int gpu_tile_probes(const stem_plan *plan, int T);
 
 typedef struct {
     int streaming, direct;
+    int gemm; /* the product's kind (stem_gpu_gemm): [debug] gpu_gemm, auto resolved */
     gpu_tiling tiling;
     double bytes_shared, bytes_worker, bytes_total;
 } gpu_out_plan;
@@ -323,18 +324,25 @@ int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int 
  * is split into hi = round(x) and lo = round(x - hi) (TF32 or FP16) and K is tripled: S as
  * [hi | lo | hi] per pixel against the coefficients' [hi ; hi ; lo], so that one call sums
  * hi*hi + lo*hi + hi*lo; the dropped lo*lo is ~2^-22 of the product. The tensor cores' own
- * sums along K round toward zero, though: at the paper case's K the products come out 1e-5
- * (FP16) to 2e-5 (TF32) small, images 2e-5 to 4e-5 (benchmarks/results/TF32X3.md), so these
- * are options, not FP32's equal. FP16 parts are scaled by powers of two (largest value at
- * most 2^14; undone in alpha). */
+ * sums along K round toward zero, though, and the loss grows with the sum's length: over the
+ * paper case's whole K the products came out 1e-5 (FP16) to 2e-5 (TF32) small
+ * (benchmarks/results/TF32X3.md). So K is cut into pieces of `chain` elements ([debug]
+ * gpu_gemm_steps tensor-core steps), one call each, and cuBLAS's epilogue adds each piece to
+ * the sum so far in FP32 with round-to-nearest (beta = 1). FP16 parts are scaled by powers of
+ * two (largest value at most 2^14; undone in alpha). */
 typedef struct {
     int fp16;               /* FP16 parts, else TF32 (in FP32 storage) */
+    int fp64;               /* gpu_gemm = fp64: one part, the FP64 copy (kb = 2 nb), and ZGEMM */
+    int parts;              /* parts per value: 3 (hi, lo, hi), or 1 (fp64) */
     int nb, kb;             /* beams; 2 nb rounded up to 8 elements: one part, 16-byte aligned */
     size_t elem;            /* bytes of one element of a part */
     float s_scale, c_scale; /* FP16: the powers of two applied to S and to the coefficients */
+    int chain;              /* K elements per tensor-core sum (one GEMM call each); 0: the whole K */
 } gpu_split_form;
-/* gemm: STEM_GPU_GEMM_TF32X3 or STEM_GPU_GEMM_FP16X3 */
-void gpu_split_form_init(gpu_split_form *f, int gemm, int nb);
+/* gemm: STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3 or STEM_GPU_GEMM_FP64; steps: tensor-core steps per sum ([debug]
+ * gpu_gemm_steps, 0: the whole K in one sum) */
+void gpu_split_form_init(gpu_split_form *f, int gemm, int nb, int steps);
+/* The kinds that read operands formed from the S-matrix and the coefficients (the split ones and fp64). */
 int gpu_gemm_is_split(int gemm);
 /* Bytes of the split S-matrix for n pixels, and of P probes' split coefficients. */
 size_t gpu_split_smatrix_bytes(const gpu_split_form *f, size_t n);
@@ -343,9 +351,10 @@ size_t gpu_split_coef_bytes(const gpu_split_form *f, int P);
  * for stream s) or on the host. TF32: nothing. */
 int gpu_split_scale_device(gpu_split_form *f, const float2 *S, size_t n, cudaStream_t s);
 void gpu_split_scale_host(gpu_split_form *f, const stem_complex *S, size_t n);
-/* dst[pixel][3 kb] = [hi | lo | hi] of S[pixel][nb]; pads zero. */
+/* dst[pixel][3 kb] = [hi | lo | hi] of S[pixel][nb]; pads zero (fp64: dst[pixel][nb] as double2). */
 int gpu_split_smatrix(const gpu_split_form *f, void *dst, const float2 *S, size_t pixels, cudaStream_t s);
-/* dst[j][3 kb] = [hi ; hi ; lo] of the real column j = 2p + (0: real part, 1: imaginary part) of coef[p][nb]. */
+/* dst[j][3 kb] = [hi ; hi ; lo] of the real column j = 2p + (0: real part, 1: imaginary part) of coef[p][nb]
+ * (fp64: dst[p][nb] as double2). */
 int gpu_split_coefficients(const gpu_split_form *f, void *dst, const float2 *coef, int P, cudaStream_t s);
 /* C[col][j] (j < 2 P: probe j / 2's real or imaginary part, so C[col][p] as complex numbers) for
  * m columns from A (pixels 3 kb apart) and the split coefficients; rows products, sA elements

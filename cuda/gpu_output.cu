@@ -340,6 +340,7 @@ static const char *product_name(const out_ctx *c)
         : c->gemm == STEM_GPU_GEMM_TF32   ? "CGEMM (TF32 tensor cores)"
         : c->gemm == STEM_GPU_GEMM_TF32X3 ? "split-operand GEMM (3xTF32 tensor cores)"
         : c->gemm == STEM_GPU_GEMM_FP16X3 ? "split-operand GEMM (3xFP16 tensor cores)"
+        : c->gemm == STEM_GPU_GEMM_FP64   ? "ZGEMM on FP64 copies (the reference)"
                                           : "CGEMM";
 }
 
@@ -360,10 +361,10 @@ int gpu_tile_product(cublasHandle_t h, int gemm, const gpu_split_form *f, const 
     for (int k = 0; k < n; k++) {
         if (split) { /* out[row][col][p] */
             long long pix = pc[k].a_off / nb, row = pc[k].c_off / (P * tw), col = pc[k].c_off % (P * tw);
-            const char *A = (const char *)ssrc + f->elem * 3 * f->kb * pix;
+            const char *A = (const char *)ssrc + f->elem * f->parts * f->kb * pix;
             float *C = (float *)(out + (row * tw + col) * P);
-            STEM_TRY(
-                gpu_split_gemm(h, f, A, (long long)W * 3 * f->kb, coef_split, C, pc[k].m, P, 2 * P * tw, pc[k].rows));
+            STEM_TRY(gpu_split_gemm(h, f, A, (long long)W * f->parts * f->kb, coef_split, C, pc[k].m, P, 2 * P * tw,
+                                    pc[k].rows));
         } else {
             STEM_TRY(rows_gemm(h, gemm, nb, src + pc[k].a_off, coef, out + pc[k].c_off, pc[k].m, P, (long long)W * nb,
                                (int)tw, tw * P, pc[k].rows));
@@ -515,10 +516,10 @@ static int out_create(out_ctx *c, const stem_engine *e, const stem_plan *plan, c
     c->probe_begin = plan->probe_begin;
     c->probe_end = plan->probe_end;
     c->det_tables = det;
-    c->gemm = plan->opt.gpu_gemm;
-    if (gpu_gemm_is_split(c->gemm)) gpu_split_form_init(&c->split, c->gemm, plan->n_beams);
     c->dev = *gpu_engine_devices(e);
     int err = gpu_out_plan_build(plan, &c->dev, 0, &c->op);
+    c->gemm = c->op.gemm;
+    if (gpu_gemm_is_split(c->gemm)) gpu_split_form_init(&c->split, c->gemm, plan->n_beams, plan->opt.gpu_gemm_steps);
     gpu_prop_plan pp;
     if (!err) err = gpu_prop_plan_build(plan, &c->dev, 1, 0, &pp);
     double S_bytes = 8.0 * plan->n_beams * plan->crop_nx * plan->crop_ny;

@@ -77,21 +77,51 @@ static __global__ void k_absmax(unsigned *__restrict__ out, const float *__restr
     if ((threadIdx.x & 31) == 0) atomicMax(out, __float_as_uint(m));
 }
 
-int gpu_gemm_is_split(int gemm) { return gemm == STEM_GPU_GEMM_TF32X3 || gemm == STEM_GPU_GEMM_FP16X3; }
-
-void gpu_split_form_init(gpu_split_form *f, int gemm, int nb)
+int gpu_gemm_is_split(int gemm)
 {
-    f->fp16 = gemm == STEM_GPU_GEMM_FP16X3;
-    f->nb = nb;
-    f->kb = (2 * nb + 7) / 8 * 8;
-    f->elem = f->fp16 ? sizeof(__half) : sizeof(float);
-    f->s_scale = 1;
-    f->c_scale = f->fp16 ? ldexpf(1.0f, SPLIT_FP16_TOP) : 1.0f; /* |coefficients| <= 1 (gpu_beam_table) */
+    return gemm == STEM_GPU_GEMM_TF32X3 || gemm == STEM_GPU_GEMM_FP16X3 || gemm == STEM_GPU_GEMM_FP64;
 }
 
-size_t gpu_split_smatrix_bytes(const gpu_split_form *f, size_t n) { return f->elem * 3 * f->kb * n; }
+/* fp64: n floats widened to doubles */
+static __global__ void k_widen(double *__restrict__ dst, const float *__restrict__ src, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
 
-size_t gpu_split_coef_bytes(const gpu_split_form *f, int P) { return f->elem * 3 * f->kb * 2 * (size_t)P; }
+/* fp64: the ZGEMM's out[row][col][p] (double2, m x P per row) narrowed into C's floats (rows sC apart). */
+static __global__ void k_narrow(float *__restrict__ C, const double2 *__restrict__ out, int m, int P, long long sC)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y, per_row = (size_t)m * P;
+    if (i >= per_row) return;
+    double2 v = out[row * per_row + i];
+    float *c = C + row * sC + 2 * i;
+    c[0] = (float)v.x;
+    c[1] = (float)v.y;
+}
+
+/* K elements one tensor-core step sums: m16n8k16 for FP16, m16n8k8 for TF32 */
+#define SPLIT_STEP_K(fp16) ((fp16) ? 16 : 8)
+
+void gpu_split_form_init(gpu_split_form *f, int gemm, int nb, int steps)
+{
+    f->fp16 = gemm == STEM_GPU_GEMM_FP16X3;
+    f->fp64 = gemm == STEM_GPU_GEMM_FP64;
+    f->parts = f->fp64 ? 1 : 3;
+    f->nb = nb;
+    f->kb = f->fp64 ? 2 * nb : (2 * nb + 7) / 8 * 8;
+    f->elem = f->fp16 ? sizeof(__half) : (f->fp64 ? sizeof(double) : sizeof(float));
+    f->s_scale = 1;
+    f->c_scale = f->fp16 ? ldexpf(1.0f, SPLIT_FP16_TOP) : 1.0f; /* |coefficients| <= 1 (gpu_beam_table) */
+    f->chain = steps > 0 ? steps * SPLIT_STEP_K(f->fp16) : 0;
+}
+
+size_t gpu_split_smatrix_bytes(const gpu_split_form *f, size_t n) { return f->elem * f->parts * f->kb * n; }
+
+size_t gpu_split_coef_bytes(const gpu_split_form *f, int P)
+{
+    return f->fp64 ? f->elem * f->kb * (size_t)P : f->elem * 3 * f->kb * 2 * (size_t)P;
+}
 
 /* The power of two that takes the largest value m to at most 2^SPLIT_FP16_TOP. */
 static float fp16_scale(double m)
@@ -135,7 +165,9 @@ int gpu_split_smatrix(const gpu_split_form *f, void *dst, const float2 *S, size_
 {
     if (pixels == 0) return STEM_OK;
     size_t n = pixels * f->kb;
-    if (f->fp16)
+    if (f->fp64)
+        k_widen<<<gpu_blocks(n, 256), 256, 0, s>>>((double *)dst, (const float *)S, n);
+    else if (f->fp16)
         k_split_smatrix<<<gpu_blocks(n, 256), 256, 0, s>>>((__half *)dst, (const float *)S, pixels, f->nb, f->kb,
                                                            f->s_scale);
     else
@@ -148,7 +180,10 @@ int gpu_split_coefficients(const gpu_split_form *f, void *dst, const float2 *coe
 {
     if (P <= 0) return STEM_OK;
     dim3 grid(gpu_blocks(f->kb, 128), 2 * P);
-    if (f->fp16)
+    if (f->fp64)
+        k_widen<<<gpu_blocks((size_t)P * f->kb, 256), 256, 0, s>>>((double *)dst, (const float *)coef,
+                                                                   (size_t)P * f->kb);
+    else if (f->fp16)
         k_split_coef<<<grid, 128, 0, s>>>((__half *)dst, coef, P, f->nb, f->kb, f->c_scale);
     else
         k_split_coef<<<grid, 128, 0, s>>>((float *)dst, coef, P, f->nb, f->kb, 1.0f);
@@ -156,16 +191,48 @@ int gpu_split_coefficients(const gpu_split_form *f, void *dst, const float2 *coe
     return STEM_OK;
 }
 
+/* fp64: C = A^T coef as ZGEMM into a stream-ordered FP64 buffer, narrowed into C (the reference:
+ * the products to about 1e-15 before the last rounding to FP32). */
+static int fp64_gemm(cublasHandle_t h, const gpu_split_form *f, const void *A, long long sA, const void *coef, float *C,
+                     int m, int P, long long sC, int rows)
+{
+    cudaStream_t s;
+    CUBLAS_CALL(cublasGetStream(h, &s));
+    double2 *out = NULL;
+    size_t n = (size_t)m * P * rows;
+    CUDA_CALL(cudaMallocAsync((void **)&out, sizeof(double2) * n, s));
+    const cuDoubleComplex one = make_cuDoubleComplex(1, 0), zero = make_cuDoubleComplex(0, 0);
+    cublasStatus_t st = cublasZgemmStridedBatched(
+        h, CUBLAS_OP_T, CUBLAS_OP_N, P, m, f->nb, &one, (const cuDoubleComplex *)coef, f->nb, 0,
+        (const cuDoubleComplex *)A, f->nb, sA / 2, &zero, (cuDoubleComplex *)out, P, (long long)m * P, rows);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        dim3 grid(gpu_blocks((size_t)m * P, 256), rows);
+        k_narrow<<<grid, 256, 0, s>>>(C, out, m, P, sC);
+    }
+    cudaFreeAsync(out, s);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return gpu_fail_cublas(st, "cublasZgemmStridedBatched", __FILE__, __LINE__, __func__);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
 int gpu_split_gemm(cublasHandle_t h, const gpu_split_form *f, const void *A, long long sA, const void *coef, float *C,
                    int m, int P, long long sC, int rows)
 {
+    if (f->fp64) return fp64_gemm(h, f, A, sA, coef, C, m, P, sC, rows);
     cudaDataType t = f->fp16 ? CUDA_R_16F : CUDA_R_32F;
     cublasComputeType_t ct = f->fp16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-    int k = 3 * f->kb;
-    float alpha = 1.0f / (f->s_scale * f->c_scale), beta = 0; /* powers of two: exact */
+    int k = 3 * f->kb, piece = f->chain > 0 && f->chain < k ? f->chain : k;
+    float alpha = 1.0f / (f->s_scale * f->c_scale), zero = 0, one = 1; /* powers of two: exact */
     /* the probes as rows: at the paper case's shape 2.7x faster than the pixels as rows
-     * (gpu_kernel_check --split-gemm, benchmarks/results/TF32X3.md) */
-    CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * P, m, k, &alpha, coef, t, k, 0, A, t, k, sA,
-                                           &beta, C, CUDA_R_32F, 2 * P, sC, rows, ct, CUBLAS_GEMM_DEFAULT));
+     * (gpu_kernel_check --split-gemm, benchmarks/results/TF32X3.md). Each piece of K is one
+     * short tensor-core sum; the epilogue adds it to C with FP32 round-to-nearest. */
+    for (int k0 = 0; k0 < k; k0 += piece) {
+        int kk = k - k0 < piece ? k - k0 : piece;
+        const char *a = (const char *)A + f->elem * k0, *b = (const char *)coef + f->elem * k0;
+        CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * P, m, kk, &alpha, b, t, k, 0, a, t, k,
+                                               sA, k0 ? &one : &zero, C, CUDA_R_32F, 2 * P, sC, rows, ct,
+                                               CUBLAS_GEMM_DEFAULT));
+    }
     return STEM_OK;
 }

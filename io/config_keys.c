@@ -383,13 +383,20 @@ const key_spec stem_config_keys[] = {
      "GPU PRISM output step: batched CGEMM over probe tiles, or one direct kernel per probe (benchmarking)"},
     {"debug", "gpu_tile", K_INT, OFF(opt.gpu_tile), "0", 0, 4096, NULL, "probes",
      "force the edge of the GPU PRISM output tiles (0: chosen from the GPU's memory)"},
-    {"debug", "gpu_gemm", K_ENUM, OFF(opt.gpu_gemm), "standard", 0, 0, "standard|3m|tf32|tf32x3|fp16x3", "-",
-     "CGEMM of the GPU PRISM output: 3m (cublasCgemm3m; on an H100 no faster, results within 4e-8); tf32: "
-     "tensor cores with TF32 inputs (10-bit mantissas, FP32 sums): on an H100 2.1x faster, images changed by "
-     "6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md); tf32x3 / fp16x3: each operand split into a high "
-     "and a low TF32 / FP16 part, three tensor-core products: on the paper's f = 4 case output 1.6x / 2.3x "
-     "faster, images within 4e-5 / 2e-5 (the tensor cores' sums round toward zero; "
-     "benchmarks/results/TF32X3.md)"},
+    {"debug", "gpu_gemm", K_ENUM, OFF(opt.gpu_gemm), "auto", 0, 0, "standard|3m|tf32|tf32x3|fp16x3|auto|fp64", "-",
+     "product of the GPU PRISM output: standard (FP32 CGEMM); 3m (cublasCgemm3m; on an H100 no faster, "
+     "results within 4e-8); tf32: tensor cores with TF32 inputs (10-bit mantissas, FP32 sums): 2.1x faster, "
+     "images changed by 6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md); tf32x3 / fp16x3: each operand "
+     "split into a high and a low TF32 / FP16 part, three tensor-core products summed gpu_gemm_steps at a time "
+     "(products within 6e-7 of FP64 at the paper's f = 4 shape, FP32 CGEMM 1.7e-6; fp16x3 1.8x faster than "
+     "standard there, tf32x3 slower; benchmarks/results/TF32X3.md); auto: fp16x3 for 200 beams or more where "
+     "its split S-matrix (1.5x the S-matrix's memory) fits, else standard; fp64: ZGEMM on FP64 copies of the "
+     "operands, the reference the others are measured against (2x the S-matrix's memory)"},
+    {"debug", "gpu_gemm_steps", K_INT, OFF(opt.gpu_gemm_steps), "24", 0, 1000000, NULL, "steps",
+     "split products (gpu_gemm = tf32x3 / fp16x3): tensor-core steps (8 TF32 or 16 FP16 products deep) summed "
+     "before cuBLAS's epilogue adds them to the FP32 sum with round-to-nearest; the tensor cores' own sums "
+     "round toward zero, so the error grows with this length (0: the whole K in one sum, 1e-5 to 2e-5 low "
+     "at the paper case's K; benchmarks/results/TF32X3.md)"},
     {"debug", "gpu_gemm_check", K_BOOL, OFF(opt.gpu_gemm_check), "false", 0, 0, NULL, "-",
      "after each GPU PRISM output step, time the last tile's CGEMMs again alone and log their rate beside the "
      "rate inside the step (-v; benchmarking)"},

@@ -15,13 +15,16 @@ typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_
 typedef enum { STEM_GPU_SLICES_CUFFT = 0, STEM_GPU_SLICES_FUSED = 1 } stem_gpu_slices;
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
 /* [debug] gpu_gemm: the PRISM output's product; TF32X3 and FP16X3 split each FP32 operand in a high and
- * a low part and sum three tensor-core products (FP32 accuracy, cuda/gpu_output.cu) */
+ * a low part and sum three tensor-core products in short sums (FP32 accuracy, cuda/gpu_split_gemm.cu);
+ * AUTO takes FP16X3 where it is faster and fits, else STANDARD (cuda/gpu_output_plan.cu) */
 typedef enum {
     STEM_GPU_GEMM_STANDARD = 0,
     STEM_GPU_GEMM_3M = 1,
     STEM_GPU_GEMM_TF32 = 2,
     STEM_GPU_GEMM_TF32X3 = 3,
-    STEM_GPU_GEMM_FP16X3 = 4
+    STEM_GPU_GEMM_FP16X3 = 4,
+    STEM_GPU_GEMM_AUTO = 5,
+    STEM_GPU_GEMM_FP64 = 6 /* the reference: ZGEMM on FP64 copies of the operands (gpu_split_gemm.cu) */
 } stem_gpu_gemm;
 
 typedef struct {
@@ -64,6 +67,7 @@ typedef struct {
     int gpu_prism_output;    /* stem_gpu_output_variant */
     int gpu_tile;            /* 0: automatic */
     int gpu_gemm;            /* stem_gpu_gemm */
+    int gpu_gemm_steps;      /* split products: tensor-core steps per sum before an FP32 add (0: the whole K) */
     int gpu_prism_resident;  /* 1: auto, 0: off */
     int smatrix_round_beams; /* PRISM's S-matrix rounds: beams per rank (0: auto, mpi/smatrix_tiles.c) */
     int gpu_gemm_check;      /* time the PRISM output's CGEMMs alone after the step (log) */

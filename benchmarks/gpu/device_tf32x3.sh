@@ -2,11 +2,12 @@
 # FP32-accurate tensor-core products for the PRISM output step (issue 31, item 2), on one GPU;
 # builds nothing (the binary and build/tests/gpu_kernel_check are looked up as device_env.sh says):
 #   bash benchmarks/gpu/device_tf32x3.sh kernels
-#   bash benchmarks/gpu/device_tf32x3.sh paper N GEMM...   (e.g. paper 2 standard tf32 tf32x3 fp16x3)
+#   bash benchmarks/gpu/device_tf32x3.sh paper N GEMM...   (e.g. paper 2 standard tf32 tf32x3 fp16x3:24)
+# (GEMM: a [debug] gpu_gemm value, optionally :S for [debug] gpu_gemm_steps = S)
 # kernels: gpu_kernel_check 20 --split-gemm: every kernel check, the tile product of each
 #   [debug] gpu_gemm kind against windows summed in double, and the products timed at the paper
 #   case's f = 4 shape (134 x 134 region pixels, 256 probes, 885 beams) with their error there.
-# paper: the Prismatic paper's SrTiO3 case (benchmarks/cases/paper_srtio3.ini) at f = 4 with N
+# paper: the Prismatic paper's SrTiO3 case (benchmarks/cases/paper_srtio3.ini) at f = F (env, default 4) with N
 #   frozen-phonon configurations, once per [debug] gpu_gemm value named: whole-process time, the
 #   output step's log lines, and each run's images against the first value's (standard):
 #   per dataset the relative RMS (||a - b|| / ||b||) and the largest difference over the largest
@@ -25,23 +26,25 @@ fi
 n=${2:-2}
 shift $(($# < 2 ? $# : 2))
 if [ $# -gt 0 ]; then gemms=("$@"); else gemms=(standard tf32x3); fi
-p4=(benchmarks/cases/paper_srtio3.ini --set simulation.interpolation_x=4 --set simulation.interpolation_y=4
+f=${F:-4}
+p4=(benchmarks/cases/paper_srtio3.ini --set simulation.interpolation_x=$f --set simulation.interpolation_y=$f
     --set compute.device=gpu --set simulation.frozen_phonons=$n)
 for g in "${gemms[@]}"; do
-  label=paper_f4_${n}cfg_$g
+  label=paper_f${f}_${n}cfg_${g/:/_steps}
+  steps=(); [[ $g == *:* ]] && steps=(--set debug.gpu_gemm_steps=${g#*:})
   t0=$(date +%s.%N)
-  "$STEMSIM" -v "${p4[@]}" --set debug.gpu_gemm=$g --set output.file=$w/$label.h5 --set output.overwrite=true \
-    > $w/$label.log 2>&1
+  "$STEMSIM" -v "${p4[@]}" --set debug.gpu_gemm=${g%%:*} "${steps[@]}" --set output.file=$w/$label.h5 \
+    --set output.overwrite=true > $w/$label.log 2>&1
   rc=$?
   t1=$(date +%s.%N)
   echo "== $label: rc $rc, whole process $(python3 -c "print(round($t1 - $t0, 2))") s"
   grep -E "gpu PRISM output: [0-9]|time per phase|rank 0:|error" $w/$label.log | cut -c1-330 | sed -n '1p;$p'
   cp $w/$label.log "$out"/ 2>/dev/null
 done
-ref=$w/paper_f4_${n}cfg_${gemms[0]}.h5
+ref=$w/paper_f${f}_${n}cfg_${gemms[0]/:/_steps}.h5
 for g in "${gemms[@]:1}"; do
   echo "== $g against ${gemms[0]} ($n configurations): relative RMS and max |a - b| / max |b| per dataset"
-  python3 - "$w/paper_f4_${n}cfg_$g.h5" "$ref" << 'EOF' | tee -a "$out"/image_differences.txt
+  python3 - "$w/paper_f${f}_${n}cfg_${g/:/_steps}.h5" "$ref" << 'EOF' | tee -a "$out"/image_differences.txt
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 names = []

@@ -483,16 +483,17 @@ static int check_tile_products(const stem_plan *plan, const gpu_tile &tl, const 
     cublasHandle_t h;
     CUBLAS_CALL(cublasCreate(&h));
     CUBLAS_CALL(cublasSetStream(h, s));
-    const int kinds[] = {STEM_GPU_GEMM_STANDARD, STEM_GPU_GEMM_TF32, STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3};
-    const char *names[] = {"FP32 CGEMM", "1xTF32", "3xTF32", "3xFP16"};
-    const double tols[] = {1e-5, 5e-3, 1e-5, 1e-5};
+    const int kinds[] = {STEM_GPU_GEMM_STANDARD, STEM_GPU_GEMM_TF32, STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3,
+                         STEM_GPU_GEMM_FP64};
+    const char *names[] = {"FP32 CGEMM", "1xTF32", "3xTF32", "3xFP16", "FP64 ZGEMM"};
+    const double tols[] = {1e-5, 5e-3, 1e-5, 1e-5, 2e-7}; // fp64: the last rounding to FP32 only
     std::vector<float2> win(wref.size() / 2);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         gpu_split_form f;
         void *ssrc = NULL, *csplit = NULL;
         int split = gpu_gemm_is_split(kinds[k]);
         if (split) {
-            gpu_split_form_init(&f, kinds[k], nb);
+            gpu_split_form_init(&f, kinds[k], nb, plan->opt.gpu_gemm_steps);
             GPU_ALLOC(ssrc, gpu_split_smatrix_bytes(&f, pixels), "S-matrix split");
             GPU_ALLOC(csplit, gpu_split_coef_bytes(&f, P), "coefficients split");
             STEM_TRY(gpu_split_scale_device(&f, dS, pixels, s));
@@ -1046,9 +1047,11 @@ static __global__ void __launch_bounds__(128)
 // 3xTF32 with the pixels as rows (one call, or two), 1xTF32 on the split's high parts (the raw
 // tensor-core rate) in both orientations, and cuBLAS's FP32 emulation by BF16x9
 // (CUBLAS_COMPUTE_32F_EMULATED_16BFX9).
-static int time_split_gemm(int reps)
+// Smaller shapes (extras false: the engine's kinds only) show where FP32 CGEMM is the faster.
+static int time_split_gemm(int reps, int nb, int m, bool extras)
 {
-    const int nb = 885, P = 256, m = 134, rows = 134;
+    const int P = 256, rows = m;
+    std::printf("| output GEMM  | shape: %d x %d region pixels, %d probes, %d beams |\n", m, rows, P, nb);
     const size_t pixels = (size_t)m * rows, n_out = (size_t)m * P * rows;
     std::mt19937 rng(23);
     std::normal_distribution<float> gauss(0.0f, 1.0f);
@@ -1096,18 +1099,33 @@ static int time_split_gemm(int reps)
         std::printf("| output GEMM  | %-44s | %8.1f us | %6.1f TFLOP/s (FP32-equivalent) | max error %.2e |\n", what,
                     us, flops / us / 1e6, err);
     };
-    const int kinds[] = {STEM_GPU_GEMM_STANDARD, STEM_GPU_GEMM_TF32, STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3};
-    const char *names[] = {"FP32 CGEMM (engine: standard)", "1xTF32 CGEMM (engine: tf32)",
-                           "3xTF32, K = 3 x 1776, probes as rows (engine)",
-                           "3xFP16, K = 3 x 1776, probes as rows (engine)"};
+    // each kind as the engine runs it; the split kinds at several [debug] gpu_gemm_steps (0: one sum over K)
+    struct variant {
+        int kind, steps;
+        const char *name;
+    } vs[] = {{STEM_GPU_GEMM_STANDARD, 0, "FP32 CGEMM (engine: standard)"},
+              {STEM_GPU_GEMM_TF32, 0, "1xTF32 CGEMM (engine: tf32)"},
+              {STEM_GPU_GEMM_TF32X3, 0, "3xTF32, K = 3 x 1776 in one sum, probes as rows"},
+              {STEM_GPU_GEMM_TF32X3, 48, "3xTF32, sums of 48 steps (K 384)"},
+              {STEM_GPU_GEMM_TF32X3, 24, "3xTF32, sums of 24 steps (K 192)"},
+              {STEM_GPU_GEMM_TF32X3, 12, "3xTF32, sums of 12 steps (K 96)"},
+              {STEM_GPU_GEMM_FP16X3, 0, "3xFP16, K = 3 x 1776 in one sum, probes as rows"},
+              {STEM_GPU_GEMM_FP16X3, 48, "3xFP16, sums of 48 steps (K 768)"},
+              {STEM_GPU_GEMM_FP16X3, 24, "3xFP16, sums of 24 steps (K 384)"},
+              {STEM_GPU_GEMM_FP16X3, 12, "3xFP16, sums of 12 steps (K 192)"},
+              {STEM_GPU_GEMM_FP16X3, 6, "3xFP16, sums of 6 steps (K 96)"},
+              {STEM_GPU_GEMM_FP64, 0, "FP64 ZGEMM on widened copies (engine: fp64)"}};
     gpu_split_form f;
     void *ssrc = NULL, *csplit = NULL;
-    for (int k = 0; k < 4; k++) {
-        int split = gpu_gemm_is_split(kinds[k]);
+    for (const variant &v : vs) {
+        if (!extras && v.kind != STEM_GPU_GEMM_STANDARD && v.kind != STEM_GPU_GEMM_FP16X3 &&
+            v.kind != STEM_GPU_GEMM_FP64)
+            continue;
+        int split = gpu_gemm_is_split(v.kind);
         if (split) {
             gpu_free(ssrc);
             gpu_free(csplit);
-            gpu_split_form_init(&f, kinds[k], nb);
+            gpu_split_form_init(&f, v.kind, nb, v.steps);
             GPU_ALLOC(ssrc, gpu_split_smatrix_bytes(&f, pixels), "S-matrix split");
             GPU_ALLOC(csplit, gpu_split_coef_bytes(&f, P), "coefficients split");
             timer ts;
@@ -1119,22 +1137,31 @@ static int time_split_gemm(int reps)
             STEM_TRY(gpu_split_coefficients(&f, csplit, dcoef, P, 0));
             std::printf(
                 "| split        | %s: S-matrix region (%zu pixels) %.1f us once, coefficients %.1f us per tile |\n",
-                f.fp16 ? "FP16" : "TF32", pixels, us_s, ts.stop_us(0, 1));
+                f.fp16 ? "FP16" : (f.fp64 ? "FP64" : "TF32"), pixels, us_s, ts.stop_us(0, 1));
         }
         CUDA_CALL(cudaMemset(dout, 0xff, sizeof(float2) * n_out));
         double fl = 0;
         timer t;
         for (int r = -1; r < reps; r++) {
             if (r == 0) t.start(0);
-            STEM_TRY(gpu_tile_product(h, kinds[k], &f, dS, ssrc, m, rows, nb, 0, 0, &tl, P, dcoef, csplit, dout, &fl));
+            STEM_TRY(gpu_tile_product(h, v.kind, &f, dS, ssrc, m, rows, nb, 0, 0, &tl, P, dcoef, csplit, dout, &fl));
         }
         float us = t.stop_us(0, reps);
-        line(names[k], us, row0_error(0, split));
+        line(v.name, us, row0_error(0, split));
+    }
+    if (!extras) {
+        cublasDestroy(h);
+        gpu_free(ssrc);
+        gpu_free(csplit);
+        gpu_free(dS);
+        gpu_free(dcoef);
+        gpu_free(dout);
+        return STEM_OK;
     }
     // the variants the engine does not use, on TF32 split arrays
     gpu_free(ssrc);
     gpu_free(csplit);
-    gpu_split_form_init(&f, STEM_GPU_GEMM_TF32X3, nb);
+    gpu_split_form_init(&f, STEM_GPU_GEMM_TF32X3, nb, 0);
     GPU_ALLOC(ssrc, gpu_split_smatrix_bytes(&f, pixels), "S-matrix split");
     GPU_ALLOC(csplit, gpu_split_coef_bytes(&f, P), "coefficients split");
     STEM_TRY(gpu_split_smatrix(&f, ssrc, dS, pixels, 0));
@@ -1304,7 +1331,10 @@ int main(int argc, char **argv)
     for (const auto &z : fused_sizes)
         if (!err && bench) err = check_fused_slices(&plan_ms, z[0], z[0], z[1], z[2], reps, 1);
     if (!err && bench) err = time_output_gemm(reps);
-    if (!err && (bench || split_only)) err = time_split_gemm(reps);
+    // the paper case's f = 4 tile (the extras too), then f = 8 and f = 16's
+    if (!err && (bench || split_only)) err = time_split_gemm(reps, 885, 134, true);
+    if (!err && (bench || split_only)) err = time_split_gemm(reps, 221, 70, false);
+    if (!err && (bench || split_only)) err = time_split_gemm(reps, 55, 38, false);
     if (err) {
         std::printf("FAIL: set-up error %d\n", err);
         return 1;
