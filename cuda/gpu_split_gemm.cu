@@ -216,23 +216,34 @@ static int fp64_gemm(cublasHandle_t h, const gpu_split_form *f, const void *A, l
     return STEM_OK;
 }
 
+/* One real product over K elements [k0, k0 + kk) of the split operands, added to C (beta 1) or
+ * replacing it (beta 0). */
+static int split_piece(cublasHandle_t h, const gpu_split_form *f, const void *A, long long sA, const void *coef,
+                       float *C, int m, int P, long long sC, int rows, int k0, int kk, int add)
+{
+    cudaDataType t = f->fp16 ? CUDA_R_16F : CUDA_R_32F;
+    cublasComputeType_t ct = f->fp16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    int k = 3 * f->kb;
+    float alpha = 1.0f / (f->s_scale * f->c_scale), beta = add ? 1.0f : 0.0f; /* powers of two: exact */
+    const char *a = (const char *)A + f->elem * k0, *b = (const char *)coef + f->elem * k0;
+    /* the probes as rows: at the paper case's shape 2.7x faster than the pixels as rows
+     * (gpu_kernel_check --split-gemm, benchmarks/results/TF32X3.md) */
+    CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * P, m, kk, &alpha, b, t, k, 0, a, t, k, sA,
+                                           &beta, C, CUDA_R_32F, 2 * P, sC, rows, ct, CUBLAS_GEMM_DEFAULT));
+    return STEM_OK;
+}
+
 int gpu_split_gemm(cublasHandle_t h, const gpu_split_form *f, const void *A, long long sA, const void *coef, float *C,
                    int m, int P, long long sC, int rows)
 {
     if (f->fp64) return fp64_gemm(h, f, A, sA, coef, C, m, P, sC, rows);
-    cudaDataType t = f->fp16 ? CUDA_R_16F : CUDA_R_32F;
-    cublasComputeType_t ct = f->fp16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-    int k = 3 * f->kb, piece = f->chain > 0 && f->chain < k ? f->chain : k;
-    float alpha = 1.0f / (f->s_scale * f->c_scale), zero = 0, one = 1; /* powers of two: exact */
-    /* the probes as rows: at the paper case's shape 2.7x faster than the pixels as rows
-     * (gpu_kernel_check --split-gemm, benchmarks/results/TF32X3.md). Each piece of K is one
-     * short tensor-core sum; the epilogue adds it to C with FP32 round-to-nearest. */
-    for (int k0 = 0; k0 < k; k0 += piece) {
-        int kk = k - k0 < piece ? k - k0 : piece;
-        const char *a = (const char *)A + f->elem * k0, *b = (const char *)coef + f->elem * k0;
-        CUBLAS_CALL(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * P, m, kk, &alpha, b, t, k, 0, a, t, k,
-                                               sA, k0 ? &one : &zero, C, CUDA_R_32F, 2 * P, sC, rows, ct,
-                                               CUBLAS_GEMM_DEFAULT));
-    }
+    int kb = f->kb;
+    if (f->chain <= 0) return split_piece(h, f, A, sA, coef, C, m, P, sC, rows, 0, 3 * kb, 0);
+    /* K is [hi*hi | lo*hi | hi*lo]: the cross terms are 2^-11 of the product, so their long
+     * sum's rounding toward zero does not matter and they take one call; hi*hi is summed in
+     * pieces of f->chain, each added to C by the epilogue with FP32 round-to-nearest. */
+    STEM_TRY(split_piece(h, f, A, sA, coef, C, m, P, sC, rows, kb, 2 * kb, 0));
+    for (int k0 = 0; k0 < kb; k0 += f->chain)
+        STEM_TRY(split_piece(h, f, A, sA, coef, C, m, P, sC, rows, k0, kb - k0 < f->chain ? kb - k0 : f->chain, 1));
     return STEM_OK;
 }

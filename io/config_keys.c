@@ -388,15 +388,16 @@ const key_spec stem_config_keys[] = {
      "results within 4e-8); tf32: tensor cores with TF32 inputs (10-bit mantissas, FP32 sums): 2.1x faster, "
      "images changed by 6e-5 relative RMS (benchmarks/results/GPU_LIMITS.md); tf32x3 / fp16x3: each operand "
      "split into a high and a low TF32 / FP16 part, three tensor-core products summed gpu_gemm_steps at a time "
-     "(products within 6e-7 of FP64 at the paper's f = 4 shape, FP32 CGEMM 1.7e-6; fp16x3 1.8x faster than "
-     "standard there, tf32x3 slower; benchmarks/results/TF32X3.md); auto: fp16x3 for 200 beams or more where "
+     "(products within 4e-7 of FP64 at the paper's f = 4 shape, FP32 CGEMM 1.7e-6; fp16x3 2.6x faster than "
+     "standard there, tf32x3 no faster; benchmarks/results/TF32X3.md); auto: fp16x3 for 200 beams or more where "
      "its split S-matrix (1.5x the S-matrix's memory) fits, else standard; fp64: ZGEMM on FP64 copies of the "
      "operands, the reference the others are measured against (2x the S-matrix's memory)"},
-    {"debug", "gpu_gemm_steps", K_INT, OFF(opt.gpu_gemm_steps), "24", 0, 1000000, NULL, "steps",
-     "split products (gpu_gemm = tf32x3 / fp16x3): tensor-core steps (8 TF32 or 16 FP16 products deep) summed "
-     "before cuBLAS's epilogue adds them to the FP32 sum with round-to-nearest; the tensor cores' own sums "
-     "round toward zero, so the error grows with this length (0: the whole K in one sum, 1e-5 to 2e-5 low "
-     "at the paper case's K; benchmarks/results/TF32X3.md)"},
+    {"debug", "gpu_gemm_steps", K_INT, OFF(opt.gpu_gemm_steps), "16", 0, 1000000, NULL, "steps",
+     "split products (gpu_gemm = tf32x3 / fp16x3): the high parts' product is summed this many tensor-core "
+     "steps (8 TF32 or 16 FP16 products deep) at a time, each sum added to the FP32 result with "
+     "round-to-nearest by cuBLAS's epilogue; the tensor cores' own sums round toward zero, so the images' "
+     "bias grows with this length (paper case, f = 4: 1.0e-6 to 1.8e-6 at 24 steps, 2.6e-6 to 3.5e-6 at 48; "
+     "0: the whole K in one sum, 1e-5 to 2e-5 low; benchmarks/results/TF32X3.md)"},
     {"debug", "gpu_gemm_check", K_BOOL, OFF(opt.gpu_gemm_check), "false", 0, 0, NULL, "-",
      "after each GPU PRISM output step, time the last tile's CGEMMs again alone and log their rate beside the "
      "rate inside the step (-v; benchmarking)"},

@@ -1106,14 +1106,14 @@ static int time_split_gemm(int reps, int nb, int m, bool extras)
     } vs[] = {{STEM_GPU_GEMM_STANDARD, 0, "FP32 CGEMM (engine: standard)"},
               {STEM_GPU_GEMM_TF32, 0, "1xTF32 CGEMM (engine: tf32)"},
               {STEM_GPU_GEMM_TF32X3, 0, "3xTF32, K = 3 x 1776 in one sum, probes as rows"},
-              {STEM_GPU_GEMM_TF32X3, 48, "3xTF32, sums of 48 steps (K 384)"},
-              {STEM_GPU_GEMM_TF32X3, 24, "3xTF32, sums of 24 steps (K 192)"},
-              {STEM_GPU_GEMM_TF32X3, 12, "3xTF32, sums of 12 steps (K 96)"},
+              {STEM_GPU_GEMM_TF32X3, 24, "3xTF32, hi*hi in sums of 24 steps (K 192)"},
               {STEM_GPU_GEMM_FP16X3, 0, "3xFP16, K = 3 x 1776 in one sum, probes as rows"},
-              {STEM_GPU_GEMM_FP16X3, 48, "3xFP16, sums of 48 steps (K 768)"},
-              {STEM_GPU_GEMM_FP16X3, 24, "3xFP16, sums of 24 steps (K 384)"},
-              {STEM_GPU_GEMM_FP16X3, 12, "3xFP16, sums of 12 steps (K 192)"},
-              {STEM_GPU_GEMM_FP16X3, 6, "3xFP16, sums of 6 steps (K 96)"},
+              {STEM_GPU_GEMM_FP16X3, 64, "3xFP16, hi*hi in sums of 64 steps (K 1024)"},
+              {STEM_GPU_GEMM_FP16X3, 48, "3xFP16, hi*hi in sums of 48 steps (K 768)"},
+              {STEM_GPU_GEMM_FP16X3, 32, "3xFP16, hi*hi in sums of 32 steps (K 512)"},
+              {STEM_GPU_GEMM_FP16X3, 24, "3xFP16, hi*hi in sums of 24 steps (K 384)"},
+              {STEM_GPU_GEMM_FP16X3, 16, "3xFP16, hi*hi in sums of 16 steps (K 256)"},
+              {STEM_GPU_GEMM_FP16X3, 12, "3xFP16, hi*hi in sums of 12 steps (K 192)"},
               {STEM_GPU_GEMM_FP64, 0, "FP64 ZGEMM on widened copies (engine: fp64)"}};
     gpu_split_form f;
     void *ssrc = NULL, *csplit = NULL;
