@@ -264,11 +264,74 @@ static void check_whole_tiles()
     gpu_tiling_free(&all);
 }
 
+// [debug] gpu_gemm = auto (cuda/gpu_output_plan.cu): the split FP16 products from 200 beams on
+// where they fit without streaming a job that FP32 CGEMM runs single-transfer, else FP32 CGEMM;
+// the kinds asked for by name are kept.
+static int planned_kind(stem_plan *plan, const gpu_devices &d, int gemm, int *streaming)
+{
+    plan->opt.gpu_gemm = gemm;
+    gpu_out_plan op;
+    if (gpu_out_plan_build(plan, &d, 0, &op)) return -1;
+    *streaming = op.streaming;
+    int kind = op.gemm;
+    gpu_out_plan_free(&op);
+    return kind;
+}
+
+static void check_auto_product()
+{
+    stem_log_init(0, STEM_LOG_QUIET); // the refusals below are expected
+    stem_plan plan;
+    std::memset(&plan, 0, sizeof plan);
+    plan.cell[0] = plan.cell[1] = 40.0, plan.crop_nx = plan.crop_ny = 128, plan.out_nx = plan.out_ny = 32;
+    plan.scan_nx = plan.scan_ny = 8, plan.n_probes = 64, plan.scan_step = 5.0, plan.probe_end = 64;
+    gpu_devices d;
+    std::memset(&d, 0, sizeof d);
+    d.n_gpus = 1, d.streams = d.workers = 2;
+    d.free_bytes = d.total_bytes = d.usable_bytes = 1e12;
+    int st = 0;
+    for (int nb : {199, 200, 885}) {
+        plan.n_beams = plan.beam_end = nb;
+        int want = nb >= 200 ? STEM_GPU_GEMM_FP16X3 : STEM_GPU_GEMM_STANDARD;
+        CHECK(planned_kind(&plan, d, STEM_GPU_GEMM_AUTO, &st) == want, "auto at %d beams: not %d", nb, want);
+        CHECK(planned_kind(&plan, d, STEM_GPU_GEMM_TF32X3, &st) == STEM_GPU_GEMM_TF32X3, "tf32x3 not kept");
+        CHECK(planned_kind(&plan, d, STEM_GPU_GEMM_STANDARD, &st) == STEM_GPU_GEMM_STANDARD, "standard not kept");
+    }
+    plan.n_beams = plan.beam_end = 885; // memory: what each kind needs single-transfer
+    gpu_out_plan a, b;
+    plan.opt.gpu_gemm = STEM_GPU_GEMM_STANDARD;
+    CHECK(!gpu_out_plan_build(&plan, &d, 0, &a), "standard plan failed");
+    plan.opt.gpu_gemm = STEM_GPU_GEMM_FP16X3;
+    CHECK(!gpu_out_plan_build(&plan, &d, 0, &b), "fp16x3 plan failed");
+    double std_need = a.bytes_total, split_need = b.bytes_total;
+    gpu_out_plan_free(&a);
+    gpu_out_plan_free(&b);
+    CHECK(split_need > std_need * 1.5, "the split S-matrix is not counted (%.0f against %.0f bytes)", split_need,
+          std_need);
+    d.usable_bytes = std_need * 1.05; // FP32 CGEMM fits whole, the split would stream: FP32 CGEMM
+    int kind = planned_kind(&plan, d, STEM_GPU_GEMM_AUTO, &st);
+    CHECK(kind == STEM_GPU_GEMM_STANDARD && !st, "auto where only FP32 CGEMM fits whole: kind %d, streaming %d", kind,
+          st);
+    d.usable_bytes = std_need * 0.8; // both stream: the split products
+    kind = planned_kind(&plan, d, STEM_GPU_GEMM_AUTO, &st);
+    CHECK(kind == STEM_GPU_GEMM_FP16X3 && st, "auto where both stream: kind %d, streaming %d", kind, st);
+    d.usable_bytes = std_need * 0.52; // only FP32 CGEMM fits, streaming: FP32 CGEMM
+    kind = planned_kind(&plan, d, STEM_GPU_GEMM_AUTO, &st);
+    CHECK(kind == STEM_GPU_GEMM_STANDARD && st, "auto where only FP32 CGEMM fits: kind %d, streaming %d", kind, st);
+    CHECK(planned_kind(&plan, d, STEM_GPU_GEMM_FP16X3, &st) < 0, "fp16x3 asked for by name should not fit here");
+    plan.opt.gpu_prism_output = STEM_GPU_OUTPUT_DIRECT;
+    d.usable_bytes = 1e12;
+    CHECK(planned_kind(&plan, d, STEM_GPU_GEMM_AUTO, &st) == STEM_GPU_GEMM_STANDARD, "direct output: not standard");
+    std::printf("gpu_gemm = auto: fp16x3 from 200 beams, FP32 CGEMM where only it fits whole (needs %.1f / %.1f MiB)\n",
+                std_need / 1048576.0, split_need / 1048576.0);
+}
+
 int main()
 {
     check_segments();
     check_rank_independent_batches();
     check_whole_tiles();
+    check_auto_product();
     std::mt19937 rng(12345);
     const Case cases[] = {
         // name, crop x/y, f, beams, scan, cell, step, origin, T, U, range
