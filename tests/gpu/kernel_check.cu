@@ -1149,7 +1149,7 @@ static int time_split_gemm(int reps, int nb, int m, bool extras)
         float us = t.stop_us(0, reps);
         line(v.name, us, row0_error(0, split));
     }
-    if (!extras) {
+    auto release = [&]() {
         cublasDestroy(h);
         gpu_free(ssrc);
         gpu_free(csplit);
@@ -1157,7 +1157,8 @@ static int time_split_gemm(int reps, int nb, int m, bool extras)
         gpu_free(dcoef);
         gpu_free(dout);
         return STEM_OK;
-    }
+    };
+    if (!extras) return release();
     // the variants the engine does not use, on TF32 split arrays
     gpu_free(ssrc);
     gpu_free(csplit);
@@ -1246,13 +1247,7 @@ static int time_split_gemm(int reps, int nb, int m, bool extras)
             std::printf("| output GEMM  | CUBLAS_COMPUTE_32F_EMULATED_16BFX9: cuBLAS status %d (not offered here) |\n",
                         (int)st);
     }
-    cublasDestroy(h);
-    gpu_free(ssrc);
-    gpu_free(csplit);
-    gpu_free(dS);
-    gpu_free(dcoef);
-    gpu_free(dout);
-    return STEM_OK;
+    return release();
 }
 
 int main(int argc, char **argv)
