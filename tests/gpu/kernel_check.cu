@@ -1330,6 +1330,8 @@ int main(int argc, char **argv)
     if (!err && (bench || split_only)) err = time_split_gemm(reps, 885, 134, true);
     if (!err && (bench || split_only)) err = time_split_gemm(reps, 221, 70, false);
     if (!err && (bench || split_only)) err = time_split_gemm(reps, 55, 38, false);
+    // the amorphous-carbon cube's f = 8 (about 113 beams; issue 41's abTEM case)
+    if (!err && (bench || split_only)) err = time_split_gemm(reps, 113, 96, false);
     if (err) {
         std::printf("FAIL: set-up error %d\n", err);
         return 1;
