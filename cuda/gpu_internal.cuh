@@ -326,10 +326,12 @@ int gpu_gather_windows(float2 *win, const float2 *out, const gpu_probe *pr, int 
  * hi*hi + lo*hi + hi*lo; the dropped lo*lo is ~2^-22 of the product. The tensor cores' own
  * sums along K round toward zero, though, and the loss grows with the sum's length: over the
  * paper case's whole K the products came out 1e-5 (FP16) to 2e-5 (TF32) small
- * (benchmarks/results/TF32X3.md). So K is cut into pieces of `chain` elements ([debug]
- * gpu_gemm_steps tensor-core steps), one call each, and cuBLAS's epilogue adds each piece to
- * the sum so far in FP32 with round-to-nearest (beta = 1). FP16 parts are scaled by powers of
- * two (largest value at most 2^14; undone in alpha). */
+ * (benchmarks/results/TF32X3.md). So the cross terms (lo*hi + hi*lo, 2^-11 of the product)
+ * take one call, and hi*hi is cut into pieces of `chain` elements ([debug] gpu_gemm_steps
+ * tensor-core steps), one call each, cuBLAS's epilogue adding each to the sum so far in FP32
+ * with round-to-nearest (beta = 1). FP16 parts are scaled by powers of two (largest value at
+ * most 2^14; undone in alpha). gpu_gemm = fp64 uses the same storage with one part: the FP64
+ * copy, and ZGEMM. */
 typedef struct {
     int fp16;               /* FP16 parts, else TF32 (in FP32 storage) */
     int fp64;               /* gpu_gemm = fp64: one part, the FP64 copy (kb = 2 nb), and ZGEMM */
@@ -337,7 +339,7 @@ typedef struct {
     int nb, kb;             /* beams; 2 nb rounded up to 8 elements: one part, 16-byte aligned */
     size_t elem;            /* bytes of one element of a part */
     float s_scale, c_scale; /* FP16: the powers of two applied to S and to the coefficients */
-    int chain;              /* K elements per tensor-core sum (one GEMM call each); 0: the whole K */
+    int chain;              /* K elements of hi*hi per tensor-core sum (one GEMM call each); 0: the whole K */
 } gpu_split_form;
 /* gemm: STEM_GPU_GEMM_TF32X3, STEM_GPU_GEMM_FP16X3 or STEM_GPU_GEMM_FP64; steps: tensor-core steps per sum ([debug]
  * gpu_gemm_steps, 0: the whole K in one sum) */

@@ -11,7 +11,7 @@
  * CGEMM is faster (gpu_kernel_check --split-gemm, benchmarks/results/TF32X3.md). */
 #define SPLIT_AUTO_MIN_BEAMS 200
 
-/* Split kinds (gpu_gemm = tf32x3 / fp16x3): the split form, else NULL. */
+/* The kinds on formed operands (gpu_gemm = tf32x3 / fp16x3 / fp64): their form, else NULL. */
 static const gpu_split_form *plan_split_form(const stem_plan *plan, const gpu_out_plan *op, gpu_split_form *f)
 {
     if (op->direct || !gpu_gemm_is_split(op->gemm)) return NULL;
@@ -190,10 +190,9 @@ static int plan_for_kind(const stem_plan *plan, const gpu_devices *d, int verbos
 static int auto_kind(const stem_plan *plan, const gpu_devices *d, int direct)
 {
     if (direct || plan->n_beams < SPLIT_AUTO_MIN_BEAMS) return STEM_GPU_GEMM_STANDARD;
-    gpu_out_plan split, plain;
+    gpu_out_plan split, plain; /* direct = 0 */
     memset(&split, 0, sizeof split);
     memset(&plain, 0, sizeof plain);
-    split.direct = plain.direct = direct;
     split.gemm = STEM_GPU_GEMM_FP16X3;
     plain.gemm = STEM_GPU_GEMM_STANDARD;
     int fits = plan_for_kind(plan, d, -1, &split) == STEM_OK, streams = split.streaming;

@@ -67,7 +67,7 @@ typedef struct {
     int gpu_prism_output;    /* stem_gpu_output_variant */
     int gpu_tile;            /* 0: automatic */
     int gpu_gemm;            /* stem_gpu_gemm */
-    int gpu_gemm_steps;      /* split products: tensor-core steps per sum before an FP32 add (0: the whole K) */
+    int gpu_gemm_steps;      /* split products: hi*hi's tensor-core steps per sum before an FP32 add (0: whole K) */
     int gpu_prism_resident;  /* 1: auto, 0: off */
     int smatrix_round_beams; /* PRISM's S-matrix rounds: beams per rank (0: auto, mpi/smatrix_tiles.c) */
     int gpu_gemm_check;      /* time the PRISM output's CGEMMs alone after the step (log) */

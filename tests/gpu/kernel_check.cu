@@ -1105,9 +1105,9 @@ static int time_split_gemm(int reps, int nb, int m, bool extras)
         const char *name;
     } vs[] = {{STEM_GPU_GEMM_STANDARD, 0, "FP32 CGEMM (engine: standard)"},
               {STEM_GPU_GEMM_TF32, 0, "1xTF32 CGEMM (engine: tf32)"},
-              {STEM_GPU_GEMM_TF32X3, 0, "3xTF32, K = 3 x 1776 in one sum, probes as rows"},
+              {STEM_GPU_GEMM_TF32X3, 0, "3xTF32, the whole K in one sum, probes as rows"},
               {STEM_GPU_GEMM_TF32X3, 24, "3xTF32, hi*hi in sums of 24 steps (K 192)"},
-              {STEM_GPU_GEMM_FP16X3, 0, "3xFP16, K = 3 x 1776 in one sum, probes as rows"},
+              {STEM_GPU_GEMM_FP16X3, 0, "3xFP16, the whole K in one sum, probes as rows"},
               {STEM_GPU_GEMM_FP16X3, 64, "3xFP16, hi*hi in sums of 64 steps (K 1024)"},
               {STEM_GPU_GEMM_FP16X3, 48, "3xFP16, hi*hi in sums of 48 steps (K 768)"},
               {STEM_GPU_GEMM_FP16X3, 32, "3xFP16, hi*hi in sums of 32 steps (K 512)"},
