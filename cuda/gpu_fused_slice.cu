@@ -371,11 +371,28 @@ static int cols_per_tile(int ny)
     return c;
 }
 
-int gpu_fused_plan(int nx, int ny, gpu_fused_slice *fs, char *why, size_t why_len)
+/* Whether the cuFFTDx kernels take both sides: unless STEMSIM_FUSED_DX=0 in the environment
+ * (a benchmark's override, to time the run-time kernels at those sizes). */
+int gpu_fused_uses_dx(int nx, int ny)
+{
+    const char *env = getenv("STEMSIM_FUSED_DX");
+    return !(env && atoi(env) == 0) && gpu_dx_covers(nx) && gpu_dx_covers(ny);
+}
+
+int gpu_fused_plan(int nx, int ny, int dx_only, gpu_fused_slice *fs, char *why, size_t why_len)
 {
     memset(fs, 0, sizeof *fs);
     fs->nx = nx;
     fs->ny = ny;
+    if (gpu_fused_uses_dx(nx, ny)) {
+        fs->dx = 1;
+        snprintf(why, why_len, "fused slice kernels (cuFFTDx, %dx%d compiled)", nx, ny);
+        return 1;
+    }
+    if (dx_only) {
+        snprintf(why, why_len, "cuFFT, multiplies as separate kernels (no cuFFTDx kernels for %dx%d)", nx, ny);
+        return 0;
+    }
     if (nx < 2 || ny < 2 || nx > GPU_FUSED_MAX_N || ny > GPU_FUSED_MAX_N || !factor(nx, &fs->fx) ||
         !factor(ny, &fs->fy)) {
         snprintf(why, why_len, "cuFFT: %dx%d is not covered by the fused kernels (7-smooth sides of 2 to %d)", nx, ny,
@@ -399,6 +416,7 @@ int gpu_fused_plan(int nx, int ny, gpu_fused_slice *fs, char *why, size_t why_le
 
 int gpu_fused_create(gpu_fused_slice *fs)
 {
+    if (fs->dx) return STEM_OK; /* no tables: the twiddles are compiled in */
     GPU_ALLOC(fs->tw_x, sizeof(float2) * fs->nx, "FFT twiddles");
     GPU_ALLOC(fs->tw_y, sizeof(float2) * fs->ny, "FFT twiddles");
     k_twiddles<<<gpu_blocks(fs->nx, 256), 256>>>(fs->tw_x, fs->nx);
@@ -443,11 +461,16 @@ static int fused_pass(const gpu_fused_slice *fs, float2 *waves, int batch, fused
 int gpu_fused_rows(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
                    cudaStream_t s)
 {
+    if (fs->dx) return gpu_dx_rows(fs->nx, fs->ny, waves, batch, first, tab, then, s);
     return fused_pass<false>(fs, waves, batch, fused_steps{first, then, tab}, s);
 }
 
-int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
-                   cudaStream_t s)
+int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab,
+                   const float2 *tab_t, int then, cudaStream_t s)
 {
+    if (fs->dx) {
+        STEM_ASSERT(!tab || tab_t, "the cuFFTDx column pass needs its grid transposed");
+        return gpu_dx_cols(fs->nx, fs->ny, waves, batch, first, tab ? tab_t : NULL, then, s);
+    }
     return fused_pass<true>(fs, waves, batch, fused_steps{first, then, tab}, s);
 }

@@ -77,6 +77,7 @@ typedef struct {
     float2 *trans;     /* single-transfer: every slice */
     float2 *prop;      /* propagator, 1/N folded in */
     float2 *prop_last; /* the thinner last slice's (plan.h; NULL: prop) */
+    float2 *prop_cols; /* prop transposed ([nx][ny]) for the cuFFTDx column pass (NULL: not used) */
     int n_ap;          /* probe aperture pixels (multislice) */
     int *ap_index;
     double *ap_q;     /* [n_ap][4]: qx, qy, chi, aperture weight / root of the sum of their squares */
@@ -109,20 +110,31 @@ typedef struct {
     int cols, col_threads;     /* columns per tile of the column pass, threads down each */
     size_t row_smem, col_smem; /* bytes of shared memory per block */
     float2 *tw_x, *tw_y;       /* exp(-2 pi i m / n) for m < nx, ny */
+    int dx;                    /* both sides compiled as cuFFTDx kernels (gpu_dx_slice.cu): those run */
 } gpu_fused_slice;
 
 /* Whether the fused kernels cover an nx x ny grid (then fs planned), and what does the
- * transforms in words (why). */
-int gpu_fused_plan(int nx, int ny, gpu_fused_slice *fs, char *why, size_t why_len);
+ * transforms in words (why); dx_only: only the cuFFTDx kernels ([compute] gpu_slices = auto). */
+int gpu_fused_plan(int nx, int ny, int dx_only, gpu_fused_slice *fs, char *why, size_t why_len);
 /* The twiddle tables of a planned fs on the current GPU. */
 int gpu_fused_create(gpu_fused_slice *fs);
 void gpu_fused_free(gpu_fused_slice *fs);
+/* Whether gpu_fused_plan would take the cuFFTDx kernels for nx x ny (then the column pass
+ * wants its multiply's grid transposed as well: gpu_fused_cols). */
+int gpu_fused_uses_dx(int nx, int ny);
 /* One pass over each row (columns) of batch waves: the transform first (GPU_FFT_NONE or
- * a direction), the multiply by tab[ny][nx] (NULL: none), the transform then; unnormalised. */
+ * a direction), the multiply by tab[ny][nx] (NULL: none), the transform then; unnormalised.
+ * The column pass of the cuFFTDx kernels reads the same grid transposed, tab_t[nx][ny]. */
 int gpu_fused_rows(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
                    cudaStream_t s);
-int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab, int then,
-                   cudaStream_t s);
+int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int first, const float2 *tab,
+                   const float2 *tab_t, int then, cudaStream_t s);
+
+/* The same passes as cuFFTDx kernels of compile-time sizes (gpu_dx_slice.cu): whether n
+ * is one of them (0 in a build without MathDx), then the passes over an nx x ny batch. */
+int gpu_dx_covers(int n);
+int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s);
+int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s);
 
 /* One stream's workspace. */
 typedef struct {

@@ -13,6 +13,15 @@
 
 /* ---- planning ------------------------------------------------------------- */
 
+/* Whether this plan's slices run in the cuFFTDx kernels (gpu_dx_slice.cu): [compute] gpu_slices
+ * fused or auto, fft_callbacks off, both grid sides compiled. Their column pass reads the
+ * propagator transposed (prop_cols), an extra grid on each GPU. */
+static int slices_in_dx(const stem_plan *plan)
+{
+    return plan->opt.gpu_slices != STEM_GPU_SLICES_CUFFT && plan->opt.fft_callbacks != STEM_FFT_CALLBACKS_ON &&
+        gpu_fused_uses_dx(plan->nx, plan->ny);
+}
+
 static double prop_worker_bytes(const stem_plan *plan, int smatrix, int batch, int streaming)
 {
     double grid = (double)plan->nx * plan->ny, box = (double)plan->crop_nx * plan->crop_ny;
@@ -46,6 +55,7 @@ int gpu_prop_plan_build(const stem_plan *plan, const gpu_devices *d, int smatrix
     if (batch > per_worker) batch = (int)per_worker;
     double trans = 8.0 * grid * plan->n_slices;
     double shared = 8.0 * grid * stem_propagator_count(plan); /* propagators */
+    if (slices_in_dx(plan)) shared += 8.0 * grid; /* the propagator transposed, for the cuFFTDx column pass */
     if (smatrix)
         shared += 8.0 * plan->n_beams;
     else
@@ -158,6 +168,23 @@ static __global__ void k_crop(float2 *__restrict__ box, const float2 *__restrict
 
 /* ---- per-GPU data and per-stream workspace ----------------------------------- */
 
+/* The propagator transposed ([nx][ny]) into a new device buffer: the cuFFTDx column pass reads
+ * a column's values adjacent (gpu_dx_slice.cu). */
+static int upload_transposed(const stem_plan *plan, const stem_complex *prop, float2 **out)
+{
+    int nx = plan->nx, ny = plan->ny;
+    size_t grid = (size_t)nx * ny;
+    stem_complex *t = (stem_complex *)stem_alloc(grid * sizeof(stem_complex), "propagator (transposed)");
+    if (!t) return STEM_ERR_MEMORY;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) t[(size_t)i * ny + j] = prop[(size_t)j * nx + i];
+    int err = gpu_alloc_((void **)out, grid * sizeof(float2), "propagator (transposed)", __FILE__, __LINE__, __func__);
+    if (!err && cudaMemcpy(*out, t, grid * sizeof(float2), cudaMemcpyHostToDevice) != cudaSuccess)
+        err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(propagator, transposed)", __FILE__, __LINE__, __func__);
+    free(t);
+    return err;
+}
+
 int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh)
 {
     size_t grid = (size_t)plan->nx * plan->ny;
@@ -171,6 +198,7 @@ int gpu_prop_upload_propagators(const stem_plan *plan, gpu_prop_shared *sh)
     if (!err && cudaMemcpy(sh->prop, prop, n_prop * grid * sizeof(float2), cudaMemcpyHostToDevice) != cudaSuccess)
         err = gpu_fail_cuda(cudaGetLastError(), "cudaMemcpy(propagator)", __FILE__, __LINE__, __func__);
     if (!err && n_prop == 2) sh->prop_last = sh->prop + grid; /* freed with prop */
+    if (!err && slices_in_dx(plan)) err = upload_transposed(plan, prop, &sh->prop_cols);
     free(prop);
     return err;
 }
@@ -289,6 +317,7 @@ void gpu_prop_shared_free(gpu_prop_shared *sh)
 {
     gpu_free(sh->trans);
     gpu_free(sh->prop);
+    gpu_free(sh->prop_cols);
     gpu_free(sh->ap_index);
     gpu_free(sh->ap_q);
     gpu_free(sh->probe_xy);
@@ -359,12 +388,14 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
     return STEM_OK;
 }
 
-/* [compute] gpu_slices = fused: the fused slice kernels where they cover the grid (w->slices_fused). */
+/* [compute] gpu_slices = fused or auto: the fused slice kernels where they cover the grid
+ * (w->slices_fused); auto only cuFFTDx's. */
 static int fused_slices_create(const stem_plan *plan, gpu_prop_worker *w)
 {
     char why[sizeof w->fft_note];
-    if (plan->opt.gpu_slices != STEM_GPU_SLICES_FUSED) return STEM_OK;
-    if (!gpu_fused_plan(plan->nx, plan->ny, &w->fs, why, sizeof why)) {
+    if (plan->opt.gpu_slices == STEM_GPU_SLICES_CUFFT) return STEM_OK;
+    int dx_only = plan->opt.gpu_slices == STEM_GPU_SLICES_AUTO;
+    if (!gpu_fused_plan(plan->nx, plan->ny, dx_only, &w->fs, why, sizeof why)) {
         snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
         return STEM_OK;
     }
@@ -544,7 +575,8 @@ static int propagate_slices_fused(const stem_plan *plan, const gpu_prop_plan *pp
     int rows_first = GPU_FFT_NONE; /* whether the rows still wait for their inverse transform */
     if (from >= to) return STEM_OK;
     if (from > 0) { /* in Fourier space: the propagator the consumer applied only to its pixels */
-        STEM_TRY(gpu_fused_cols(&w->fs, w->waves, pp->batch, GPU_FFT_NONE, sh->prop, GPU_FFT_INVERSE, w->stream));
+        STEM_TRY(gpu_fused_cols(&w->fs, w->waves, pp->batch, GPU_FFT_NONE, sh->prop, sh->prop_cols, GPU_FFT_INVERSE,
+                                w->stream));
         rows_first = GPU_FFT_INVERSE;
     }
     for (int s = from; s < to; s++) {
@@ -554,7 +586,7 @@ static int propagate_slices_fused(const stem_plan *plan, const gpu_prop_plan *pp
         STEM_TRY(gpu_fused_rows(&w->fs, w->waves, pp->batch, rows_first, t, GPU_FFT_FORWARD, w->stream));
         if (pp->streaming) CUDA_CALL(cudaEventRecord(w->freed[s & 1], w->stream));
         int last = s + 1 == to;
-        STEM_TRY(gpu_fused_cols(&w->fs, w->waves, pp->batch, GPU_FFT_FORWARD, last ? NULL : sh->prop,
+        STEM_TRY(gpu_fused_cols(&w->fs, w->waves, pp->batch, GPU_FFT_FORWARD, last ? NULL : sh->prop, sh->prop_cols,
                                 last ? GPU_FFT_NONE : GPU_FFT_INVERSE, w->stream));
         rows_first = GPU_FFT_INVERSE;
     }

@@ -334,13 +334,16 @@ const key_spec stem_config_keys[] = {
      "(LTO callbacks, linked when the plans are made; an error if cuFFT cannot) instead of as separate kernels. "
      "Off by default: measured on an H100 with CUDA 13's cuFFT, the callback FFTs are slower than the separate "
      "kernels (1000^2, batch 8: 2.0x a bare FFT pair per slice against 1.4x) and linking takes ~1 s per stream"},
-    {"compute", "gpu_slices", K_ENUM, OFF(opt.gpu_slices), "cufft", 0, 0, "cufft|fused", "-",
+    {"compute", "gpu_slices", K_ENUM, OFF(opt.gpu_slices), "auto", 0, 0, "cufft|fused|auto", "-",
      "GPU engine, multislice, the S-matrix step and HRTEM: cufft runs every slice as batched cuFFT transforms "
      "with the multiplies as separate kernels (or in cuFFT's loads, fft_callbacks); fused takes each slice in "
-     "two passes of stemsim's own FFT kernels with the transmission and propagator multiplies inside "
-     "(cuda/gpu_fused_slice.cu) where both grid sides are 7-smooth and at most 4096 (cuFFT elsewhere; results "
-     "within ~4e-6 relative of cufft's). Off by default: slower than cufft on an H200 at most sizes "
-     "(benchmarks/results/FUSED_SLICE.md)"},
+     "two passes of fused FFT kernels with the transmission and propagator multiplies inside: cuFFTDx's "
+     "compile-time sizes where both grid sides are among them (256, 512, 1000, 1024, 2048, 4096; "
+     "cuda/gpu_dx_slice.cu, in a build with NVIDIA MathDx for sm_90), else stemsim's own kernels where both "
+     "sides are 7-smooth and at most 4096, else cuFFT. auto (the default) takes the cuFFTDx kernels where they "
+     "cover the grid and cufft elsewhere: on an H200 they are 1.3-1.6x faster per slice than cufft at every "
+     "size compiled, stemsim's own kernels slower at most sizes (benchmarks/results/FUSED_SLICE.md). Results "
+     "agree within ~2e-6 relative"},
     {"compute", "gpu_deterministic", K_ENUM, OFF(opt.gpu_deterministic), "on", 0, 0, "off|on", "-",
      "GPU engine: on adds every sum in an order fixed by the job alone (detector rings, images, DPC and segments "
      "in fixed pixel tiles instead of float atomics; batched cuFFT plans, cuBLAS workspaces and PRISM output tiles "

@@ -12,7 +12,7 @@ typedef enum { STEM_DEVICE_AUTO = 0, STEM_DEVICE_CPU = 1, STEM_DEVICE_GPU = 2 } 
 typedef enum { STEM_FFT_ESTIMATE = 0, STEM_FFT_MEASURE = 1, STEM_FFT_AUTO = 2 } stem_fft_planning;
 typedef enum { STEM_MEMMODE_AUTO = 0, STEM_MEMMODE_SINGLE = 1, STEM_MEMMODE_STREAMING = 2 } stem_memory_mode;
 typedef enum { STEM_FFT_CALLBACKS_OFF = 0, STEM_FFT_CALLBACKS_ON = 1 } stem_fft_callbacks;
-typedef enum { STEM_GPU_SLICES_CUFFT = 0, STEM_GPU_SLICES_FUSED = 1 } stem_gpu_slices;
+typedef enum { STEM_GPU_SLICES_CUFFT = 0, STEM_GPU_SLICES_FUSED = 1, STEM_GPU_SLICES_AUTO = 2 } stem_gpu_slices;
 typedef enum { STEM_GPU_OUTPUT_GEMM = 0, STEM_GPU_OUTPUT_DIRECT = 1 } stem_gpu_output_variant;
 /* [debug] gpu_gemm: the PRISM output's product; TF32X3 and FP16X3 split each FP32 operand in a high and
  * a low part and sum three tensor-core products in short sums (FP32 accuracy, cuda/gpu_split_gemm.cu);
@@ -59,7 +59,7 @@ typedef struct {
     int gpus_per_rank, streams_per_gpu;
     int memory_mode;       /* stem_memory_mode */
     int fft_callbacks;     /* stem_fft_callbacks: GPU multiplies folded into cuFFT's loads */
-    int gpu_slices;        /* stem_gpu_slices: cuFFT, or the fused slice kernels where they cover the grid */
+    int gpu_slices;        /* stem_gpu_slices: cuFFT, the fused slice kernels where they cover the grid, or auto */
     int gpu_deterministic; /* 1: the GPU engine's sums in an order fixed by the job (0: float atomics) */
     int fft_planning;      /* stem_fft_planning */
     int node_queue;        /* 1: auto (a node's ranks take CPU probes and slice pieces from shared queues), 0: off */

@@ -50,6 +50,22 @@ for alg in multislice prism depths; do
   "$py" "$check" compare "$work/gpu_${alg}_fused.h5" "$ref" --tol 1e-4 \
       --datasets images,rings,cbed,dpc_com_x,dpc_com_y || fail=1
 done
+# [compute] gpu_slices = auto (the default) on a grid of cuFFTDx's compiled sides (cuda/gpu_dx_slice.cu),
+# non-square (256 x 512): multislice and the S-matrix step; skipped, saying so, in a build without MathDx
+dx=(--set simulation.pixel_size=0.085 --set sample.tile_y=8)
+for alg in multislice prism; do
+  "$exe" "${common[@]}" "${dx[@]}" --set simulation.algorithm=$alg --set compute.device=cpu \
+      --set output.file="$work/cpu_${alg}_dx.h5" "$cfg" || exit 1
+  "$exe" -v "${common[@]:1}" "${dx[@]}" --set simulation.algorithm=$alg --set compute.device=gpu \
+      --set output.file="$work/gpu_${alg}_dx.h5" "$cfg" > "$work/gpu_${alg}_dx.log" 2>&1 || exit 1
+  echo "== $alg, 256 x 512, gpu_slices = auto"
+  if grep -q "cuFFTDx, 256x512" "$work/gpu_${alg}_dx.log"; then
+    "$py" "$check" compare "$work/gpu_${alg}_dx.h5" "$work/cpu_${alg}_dx.h5" --tol 1e-4 \
+        --datasets images,rings,cbed,dpc_com_x,dpc_com_y || fail=1
+  else
+    echo "skipped: no cuFFTDx kernels in this build ($(grep -m1 -o "gpu [a-zA-Z-]*:.*" "$work/gpu_${alg}_dx.log" | cut -c1-200))"
+  fi
+done
 for mode in single streaming; do
   "$exe" "${common[@]}" "${depths[@]}" --set compute.device=gpu --set compute.memory_mode=$mode \
       --set output.file="$work/gpu_depths_$mode.h5" "$cfg" || exit 1

@@ -838,6 +838,13 @@ static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, 
     CUDA_CALL(cudaMemcpy(dt, trans.data(), sizeof(float2) * trans.size(), cudaMemcpyHostToDevice));
     CUDA_CALL(cudaMemcpy(dp, prop.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
     const stem_complex *ht = (const stem_complex *)trans.data();
+    // the propagator transposed too, as gpu_prop_upload_propagators gives the cuFFTDx column pass
+    std::vector<float2> prop_t(grid);
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) prop_t[(size_t)i * ny + j] = prop[(size_t)j * nx + i];
+    float2 *dpt;
+    GPU_ALLOC(dpt, sizeof(float2) * grid, "propagator (transposed)");
+    CUDA_CALL(cudaMemcpy(dpt, prop_t.data(), sizeof(float2) * grid, cudaMemcpyHostToDevice));
     prop_case ref, fused, fused_stream;
     int err = prop_case_create(ref, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 0, ht, dt, dp);
     if (!err)
@@ -847,6 +854,7 @@ static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, 
         err = prop_case_create(fused_stream, base, nx, ny, batch, n_slices, STEM_FFT_CALLBACKS_OFF, 1, ht, dt, dp,
                                STEM_GPU_SLICES_FUSED);
     STEM_TRY(err);
+    if (gpu_fused_uses_dx(nx, ny)) fused.sh.prop_cols = fused_stream.sh.prop_cols = dpt;
     char size[64];
     std::snprintf(size, sizeof size, "%d waves x %dx%d, %d slices", batch, nx, ny, n_slices);
     std::printf("| %s: %s |\n", size, fused.w.fft_note);
@@ -879,7 +887,8 @@ static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, 
         us_rows = t.stop_us(fused.w.stream, reps * n_slices);
         t.start(fused.w.stream);
         for (int k = 0; k < reps * n_slices; k++)
-            STEM_TRY(gpu_fused_cols(fs, fused.w.waves, batch, GPU_FFT_FORWARD, dp, GPU_FFT_INVERSE, fused.w.stream));
+            STEM_TRY(
+                gpu_fused_cols(fs, fused.w.waves, batch, GPU_FFT_FORWARD, dp, dpt, GPU_FFT_INVERSE, fused.w.stream));
         us_cols = t.stop_us(fused.w.stream, reps * n_slices);
     }
     std::printf("| per probe-slice | %s | cuFFT pair %.2f us | cuFFT + separate multiplies %.2f us | fused %.2f us "
@@ -892,6 +901,7 @@ static int check_fused_slices(const stem_plan *base, int nx, int ny, int batch, 
     gpu_prop_worker_free(&fused_stream.w);
     gpu_free(dt);
     gpu_free(dp);
+    gpu_free(dpt);
     return STEM_OK;
 }
 
@@ -1320,6 +1330,11 @@ int main(int argc, char **argv)
     if (!err) err = check_fused_slices(&plan_ms, 256, 192, 4, 6, reps, 1);
     if (!err) err = check_fused_slices(&plan_ms, 210, 350, 3, 5, reps, 1);
     if (!err) err = check_fused_slices(&plan_ms, 254, 128, 2, 3, reps, 0);
+    // cuFFTDx's compiled sides where the build has them (else the run-time kernels): non-square,
+    // both ways round, a last column tile that is partly outside the grid (1000 = 62.5 x 16)
+    if (!err) err = check_fused_slices(&plan_ms, 1000, 256, 3, 5, reps, 1);
+    if (!err) err = check_fused_slices(&plan_ms, 256, 1000, 2, 5, reps, 1);
+    if (!err) err = check_fused_slices(&plan_ms, 512, 1024, 2, 4, reps, 1);
     // the sizes users run, each with the engine's batch (about 8 M points)
     static const int fused_sizes[][3] = {{512, 32, 20}, {768, 14, 20}, {1000, 8, 20}, {1024, 8, 20},
                                          {1536, 3, 12}, {2048, 2, 8},  {3000, 1, 4},  {4096, 1, 4}};

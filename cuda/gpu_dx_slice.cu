@@ -1,0 +1,312 @@
+/* The fused slice's two passes (gpu_fused_slice.cu) with cuFFTDx's compile-time-size FFTs
+ * (NVIDIA MathDx, a header-only library found at build time): a 1024-point line is 32 x 32
+ * values in registers with one shared-memory exchange per transform, where the run-time
+ * Stockham kernels make four round trips through shared memory (FUSED_SLICE.md).
+ *
+ * Only the sizes listed in DX_SIZES are compiled (each costs build time); other sides keep
+ * the run-time kernels. The row pass holds whole rows in registers (loads along a row are
+ * coalesced as they are); the column pass first stages a tile of C adjacent columns through
+ * shared memory, so that a warp reads and writes row segments, then runs C transforms. The
+ * transforms are unnormalised, as cuFFT's and the run-time kernels' (the propagator carries
+ * 1/N). Deterministic: the same bits every run. */
+#include "gpu_internal.cuh"
+
+#if STEMSIM_HAVE_MATHDX
+#include <cufftdx.hpp>
+
+namespace {
+using namespace cufftdx;
+
+/* The kernels compiled: rows X(N, R, EPT) (R lines a block) and columns X(N, C, EPT) (C columns
+ * a tile, staged through shared memory); EPT: values a thread (0: cuFFTDx's suggestion). A
+ * side needs both. The first entry of a side is its default, the fastest measured on an H200
+ * (FUSED_SLICE.md, "cuFFTDx"); the others are the runners-up, which a benchmark picks with
+ * STEMSIM_DX_ROWS / STEMSIM_DX_COLS = "R,EPT" / "C,EPT" (benchmarks/gpu/device_fused_slice.sh). */
+#define DX_ROW_KERNELS(X)                                                                                            \
+    X(256, 8, 0)                                                                                                     \
+    X(512, 4, 0)                                                                                                     \
+    X(1000, 2, 0)                                                                                                    \
+    X(1024, 2, 8)                                                                                                    \
+    X(1024, 4, 16)                                                                                                   \
+    X(2048, 1, 8)                                                                                                    \
+    X(2048, 2, 0)                                                                                                    \
+    X(4096, 1, 0)                                                                                                    \
+    X(4096, 1, 8)
+#define DX_COL_KERNELS(X)                                                                                            \
+    X(256, 16, 0)                                                                                                    \
+    X(512, 4, 0)                                                                                                     \
+    X(512, 8, 0)                                                                                                     \
+    X(1000, 4, 0)                                                                                                    \
+    X(1000, 2, 0)                                                                                                    \
+    X(1024, 4, 8)                                                                                                    \
+    X(1024, 2, 16)                                                                                                   \
+    X(1024, 8, 16)                                                                                                   \
+    X(2048, 2, 8)                                                                                                    \
+    X(2048, 4, 8)                                                                                                    \
+    X(4096, 4, 0)                                                                                                    \
+    X(4096, 2, 8)
+
+/* A forward and an inverse transform of N points, FPB lines a block, with the same register
+ * layout: thread t holds points t + i * stride. */
+template <int N, int FPB, int EPT> struct dx_pair {
+    using base = decltype(Size<N>() + Precision<float>() + Type<fft_type::c2c>() +
+                          Direction<fft_direction::forward>() + FFTsPerBlock<FPB>() + SM<900>() + Block());
+    static constexpr unsigned ept = EPT ? EPT : base::elements_per_thread;
+    using fwd = decltype(base() + ElementsPerThread<ept>());
+    using inv = decltype(Size<N>() + Precision<float>() + Type<fft_type::c2c>() +
+                         Direction<fft_direction::inverse>() + FFTsPerBlock<FPB>() + SM<900>() + Block() +
+                         ElementsPerThread<ept>());
+    using value = typename fwd::value_type;
+    static constexpr unsigned stride = fwd::stride;
+    static constexpr unsigned threads = fwd::block_dim.x * fwd::block_dim.y * fwd::block_dim.z;
+    static constexpr size_t smem = fwd::shared_memory_size > inv::shared_memory_size ? fwd::shared_memory_size
+                                                                                      : inv::shared_memory_size;
+};
+
+/* What a pass does: the transform first (none or a direction), the multiply by tab, then. */
+struct dx_steps {
+    int first, then;
+    const float2 *tab;
+};
+
+template <class P> __device__ __forceinline__ void transform(int dir, typename P::value *r, void *sm)
+{
+    if (dir == GPU_FFT_FORWARD)
+        typename P::fwd().execute(r, sm);
+    else if (dir == GPU_FFT_INVERSE)
+        typename P::inv().execute(r, sm);
+}
+
+__device__ __forceinline__ float2 f2(const cufftdx::complex<float> &v) { return make_float2(v.x, v.y); }
+
+/* Block b holds rows [b R, (b + 1) R) of the batch (threadIdx.y the row): each wave's rows
+ * are N (= nx) points; tab is one [ny][nx] grid for every wave. */
+template <int N, int R, int EPT>
+__global__ void __launch_bounds__(dx_pair<N, R, EPT>::threads)
+    k_dx_rows(float2 *__restrict__ waves, long lines, int ny, dx_steps st)
+{
+    using P = dx_pair<N, R, EPT>;
+    extern __shared__ __align__(16) unsigned char sm[];
+    typename P::value r[P::fwd::storage_size];
+    const long line = (long)blockIdx.x * R + threadIdx.y;
+    const bool live = line < lines; /* the last block may hold fewer rows; all meet the barriers */
+    float2 *w = waves + (live ? line : 0) * N;
+    const float2 *tab = st.tab ? st.tab + (size_t)(line % ny) * N : NULL;
+#pragma unroll
+    for (unsigned i = 0; i < P::ept; i++) {
+        unsigned x = threadIdx.x + i * P::stride;
+        float2 v = live && x < N ? w[x] : make_float2(0.0f, 0.0f);
+        r[i] = typename P::value{v.x, v.y};
+    }
+    transform<P>(st.first, r, sm);
+    if (tab && live)
+#pragma unroll
+        for (unsigned i = 0; i < P::ept; i++) {
+            unsigned x = threadIdx.x + i * P::stride;
+            if (x < N) {
+                float2 v = gpu_cmul(f2(r[i]), __ldg(tab + x));
+                r[i] = typename P::value{v.x, v.y};
+            }
+        }
+    if (st.first != GPU_FFT_NONE && st.then != GPU_FFT_NONE) __syncthreads(); /* the shared memory again */
+    transform<P>(st.then, r, sm);
+    if (!live) return;
+#pragma unroll
+    for (unsigned i = 0; i < P::ept; i++) {
+        unsigned x = threadIdx.x + i * P::stride;
+        if (x < N) w[x] = f2(r[i]);
+    }
+}
+
+/* Shared memory of the column pass: a tile of C columns of N (= ny) points, each column
+ * padded by one value (the staging writes of adjacent columns fall into different banks),
+ * which the transforms reuse. */
+template <int N, int C, int EPT> constexpr size_t cols_smem()
+{
+    size_t tile = (size_t)C * (N + 1) * sizeof(float2);
+    return tile > dx_pair<N, C, EPT>::smem ? tile : dx_pair<N, C, EPT>::smem;
+}
+
+/* Block (b, wave) holds columns [b C, b C + C) of the wave; threadIdx.y is the column. tab_t:
+ * the multiply's grid transposed ([nx][ny]), so that a column's values are adjacent. The
+ * staging loops have compile-time trip counts, so that a thread has 8 loads in flight. */
+template <int N, int C, int EPT>
+__global__ void __launch_bounds__(dx_pair<N, C, EPT>::threads)
+    k_dx_cols(float2 *__restrict__ waves, int nx, int first, const float2 *__restrict__ tab_t, int then)
+{
+    using P = dx_pair<N, C, EPT>;
+    constexpr int per = (C * N + P::threads - 1) / P::threads; /* staged values a thread */
+    constexpr int chunk = per < 8 ? per : 8;                     /* loads in flight before the stores */
+    extern __shared__ __align__(16) unsigned char sm[];
+    float2 *tile = reinterpret_cast<float2 *>(sm);
+    const int ld = N + 1, col0 = blockIdx.x * C, width = min(C, nx - col0);
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    float2 *w = waves + (size_t)blockIdx.y * nx * N;
+#pragma unroll
+    for (int k0 = 0; k0 < per; k0 += chunk) { /* a warp reads row segments of C values */
+        float2 v[chunk];
+#pragma unroll
+        for (int k = 0; k < chunk; k++) {
+            int e = tid + (k0 + k) * (int)P::threads, y = e / C, c = e % C;
+            if (k0 + k < per && e < C * N && c < width) v[k] = w[(size_t)y * nx + col0 + c];
+        }
+#pragma unroll
+        for (int k = 0; k < chunk; k++) {
+            int e = tid + (k0 + k) * (int)P::threads, y = e / C, c = e % C;
+            if (k0 + k < per && e < C * N && c < width) tile[c * ld + y] = v[k];
+        }
+    }
+    __syncthreads();
+    const int f = threadIdx.y, col = col0 + f;
+    typename P::value r[P::fwd::storage_size];
+#pragma unroll
+    for (unsigned i = 0; i < P::ept; i++) {
+        unsigned y = threadIdx.x + i * P::stride;
+        float2 a = y < N && f < width ? tile[f * ld + y] : make_float2(0.0f, 0.0f);
+        r[i] = typename P::value{a.x, a.y};
+    }
+    __syncthreads(); /* the tile becomes the transforms' shared memory */
+    transform<P>(first, r, sm);
+    if (tab_t && f < width)
+#pragma unroll
+        for (unsigned i = 0; i < P::ept; i++) {
+            unsigned y = threadIdx.x + i * P::stride;
+            if (y < N) {
+                float2 a = gpu_cmul(f2(r[i]), __ldg(tab_t + (size_t)col * N + y));
+                r[i] = typename P::value{a.x, a.y};
+            }
+        }
+    if (first != GPU_FFT_NONE && then != GPU_FFT_NONE) __syncthreads();
+    transform<P>(then, r, sm);
+    __syncthreads(); /* back to a tile */
+#pragma unroll
+    for (unsigned i = 0; i < P::ept; i++) {
+        unsigned y = threadIdx.x + i * P::stride;
+        if (y < N && f < width) tile[f * ld + y] = f2(r[i]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < per; k++) {
+        int e = tid + k * (int)P::threads, y = e / C, c = e % C;
+        if (e < C * N && c < width) w[(size_t)y * nx + col0 + c] = tile[c * ld + y];
+    }
+}
+
+template <int N, int R, int EPT> int launch_rows(float2 *waves, int ny, int batch, dx_steps st, cudaStream_t s)
+{
+    using P = dx_pair<N, R, EPT>;
+    long lines = (long)ny * batch;
+    static bool ready = false; /* the shared-memory opt-in, once per process */
+    if (!ready) {
+        CUDA_CALL(
+            cudaFuncSetAttribute(k_dx_rows<N, R, EPT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)P::smem));
+        ready = true;
+    }
+    k_dx_rows<N, R, EPT><<<(unsigned)((lines + R - 1) / R), P::fwd::block_dim, P::smem, s>>>(waves, lines, ny, st);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
+template <int N, int C, int EPT> int launch_cols(float2 *waves, int nx, int batch, dx_steps st, cudaStream_t s)
+{
+    using P = dx_pair<N, C, EPT>;
+    constexpr size_t smem = cols_smem<N, C, EPT>();
+    static bool ready = false;
+    if (!ready) {
+        CUDA_CALL(cudaFuncSetAttribute(k_dx_cols<N, C, EPT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        ready = true;
+    }
+    dim3 blocks((nx + C - 1) / C, batch);
+    k_dx_cols<N, C, EPT><<<blocks, P::fwd::block_dim, smem, s>>>(waves, nx, st.first, st.tab, st.then);
+    CUDA_LAUNCH();
+    return STEM_OK;
+}
+
+/* Whether the environment variable `name` ("lines,ept", a benchmark's choice) names (lines, ept). */
+int variant_wanted(const char *name, int lines, int ept)
+{
+    const char *env = getenv(name);
+    int l = 0, e = 0;
+    return env && sscanf(env, "%d,%d", &l, &e) == 2 && l == lines && e == ept;
+}
+} // namespace
+
+int gpu_dx_covers(int n)
+{
+    int rows = 0, cols = 0;
+#define DX_HAS_ROWS(N, R, EPT) rows |= n == N;
+#define DX_HAS_COLS(N, C, EPT) cols |= n == N;
+    DX_ROW_KERNELS(DX_HAS_ROWS)
+    DX_COL_KERNELS(DX_HAS_COLS)
+#undef DX_HAS_ROWS
+#undef DX_HAS_COLS
+    return rows && cols;
+}
+
+/* Whether a variant of the environment's choice is compiled for side n (else the default runs). */
+static int env_variant_compiled(const char *name, int n, int is_rows)
+{
+    const char *env = getenv(name);
+    int l = 0, e = 0, found = 0;
+    if (!env || sscanf(env, "%d,%d", &l, &e) != 2) return 0;
+#define DX_FIND(N, L, EPT) found |= n == N && l == L && e == EPT;
+    if (is_rows) {
+        DX_ROW_KERNELS(DX_FIND)
+    } else {
+        DX_COL_KERNELS(DX_FIND)
+    }
+#undef DX_FIND
+    return found;
+}
+
+int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s)
+{
+    dx_steps st{first, then, tab};
+    int chosen = env_variant_compiled("STEMSIM_DX_ROWS", nx, 1), seen = 0;
+#define DX_ROWS(N, R, EPT)                                                                                           \
+    if (nx == N) {                                                                                                   \
+        if (chosen ? variant_wanted("STEMSIM_DX_ROWS", R, EPT) : !seen)                                           \
+            return launch_rows<N, R, EPT>(waves, ny, batch, st, s);                                                  \
+        seen = 1;                                                                                                    \
+    }
+    DX_ROW_KERNELS(DX_ROWS)
+#undef DX_ROWS
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): the cuFFTDx row pass has no size %d", nx);
+}
+
+int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s)
+{
+    dx_steps st{first, then, tab_t};
+    int chosen = env_variant_compiled("STEMSIM_DX_COLS", ny, 0), seen = 0;
+#define DX_COLS(N, C, EPT)                                                                                           \
+    if (ny == N) {                                                                                                   \
+        if (chosen ? variant_wanted("STEMSIM_DX_COLS", C, EPT) : !seen)                                           \
+            return launch_cols<N, C, EPT>(waves, nx, batch, st, s);                                                  \
+        seen = 1;                                                                                                    \
+    }
+    DX_COL_KERNELS(DX_COLS)
+#undef DX_COLS
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): the cuFFTDx column pass has no size %d", ny);
+}
+
+#else /* built without MathDx: the run-time kernels only */
+
+int gpu_dx_covers(int n)
+{
+    (void)n;
+    return 0;
+}
+
+int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s)
+{
+    (void)ny, (void)waves, (void)batch, (void)first, (void)tab, (void)then, (void)s;
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): built without cuFFTDx, no row pass of size %d", nx);
+}
+
+int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s)
+{
+    (void)nx, (void)waves, (void)batch, (void)first, (void)tab_t, (void)then, (void)s;
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): built without cuFFTDx, no column pass of size %d", ny);
+}
+
+#endif
