@@ -22,45 +22,44 @@ using namespace cufftdx;
  * side needs both. The first entry of a side is its default, the fastest measured on an H200
  * (FUSED_SLICE.md, "cuFFTDx"); the others are the runners-up, which a benchmark picks with
  * STEMSIM_DX_ROWS / STEMSIM_DX_COLS = "R,EPT" / "C,EPT" (benchmarks/gpu/device_fused_slice.sh). */
-#define DX_ROW_KERNELS(X)                                                                                            \
-    X(256, 8, 0)                                                                                                     \
-    X(512, 4, 0)                                                                                                     \
-    X(1000, 2, 0)                                                                                                    \
-    X(1024, 2, 8)                                                                                                    \
-    X(1024, 4, 16)                                                                                                   \
-    X(2048, 1, 8)                                                                                                    \
-    X(2048, 2, 0)                                                                                                    \
-    X(4096, 1, 0)                                                                                                    \
+#define DX_ROW_KERNELS(X)                                                                                              \
+    X(256, 8, 0)                                                                                                       \
+    X(512, 4, 0)                                                                                                       \
+    X(1000, 2, 0)                                                                                                      \
+    X(1024, 2, 8)                                                                                                      \
+    X(1024, 4, 16)                                                                                                     \
+    X(2048, 1, 8)                                                                                                      \
+    X(2048, 2, 0)                                                                                                      \
+    X(4096, 1, 0)                                                                                                      \
     X(4096, 1, 8)
-#define DX_COL_KERNELS(X)                                                                                            \
-    X(256, 16, 0)                                                                                                    \
-    X(512, 4, 0)                                                                                                     \
-    X(512, 8, 0)                                                                                                     \
-    X(1000, 4, 0)                                                                                                    \
-    X(1000, 2, 0)                                                                                                    \
-    X(1024, 4, 8)                                                                                                    \
-    X(1024, 2, 16)                                                                                                   \
-    X(1024, 8, 16)                                                                                                   \
-    X(2048, 2, 8)                                                                                                    \
-    X(2048, 4, 8)                                                                                                    \
-    X(4096, 4, 0)                                                                                                    \
+#define DX_COL_KERNELS(X)                                                                                              \
+    X(256, 16, 0)                                                                                                      \
+    X(512, 4, 0)                                                                                                       \
+    X(512, 8, 0)                                                                                                       \
+    X(1000, 4, 0)                                                                                                      \
+    X(1000, 2, 0)                                                                                                      \
+    X(1024, 4, 8)                                                                                                      \
+    X(1024, 2, 16)                                                                                                     \
+    X(1024, 8, 16)                                                                                                     \
+    X(2048, 2, 8)                                                                                                      \
+    X(2048, 4, 8)                                                                                                      \
+    X(4096, 4, 0)                                                                                                      \
     X(4096, 2, 8)
 
 /* A forward and an inverse transform of N points, FPB lines a block, with the same register
  * layout: thread t holds points t + i * stride. */
 template <int N, int FPB, int EPT> struct dx_pair {
-    using base = decltype(Size<N>() + Precision<float>() + Type<fft_type::c2c>() +
-                          Direction<fft_direction::forward>() + FFTsPerBlock<FPB>() + SM<900>() + Block());
+    using base = decltype(Size<N>() + Precision<float>() + Type<fft_type::c2c>() + Direction<fft_direction::forward>() +
+                          FFTsPerBlock<FPB>() + SM<900>() + Block());
     static constexpr unsigned ept = EPT ? EPT : base::elements_per_thread;
     using fwd = decltype(base() + ElementsPerThread<ept>());
-    using inv = decltype(Size<N>() + Precision<float>() + Type<fft_type::c2c>() +
-                         Direction<fft_direction::inverse>() + FFTsPerBlock<FPB>() + SM<900>() + Block() +
-                         ElementsPerThread<ept>());
+    using inv = decltype(Size<N>() + Precision<float>() + Type<fft_type::c2c>() + Direction<fft_direction::inverse>() +
+                         FFTsPerBlock<FPB>() + SM<900>() + Block() + ElementsPerThread<ept>());
     using value = typename fwd::value_type;
     static constexpr unsigned stride = fwd::stride;
     static constexpr unsigned threads = fwd::block_dim.x * fwd::block_dim.y * fwd::block_dim.z;
-    static constexpr size_t smem = fwd::shared_memory_size > inv::shared_memory_size ? fwd::shared_memory_size
-                                                                                      : inv::shared_memory_size;
+    static constexpr size_t smem =
+        fwd::shared_memory_size > inv::shared_memory_size ? fwd::shared_memory_size : inv::shared_memory_size;
 };
 
 /* What a pass does: the transform first (none or a direction), the multiply by tab, then. */
@@ -136,7 +135,7 @@ __global__ void __launch_bounds__(dx_pair<N, C, EPT>::threads)
 {
     using P = dx_pair<N, C, EPT>;
     constexpr int per = (C * N + P::threads - 1) / P::threads; /* staged values a thread */
-    constexpr int chunk = per < 8 ? per : 8;                     /* loads in flight before the stores */
+    constexpr int chunk = per < 8 ? per : 8;                   /* loads in flight before the stores */
     extern __shared__ __align__(16) unsigned char sm[];
     float2 *tile = reinterpret_cast<float2 *>(sm);
     const int ld = N + 1, col0 = blockIdx.x * C, width = min(C, nx - col0);
@@ -263,11 +262,11 @@ int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float
 {
     dx_steps st{first, then, tab};
     int chosen = env_variant_compiled("STEMSIM_DX_ROWS", nx, 1), seen = 0;
-#define DX_ROWS(N, R, EPT)                                                                                           \
-    if (nx == N) {                                                                                                   \
-        if (chosen ? variant_wanted("STEMSIM_DX_ROWS", R, EPT) : !seen)                                           \
-            return launch_rows<N, R, EPT>(waves, ny, batch, st, s);                                                  \
-        seen = 1;                                                                                                    \
+#define DX_ROWS(N, R, EPT)                                                                                             \
+    if (nx == N) {                                                                                                     \
+        if (chosen ? variant_wanted("STEMSIM_DX_ROWS", R, EPT) : !seen)                                                \
+            return launch_rows<N, R, EPT>(waves, ny, batch, st, s);                                                    \
+        seen = 1;                                                                                                      \
     }
     DX_ROW_KERNELS(DX_ROWS)
 #undef DX_ROWS
@@ -278,11 +277,11 @@ int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float
 {
     dx_steps st{first, then, tab_t};
     int chosen = env_variant_compiled("STEMSIM_DX_COLS", ny, 0), seen = 0;
-#define DX_COLS(N, C, EPT)                                                                                           \
-    if (ny == N) {                                                                                                   \
-        if (chosen ? variant_wanted("STEMSIM_DX_COLS", C, EPT) : !seen)                                           \
-            return launch_cols<N, C, EPT>(waves, nx, batch, st, s);                                                  \
-        seen = 1;                                                                                                    \
+#define DX_COLS(N, C, EPT)                                                                                             \
+    if (ny == N) {                                                                                                     \
+        if (chosen ? variant_wanted("STEMSIM_DX_COLS", C, EPT) : !seen)                                                \
+            return launch_cols<N, C, EPT>(waves, nx, batch, st, s);                                                    \
+        seen = 1;                                                                                                      \
     }
     DX_COL_KERNELS(DX_COLS)
 #undef DX_COLS
@@ -300,13 +299,15 @@ int gpu_dx_covers(int n)
 int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s)
 {
     (void)ny, (void)waves, (void)batch, (void)first, (void)tab, (void)then, (void)s;
-    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): built without cuFFTDx, no row pass of size %d", nx);
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): built without cuFFTDx, no row pass of size %d",
+                     nx);
 }
 
 int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s)
 {
     (void)nx, (void)waves, (void)batch, (void)first, (void)tab_t, (void)then, (void)s;
-    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): built without cuFFTDx, no column pass of size %d", ny);
+    return STEM_FAIL(STEM_ERR_INTERNAL,
+                     "internal error (please report): built without cuFFTDx, no column pass of size %d", ny);
 }
 
 #endif

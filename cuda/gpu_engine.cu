@@ -4,6 +4,7 @@
  * streaming, and hands out the GPU implementations. The per-step functions
  * recompute the same (deterministic) batch and mode decisions quietly from
  * the devices chosen here. */
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,29 @@ static void gpu_destroy(stem_engine *e)
     e->state = NULL;
 }
 
+/* engine->host_pin: cudaHostRegister, for buffers up to an eighth of the machine's memory (a
+ * larger one keeps the driver's staged copies rather than lock most of the node). */
+static void gpu_host_pin(const stem_engine *e, void *p, size_t bytes)
+{
+    (void)e;
+    double physical = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (!p || !bytes || (physical > 0 && bytes > physical / 8)) return;
+    cudaError_t r = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    if (r != cudaSuccess) {
+        cudaGetLastError();
+        stem_debug("a host buffer of %.2f GiB could not be page-locked (%s): its copies to and from the GPU run "
+                   "through the driver's staging",
+                   bytes / GPU_GIB, cudaGetErrorString(r));
+    }
+}
+
+/* engine->host_unpin: a buffer that was never locked is an error the driver reports and we ignore. */
+static void gpu_host_unpin(const stem_engine *e, void *p)
+{
+    (void)e;
+    if (p && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+}
+
 static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
 {
     stem_gpu_warm_up(0);
@@ -58,6 +82,8 @@ static int gpu_engine_create(const stem_plan *plan, stem_engine *engine)
     engine->prism_output = gpu_prism_output;
     engine->prism_resident = gpu_prism_resident;
     engine->hrtem = gpu_hrtem_points;
+    engine->host_pin = gpu_host_pin;
+    engine->host_unpin = gpu_host_unpin;
     engine->destroy = gpu_destroy;
     char ids[256] = "";
     for (int i = 0, len = 0; i < d->n_gpus && len < (int)sizeof ids - 8; i++)

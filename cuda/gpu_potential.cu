@@ -1,9 +1,11 @@
 /* Transmission functions on the GPU: the same steps as src/potential.c's
  * trans_work, slice by slice on the rank's first GPU. The host lists each atom's
- * shares of the slices (stem_atom_slice_weights, as the CPU does); the device adds
- * their blurred profiles at their exact positions (64-bit fixed-point atomics: integer
- * sums do not depend on the order the atoms arrive in, so the result is the same bits
- * run after run), divides the blur out inside the band, takes exp(i sigma V),
+ * shares of the slices (stem_atom_slice_weights, as the CPU does), each slice's sorted by
+ * the first row of the atom's box; the device adds their blurred profiles at their exact
+ * positions, each block a tile of pixels gathering the atoms whose boxes meet it (64-bit
+ * fixed-point sums: integer sums do not depend on the order of the atoms, so the result is
+ * the same bits run after run, and the same as the atomics this replaced), divides the blur
+ * out inside the band, takes exp(i sigma V),
  * band-limits, and the slice is copied to the host buffer the campaign owns
  * (it is broadcast to the group and uploaded like a CPU-built one; where the GPU has room
  * the slices also stay there, and the next upload of that buffer is a device copy). */
@@ -31,13 +33,13 @@ typedef struct gpu_tr_ctx {
     const stem_potential_table *table; /* what the uploaded profiles came from */
     float *profiles;                   /* the table's profiles on the device */
     int m, fnx, fny;                   /* the potential's grid: m times finer than the run's */
-    long long *V;                      /* one slice's blurred potential, fixed point (potential's grid) */
     float2 *tf;                        /* its potential, then exp(i sigma V) (potential's grid) */
     float2 *t;                         /* one slice's transmission function (the run's grid) */
     float2 *all;                       /* or every slice's, kept for the next step (NULL: no room) */
     cudaEvent_t built[2];              /* slice s done (s % 2): its copy to the host may start */
     cudaStream_t copies;               /* the copies to the host, beside the next slice's kernels */
-    gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices, sorted by slice */
+    gpu_atom *atoms, *host_atoms;      /* one configuration's atoms' shares of slices: by slice, then box row */
+    gpu_atom *sort_tmp;                /* host scratch of the sort by box row */
     long atoms_cap;
     long *first;              /* first entry of each slice (n_slices + 1) */
     cufftHandle fft, fft_run; /* the potential's grid, the run's (m > 1) */
@@ -75,33 +77,111 @@ int gpu_transmission_kept_copy(gpu_kept_trans *kept, const stem_complex *host, f
     return STEM_OK;
 }
 
-/* V[wrapped pixel] += weight * h(r): one block per atom of the slice, each thread a pixel of
- * the atom's box; the same lookup as potential.c's add_profile_rows. */
-static __global__ void k_add_atoms(long long *__restrict__ V, const gpu_atom *__restrict__ atoms,
-                                   const float *__restrict__ profiles, int nx, int ny, int kx, int ky, int rx, int ry,
-                                   float dx, float dy, float reach2, float per_step, int points)
+#define TILE 32          /* a block's tile of the potential's grid: TILE x TILE pixels */
+#define TILE_THREADS 256 /* TILE columns x 8 rows; each thread TILE / 8 pixels of one column */
+
+static __device__ __forceinline__ int wrap_index(int v, int n)
 {
-    gpu_atom a = atoms[blockIdx.x];
-    const float *h = profiles + (size_t)a.profile * points;
-    for (int e = threadIdx.x; e < kx * ky; e += blockDim.x) {
-        int j = e / kx, i = e - j * kx;
-        float ox = __fmul_rn(__fsub_rn((float)(i - rx), a.fx), dx),
-              oy = __fmul_rn(__fsub_rn((float)(j - ry), a.fy), dy);
-        float r2 = __fadd_rn(__fmul_rn(ox, ox), __fmul_rn(oy, oy));
-        if (r2 >= reach2) continue;
-        float u = __fmul_rn(__fsqrt_rn(r2), per_step);
-        int k = (int)u;
-        float v = __fmul_rn(a.weight, __fadd_rn(h[k], __fmul_rn(__fsub_rn(u, (float)k), __fsub_rn(h[k + 1], h[k]))));
-        int gy = ((a.py + j) % ny + ny) % ny, gx = ((a.px + i) % nx + nx) % nx;
-        atomicAdd((unsigned long long *)&V[(size_t)gy * nx + gx],
-                  (unsigned long long)__double2ll_rn((double)v * FIXED_SCALE));
-    }
+    v %= n;
+    return v < 0 ? v + n : v;
 }
 
-static __global__ void k_to_complex(float2 *__restrict__ t, const long long *__restrict__ V, size_t grid)
+/* The first of atoms[0, n) (sorted by their box's first row, wrapped) whose row is >= key. */
+static __device__ long first_row_at_least(const gpu_atom *atoms, long n, int key, int ny)
 {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < grid) t[i] = make_float2((float)((double)V[i] / FIXED_SCALE), 0.0f);
+    long lo = 0, hi = n;
+    while (lo < hi) {
+        long mid = (lo + hi) / 2;
+        if (wrap_index(atoms[mid].py, ny) < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* weight * h(r) of atom a at box offset (i, j), in fixed point: the same float operations as
+ * potential.c's add_profile_rows; 0 beyond the reach. */
+static __device__ __forceinline__ long long profile_fixed(const gpu_atom &a, const float *__restrict__ profiles,
+                                                          int points, int i, int j, int rx, int ry, float dx, float dy,
+                                                          float reach2, float per_step)
+{
+    float ox = __fmul_rn(__fsub_rn((float)(i - rx), a.fx), dx), oy = __fmul_rn(__fsub_rn((float)(j - ry), a.fy), dy);
+    float r2 = __fadd_rn(__fmul_rn(ox, ox), __fmul_rn(oy, oy));
+    if (r2 >= reach2) return 0;
+    const float *h = profiles + (size_t)a.profile * points;
+    float u = __fmul_rn(__fsqrt_rn(r2), per_step);
+    int k = (int)u;
+    float v = __fmul_rn(a.weight, __fadd_rn(h[k], __fmul_rn(__fsub_rn(u, (float)k), __fsub_rn(h[k + 1], h[k]))));
+    return __double2ll_rn((double)v * FIXED_SCALE);
+}
+
+/* t[pixel] = (the sum over the slice's atoms of weight * h(r), wrapped periodically, 0i): one
+ * block per TILE x TILE tile. The atoms whose box rows can meet the tile's are found by binary
+ * search (one or two ranges, the box rows being periodic); those whose box also meets its
+ * columns go to a shared list, chunk by chunk, and each thread adds them to its pixels. */
+static __global__ void __launch_bounds__(TILE_THREADS)
+    k_gather_atoms(float2 *__restrict__ t, const gpu_atom *__restrict__ atoms, long n,
+                   const float *__restrict__ profiles, int nx, int ny, int kx, int ky, int rx, int ry, float dx,
+                   float dy, float reach2, float per_step, int points)
+{
+    __shared__ gpu_atom list[TILE_THREADS];
+    __shared__ long range[4];
+    __shared__ int count;
+    const int x0 = blockIdx.x * TILE, y0 = blockIdx.y * TILE;
+    const int gx = x0 + threadIdx.x % TILE, row0 = threadIdx.x / TILE;
+    constexpr int rows = TILE / (TILE_THREADS / TILE); /* pixels a thread, TILE_THREADS / TILE rows apart */
+    long long acc[rows];
+#pragma unroll
+    for (int r = 0; r < rows; r++) acc[r] = 0;
+    if (threadIdx.x == 0) { /* box rows [key, key + ky) meet [y0, y0 + TILE): key in [y0 - ky + 1, y0 + TILE) */
+        int len = ky + TILE - 1, lo = wrap_index(y0 - ky + 1, ny);
+        if (len >= ny) {
+            range[0] = 0, range[1] = n, range[2] = range[3] = 0;
+        } else if (lo + len <= ny) {
+            range[0] = first_row_at_least(atoms, n, lo, ny), range[1] = first_row_at_least(atoms, n, lo + len, ny);
+            range[2] = range[3] = 0;
+        } else {
+            range[0] = first_row_at_least(atoms, n, lo, ny), range[1] = n;
+            range[2] = 0, range[3] = first_row_at_least(atoms, n, lo + len - ny, ny);
+        }
+    }
+    __syncthreads();
+    for (int part = 0; part < 2; part++) {
+        const long begin = range[2 * part], end = range[2 * part + 1];
+        for (long c0 = begin; c0 < end; c0 += TILE_THREADS) {
+            if (threadIdx.x == 0) count = 0;
+            __syncthreads();
+            long i = c0 + threadIdx.x;
+            if (i < end) { /* the box's columns [bx, bx + kx) meet the tile's, periodically */
+                gpu_atom a = atoms[i];
+                int bx = wrap_index(a.px, nx);
+                if (wrap_index(x0 - bx, nx) < kx || wrap_index(bx - x0, nx) < TILE) list[atomicAdd(&count, 1)] = a;
+            }
+            __syncthreads();
+            const int listed = count;
+            if (gx < nx)
+                for (int k = 0; k < listed; k++) {
+                    const gpu_atom a = list[k];
+                    for (int bi = wrap_index(gx - a.px, nx); bi < kx; bi += nx) /* a box wider than the grid: again */
+#pragma unroll
+                        for (int r = 0; r < rows; r++) {
+                            int gy = y0 + row0 + r * (TILE_THREADS / TILE);
+                            if (gy < ny)
+                                for (int bj = wrap_index(gy - a.py, ny); bj < ky; bj += ny)
+                                    acc[r] +=
+                                        profile_fixed(a, profiles, points, bi, bj, rx, ry, dx, dy, reach2, per_step);
+                        }
+                }
+            __syncthreads();
+        }
+    }
+    if (gx >= nx) return;
+#pragma unroll
+    for (int r = 0; r < rows; r++) {
+        int gy = y0 + row0 + r * (TILE_THREADS / TILE);
+        if (gy < ny) t[(size_t)gy * nx + gx] = make_float2((float)((double)acc[r] / FIXED_SCALE), 0.0f);
+    }
 }
 
 /* Times stem_potential_deblur: the Gaussian divided out inside the band, zero beyond. */
@@ -150,7 +230,7 @@ static void tr_release(tr_ctx *c)
     if (c->has_fft_run) cufftDestroy(c->fft_run);
     if (c->stream) cudaStreamDestroy(c->stream);
     gpu_free(c->profiles);
-    gpu_free(c->V);
+    free(c->sort_tmp);
     gpu_free(c->t);
     gpu_free(c->tf);
     gpu_free(c->atoms);
@@ -182,7 +262,6 @@ static int tr_create(tr_ctx *c, const stem_plan *plan, const stem_potential_tabl
     c->fnx = c->m * plan->nx;
     c->fny = c->m * plan->ny;
     size_t fine = (size_t)c->fnx * c->fny;
-    GPU_ALLOC(c->V, sizeof(long long) * fine, "slice potential");
     GPU_ALLOC(c->tf, sizeof(float2) * fine, "slice transmission function (oversampled)");
     GPU_ALLOC(c->t, sizeof(float2) * grid, "slice transmission function");
     if (keep_all) {
@@ -223,15 +302,39 @@ static int tr_reserve(tr_ctx *c, long n)
     gpu_free(c->atoms);
     c->atoms = NULL;
     free(c->host_atoms);
+    free(c->sort_tmp);
+    c->sort_tmp = NULL;
     c->host_atoms = (gpu_atom *)stem_alloc(sizeof(gpu_atom) * n, "placed atoms");
     if (!c->host_atoms) return STEM_ERR_MEMORY;
+    c->sort_tmp = (gpu_atom *)stem_alloc(sizeof(gpu_atom) * n, "placed atoms (sorting)");
+    if (!c->sort_tmp) return STEM_ERR_MEMORY;
     GPU_ALLOC(c->atoms, sizeof(gpu_atom) * n, "placed atoms");
     c->atoms_cap = n;
     return STEM_OK;
 }
 
+/* Each slice's entries of host_atoms sorted by their box's first row, wrapped (a stable
+ * counting sort through sort_tmp): k_gather_atoms finds a tile's atoms by binary search. */
+static int tr_sort_by_row(tr_ctx *c)
+{
+    int ny = c->fny;
+    long *at = (long *)stem_alloc(sizeof(long) * (ny + 1), "atoms per box row");
+    if (!at) return STEM_ERR_MEMORY;
+    for (int s = 0; s < c->plan->n_slices; s++) {
+        gpu_atom *a = c->host_atoms + c->first[s], *tmp = c->sort_tmp + c->first[s];
+        long n = c->first[s + 1] - c->first[s];
+        memset(at, 0, sizeof(long) * (ny + 1));
+        for (long i = 0; i < n; i++) at[(a[i].py % ny + ny) % ny + 1]++;
+        for (int r = 0; r < ny; r++) at[r + 1] += at[r];
+        for (long i = 0; i < n; i++) tmp[at[(a[i].py % ny + ny) % ny]++] = a[i];
+        memcpy(a, tmp, sizeof(gpu_atom) * n);
+    }
+    free(at);
+    return STEM_OK;
+}
+
 /* List every atom's shares on the host (stem_atom_slice_weights, as the CPU does), sorted
- * by slice (counting sort), and upload them. */
+ * by slice (counting sort) and within a slice by box row, and upload them. */
 static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
 {
     const stem_plan *plan = c->plan;
@@ -261,6 +364,7 @@ static int tr_upload_atoms(tr_ctx *c, const stem_atoms *atoms)
         }
     }
     free(next);
+    STEM_TRY(tr_sort_by_row(c));
     if (total > 0)
         CUDA_CALL(
             cudaMemcpyAsync(c->atoms, c->host_atoms, sizeof(gpu_atom) * total, cudaMemcpyHostToDevice, c->stream));
@@ -278,15 +382,10 @@ static int tr_slice(tr_ctx *c, int s, float2 *out)
     unsigned blocks = gpu_blocks(fine, 256);
     long n = c->first[s + 1] - c->first[s];
     double fq = m * plan->q_limit;
-    CUDA_CALL(cudaMemsetAsync(c->V, 0, sizeof(long long) * fine, c->stream));
-    if (n > 0) {
-        k_add_atoms<<<(unsigned)n, 256, 0, c->stream>>>(c->V, c->atoms + c->first[s], c->profiles, c->fnx, c->fny,
-                                                        t->kx, t->ky, t->rx, t->ry, (float)(plan->dx / m),
-                                                        (float)(plan->dy / m), (float)(t->reach * t->reach),
-                                                        (float)(1 / t->step), t->points);
-        CUDA_LAUNCH();
-    }
-    k_to_complex<<<blocks, 256, 0, c->stream>>>(c->tf, c->V, fine);
+    dim3 tiles((c->fnx + TILE - 1) / TILE, (c->fny + TILE - 1) / TILE);
+    k_gather_atoms<<<tiles, TILE_THREADS, 0, c->stream>>>(
+        c->tf, c->atoms + c->first[s], n, c->profiles, c->fnx, c->fny, t->kx, t->ky, t->rx, t->ry,
+        (float)(plan->dx / m), (float)(plan->dy / m), (float)(t->reach * t->reach), (float)(1 / t->step), t->points);
     CUDA_LAUNCH();
     CUFFT_CALL(cufftExecC2C(c->fft, c->tf, c->tf, CUFFT_FORWARD));
     k_deblur<<<blocks, 256, 0, c->stream>>>(c->tf, c->fnx, c->fny, plan->cell[0], plan->cell[1], fq * fq,
@@ -354,7 +453,7 @@ int gpu_transmission(const stem_engine *e, const stem_plan *plan, const stem_pot
         /* the other steps' memory plans leave this step only their reserve: a grid too
          * large for a small part of it is built on the CPU instead (the same numbers) */
         double m = plan->opt.oversampling > 1 ? plan->opt.oversampling : 1;
-        double need = 16.0 * m * m * plan->nx * plan->ny + 8.0 * plan->nx * plan->ny +
+        double need = 8.0 * m * m * plan->nx * plan->ny + 8.0 * plan->nx * plan->ny +
             4.0 * table->n_profiles * table->points +
             24.0 * atoms->n * (table->finite ? 8 : 1); /* entries: up to 4 per slice reached */
         if (need > 0.25 * st->dev.usable_bytes) {

@@ -171,8 +171,11 @@ static int ahead_buffer(campaign *cp)
         !(job->engine->transmission || L->group_size == 1))
         return STEM_OK;
     const stem_plan *plan = job->plan;
-    cp->spare = stem_fft_alloc((size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions (built ahead)");
+    size_t n = (size_t)plan->nx * plan->ny * plan->n_slices;
+    cp->spare = stem_fft_alloc(n, "transmission functions (built ahead)");
     if (!cp->spare) return STEM_ERR_MEMORY;
+    if (job->engine->transmission && job->engine->host_pin) /* as cp->trans (stem_campaign_group_state) */
+        job->engine->host_pin(job->engine, cp->spare, n * sizeof(stem_complex));
     cp->ahead = (stem_build_ahead){.engine = job->engine, .plan = plan, .atoms = job->atoms, .table = &cp->table};
     return STEM_OK;
 }
@@ -198,6 +201,11 @@ int stem_campaign_group_state(campaign *cp)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
+    /* a rank's own copy that the engine builds and uploads (the GPU): locked, so that its copies
+     * run at the bus's rate */
+    if (!err && job->engine->transmission && job->engine->host_pin)
+        job->engine->host_pin(job->engine, cp->trans,
+                              (size_t)plan->nx * plan->ny * plan->n_slices * sizeof(stem_complex));
     int split = !job->engine->transmission && plan->opt.node_queue && !plan->opt.potential_file[0] &&
         !(cp->smatrix_io && cp->smatrix_io->load);
     if (!err) err = stem_mpi_agree(stem_transmission_split_alloc(m, plan, split, &cp->split), m->group);
@@ -212,6 +220,11 @@ int stem_campaign_group_state(campaign *cp)
 void stem_campaign_group_state_free(campaign *cp)
 {
     stem_build_ahead_finish(&cp->ahead); /* left early: never free a buffer a helper writes */
+    const stem_engine *engine = cp->job->engine;
+    if (engine->host_unpin && engine->transmission) { /* the two swap places unit by unit */
+        engine->host_unpin(engine, cp->spare);
+        engine->host_unpin(engine, cp->trans);
+    }
     stem_fft_free(cp->spare);
     cp->spare = NULL;
     stem_dist_unit_free(cp->dist);

@@ -48,6 +48,12 @@ typedef struct stem_engine {
      * STEM_NOT_APPLICABLE when it cannot (the wave does not fit the GPU): the CPU's runs. */
     int (*hrtem)(const struct stem_engine *e, const stem_plan *plans, int n, const stem_complex *trans,
                  const stem_detector *det, stem_result *res);
+    /* Optional (NULL: nothing to do): page-lock a host buffer that the engine's steps copy to
+     * and from (the GPU: its transfers then run at the bus's rate, not through the driver's
+     * staging), and release it before the buffer is freed. A buffer the engine cannot or will
+     * not lock stays as it was: its copies are only slower. */
+    void (*host_pin)(const struct stem_engine *e, void *p, size_t bytes);
+    void (*host_unpin)(const struct stem_engine *e, void *p);
     void (*destroy)(struct stem_engine *e);
 } stem_engine;
 
