@@ -114,7 +114,7 @@ static void campaign_shape(campaign *cp, const stem_campaign_job *job)
     cp->table_node.win = MPI_WIN_NULL;
     cp->store.fd = cp->store.own = -1;
     cp->ck.lock_fd = cp->ck.store_fd = -1;
-    cp->tilt = cp->potential_tilt = cp->ready = -1;
+    cp->tilt = cp->potential_tilt = cp->ready = cp->ready_unit = cp->ahead_unit = cp->ahead_tilt = -1;
     cp->n_configs = job->plan->n_configs;
     cp->n_tilts = s->n_points ? s->n_tilts : 1;
     cp->n_planes = s->n_points ? s->n[STEM_SERIES_DEPTH] : 1;

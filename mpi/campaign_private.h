@@ -36,9 +36,13 @@ typedef struct {
     int tilt;                          /* the tilt whose rotated model `tilted` is (-1: none) */
     stem_atoms tilted;
     stem_dist_unit *dist; /* a distributed FFT's state (plan->dist) */
-    stem_complex *spare;  /* the next configuration's transmission functions, built ahead */
+    stem_complex *spare;  /* the next unit's transmission functions, built ahead */
     stem_build_ahead ahead;
-    int ready;          /* the configuration whose functions trans holds (-1: none) */
+    int ahead_unit; /* the unit the helper builds for (campaign_unit.c) */
+    int ready_unit; /* the unit whose functions trans holds from the helper (-1: none) */
+    int ahead_tilt; /* the tilt whose rotated model `ahead_tilted` is (-1: none) */
+    stem_atoms ahead_tilted;
+    int ready;          /* streamed blocks: the configuration whose functions trans holds (-1: none) */
     double start, busy; /* units' start; this rank's time in its units */
     int n_run;          /* units this run computes (the same on every rank) */
     /* the sums */

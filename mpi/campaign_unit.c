@@ -11,15 +11,16 @@
 #include "../src/test_hooks.h"
 #include "phonon_steps.h"
 
-static int tilt_model(campaign *cp, int t)
+/* The model rotated to tilt t into *rotated, unless *at says it is there already. */
+static int rotated_to(campaign *cp, int t, int *at, stem_atoms *rotated)
 {
-    if (cp->tilt == t) return STEM_OK;
+    if (*at == t) return STEM_OK;
     double tx, ty;
-    stem_atoms_free(&cp->tilted);
-    cp->tilt = -1;
+    stem_atoms_free(rotated);
+    *at = -1;
     stem_series_tilt_values(cp->job->series, t, &tx, &ty);
-    STEM_TRY(stem_atoms_rotated(cp->job->atoms, cp->job->cfg->rotation_z, tx, ty, &cp->tilted));
-    cp->tilt = t;
+    STEM_TRY(stem_atoms_rotated(cp->job->atoms, cp->job->cfg->rotation_z, tx, ty, rotated));
+    *at = t;
     return STEM_OK;
 }
 
@@ -29,9 +30,26 @@ int stem_campaign_unit_model(campaign *cp, int t, const stem_atoms **model)
 {
     *model = cp->job->atoms;
     if (!cp->checkpointed) return STEM_OK;
-    STEM_TRY(tilt_model(cp, t));
+    STEM_TRY(rotated_to(cp, t, &cp->tilt, &cp->tilted));
     *model = &cp->tilted;
     return STEM_OK;
+}
+
+/* Unit `next`'s transmission functions started on the helper (phonon_loop.h), with its tilt's
+ * plan and model (a series': rotated into a copy of its own, since this thread's model moves
+ * to other tilts meanwhile). A failure here only leaves next to be built when it runs. */
+static void start_ahead(campaign *cp, int next)
+{
+    int t = next / cp->n_configs;
+    const stem_atoms *model = cp->job->atoms;
+    if (cp->checkpointed) { /* as stem_campaign_unit_model */
+        if (rotated_to(cp, t, &cp->ahead_tilt, &cp->ahead_tilted)) return;
+        model = &cp->ahead_tilted;
+    }
+    cp->ahead.plan = &stem_campaign_tilt_plans(cp, t)[0];
+    cp->ahead.atoms = model;
+    cp->ahead_unit = next;
+    stem_build_ahead_start(&cp->ahead, next % cp->n_configs, cp->spare);
 }
 
 /* Unit u (tilt t, configuration c): its tilt's points computed and added into res[per_tilt];
@@ -60,10 +78,10 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
     }
     int loaded = cp->smatrix_io && cp->smatrix_io->load; /* the S-matrix read back: no transmission functions */
     if (!err && !loaded)
-        err = stem_phonon_transmission(job->m, job->engine, &plans[0], model, &cp->table, c, cp->ready == c, cp->trans,
-                                       &cp->trans_node, &cp->split);
+        err = stem_phonon_transmission(job->m, job->engine, &plans[0], model, &cp->table, c, cp->ready_unit == u,
+                                       cp->trans, &cp->trans_node, &cp->split);
     cp->buffers.config = c;
-    if (!err && cp->spare && next >= 0) stem_build_ahead_start(&cp->ahead, next % cp->n_configs, cp->spare);
+    if (!err && cp->spare && next >= 0) start_ahead(cp, next);
     /* a probe queue: the node's rows were read (taken) by their ranks before any is written again, and
      * every probe of the node is in them before any rank reads its own */
     if (cp->queue.word && stem_shared_sync(&job->m->share, &cp->res_node) && !err) err = STEM_ERR_MPI;
@@ -71,10 +89,14 @@ int stem_campaign_compute_unit(campaign *cp, int u, int next, stem_result *res)
         err =
             stem_algorithm_run_points(job->engine, plans, cp->n_optics, job->m, cp->trans, &cp->det, res, &cp->buffers);
     if (cp->queue.word && stem_shared_sync(&job->m->share, &cp->res_node) && !err) err = STEM_ERR_MPI;
-    if (cp->spare && (cp->ready = stem_build_ahead_finish(&cp->ahead)) >= 0) {
-        stem_complex *built = cp->spare;
-        cp->spare = cp->trans;
-        cp->trans = built;
+    if (cp->spare) {
+        int built = stem_build_ahead_finish(&cp->ahead) >= 0;
+        cp->ready_unit = built ? cp->ahead_unit : -1;
+        if (built) {
+            stem_complex *ahead = cp->spare;
+            cp->spare = cp->trans;
+            cp->trans = ahead;
+        }
     }
     return group_agree(job->m, err);
 }
@@ -157,17 +179,19 @@ static int queue_results(campaign *cp)
     return err;
 }
 
-/* A plain run's second transmission buffer, for the next configuration built ahead: only
- * where the leader alone builds and broadcasts (an engine with its own transmission step, or a
- * group of one) and leaves the host's cores idle; where the group shares the build, a leader
- * holding the configuration already would broadcast while the others wait in the exchange. */
+/* A run's second transmission buffer, for the next unit built ahead: only where the leader
+ * alone builds and broadcasts (an engine with its own transmission step, or a group of one) and
+ * leaves the host's cores idle; where the group shares the build, a leader holding the
+ * configuration already would broadcast while the others wait in the exchange. A series' next
+ * unit may be of the next tilt: start_ahead rotates its model. */
 static int ahead_buffer(campaign *cp)
 {
     const stem_campaign_job *job = cp->job;
     const stem_layout *L = &job->m->layout;
     int rounds = (cp->n_units + L->n_groups - 1) / L->n_groups;
     int loaded = cp->smatrix_io && cp->smatrix_io->load;
-    if (cp->checkpointed || loaded || cp->streamed || !job->engine->host_idle || L->group_rank != 0 || rounds <= 1 ||
+    int idle = job->engine->host_idle || stem_test_hooks()->build_ahead;
+    if (loaded || cp->streamed || !idle || L->group_rank != 0 || rounds <= 1 ||
         !(job->engine->transmission || L->group_size == 1))
         return STEM_OK;
     const stem_plan *plan = job->plan;
@@ -176,6 +200,9 @@ static int ahead_buffer(campaign *cp)
     if (!cp->spare) return STEM_ERR_MEMORY;
     if (job->engine->transmission && job->engine->host_pin) /* as cp->trans (stem_campaign_group_state) */
         job->engine->host_pin(job->engine, cp->spare, n * sizeof(stem_complex));
+    stem_debug("transmission functions: each next unit's built ahead on a helper thread while this one runs "
+               "(one more copy, %.2f GiB)",
+               n * sizeof(stem_complex) / 1073741824.0);
     cp->ahead = (stem_build_ahead){.engine = job->engine, .plan = plan, .atoms = job->atoms, .table = &cp->table};
     return STEM_OK;
 }
@@ -245,6 +272,8 @@ void stem_campaign_group_state_free(campaign *cp)
     stem_detector_free(&cp->det);
     stem_atoms_free(&cp->tilted);
     cp->tilt = -1;
+    stem_atoms_free(&cp->ahead_tilted);
+    cp->ahead_tilt = -1;
     free(cp->smatrix_unit);
     cp->smatrix_unit = NULL;
 }

@@ -29,6 +29,7 @@ static void read_hooks(void)
     hooks.fail_rank = env_int("STEMSIM_TEST_FAIL_RANK", -1);
     hooks.fault = getenv("STEMSIM_TEST_FAULT");
     hooks.background_take = getenv("STEMSIM_TEST_BACKGROUND_TAKE") != NULL;
+    hooks.build_ahead = getenv("STEMSIM_TEST_BUILD_AHEAD") != NULL;
     hooks.unit_delay_s = env_double("STEMSIM_TEST_UNIT_DELAY", 0);
     hooks.gpu_free_gib = env_double("STEMSIM_TEST_GPU_FREE_GIB", 0);
 }

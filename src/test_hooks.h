@@ -18,6 +18,7 @@ typedef struct {
     int fail_rank;             /* STEMSIM_TEST_FAIL_RANK: this rank fails as the units start (mpi/phonon_loop.c) */
     const char *fault;         /* STEMSIM_TEST_FAULT: SITE:rank, an allocation failure there */
     int background_take;       /* STEMSIM_TEST_BACKGROUND_TAKE: the sums taken in the background on any engine */
+    int build_ahead;           /* STEMSIM_TEST_BUILD_AHEAD: the next unit's transmission built ahead on any engine */
     double unit_delay_s;       /* STEMSIM_TEST_UNIT_DELAY: a wait after each unit (time to signal a job) */
     double gpu_free_gib;       /* STEMSIM_TEST_GPU_FREE_GIB: the free memory each GPU pretends to have */
 } stem_test_hooks_t;

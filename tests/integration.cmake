@@ -285,7 +285,7 @@ endif()
 # checkpoint_interval (interval) keep every bit; a version 1 checkpoint is refused (old_version).
 if(STEMSIM_PYTHON AND STEMSIM_MPIEXEC)
   foreach(_alg multislice prism)
-    foreach(_s equals_single kill_resume signals damaged owned usable changed_key fft_plans ranks depths
+    foreach(_s equals_single kill_resume signals damaged owned usable changed_key fft_plans ranks build_ahead depths
                state_size random_kills groups_bitwise interval old_version foreign)
       add_test(NAME campaign_${_s}_${_alg}
                COMMAND ${STEMSIM_PYTHON} ${_it_dir}/campaign.py ${_s} --algorithm ${_alg}

@@ -27,6 +27,9 @@ says which units they hold; checkpoint_interval = 0 where a test counts stored u
   changed_key    a key changed between runs is refused naming it (exit 3);
                  --restart starts over and completes
   ranks          1 rank and 3 ranks give the 2-rank result bit for bit (exact sums)
+  build_ahead    each next unit's transmission functions built ahead by a helper thread
+                 (STEMSIM_TEST_BUILD_AHEAD, 1 rank): the 2-rank result bit for bit, also
+                 killed after 2 units and resumed
   depths         [output] depths with a defocus series: the point at each depth equals a
                  single run of a sample cut at that depth (tile_z = 1, 2) to 1e-6
                  (multislice) or bit for bit (PRISM: its S-matrix recorded at each
@@ -488,6 +491,38 @@ def scenario_ranks():
             return 1
         # exact sums: the bits do not depend on the ranks (they were 1e-6 apart with float sums)
         bad += compare(datasets(os.path.join(A.workdir, name + ".h5")), ref, "%d ranks" % ranks)
+    return 1 if bad else 0
+
+
+def scenario_build_ahead():
+    """The next unit's transmission functions built ahead on a helper thread while a unit runs
+    (STEMSIM_TEST_BUILD_AHEAD: the CPU engine too; the GPU does it by default), on 1 rank, the
+    series' next unit often of the next tilt: the 2-rank reference bit for bit; the same after
+    a kill with 2 units stored and a resume."""
+    ref = reference()
+    env = {"STEMSIM_TEST_BUILD_AHEAD": "1"}
+    fresh("ahead")
+    rc, out = run(1, write_config("ahead"), ["-v"], env=env)
+    if rc != 0:
+        log(out)
+        return 1
+    if "built ahead on a helper thread" not in out:
+        log(out)
+        log("FAIL the helper did not build ahead")
+        return 1
+    bad = compare(datasets(os.path.join(A.workdir, "ahead.h5")), ref, "built ahead")
+    fresh("ahead_kill")
+    cfg = write_config("ahead_kill")
+    rc, out = run(1, cfg, env=dict(env, STEMSIM_TEST_KILL_AFTER_UNITS="2"))
+    if rc == 0:
+        log("FAIL the kill after 2 units did not stop the run")
+        return 1
+    rc, out = run(1, cfg, env=env)
+    if rc != 0 or "resum" not in out:
+        log(out)
+        log("FAIL the resumed run (exit %d)" % rc)
+        return 1
+    bad += compare(datasets(os.path.join(A.workdir, "ahead_kill.h5")), ref, "built ahead, killed and resumed")
     return 1 if bad else 0
 
 
