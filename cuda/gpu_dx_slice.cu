@@ -3,10 +3,11 @@
  * values in registers with one shared-memory exchange per transform, where the run-time
  * Stockham kernels make four round trips through shared memory (FUSED_SLICE.md).
  *
- * Only the sizes listed in DX_SIZES are compiled (each costs build time); other sides keep
- * the run-time kernels. The row pass holds whole rows in registers (loads along a row are
- * coalesced as they are); the column pass first stages a tile of C adjacent columns through
- * shared memory, so that a warp reads and writes row segments, then runs C transforms. The
+ * Only the sides listed in DX_ROW_KERNELS and DX_COL_KERNELS are compiled (each costs build
+ * time); other sides keep the run-time kernels or cuFFT. The row pass holds whole rows in
+ * registers (loads along a row are coalesced as they are); the column pass first stages a tile
+ * of C adjacent columns through shared memory, so that a warp reads and writes row segments,
+ * then runs C transforms, reading its multiply's grid transposed (adjacent down a column). The
  * transforms are unnormalised, as cuFFT's and the run-time kernels' (the propagator carries
  * 1/N). Deterministic: the same bits every run. */
 #include "gpu_internal.cuh"
