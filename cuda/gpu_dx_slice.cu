@@ -222,12 +222,30 @@ template <int N, int C, int EPT> int launch_cols(float2 *waves, int nx, int batc
     return STEM_OK;
 }
 
-/* Whether the environment variable `name` ("lines,ept", a benchmark's choice) names (lines, ept). */
-int variant_wanted(const char *name, int lines, int ept)
+/* A benchmark's choice of shape from the environment ("lines,ept"), read once per process
+ * (C++ statics are initialised once, whichever thread comes first); {0, 0}: none. */
+struct dx_choice {
+    int lines, ept;
+};
+
+dx_choice env_choice(const char *name)
 {
     const char *env = getenv(name);
-    int l = 0, e = 0;
-    return env && sscanf(env, "%d,%d", &l, &e) == 2 && l == lines && e == ept;
+    dx_choice c{0, 0};
+    if (!env || sscanf(env, "%d,%d", &c.lines, &c.ept) != 2) c = dx_choice{0, 0};
+    return c;
+}
+
+const dx_choice &rows_choice()
+{
+    static const dx_choice c = env_choice("STEMSIM_DX_ROWS");
+    return c;
+}
+
+const dx_choice &cols_choice()
+{
+    static const dx_choice c = env_choice("STEMSIM_DX_COLS");
+    return c;
 }
 } // namespace
 
@@ -243,13 +261,11 @@ int gpu_dx_covers(int n)
     return rows && cols;
 }
 
-/* Whether a variant of the environment's choice is compiled for side n (else the default runs). */
-static int env_variant_compiled(const char *name, int n, int is_rows)
+/* Whether the benchmark's choice `want` is compiled for side n (else the side's default runs). */
+static int choice_compiled(const dx_choice &want, int n, int is_rows)
 {
-    const char *env = getenv(name);
-    int l = 0, e = 0, found = 0;
-    if (!env || sscanf(env, "%d,%d", &l, &e) != 2) return 0;
-#define DX_FIND(N, L, EPT) found |= n == N && l == L && e == EPT;
+    int found = 0;
+#define DX_FIND(N, L, EPT) found |= n == N && want.lines == L && want.ept == EPT;
     if (is_rows) {
         DX_ROW_KERNELS(DX_FIND)
     } else {
@@ -262,10 +278,11 @@ static int env_variant_compiled(const char *name, int n, int is_rows)
 int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s)
 {
     dx_steps st{first, then, tab};
-    int chosen = env_variant_compiled("STEMSIM_DX_ROWS", nx, 1), seen = 0;
+    const dx_choice &want = rows_choice();
+    int chosen = choice_compiled(want, nx, 1), seen = 0;
 #define DX_ROWS(N, R, EPT)                                                                                             \
     if (nx == N) {                                                                                                     \
-        if (chosen ? variant_wanted("STEMSIM_DX_ROWS", R, EPT) : !seen)                                                \
+        if (chosen ? want.lines == R && want.ept == EPT : !seen)                                                       \
             return launch_rows<N, R, EPT>(waves, ny, batch, st, s);                                                    \
         seen = 1;                                                                                                      \
     }
@@ -277,10 +294,11 @@ int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float
 int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s)
 {
     dx_steps st{first, then, tab_t};
-    int chosen = env_variant_compiled("STEMSIM_DX_COLS", ny, 0), seen = 0;
+    const dx_choice &want = cols_choice();
+    int chosen = choice_compiled(want, ny, 0), seen = 0;
 #define DX_COLS(N, C, EPT)                                                                                             \
     if (ny == N) {                                                                                                     \
-        if (chosen ? variant_wanted("STEMSIM_DX_COLS", C, EPT) : !seen)                                                \
+        if (chosen ? want.lines == C && want.ept == EPT : !seen)                                                       \
             return launch_cols<N, C, EPT>(waves, nx, batch, st, s);                                                    \
         seen = 1;                                                                                                      \
     }
