@@ -19,6 +19,9 @@ static void gpu_describe(const stem_engine *e, const stem_plan *plan, FILE *out)
             plan->algorithm == STEM_ALG_PRISM       ? "S-matrix and output step as printed above"
                 : plan->algorithm == STEM_ALG_HRTEM ? "hrtem on the first GPU as printed above"
                                                     : "multislice as printed above");
+    char slices[160];
+    gpu_slices_describe(plan, slices, sizeof slices);
+    fprintf(out, "GPU slices: %s\n", slices);
 }
 
 static void gpu_destroy(stem_engine *e)

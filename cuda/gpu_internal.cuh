@@ -119,6 +119,8 @@ int gpu_fused_plan(int nx, int ny, int dx_only, gpu_fused_slice *fs, char *why, 
 /* The twiddle tables of a planned fs on the current GPU. */
 int gpu_fused_create(gpu_fused_slice *fs);
 void gpu_fused_free(gpu_fused_slice *fs);
+/* What runs a plan's slices, in words (--dry-run): as the workers will choose. */
+void gpu_slices_describe(const stem_plan *plan, char *why, size_t len);
 /* Whether gpu_fused_plan would take the cuFFTDx kernels for nx x ny (then the column pass
  * wants its multiply's grid transposed as well: gpu_fused_cols). */
 int gpu_fused_uses_dx(int nx, int ny);

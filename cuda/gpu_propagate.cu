@@ -388,6 +388,20 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
     return STEM_OK;
 }
 
+void gpu_slices_describe(const stem_plan *plan, char *why, size_t len)
+{
+    if (plan->opt.fft_callbacks == STEM_FFT_CALLBACKS_ON) {
+        snprintf(why, len, "cuFFT with the multiplies in its loads ([compute] fft_callbacks = on)");
+        return;
+    }
+    if (plan->opt.gpu_slices == STEM_GPU_SLICES_CUFFT) {
+        snprintf(why, len, "cuFFT, multiplies as separate kernels ([compute] gpu_slices = cufft)");
+        return;
+    }
+    gpu_fused_slice fs;
+    gpu_fused_plan(plan->nx, plan->ny, plan->opt.gpu_slices == STEM_GPU_SLICES_AUTO, &fs, why, len);
+}
+
 /* [compute] gpu_slices = fused or auto: the fused slice kernels where they cover the grid
  * (w->slices_fused); auto only cuFFTDx's. */
 static int fused_slices_create(const stem_plan *plan, gpu_prop_worker *w)
