@@ -13,13 +13,37 @@
 
 /* ---- planning ------------------------------------------------------------- */
 
-/* Whether this plan's slices run in the cuFFTDx kernels (gpu_dx_slice.cu): [compute] gpu_slices
- * fused or auto, fft_callbacks off, both grid sides compiled. Their column pass reads the
- * propagator transposed (prop_cols), an extra grid on each GPU. */
+/* Whether a plan's slices run in the fused kernels (then fs is planned), and what runs them, in
+ * words: cuFFT with [compute] fft_callbacks = on or gpu_slices = cufft; auto takes only the
+ * cuFFTDx kernels (gpu_fused_plan). The one decision of the workers, the memory estimate and
+ * --dry-run. */
+static int slices_plan(const stem_plan *plan, gpu_fused_slice *fs, char *why, size_t len)
+{
+    memset(fs, 0, sizeof *fs);
+    if (plan->opt.fft_callbacks == STEM_FFT_CALLBACKS_ON) {
+        snprintf(why, len, "cuFFT with the multiplies in its loads ([compute] fft_callbacks = on)");
+        return 0;
+    }
+    if (plan->opt.gpu_slices == STEM_GPU_SLICES_CUFFT) {
+        snprintf(why, len, "cuFFT, multiplies as separate kernels");
+        return 0;
+    }
+    return gpu_fused_plan(plan->nx, plan->ny, plan->opt.gpu_slices == STEM_GPU_SLICES_AUTO, fs, why, len);
+}
+
+/* Whether this plan's slices run in the cuFFTDx kernels (gpu_dx_slice.cu). Their column pass
+ * reads the propagator transposed (prop_cols), an extra grid on each GPU. */
 static int slices_in_dx(const stem_plan *plan)
 {
-    return plan->opt.gpu_slices != STEM_GPU_SLICES_CUFFT && plan->opt.fft_callbacks != STEM_FFT_CALLBACKS_ON &&
-        gpu_fused_uses_dx(plan->nx, plan->ny);
+    gpu_fused_slice fs;
+    char why[160];
+    return slices_plan(plan, &fs, why, sizeof why) && fs.dx;
+}
+
+void gpu_slices_describe(const stem_plan *plan, char *why, size_t len)
+{
+    gpu_fused_slice fs;
+    slices_plan(plan, &fs, why, len);
 }
 
 static double prop_worker_bytes(const stem_plan *plan, int smatrix, int batch, int streaming)
@@ -388,34 +412,16 @@ static int fused_plans_create(const stem_plan *plan, const gpu_prop_plan *pp, gp
     return STEM_OK;
 }
 
-void gpu_slices_describe(const stem_plan *plan, char *why, size_t len)
-{
-    if (plan->opt.fft_callbacks == STEM_FFT_CALLBACKS_ON) {
-        snprintf(why, len, "cuFFT with the multiplies in its loads ([compute] fft_callbacks = on)");
-        return;
-    }
-    if (plan->opt.gpu_slices == STEM_GPU_SLICES_CUFFT) {
-        snprintf(why, len, "cuFFT, multiplies as separate kernels ([compute] gpu_slices = cufft)");
-        return;
-    }
-    gpu_fused_slice fs;
-    gpu_fused_plan(plan->nx, plan->ny, plan->opt.gpu_slices == STEM_GPU_SLICES_AUTO, &fs, why, len);
-}
-
-/* [compute] gpu_slices = fused or auto: the fused slice kernels where they cover the grid
- * (w->slices_fused); auto only cuFFTDx's. */
+/* [compute] gpu_slices = fused or auto: the fused slice kernels where slices_plan takes them
+ * (w->slices_fused); the note says what runs the slices either way. */
 static int fused_slices_create(const stem_plan *plan, gpu_prop_worker *w)
 {
     char why[sizeof w->fft_note];
-    if (plan->opt.gpu_slices == STEM_GPU_SLICES_CUFFT) return STEM_OK;
-    int dx_only = plan->opt.gpu_slices == STEM_GPU_SLICES_AUTO;
-    if (!gpu_fused_plan(plan->nx, plan->ny, dx_only, &w->fs, why, sizeof why)) {
-        snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
-        return STEM_OK;
-    }
+    int fused = slices_plan(plan, &w->fs, why, sizeof why);
+    snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
+    if (!fused) return STEM_OK;
     STEM_TRY(gpu_fused_create(&w->fs));
     w->slices_fused = 1;
-    snprintf(w->fft_note, sizeof w->fft_note, "%s", why);
     return STEM_OK;
 }
 
@@ -444,7 +450,6 @@ int gpu_prop_worker_create(const stem_plan *plan, const gpu_prop_plan *pp, gpu_p
     CUFFT_CALL(cufftSetAutoAllocation(w->fft, 0));
     CUFFT_CALL(make_batch_plan(plan, pp, w->fft, &work));
     if (plan->opt.fft_callbacks != STEM_FFT_CALLBACKS_ON) {
-        snprintf(w->fft_note, sizeof w->fft_note, "cuFFT, multiplies as separate kernels");
         STEM_TRY(fused_slices_create(plan, w));
     } else {
         STEM_TRY(fused_plans_create(plan, pp, w, &work_t, &work_p));

@@ -179,6 +179,18 @@ static int queue_results(campaign *cp)
     return err;
 }
 
+/* A transmission buffer of this rank's own that the engine builds and uploads (the GPU),
+ * page-locked (lock) so that its copies run at the bus's rate, or released before it is freed. */
+static void transmission_lock(const campaign *cp, stem_complex *p, int lock)
+{
+    const stem_engine *engine = cp->job->engine;
+    const stem_plan *plan = cp->job->plan;
+    if (!engine->transmission) return; /* the CPU builds them, in node-shared memory perhaps */
+    if (lock && engine->host_pin)
+        engine->host_pin(engine, p, (size_t)plan->nx * plan->ny * plan->n_slices * sizeof(stem_complex));
+    if (!lock && engine->host_unpin) engine->host_unpin(engine, p);
+}
+
 /* A run's second transmission buffer, for the next unit built ahead: only where the leader
  * alone builds and broadcasts (an engine with its own transmission step, or a group of one) and
  * leaves the host's cores idle; where the group shares the build, a leader holding the
@@ -198,12 +210,11 @@ static int ahead_buffer(campaign *cp)
     size_t n = (size_t)plan->nx * plan->ny * plan->n_slices;
     cp->spare = stem_fft_alloc(n, "transmission functions (built ahead)");
     if (!cp->spare) return STEM_ERR_MEMORY;
-    if (job->engine->transmission && job->engine->host_pin) /* as cp->trans (stem_campaign_group_state) */
-        job->engine->host_pin(job->engine, cp->spare, n * sizeof(stem_complex));
+    transmission_lock(cp, cp->spare, 1);
     stem_debug("transmission functions: each next unit's built ahead on a helper thread while this one runs "
                "(one more copy, %.2f GiB)",
                n * sizeof(stem_complex) / 1073741824.0);
-    cp->ahead = (stem_build_ahead){.engine = job->engine, .plan = plan, .atoms = job->atoms, .table = &cp->table};
+    cp->ahead = (stem_build_ahead){.engine = job->engine, .table = &cp->table}; /* plan, atoms: start_ahead's */
     return STEM_OK;
 }
 
@@ -228,11 +239,7 @@ int stem_campaign_group_state(campaign *cp)
         err = stem_node_buffer_alloc(&m->share, m->share.active && !job->engine->transmission,
                                      (size_t)plan->nx * plan->ny * plan->n_slices, "transmission functions",
                                      &cp->trans_node, &cp->trans);
-    /* a rank's own copy that the engine builds and uploads (the GPU): locked, so that its copies
-     * run at the bus's rate */
-    if (!err && job->engine->transmission && job->engine->host_pin)
-        job->engine->host_pin(job->engine, cp->trans,
-                              (size_t)plan->nx * plan->ny * plan->n_slices * sizeof(stem_complex));
+    if (!err) transmission_lock(cp, cp->trans, 1);
     int split = !job->engine->transmission && plan->opt.node_queue && !plan->opt.potential_file[0] &&
         !(cp->smatrix_io && cp->smatrix_io->load);
     if (!err) err = stem_mpi_agree(stem_transmission_split_alloc(m, plan, split, &cp->split), m->group);
@@ -247,11 +254,8 @@ int stem_campaign_group_state(campaign *cp)
 void stem_campaign_group_state_free(campaign *cp)
 {
     stem_build_ahead_finish(&cp->ahead); /* left early: never free a buffer a helper writes */
-    const stem_engine *engine = cp->job->engine;
-    if (engine->host_unpin && engine->transmission) { /* the two swap places unit by unit */
-        engine->host_unpin(engine, cp->spare);
-        engine->host_unpin(engine, cp->trans);
-    }
+    transmission_lock(cp, cp->spare, 0); /* the two swap places unit by unit */
+    transmission_lock(cp, cp->trans, 0);
     stem_fft_free(cp->spare);
     cp->spare = NULL;
     stem_dist_unit_free(cp->dist);

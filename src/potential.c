@@ -420,11 +420,24 @@ static void trans_teardown(void *ctx, int w)
     stem_fft_destroy(&job->run[w]);
 }
 
-double stem_potential_deblur(const stem_plan *plan, const stem_potential_table *t, double q2)
+/* stem_potential_deblur's parts: exp(c q^2) / norm inside |q|^2 <= band2 (the potential grid's
+ * band), else 0; norm is that grid's FFT size. */
+typedef struct {
+    double c, band2, norm;
+} deblur_parts;
+
+static deblur_parts deblur_parts_of(const stem_plan *plan, const stem_potential_table *t)
 {
     int m = grid_of(plan).m;
-    double s = t->blur_sigma, q2max = (m * plan->q_limit) * (m * plan->q_limit);
-    return q2 <= q2max ? exp(2 * M_PI * M_PI * s * s * q2) / ((double)m * m * plan->nx * plan->ny) : 0;
+    double s = t->blur_sigma;
+    return (deblur_parts){2 * M_PI * M_PI * s * s, (m * plan->q_limit) * (m * plan->q_limit),
+                          (double)m * m * plan->nx * plan->ny};
+}
+
+double stem_potential_deblur(const stem_plan *plan, const stem_potential_table *t, double q2)
+{
+    deblur_parts d = deblur_parts_of(plan, t);
+    return q2 <= d.band2 ? exp(d.c * q2) / d.norm : 0;
 }
 
 /* The blurred samples V on grid g times stem_potential_deblur, in Fourier space, into work.
@@ -436,14 +449,14 @@ static int deblurred_spectrum(const stem_plan *plan, const stem_potential_table 
     size_t grid = (size_t)g.nx * g.ny;
     double *fx = stem_alloc(sizeof(double) * (g.nx + g.ny), "deblur factors"), *fy = fx ? fx + g.nx : NULL;
     if (!fx) return STEM_ERR_MEMORY;
-    double c = 2 * M_PI * M_PI * t->blur_sigma * t->blur_sigma, q2max = (g.m * plan->q_limit) * (g.m * plan->q_limit);
+    deblur_parts d = deblur_parts_of(plan, t);
     for (int i = 0; i < g.nx; i++) {
         double qx = stem_fft_index(i, g.nx) / plan->cell[0];
-        fx[i] = qx * qx <= q2max ? exp(c * qx * qx) : 0; /* beyond the band: no exp to overflow */
+        fx[i] = qx * qx <= d.band2 ? exp(d.c * qx * qx) : 0; /* beyond the band: no exp to overflow */
     }
     for (int j = 0; j < g.ny; j++) {
         double qy = stem_fft_index(j, g.ny) / plan->cell[1];
-        fy[j] = qy * qy <= q2max ? exp(c * qy * qy) / ((double)g.m * g.m * plan->nx * plan->ny) : 0;
+        fy[j] = qy * qy <= d.band2 ? exp(d.c * qy * qy) / d.norm : 0;
     }
     for (size_t i = 0; i < grid; i++) work[i] = V[i];
     stem_fft_forward(fft, work);
@@ -451,7 +464,7 @@ static int deblurred_spectrum(const stem_plan *plan, const stem_potential_table 
         double qy = stem_fft_index(j, g.ny) / plan->cell[1];
         for (int i = 0; i < g.nx; i++) {
             double qx = stem_fft_index(i, g.nx) / plan->cell[0];
-            work[(size_t)j * g.nx + i] *= qx * qx + qy * qy <= q2max ? (float)(fx[i] * fy[j]) : 0.0f;
+            work[(size_t)j * g.nx + i] *= qx * qx + qy * qy <= d.band2 ? (float)(fx[i] * fy[j]) : 0.0f;
         }
     }
     free(fx);
