@@ -192,32 +192,43 @@ __global__ void __launch_bounds__(dx_pair<N, C, EPT>::threads)
     }
 }
 
-template <int N, int R, int EPT> int launch_rows(float2 *waves, int ny, int batch, dx_steps st, cudaStream_t s)
+/* A compiled kernel's shape as a type: side N, L lines a block (rows) or columns a tile, E
+ * values a thread (dispatch below passes one to the launches). */
+template <int N, int L, int E> struct dx_shape {
+};
+
+/* The shared-memory opt-in of a kernel, on the current GPU (gpu_fused_create, per worker). */
+template <int N, int R, int EPT> int prepare_rows(dx_shape<N, R, EPT>)
+{
+    using P = dx_pair<N, R, EPT>;
+    CUDA_CALL(cudaFuncSetAttribute(k_dx_rows<N, R, EPT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)P::smem));
+    return STEM_OK;
+}
+
+template <int N, int C, int EPT> int prepare_cols(dx_shape<N, C, EPT>)
+{
+    CUDA_CALL(cudaFuncSetAttribute(k_dx_cols<N, C, EPT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)cols_smem<N, C, EPT>()));
+    return STEM_OK;
+}
+
+template <int N, int R, int EPT>
+int launch_rows(dx_shape<N, R, EPT>, float2 *waves, int ny, int batch, dx_steps st, cudaStream_t s)
 {
     using P = dx_pair<N, R, EPT>;
     long lines = (long)ny * batch;
-    static bool ready = false; /* the shared-memory opt-in, once per process */
-    if (!ready) {
-        CUDA_CALL(
-            cudaFuncSetAttribute(k_dx_rows<N, R, EPT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)P::smem));
-        ready = true;
-    }
     k_dx_rows<N, R, EPT><<<(unsigned)((lines + R - 1) / R), P::fwd::block_dim, P::smem, s>>>(waves, lines, ny, st);
     CUDA_LAUNCH();
     return STEM_OK;
 }
 
-template <int N, int C, int EPT> int launch_cols(float2 *waves, int nx, int batch, dx_steps st, cudaStream_t s)
+template <int N, int C, int EPT>
+int launch_cols(dx_shape<N, C, EPT>, float2 *waves, int nx, int batch, dx_steps st, cudaStream_t s)
 {
     using P = dx_pair<N, C, EPT>;
-    constexpr size_t smem = cols_smem<N, C, EPT>();
-    static bool ready = false;
-    if (!ready) {
-        CUDA_CALL(cudaFuncSetAttribute(k_dx_cols<N, C, EPT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        ready = true;
-    }
     dim3 blocks((nx + C - 1) / C, batch);
-    k_dx_cols<N, C, EPT><<<blocks, P::fwd::block_dim, smem, s>>>(waves, nx, st.first, st.tab, st.then);
+    k_dx_cols<N, C, EPT>
+        <<<blocks, P::fwd::block_dim, cols_smem<N, C, EPT>(), s>>>(waves, nx, st.first, st.tab, st.then);
     CUDA_LAUNCH();
     return STEM_OK;
 }
@@ -247,6 +258,50 @@ const dx_choice &cols_choice()
     static const dx_choice c = env_choice("STEMSIM_DX_COLS");
     return c;
 }
+
+/* Whether the benchmark's choice `want` is compiled for side n (else the side's default runs). */
+int choice_compiled(const dx_choice &want, int n, int is_rows)
+{
+    int found = 0;
+#define DX_FIND(N, L, EPT) found |= n == N && want.lines == L && want.ept == EPT;
+    if (is_rows) {
+        DX_ROW_KERNELS(DX_FIND)
+    } else {
+        DX_COL_KERNELS(DX_FIND)
+    }
+#undef DX_FIND
+    return found;
+}
+
+/* f(dx_shape) of side n's row (column) kernel: the benchmark's choice where it is compiled,
+ * else the side's first entry. Launches and shared-memory opt-ins alike come through here. */
+template <class F> int with_row_kernel(int n, F &&f)
+{
+    const dx_choice &want = rows_choice();
+    int chosen = choice_compiled(want, n, 1), seen = 0;
+#define DX_ROWS(N, R, EPT)                                                                                             \
+    if (n == N) {                                                                                                      \
+        if (chosen ? want.lines == R && want.ept == EPT : !seen) return f(dx_shape<N, R, EPT>{});                      \
+        seen = 1;                                                                                                      \
+    }
+    DX_ROW_KERNELS(DX_ROWS)
+#undef DX_ROWS
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): the cuFFTDx row pass has no size %d", n);
+}
+
+template <class F> int with_col_kernel(int n, F &&f)
+{
+    const dx_choice &want = cols_choice();
+    int chosen = choice_compiled(want, n, 0), seen = 0;
+#define DX_COLS(N, C, EPT)                                                                                             \
+    if (n == N) {                                                                                                      \
+        if (chosen ? want.lines == C && want.ept == EPT : !seen) return f(dx_shape<N, C, EPT>{});                      \
+        seen = 1;                                                                                                      \
+    }
+    DX_COL_KERNELS(DX_COLS)
+#undef DX_COLS
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): the cuFFTDx column pass has no size %d", n);
+}
 } // namespace
 
 int gpu_dx_covers(int n)
@@ -261,50 +316,22 @@ int gpu_dx_covers(int n)
     return rows && cols;
 }
 
-/* Whether the benchmark's choice `want` is compiled for side n (else the side's default runs). */
-static int choice_compiled(const dx_choice &want, int n, int is_rows)
+int gpu_dx_prepare(int nx, int ny)
 {
-    int found = 0;
-#define DX_FIND(N, L, EPT) found |= n == N && want.lines == L && want.ept == EPT;
-    if (is_rows) {
-        DX_ROW_KERNELS(DX_FIND)
-    } else {
-        DX_COL_KERNELS(DX_FIND)
-    }
-#undef DX_FIND
-    return found;
+    STEM_TRY(with_row_kernel(nx, [](auto k) { return prepare_rows(k); }));
+    return with_col_kernel(ny, [](auto k) { return prepare_cols(k); });
 }
 
 int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s)
 {
     dx_steps st{first, then, tab};
-    const dx_choice &want = rows_choice();
-    int chosen = choice_compiled(want, nx, 1), seen = 0;
-#define DX_ROWS(N, R, EPT)                                                                                             \
-    if (nx == N) {                                                                                                     \
-        if (chosen ? want.lines == R && want.ept == EPT : !seen)                                                       \
-            return launch_rows<N, R, EPT>(waves, ny, batch, st, s);                                                    \
-        seen = 1;                                                                                                      \
-    }
-    DX_ROW_KERNELS(DX_ROWS)
-#undef DX_ROWS
-    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): the cuFFTDx row pass has no size %d", nx);
+    return with_row_kernel(nx, [&](auto k) { return launch_rows(k, waves, ny, batch, st, s); });
 }
 
 int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s)
 {
     dx_steps st{first, then, tab_t};
-    const dx_choice &want = cols_choice();
-    int chosen = choice_compiled(want, ny, 0), seen = 0;
-#define DX_COLS(N, C, EPT)                                                                                             \
-    if (ny == N) {                                                                                                     \
-        if (chosen ? want.lines == C && want.ept == EPT : !seen)                                                       \
-            return launch_cols<N, C, EPT>(waves, nx, batch, st, s);                                                    \
-        seen = 1;                                                                                                      \
-    }
-    DX_COL_KERNELS(DX_COLS)
-#undef DX_COLS
-    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): the cuFFTDx column pass has no size %d", ny);
+    return with_col_kernel(ny, [&](auto k) { return launch_cols(k, waves, nx, batch, st, s); });
 }
 
 #else /* built without MathDx: the run-time kernels only */
@@ -313,6 +340,13 @@ int gpu_dx_covers(int n)
 {
     (void)n;
     return 0;
+}
+
+int gpu_dx_prepare(int nx, int ny)
+{
+    (void)ny;
+    return STEM_FAIL(STEM_ERR_INTERNAL, "internal error (please report): built without cuFFTDx, no kernels of size %d",
+                     nx);
 }
 
 int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s)

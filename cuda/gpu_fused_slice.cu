@@ -416,7 +416,7 @@ int gpu_fused_plan(int nx, int ny, int dx_only, gpu_fused_slice *fs, char *why, 
 
 int gpu_fused_create(gpu_fused_slice *fs)
 {
-    if (fs->dx) return STEM_OK; /* no tables: the twiddles are compiled in */
+    if (fs->dx) return gpu_dx_prepare(fs->nx, fs->ny); /* no tables: the twiddles are compiled in */
     GPU_ALLOC(fs->tw_x, sizeof(float2) * fs->nx, "FFT twiddles");
     GPU_ALLOC(fs->tw_y, sizeof(float2) * fs->ny, "FFT twiddles");
     k_twiddles<<<gpu_blocks(fs->nx, 256), 256>>>(fs->tw_x, fs->nx);

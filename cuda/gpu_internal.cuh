@@ -116,7 +116,7 @@ typedef struct {
 /* Whether the fused kernels cover an nx x ny grid (then fs planned), and what does the
  * transforms in words (why); dx_only: only the cuFFTDx kernels ([compute] gpu_slices = auto). */
 int gpu_fused_plan(int nx, int ny, int dx_only, gpu_fused_slice *fs, char *why, size_t why_len);
-/* The twiddle tables of a planned fs on the current GPU. */
+/* The twiddle tables of a planned fs on the current GPU (the cuFFTDx kernels: their shared-memory opt-in). */
 int gpu_fused_create(gpu_fused_slice *fs);
 void gpu_fused_free(gpu_fused_slice *fs);
 /* What runs a plan's slices, in words (--dry-run): as the workers will choose. */
@@ -133,8 +133,10 @@ int gpu_fused_cols(const gpu_fused_slice *fs, float2 *waves, int batch, int firs
                    const float2 *tab_t, int then, cudaStream_t s);
 
 /* The same passes as cuFFTDx kernels of compile-time sizes (gpu_dx_slice.cu): whether n
- * is one of them (0 in a build without MathDx), then the passes over an nx x ny batch. */
+ * is one of them (0 in a build without MathDx), their shared-memory opt-in on the current GPU
+ * (once per worker, before its first pass), then the passes over an nx x ny batch. */
 int gpu_dx_covers(int n);
+int gpu_dx_prepare(int nx, int ny);
 int gpu_dx_rows(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab, int then, cudaStream_t s);
 int gpu_dx_cols(int nx, int ny, float2 *waves, int batch, int first, const float2 *tab_t, int then, cudaStream_t s);
 
