@@ -341,7 +341,7 @@ const key_spec stem_config_keys[] = {
      "compile-time sizes where both grid sides are among them (256, 512, 1000, 1024, 2048, 4096; "
      "cuda/gpu_dx_slice.cu, in a build with NVIDIA MathDx for sm_90), else stemsim's own kernels where both "
      "sides are 7-smooth and at most 4096, else cuFFT. auto (the default) takes the cuFFTDx kernels where they "
-     "cover the grid and cufft elsewhere: on an H200 they are 1.3-1.6x faster per slice than cufft at every "
+     "cover the grid and cufft elsewhere: on an H200 they are 1.3-1.7x faster per slice than cufft at every "
      "size compiled, stemsim's own kernels slower at most sizes (benchmarks/results/FUSED_SLICE.md). Results "
      "agree within ~2e-6 relative"},
     {"compute", "gpu_deterministic", K_ENUM, OFF(opt.gpu_deterministic), "on", 0, 0, "off|on", "-",
